@@ -1,0 +1,22 @@
+// noGrad scopes (§5.4): a thread-local depth; gradients are recorded only at depth zero.
+#pragma once
+
+namespace fucina {
+
+class NoGradScope {
+ public:
+  NoGradScope();
+  ~NoGradScope() { close(); }
+  NoGradScope(NoGradScope&& other) noexcept : open_(other.open_) { other.open_ = false; }
+  NoGradScope& operator=(NoGradScope&&) = delete;
+  NoGradScope(const NoGradScope&) = delete;
+  void close();  // idempotent: an early close makes the destructor's close a no-op
+
+ private:
+  bool open_ = true;
+};
+
+NoGradScope noGrad();
+bool isGradEnabled();
+
+}  // namespace fucina

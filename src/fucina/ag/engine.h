@@ -1,0 +1,17 @@
+// The backward engine (§5.2). Internal: users call Tensor::backward / backwardWithGrad.
+#pragma once
+
+#include <span>
+
+#include "fucina/ag/tensor.h"
+
+namespace fucina::ag {
+
+// Runs one backward pass from several outputs at once. Seeds are validated and made before any
+// scheduling state exists. Records may run on the pool (see BackwardFunction's hints).
+void backwardGrad(ExecContext& ctx, std::span<const Tensor> outputs);
+// Same, but every record runs on the calling thread (needed when a thread-local guard must see
+// the whole pass, as in the checkpoint recompute).
+void backwardGradSerial(ExecContext& ctx, std::span<const Tensor> outputs);
+
+}  // namespace fucina::ag

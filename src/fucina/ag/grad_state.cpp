@@ -1,0 +1,71 @@
+#include "fucina/ag/grad_state.h"
+
+#include <vector>
+
+#include "fucina/kernels/elementwise.h"
+
+namespace fucina {
+
+using internal::RawTensor;
+
+GradState::GradState(Tags tags, Extents shape, std::unique_ptr<BackwardFunction> grad_fn)
+    : tags_(std::move(tags)), shape_(std::move(shape)), grad_fn_(std::move(grad_fn)) {}
+
+// Note [Iterative teardown]: a record owns references to its operands' states, so dropping the
+// last handle of a long chain would recurse once per op. Records released while a teardown is
+// running on this thread are queued and destroyed by the outermost destructor instead.
+GradState::~GradState() {
+  thread_local std::vector<std::unique_ptr<BackwardFunction>> queue;
+  thread_local bool tearing_down = false;
+  if (!grad_fn_) return;
+  queue.push_back(std::move(grad_fn_));
+  if (tearing_down) return;
+  tearing_down = true;
+  while (!queue.empty()) {
+    std::unique_ptr<BackwardFunction> fn = std::move(queue.back());
+    queue.pop_back();
+    fn.reset();  // may push more records onto the queue
+  }
+  tearing_down = false;
+}
+
+void GradState::setGrad(RawTensor grad) {
+  std::lock_guard lock(grad_mutex_);
+  grad_ = std::move(grad);
+}
+
+void GradState::zeroGrad() {
+  std::lock_guard lock(grad_mutex_);
+  grad_.reset();
+}
+
+std::optional<RawTensor> GradState::gradClone(ExecContext& ctx) {
+  std::lock_guard lock(grad_mutex_);
+  if (!grad_) return std::nullopt;
+  return grad_->clone(ctx);
+}
+
+std::optional<RawTensor> GradState::gradView() {
+  std::lock_guard lock(grad_mutex_);
+  return grad_;
+}
+
+bool GradState::hasGrad() {
+  std::lock_guard lock(grad_mutex_);
+  return grad_.has_value();
+}
+
+void GradState::accumulate(ExecContext& ctx, RawTensor contribution) {
+  std::lock_guard lock(grad_mutex_);
+  if (!grad_) {
+    // First contribution: installed as is (it may share a buffer, e.g. a view of gy); the
+    // copy-on-write check below makes it private before anything is added to it.
+    grad_ = std::move(contribution);
+    return;
+  }
+  if (!grad_->isExclusive() || !grad_->isContiguous() || grad_->dtype() != DType::f32)
+    grad_ = grad_->to(ctx, DType::f32);  // private contiguous copy (leaves held views stale)
+  kernels::addInto(*grad_, contribution);
+}
+
+}  // namespace fucina

@@ -1,0 +1,52 @@
+// GradState (§5.1): the accumulated gradient, the VJP record and the scheduling state of one
+// tensor that takes part in autograd. Leaves (variables) have no record.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "fucina/ag/backward_function.h"
+#include "fucina/core/raw_tensor.h"
+
+namespace fucina {
+
+class GradState {
+ public:
+  // tags/shape: those of the tensor this state belongs to (gradients must match them).
+  GradState(Tags tags, Extents shape, std::unique_ptr<BackwardFunction> grad_fn = nullptr);
+  ~GradState();
+  GradState(const GradState&) = delete;
+  GradState& operator=(const GradState&) = delete;
+
+  // §5.3, all thread-safe under grad_mutex.
+  void setGrad(internal::RawTensor grad);  // replaces; unchecked low-level hook
+  void zeroGrad();
+  std::optional<internal::RawTensor> gradClone(ExecContext& ctx);  // deep copy
+  std::optional<internal::RawTensor> gradView();                   // shares the buffer
+  bool hasGrad();
+
+  bool isLeaf() const { return grad_fn_ == nullptr; }
+  BackwardFunction* gradFn() const { return grad_fn_.get(); }
+  const Tags& tags() const { return tags_; }
+  const Extents& shape() const { return shape_; }
+
+  // --- engine internals (ag/engine.cpp) ---
+  enum Phase : uint8_t { kIdle, kPending, kOngoing };
+  // Adds a contribution, copying first when the accumulator's buffer is shared (copy-on-write).
+  void accumulate(ExecContext& ctx, internal::RawTensor contribution);
+  std::atomic<uint8_t> phase{kIdle};
+  std::atomic<uint32_t> pending_grads{0};
+  bool backward_done = false;  // a completed pass consumed this output (§5.2)
+
+ private:
+  Tags tags_;
+  Extents shape_;
+  std::unique_ptr<BackwardFunction> grad_fn_;
+  std::mutex grad_mutex_;
+  std::optional<internal::RawTensor> grad_;
+};
+
+}  // namespace fucina

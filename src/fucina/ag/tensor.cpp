@@ -1,0 +1,221 @@
+#include "fucina/ag/tensor.h"
+
+#include "fucina/ag/engine.h"
+#include "fucina/core/error.h"
+#include "fucina/kernels/copy.h"
+
+namespace fucina {
+
+using internal::RawTensor;
+
+// ---------------------------------------------------------------- TensorImpl
+
+TensorImpl::TensorImpl(ExecContext& ctx, RawTensor value, std::shared_ptr<GradState> state)
+    : value_(std::move(value)), grad_state_(std::move(state)), account_(ctx.account()) {
+  account_->tensorCreated();
+}
+
+TensorImpl::~TensorImpl() { release(); }
+
+void TensorImpl::release() {
+  if (released_) return;
+  released_ = true;
+  value_ = RawTensor();
+  f32_cache_ = RawTensor();
+  grad_state_.reset();
+  account_->tensorReleased();
+}
+
+const RawTensor& TensorImpl::value() const {
+  if (released_)
+    fail(ErrorCode::TensorReleased,
+         "this tensor was disposed (or released by the exec scope that made it); keep it with "
+         "ExecScope::keep to use it after the scope closes");
+  return value_;
+}
+
+const RawTensor& TensorImpl::contiguousF32(ExecContext* ctx) const {
+  const RawTensor& v = value();
+  if (v.dtype() == DType::f32 && v.isContiguous()) return v;
+  std::lock_guard lock(cache_mutex_);
+  if (!f32_cache_.valid()) {
+    if (ctx) {
+      f32_cache_ = v.to(*ctx, DType::f32);
+    } else {
+      // No context at hand (dataConst): account the copy to a private ledger.
+      ExecContext scratch(ExecOptions{.threads = 1});
+      f32_cache_ = v.to(scratch, DType::f32);
+    }
+  }
+  return f32_cache_;
+}
+
+// ---------------------------------------------------------------- construction
+
+Tensor Tensor::make(ExecContext& ctx, RawTensor value, std::shared_ptr<GradState> state) {
+  auto impl = std::make_shared<TensorImpl>(ctx, std::move(value), std::move(state));
+  ctx.adopt(impl);
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::fromRaw(ExecContext& ctx, RawTensor value) {
+  if (!value.valid()) fail(ErrorCode::InvalidArgument, "fromRaw: empty raw tensor");
+  return make(ctx, std::move(value), nullptr);
+}
+
+Tensor Tensor::fromSlice(ExecContext& ctx, Tags tags, Extents shape, std::span<const float> values) {
+  return make(ctx, RawTensor::fromSlice(ctx, std::move(tags), std::move(shape), values), nullptr);
+}
+
+Tensor Tensor::fromSlice(ExecContext& ctx, Tags tags, Extents shape,
+                         std::initializer_list<float> values) {
+  return fromSlice(ctx, std::move(tags), std::move(shape), std::span<const float>(values.begin(), values.size()));
+}
+
+Tensor Tensor::zeros(ExecContext& ctx, Tags tags, Extents shape, DType dtype) {
+  return make(ctx, RawTensor::zeros(ctx, std::move(tags), std::move(shape), dtype), nullptr);
+}
+
+Tensor Tensor::ones(ExecContext& ctx, Tags tags, Extents shape, DType dtype) {
+  return full(ctx, std::move(tags), std::move(shape), 1.0, dtype);
+}
+
+Tensor Tensor::full(ExecContext& ctx, Tags tags, Extents shape, double value, DType dtype) {
+  return make(ctx, RawTensor::full(ctx, std::move(tags), std::move(shape), value, dtype), nullptr);
+}
+
+Tensor Tensor::scalar(ExecContext& ctx, double value, DType dtype) {
+  return full(ctx, {}, {}, value, dtype);
+}
+
+static std::shared_ptr<GradState> leafFor(const RawTensor& value) {
+  if (value.dtype() != DType::f32)
+    fail(ErrorCode::UnsupportedGradient,
+         "variables are f32; got " + std::string(name(value.dtype())) +
+             " (convert with to(ctx, DType::f32) first)");
+  return std::make_shared<GradState>(value.tags(), value.shape());
+}
+
+Tensor Tensor::variableFromSlice(ExecContext& ctx, Tags tags, Extents shape,
+                                 std::span<const float> values) {
+  RawTensor v = RawTensor::fromSlice(ctx, std::move(tags), std::move(shape), values);
+  auto state = leafFor(v);
+  return make(ctx, std::move(v), std::move(state));
+}
+
+Tensor Tensor::variableFromSlice(ExecContext& ctx, Tags tags, Extents shape,
+                                 std::initializer_list<float> values) {
+  return variableFromSlice(ctx, std::move(tags), std::move(shape),
+                           std::span<const float>(values.begin(), values.size()));
+}
+
+Tensor Tensor::variable(ExecContext& ctx, const Tensor& value) {
+  RawTensor v = value.value().clone(ctx);  // a leaf owns its storage (gradcheck perturbs it)
+  auto state = leafFor(v);
+  return make(ctx, std::move(v), std::move(state));
+}
+
+// ---------------------------------------------------------------- accessors
+
+const RawTensor& Tensor::value() const {
+  if (!impl_) fail(ErrorCode::InvalidArgument, "empty Tensor handle (default-constructed)");
+  return impl_->value();
+}
+
+DType Tensor::dtype() const { return value().dtype(); }
+const Tags& Tensor::tags() const { return value().tags(); }
+const Extents& Tensor::shape() const { return value().shape(); }
+int64_t Tensor::numel() const { return value().numel(); }
+int64_t Tensor::extent(Tag tag) const { return value().extent(tag); }
+
+bool Tensor::requiresGrad() const {
+  value();  // throws on empty or released handles
+  return impl_->gradState() != nullptr;
+}
+
+GradState* Tensor::gradState() const {
+  value();
+  return impl_->gradState().get();
+}
+
+// ---------------------------------------------------------------- autograd
+
+void Tensor::backward(ExecContext& ctx) const {
+  const Tensor outputs[] = {*this};
+  ag::backwardGrad(ctx, outputs);
+}
+
+void Tensor::backwardWithGrad(ExecContext& ctx, const Tensor& grad_output) const {
+  GradState* state = gradState();
+  if (!state)
+    fail(ErrorCode::NoGradientGraph,
+         "backwardWithGrad on a tensor that does not require gradients " + value().describe());
+  const RawTensor& g = grad_output.value();  // read as a value; its own grad state is ignored
+  if (g.tags() != tags() || g.shape() != shape())
+    fail(ErrorCode::ShapeMismatch, "backwardWithGrad: gradient " + g.describe() +
+                                       " does not match the output " + value().describe());
+  if (state->backward_done)
+    fail(ErrorCode::BackwardAlreadyRun,
+         "backward already ran over this graph; build a fresh forward graph for another pass");
+  state->setGrad(g.to(ctx, DType::f32));  // private copy: the engine may accumulate into it
+  backward(ctx);
+}
+
+std::optional<Tensor> Tensor::grad(ExecContext& ctx) const {
+  GradState* state = gradState();
+  if (!state) return std::nullopt;
+  auto g = state->gradClone(ctx);
+  if (!g) return std::nullopt;
+  return make(ctx, std::move(*g), nullptr);
+}
+
+std::optional<Tensor> Tensor::gradView(ExecContext& ctx) const {
+  GradState* state = gradState();
+  if (!state) return std::nullopt;
+  auto g = state->gradView();
+  if (!g) return std::nullopt;
+  return make(ctx, std::move(*g), nullptr);
+}
+
+void Tensor::zeroGrad() const {
+  if (GradState* state = gradState()) state->zeroGrad();
+}
+
+Tensor Tensor::detach(ExecContext& ctx) const { return make(ctx, value(), nullptr); }
+
+// ---------------------------------------------------------------- values
+
+std::span<float> Tensor::data() {
+  const RawTensor& v = value();
+  if (requiresGrad())
+    fail(ErrorCode::MutableDataRequiresNoGrad,
+         "data(): this tensor carries gradient state; mutating it would invalidate the graph. "
+         "Read with dataConst(), or write to a detach()ed copy");
+  if (!v.isContiguous())
+    fail(ErrorCode::InvalidArgument,
+         "data(): mutable access needs a contiguous tensor; call contiguous(ctx) first");
+  return {v.f32(), static_cast<size_t>(v.numel())};
+}
+
+std::span<const float> Tensor::dataConst() const {
+  value();
+  const RawTensor& v = impl_->contiguousF32(nullptr);
+  return {v.data<float>(), static_cast<size_t>(v.numel())};
+}
+
+float Tensor::item() const {
+  const RawTensor& v = value();
+  if (v.numel() != 1)
+    fail(ErrorCode::InvalidArgument,
+         "item() needs a one-element tensor, got " + v.describe() + " with " +
+             std::to_string(v.numel()) + " elements");
+  return v.toVector()[0];
+}
+
+std::vector<float> Tensor::toVector() const { return value().toVector(); }
+
+void Tensor::dispose() {
+  if (impl_) impl_->release();
+}
+
+}  // namespace fucina

@@ -1,0 +1,135 @@
+// Tensor (§5.1): a cheap refcounted handle (copy = share) to one value and at most one GradState.
+// Constants have no GradState; variables have a leaf one; op results get one (with a VJP record)
+// when an operand requires gradients and gradients are enabled.
+#pragma once
+
+#include <initializer_list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "fucina/ag/grad_state.h"
+#include "fucina/core/raw_tensor.h"
+#include "fucina/exec/context.h"
+
+namespace fucina {
+
+// Shared body of Tensor handles. Internal; reached through Tensor::impl().
+class TensorImpl {
+ public:
+  TensorImpl(ExecContext& ctx, internal::RawTensor value, std::shared_ptr<GradState> state);
+  ~TensorImpl();
+  TensorImpl(const TensorImpl&) = delete;
+  TensorImpl& operator=(const TensorImpl&) = delete;
+
+  // Drops the value and gradient state (dispose / scope close). Idempotent.
+  void release();
+  bool released() const { return released_; }
+  const internal::RawTensor& value() const;  // throws TensorReleased after release()
+  const std::shared_ptr<GradState>& gradState() const { return grad_state_; }
+  // The value as contiguous f32: the value itself, or a copy made once and kept.
+  const internal::RawTensor& contiguousF32(ExecContext* ctx) const;
+
+ private:
+  mutable std::mutex cache_mutex_;
+  mutable internal::RawTensor f32_cache_;
+  internal::RawTensor value_;
+  std::shared_ptr<GradState> grad_state_;
+  std::shared_ptr<MemoryAccount> account_;
+  bool released_ = false;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;  // an empty handle; every use throws InvalidArgument
+
+  // --- constants (no GradState) ---
+  static Tensor fromSlice(ExecContext& ctx, Tags tags, Extents shape, std::span<const float> values);
+  static Tensor fromSlice(ExecContext& ctx, Tags tags, Extents shape, std::initializer_list<float> values);
+  static Tensor zeros(ExecContext& ctx, Tags tags, Extents shape, DType dtype = DType::f32);
+  static Tensor ones(ExecContext& ctx, Tags tags, Extents shape, DType dtype = DType::f32);
+  static Tensor full(ExecContext& ctx, Tags tags, Extents shape, double value, DType dtype = DType::f32);
+  static Tensor scalar(ExecContext& ctx, double value, DType dtype = DType::f32);
+  static Tensor fromRaw(ExecContext& ctx, internal::RawTensor value);  // wraps, no copy
+  // --- variables (leaf GradState); f32 only ---
+  static Tensor variableFromSlice(ExecContext& ctx, Tags tags, Extents shape, std::span<const float> values);
+  static Tensor variableFromSlice(ExecContext& ctx, Tags tags, Extents shape, std::initializer_list<float> values);
+  static Tensor variable(ExecContext& ctx, const Tensor& value);  // a leaf holding a copy of value
+
+  bool defined() const { return impl_ != nullptr; }
+  DType dtype() const;
+  const Tags& tags() const;
+  const Extents& shape() const;
+  int64_t numel() const;
+  size_t rank() const { return tags().size(); }
+  int64_t extent(Tag tag) const;
+  bool requiresGrad() const;
+  GradState* gradState() const;
+
+  // --- autograd (§5.2, §5.3) ---
+  void backward(ExecContext& ctx) const;
+  void backwardWithGrad(ExecContext& ctx, const Tensor& grad_output) const;
+  std::optional<Tensor> grad(ExecContext& ctx) const;      // deep copy, a constant
+  std::optional<Tensor> gradView(ExecContext& ctx) const;  // shares the accumulator's buffer
+  void zeroGrad() const;
+  Tensor detach(ExecContext& ctx) const;  // constant sharing this value's storage
+
+  // --- values ---
+  std::span<float> data();                   // MutableDataRequiresNoGrad when requiresGrad()
+  std::span<const float> dataConst() const;  // f32, contiguous: a view, or a cached copy
+  float item() const;                        // one-element tensors
+  std::vector<float> toVector() const;
+  Tensor to(ExecContext& ctx, DType dtype) const;  // §3.8 casts
+  void dispose();  // releases value and gradient state now, for every copy of this handle
+
+  // --- pointwise arithmetic (ops/pointwise.cpp): operands align by tag, missing axes broadcast ---
+  Tensor add(ExecContext& ctx, const Tensor& y) const;
+  Tensor sub(ExecContext& ctx, const Tensor& y) const;
+  Tensor mul(ExecContext& ctx, const Tensor& y) const;
+  Tensor div(ExecContext& ctx, const Tensor& y) const;
+  Tensor maximum(ExecContext& ctx, const Tensor& y) const;  // ties split the gradient evenly
+  Tensor minimum(ExecContext& ctx, const Tensor& y) const;
+  Tensor pow(ExecContext& ctx, const Tensor& exponent) const;
+  Tensor scale(ExecContext& ctx, double factor) const;
+  Tensor addScalar(ExecContext& ctx, double value) const;
+  Tensor subScalar(ExecContext& ctx, double value) const;
+  Tensor divScalar(ExecContext& ctx, double value) const;
+  Tensor powScalar(ExecContext& ctx, double exponent) const;
+  // --- unary (ops/unary.cpp) ---
+  Tensor neg(ExecContext& ctx) const;
+  Tensor abs(ExecContext& ctx) const;
+  Tensor exp(ExecContext& ctx) const;
+  Tensor log(ExecContext& ctx) const;
+  Tensor sqrt(ExecContext& ctx) const;
+  Tensor tanh(ExecContext& ctx) const;
+  Tensor sigmoid(ExecContext& ctx) const;
+  Tensor relu(ExecContext& ctx) const;
+  // --- reductions (ops/reduce.cpp) ---
+  Tensor sumAll(ExecContext& ctx) const;
+  Tensor meanAll(ExecContext& ctx) const;
+  Tensor sum(ExecContext& ctx, Tag axis) const;
+  Tensor mean(ExecContext& ctx, Tag axis) const;
+  // --- contraction (ops/contract.cpp) ---
+  // Contracts the axis both operands share; other shared axes are batch axes. Result axes: this
+  // tensor's remaining axes, then y's remaining axes that this tensor lacks.
+  Tensor dot(ExecContext& ctx, const Tensor& y, Tag axis) const;
+  // --- views (ops/view.cpp); share storage ---
+  Tensor broadcastTo(ExecContext& ctx, Tags tags, Extents shape) const;
+  Tensor permuteTo(ExecContext& ctx, const Tags& order) const;
+  Tensor withTags(ExecContext& ctx, Tags tags) const;
+  Tensor narrow(ExecContext& ctx, Tag axis, int64_t start, int64_t length) const;
+  Tensor contiguous(ExecContext& ctx) const;
+
+  // --- internals ---
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+  const internal::RawTensor& value() const;  // throws on an empty or disposed handle
+  const std::shared_ptr<TensorImpl>& impl() const { return impl_; }
+  static Tensor make(ExecContext& ctx, internal::RawTensor value, std::shared_ptr<GradState> state);
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+}  // namespace fucina

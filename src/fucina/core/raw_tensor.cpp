@@ -1,0 +1,167 @@
+#include "fucina/core/raw_tensor.h"
+
+#include <cstring>
+
+#include "fucina/core/error.h"
+#include "fucina/exec/context.h"
+#include "fucina/kernels/copy.h"
+
+namespace fucina::internal {
+namespace {
+
+void requireElementType(DType dtype, std::string_view what) {
+  if (dtype == DType::q8_0)
+    fail(ErrorCode::DTypeMismatch, std::string(what) +
+                                       ": q8_0 is block-quantized; build it with the quantization "
+                                       "API, not element-wise");
+}
+
+}  // namespace
+
+RawTensor RawTensor::empty(ExecContext& ctx, Tags tags, Extents shape, DType dtype) {
+  validateShape(tags, shape, "tensor");
+  requireElementType(dtype, "tensor");
+  RawTensor t;
+  t.storage_ = std::make_shared<Storage>(
+      ctx.account(), static_cast<size_t>(numelOf(shape)) * elementSize(dtype));
+  t.dtype_ = dtype;
+  t.strides_ = contiguousStrides(shape);
+  t.tags_ = std::move(tags);
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+RawTensor RawTensor::zeros(ExecContext& ctx, Tags tags, Extents shape, DType dtype) {
+  RawTensor t = empty(ctx, std::move(tags), std::move(shape), dtype);
+  if (t.storage_->bytes() > 0) std::memset(t.storage_->data(), 0, t.storage_->bytes());
+  return t;
+}
+
+RawTensor RawTensor::full(ExecContext& ctx, Tags tags, Extents shape, double value, DType dtype) {
+  RawTensor t = empty(ctx, std::move(tags), std::move(shape), dtype);
+  kernels::fill(t, value);
+  return t;
+}
+
+RawTensor RawTensor::fromSlice(ExecContext& ctx, Tags tags, Extents shape,
+                               std::span<const float> values, DType dtype) {
+  validateShape(tags, shape, "fromSlice");
+  if (static_cast<int64_t>(values.size()) != numelOf(shape))
+    fail(ErrorCode::ShapeMismatch, "fromSlice: shape " + fucina::describe(tags, shape) + " holds " +
+                                       std::to_string(numelOf(shape)) + " values but " +
+                                       std::to_string(values.size()) + " were given");
+  RawTensor t = empty(ctx, std::move(tags), std::move(shape), dtype);
+  kernels::copyFromF32(values.data(), t);
+  return t;
+}
+
+int64_t RawTensor::extent(Tag tag) const { return shape_[axis(tag)]; }
+
+size_t RawTensor::axis(Tag tag) const {
+  if (auto i = findTag(tags_, tag)) return *i;
+  fail(ErrorCode::ShapeMismatch,
+       "axis '" + std::string(tag.name()) + "' is not one of " + describe());
+}
+
+std::string RawTensor::describe() const { return fucina::describe(tags_, shape_); }
+
+bool RawTensor::isContiguous() const {
+  int64_t expected = 1;
+  for (size_t i = shape_.size(); i-- > 0;) {
+    if (shape_[i] != 1 && strides_[i] != expected) return numel() == 0;
+    expected *= shape_[i];
+  }
+  return true;
+}
+
+float* RawTensor::f32() const {
+  if (!valid()) fail(ErrorCode::InvalidArgument, "empty tensor");
+  if (dtype_ != DType::f32)
+    fail(ErrorCode::DTypeMismatch, "expected an f32 tensor, got " + std::string(name(dtype_)) +
+                                       " " + describe() + "; convert with to(ctx, DType::f32)");
+  return data<float>();
+}
+
+std::vector<float> RawTensor::toVector() const {
+  if (!valid()) return {};
+  requireElementType(dtype_, "toVector");
+  std::vector<float> out(static_cast<size_t>(numel()));
+  if (out.empty()) return out;
+  kernels::copyToF32(*this, out.data());
+  return out;
+}
+
+RawTensor RawTensor::view(std::shared_ptr<Storage> storage, DType dtype, Tags tags, Extents shape,
+                          std::vector<int64_t> strides, int64_t offset) {
+  RawTensor t;
+  t.storage_ = std::move(storage);
+  t.dtype_ = dtype;
+  t.tags_ = std::move(tags);
+  t.shape_ = std::move(shape);
+  t.strides_ = std::move(strides);
+  t.offset_ = offset;
+  return t;
+}
+
+RawTensor RawTensor::withTags(Tags tags) const {
+  if (tags.size() != tags_.size())
+    fail(ErrorCode::ShapeMismatch, "withTags: " + std::to_string(tags.size()) + " tags " +
+                                       fucina::describe(tags) + " for " + describe());
+  validateShape(tags, shape_, "withTags");
+  return view(storage_, dtype_, std::move(tags), shape_, strides_, offset_);
+}
+
+RawTensor RawTensor::permuted(const Tags& order) const {
+  if (order.size() != tags_.size())
+    fail(ErrorCode::ShapeMismatch, "permute " + describe() + " to " + fucina::describe(order) +
+                                       ": the order must name every axis once");
+  Extents shape;
+  std::vector<int64_t> strides;
+  for (Tag tag : order) {
+    const size_t a = axis(tag);
+    shape.push_back(shape_[a]);
+    strides.push_back(strides_[a]);
+  }
+  validateShape(order, shape, "permute");
+  return view(storage_, dtype_, order, std::move(shape), std::move(strides), offset_);
+}
+
+RawTensor RawTensor::narrowed(Tag tag, int64_t start, int64_t length) const {
+  const size_t a = axis(tag);
+  if (start < 0 || length < 0 || start > shape_[a] - length)
+    fail(ErrorCode::IndexOutOfRange, "narrow '" + std::string(tag.name()) + "' of " + describe() +
+                                         " to [" + std::to_string(start) + ", " +
+                                         std::to_string(start + length) + ")");
+  Extents shape = shape_;
+  shape[a] = length;
+  return view(storage_, dtype_, tags_, std::move(shape), strides_, offset_ + start * strides_[a]);
+}
+
+RawTensor RawTensor::broadcastView(const Tags& tags, const Extents& shape) const {
+  validateShape(tags, shape, "broadcastTo");
+  for (size_t i = 0; i < tags_.size(); ++i) {
+    auto j = findTag(tags, tags_[i]);
+    if (!j || shape[*j] != shape_[i])
+      fail(ErrorCode::ShapeMismatch, "cannot broadcast " + describe() + " to " +
+                                         fucina::describe(tags, shape) +
+                                         ": every axis must appear with the same extent");
+  }
+  std::vector<int64_t> strides(tags.size(), 0);
+  for (size_t j = 0; j < tags.size(); ++j)
+    if (auto i = findTag(tags_, tags[j])) strides[j] = strides_[*i];
+  return view(storage_, dtype_, tags, shape, std::move(strides), offset_);
+}
+
+RawTensor RawTensor::clone(ExecContext& ctx) const { return to(ctx, dtype_); }
+
+RawTensor RawTensor::contiguous(ExecContext& ctx) const {
+  return isContiguous() ? *this : clone(ctx);
+}
+
+RawTensor RawTensor::to(ExecContext& ctx, DType dtype) const {
+  RawTensor out = empty(ctx, tags_, shape_, dtype);
+  kernels::copyConvert(*this, out);
+  return out;
+}
+
+}  // namespace fucina::internal

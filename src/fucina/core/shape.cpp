@@ -1,0 +1,69 @@
+#include "fucina/core/shape.h"
+
+#include <limits>
+
+#include "fucina/core/error.h"
+
+namespace fucina {
+
+int64_t numelOf(const Extents& extents) {
+  int64_t n = 1;
+  for (int64_t e : extents) n *= e;
+  return n;
+}
+
+std::optional<size_t> findTag(const Tags& tags, Tag tag) {
+  for (size_t i = 0; i < tags.size(); ++i)
+    if (tags[i] == tag) return i;
+  return std::nullopt;
+}
+
+bool hasTag(const Tags& tags, Tag tag) { return findTag(tags, tag).has_value(); }
+
+std::string describe(const Tags& tags, const Extents& extents) {
+  std::string s = "{";
+  for (size_t i = 0; i < tags.size(); ++i) {
+    if (i) s += ", ";
+    s += tags[i].name();
+    if (i < extents.size()) s += "=" + std::to_string(extents[i]);
+  }
+  return s + "}";
+}
+
+std::string describe(const Tags& tags) { return describe(tags, {}); }
+
+void validateShape(const Tags& tags, const Extents& extents, std::string_view what) {
+  if (tags.size() != extents.size())
+    fail(ErrorCode::ShapeMismatch, std::string(what) + ": " + std::to_string(tags.size()) +
+                                       " tags " + describe(tags) + " but " +
+                                       std::to_string(extents.size()) + " extents");
+  for (size_t i = 0; i < tags.size(); ++i) {
+    for (size_t j = 0; j < i; ++j)
+      if (tags[i] == tags[j])
+        fail(ErrorCode::ShapeMismatch, std::string(what) + ": axis tag '" +
+                                           std::string(tags[i].name()) + "' appears twice in " +
+                                           describe(tags));
+  }
+  int64_t n = 1;
+  for (size_t i = 0; i < extents.size(); ++i) {
+    if (extents[i] < 0)
+      fail(ErrorCode::InvalidArgument, std::string(what) + ": negative extent in " +
+                                           describe(tags, extents));
+    if (extents[i] > 0 && n > std::numeric_limits<int64_t>::max() / 16 / extents[i])
+      fail(ErrorCode::InvalidArgument, std::string(what) + ": shape " + describe(tags, extents) +
+                                           " has too many elements");
+    n *= extents[i];
+  }
+}
+
+std::vector<int64_t> contiguousStrides(const Extents& extents) {
+  std::vector<int64_t> strides(extents.size());
+  int64_t s = 1;
+  for (size_t i = extents.size(); i-- > 0;) {
+    strides[i] = s;
+    s *= extents[i] > 0 ? extents[i] : 1;
+  }
+  return strides;
+}
+
+}  // namespace fucina

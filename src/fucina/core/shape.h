@@ -1,0 +1,28 @@
+// Shapes of named axes: a tag list and an extent list of the same length.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fucina/core/tag.h"
+
+namespace fucina {
+
+using Tags = std::vector<Tag>;
+using Extents = std::vector<int64_t>;
+
+int64_t numelOf(const Extents& extents);
+// Position of tag in tags, or nullopt.
+std::optional<size_t> findTag(const Tags& tags, Tag tag);
+bool hasTag(const Tags& tags, Tag tag);
+// "{batch=2, in=3}" — how shapes appear in error messages.
+std::string describe(const Tags& tags, const Extents& extents);
+std::string describe(const Tags& tags);
+// Throws ShapeMismatch/InvalidArgument unless tags are distinct, lengths agree and extents >= 0.
+void validateShape(const Tags& tags, const Extents& extents, std::string_view what);
+// Row-major strides (in elements) for extents.
+std::vector<int64_t> contiguousStrides(const Extents& extents);
+
+}  // namespace fucina

@@ -1,0 +1,50 @@
+#include "fucina/exec/context.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "fucina/ag/tensor.h"
+#include "fucina/core/error.h"
+#include "fucina/exec/scope.h"
+
+namespace fucina {
+
+ExecContext::ExecContext(ExecOptions options) : account_(std::make_shared<MemoryAccount>()) {
+  if (options.threads < 0)
+    fail(ErrorCode::InvalidArgument,
+         "ExecOptions.threads must be >= 0 (0 = hardware concurrency), got " +
+             std::to_string(options.threads));
+  int threads = options.threads;
+  if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (threads > 1) pool_ = std::make_unique<WorkPool>(threads);
+}
+
+ExecContext::~ExecContext() {
+  // Scopes still open (a context destroyed inside one) release their tensors now.
+  while (true) {
+    ExecScope* scope;
+    {
+      std::lock_guard lock(scopes_mutex_);
+      if (scopes_.empty()) break;
+      scope = scopes_.back();
+    }
+    scope->close();
+  }
+}
+
+void ExecContext::parallelFor(int64_t n, int64_t grain,
+                              const std::function<void(int64_t, int64_t)>& fn) const {
+  if (n <= 0) return;
+  if (pool_ && n >= 2 * grain) {
+    pool_->parallelFor(n, grain, fn);
+  } else {
+    fn(0, n);
+  }
+}
+
+void ExecContext::adopt(const std::shared_ptr<TensorImpl>& tensor) {
+  std::lock_guard lock(scopes_mutex_);
+  if (!scopes_.empty()) scopes_.back()->owned_.push_back(tensor);
+}
+
+}  // namespace fucina

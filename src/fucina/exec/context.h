@@ -1,0 +1,49 @@
+// ExecContext: the allocator (with memory accounting), the work pool and the stack of exec scopes
+// that every op is given explicitly as its first argument.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "fucina/core/storage.h"
+#include "fucina/exec/work_pool.h"
+
+namespace fucina {
+
+class TensorImpl;
+class ExecScope;
+
+struct ExecOptions {
+  int threads = 0;  // 0 = hardware concurrency; 1 = no worker threads
+};
+
+class ExecContext {
+ public:
+  explicit ExecContext(ExecOptions options = {});
+  ~ExecContext();
+  ExecContext(const ExecContext&) = delete;
+  ExecContext& operator=(const ExecContext&) = delete;
+
+  MemoryStats memory() const { return account_->stats(); }
+  void resetPeak() { account_->resetPeak(); }
+  int threads() const { return pool_ ? pool_->size() : 1; }
+
+  // --- engine internals (public so that ops, kernels and bindings can reach them) ---
+  const std::shared_ptr<MemoryAccount>& account() const { return account_; }
+  // The pool, or null when running on one thread.
+  WorkPool* workPool() const { return pool_.get(); }
+  // Runs fn over [0, n) on the pool when n >= 2*grain and there is a pool, else inline.
+  void parallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) const;
+  // Called for every Tensor made: the innermost open ExecScope (if any) takes ownership.
+  void adopt(const std::shared_ptr<TensorImpl>& tensor);
+
+ private:
+  friend class ExecScope;
+  std::shared_ptr<MemoryAccount> account_;
+  std::unique_ptr<WorkPool> pool_;
+  std::mutex scopes_mutex_;
+  std::vector<ExecScope*> scopes_;  // innermost last
+};
+
+}  // namespace fucina

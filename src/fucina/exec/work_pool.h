@@ -1,0 +1,47 @@
+// WorkPool: the only place fucina makes threads. The calling thread always takes part, so a
+// pool of size N has N-1 worker threads, and waiting never idles a thread that could help.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace fucina {
+
+class WorkPool {
+ public:
+  explicit WorkPool(int threads);  // total threads including the caller; >= 1
+  ~WorkPool();
+  WorkPool(const WorkPool&) = delete;
+  WorkPool& operator=(const WorkPool&) = delete;
+
+  int size() const { return static_cast<int>(workers_.size()) + 1; }
+
+  // Runs fn(begin, end) over [0, n) in chunks of at least `grain`, on the pool and the caller.
+  // Returns when every chunk is done; the first exception thrown by a chunk is rethrown.
+  void parallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+
+  // Queues a task. Tasks must not throw; the caller arranges to wait for them (helpUntil).
+  void submit(std::function<void()> task);
+  // Runs queued tasks on this thread until done() holds, sleeping when there is nothing to run.
+  // A waiting thread helps instead of blocking, so pool tasks may themselves wait safely.
+  void helpUntil(const std::function<bool()>& done);
+  // Call after changing state a helpUntil predicate reads, so that waiters look again.
+  void notifyAll();
+
+ private:
+  void workerLoop();
+  bool tryRunOne(std::unique_lock<std::mutex>& lock);
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::function<void()>> queue_;
+  std::vector<std::thread> workers_;
+  bool stopping_ = false;
+};
+
+}  // namespace fucina

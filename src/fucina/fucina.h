@@ -1,0 +1,15 @@
+// fucina: tensors with named axes and eager, backward-only reverse-mode autograd.
+// The public root header (§1): include this and nothing else.
+#pragma once
+
+#include "fucina/ag/control.h"
+#include "fucina/ag/gradcheck.h"
+#include "fucina/ag/grad_state.h"
+#include "fucina/ag/tensor.h"
+#include "fucina/core/dtype.h"
+#include "fucina/core/error.h"
+#include "fucina/core/raw_tensor.h"
+#include "fucina/core/shape.h"
+#include "fucina/core/tag.h"
+#include "fucina/exec/context.h"
+#include "fucina/exec/scope.h"

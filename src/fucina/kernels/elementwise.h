@@ -1,0 +1,88 @@
+// Elementwise maps over named-axis tensors: inputs are aligned to the output's axes by tag
+// (missing axes broadcast with stride 0), any strides are accepted, the output is a new
+// contiguous f32 tensor. Every pointwise op and its VJP is one call with a scalar lambda.
+#pragma once
+
+#include <array>
+#include <span>
+
+#include "fucina/core/error.h"
+#include "fucina/core/raw_tensor.h"
+#include "fucina/exec/context.h"
+#include "fucina/kernels/strided.h"
+
+namespace fucina::kernels {
+
+struct AlignedShape {
+  Tags tags;
+  Extents shape;
+};
+
+// Output axes of a binary op: a's axes, then b's axes that a lacks. Shared axes must agree in
+// extent, else ShapeMismatch naming both shapes and the axis.
+AlignedShape alignShapes(std::string_view op, const internal::RawTensor& a,
+                         const internal::RawTensor& b);
+
+// Elements per parallel chunk: below this, threads cost more than they save.
+inline constexpr int64_t kElementwiseGrain = 32 * 1024;
+
+// out[i] = f(in_0[i], ..., in_{K-1}[i]) over out's axes. Each input's axes must be a subset of
+// out's with the same extents (ops check this first with alignShapes for good messages).
+template <size_t K, class F>
+internal::RawTensor map(ExecContext& ctx, const Tags& tags, const Extents& shape,
+                        const std::array<const internal::RawTensor*, K>& ins, F f) {
+  internal::RawTensor out = internal::RawTensor::empty(ctx, tags, shape, DType::f32);
+  if (out.numel() == 0) return out;
+  std::array<internal::RawTensor, K> views;
+  std::array<const std::vector<int64_t>*, K + 1> strides;
+  std::array<const float*, K> base;
+  for (size_t k = 0; k < K; ++k) {
+    views[k] = ins[k]->broadcastView(tags, shape);
+    strides[k] = &views[k].strides();
+    base[k] = views[k].f32();
+  }
+  strides[K] = &out.strides();
+  const auto plan = planStrided<K + 1>(shape, strides);
+  float* dst = out.f32();
+  const int64_t rows = plan.outer();
+  const int64_t grain_rows = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, plan.inner()));
+  ctx.parallelFor(rows, grain_rows, [&](int64_t begin, int64_t end) {
+    forEachRow(plan, begin, end, [&](const auto& off, int64_t n, const auto& st) {
+      float* o = dst + off[K];
+      bool unit = true;
+      for (size_t k = 0; k < K; ++k) unit = unit && st[k] == 1;
+      if (unit) {  // the common case, kept simple so the compiler vectorizes it
+        std::array<const float*, K> p;
+        for (size_t k = 0; k < K; ++k) p[k] = base[k] + off[k];
+        for (int64_t i = 0; i < n; ++i)
+          o[i] = [&]<size_t... I>(std::index_sequence<I...>) { return f(p[I][i]...); }(
+              std::make_index_sequence<K>{});
+      } else {
+        for (int64_t i = 0; i < n; ++i)
+          o[i] = [&]<size_t... I>(std::index_sequence<I...>) {
+            return f(base[I][off[I] + i * st[I]]...);
+          }(std::make_index_sequence<K>{});
+      }
+    });
+  });
+  return out;
+}
+
+// Unary convenience: same axes as a.
+template <class F>
+internal::RawTensor map1(ExecContext& ctx, const internal::RawTensor& a, F f) {
+  return map<1>(ctx, a.tags(), a.shape(), {&a}, f);
+}
+
+// Binary convenience: axes aligned by tag (see alignShapes).
+template <class F>
+internal::RawTensor map2(ExecContext& ctx, std::string_view op, const internal::RawTensor& a,
+                         const internal::RawTensor& b, F f) {
+  const AlignedShape s = alignShapes(op, a, b);
+  return map<2>(ctx, s.tags, s.shape, {&a, &b}, f);
+}
+
+// dst += src elementwise; dst contiguous f32 and exclusively owned, src the same axes/extents.
+void addInto(const internal::RawTensor& dst, const internal::RawTensor& src);
+
+}  // namespace fucina::kernels

@@ -1,0 +1,73 @@
+// The two shapes of elementwise op — unary (with any scalar parameter folded into its lambdas)
+// and binary (operands aligned by tag) — so each op is just its forward and partials side by side.
+#pragma once
+
+#include <array>
+#include <string_view>
+
+#include "fucina/kernels/elementwise.h"
+#include "fucina/kernels/reduce.h"
+#include "fucina/ops/finish_op.h"
+
+namespace fucina::ops {
+
+// What a partial derivative reads besides g, so that a record saves only that (flashlight's rule:
+// a value is kept only when a gradient that will be computed needs it).
+namespace reads {
+enum Reads : unsigned { kNone = 0, kA = 1, kB = 2, kY = 4 };
+}
+
+struct SavedShape {
+  Tags tags;
+  Extents shape;
+};
+
+// Keeps t when `needed`; otherwise an empty handle that the VJP replaces by gy (never read).
+inline RawTensor saveIf(bool needed, const RawTensor& t) { return needed ? t : RawTensor(); }
+
+// y = fwd(a) per element; dx(g, a, y) is the partial times g, reading what `reads` says.
+template <class Fwd, class Dx>
+Tensor unaryOp(ExecContext& ctx, std::string_view name, const Tensor& x, Fwd fwd, unsigned reads,
+               Dx dx) {
+  requireF32(name, x);
+  const RawTensor& a = x.value();
+  RawTensor out = kernels::map1(ctx, a, fwd);
+  return finishOp(ctx, name, out, {&x}, [&] {
+    return [sa = saveIf(reads & reads::kA, a), sy = saveIf(reads & reads::kY, out), dx](
+               ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
+      const RawTensor& va = sa.valid() ? sa : gy;
+      const RawTensor& vy = sy.valid() ? sy : gy;
+      g[0] = kernels::map<3>(c, gy.tags(), gy.shape(), {&gy, &va, &vy}, dx);
+    };
+  }, static_cast<size_t>(out.numel()));
+}
+
+// y = fwd(a, b) per element over the aligned axes; da(g, a, b, y) and db(g, a, b, y) are the
+// partials times g, each summed back to its operand's own axes.
+template <class Fwd, class Da, class Db>
+Tensor binaryOp(ExecContext& ctx, std::string_view name, const Tensor& x, const Tensor& y, Fwd fwd,
+                unsigned da_reads, Da da, unsigned db_reads, Db db) {
+  requireF32(name, x);
+  requireF32(name, y);
+  const RawTensor& a = x.value();
+  const RawTensor& b = y.value();
+  RawTensor out = kernels::map2(ctx, name, a, b, fwd);
+  return finishOp(ctx, name, out, {&x, &y}, [&] {
+    const unsigned need = (x.requiresGrad() ? da_reads : 0) | (y.requiresGrad() ? db_reads : 0);
+    return [sa = saveIf(need & reads::kA, a), sb = saveIf(need & reads::kB, b),
+            sy = saveIf(need & reads::kY, out), ma = SavedShape{a.tags(), a.shape()},
+            mb = SavedShape{b.tags(), b.shape()}, da,
+            db](ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads g) {
+      const RawTensor& va = sa.valid() ? sa : gy;
+      const RawTensor& vb = sb.valid() ? sb : gy;
+      const RawTensor& vy = sy.valid() ? sy : gy;
+      const std::array<const RawTensor*, 4> ins{&gy, &va, &vb, &vy};
+      if (needs[0])
+        g[0] = kernels::sumTo(c, kernels::map<4>(c, gy.tags(), gy.shape(), ins, da), ma.tags, ma.shape);
+      if (needs[1])
+        g[1] = kernels::sumTo(c, kernels::map<4>(c, gy.tags(), gy.shape(), ins, db), mb.tags, mb.shape);
+    };
+  }, static_cast<size_t>(out.numel()));
+}
+
+}  // namespace fucina::ops

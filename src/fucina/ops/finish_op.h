@@ -1,0 +1,75 @@
+// The single tail every differentiable op ends in (the reference's finishOp).
+//
+// Note [One forward path]: an op computes its value with the same kernels whether or not
+// gradients are tracked; only here is it decided whether to attach a VJP record. The record
+// is built by a factory that runs only when recording, so saved operands cost nothing in
+// inference (and each op saves only what the gradients it may need actually read).
+#pragma once
+
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "fucina/ag/backward_function.h"
+#include "fucina/ag/control.h"
+#include "fucina/ag/tensor.h"
+#include "fucina/core/error.h"
+
+namespace fucina::ops {
+
+using internal::RawTensor;
+using Grads = std::span<std::optional<RawTensor>>;
+using NeedsGrad = std::span<const bool>;
+
+// A BackwardFunction whose VJP is a lambda written next to its op's forward.
+template <class Vjp>
+class OpRecord final : public BackwardFunction {
+ public:
+  OpRecord(std::string_view name, std::vector<std::shared_ptr<GradState>> operands, size_t work,
+           Vjp vjp)
+      : name_(name), operands_(std::move(operands)), work_(work), vjp_(std::move(vjp)) {}
+  std::span<const std::shared_ptr<GradState>> operands() const override { return operands_; }
+  void backward(ExecContext& ctx, const RawTensor& gy, NeedsGrad needs_grad, Grads out) override {
+    vjp_(ctx, gy, needs_grad, out);
+  }
+  std::string_view name() const override { return name_; }
+  size_t estimatedWork() const override { return work_; }
+
+ private:
+  std::string_view name_;
+  std::vector<std::shared_ptr<GradState>> operands_;
+  size_t work_;
+  Vjp vjp_;
+};
+
+inline bool anyRequiresGrad(std::initializer_list<const Tensor*> operands) {
+  for (const Tensor* t : operands)
+    if (t->requiresGrad()) return true;
+  return false;
+}
+
+// Wraps value as the op's result. makeVjp() -> callable (ctx, gy, needs_grad, out) is invoked
+// only when some operand requires gradients and gradients are enabled (§5.4).
+template <class MakeVjp>
+Tensor finishOp(ExecContext& ctx, std::string_view name, RawTensor value,
+                std::initializer_list<const Tensor*> operands, MakeVjp&& makeVjp,
+                size_t estimated_work = 0) {
+  if (!isGradEnabled() || !anyRequiresGrad(operands))
+    return Tensor::make(ctx, std::move(value), nullptr);
+  std::vector<std::shared_ptr<GradState>> states;
+  states.reserve(operands.size());
+  for (const Tensor* t : operands) states.push_back(t->impl()->gradState());
+  auto vjp = makeVjp();
+  auto record = std::make_unique<OpRecord<decltype(vjp)>>(name, std::move(states), estimated_work,
+                                                          std::move(vjp));
+  auto state = std::make_shared<GradState>(value.tags(), value.shape(), std::move(record));
+  return Tensor::make(ctx, std::move(value), std::move(state));
+}
+
+// Operands of computing ops must be f32 (other dtypes are storable constants, §5.1).
+void requireF32(std::string_view op, const Tensor& t);
+
+}  // namespace fucina::ops

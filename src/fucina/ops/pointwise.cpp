@@ -1,0 +1,91 @@
+// Pointwise arithmetic: each op's forward and its VJP side by side. Binary operands align by tag
+// and broadcast missing axes; each VJP sums its gradient back to its operand's own axes.
+#include <cmath>
+
+#include "fucina/ops/elementwise_op.h"
+
+namespace fucina {
+
+using namespace ops::reads;
+using ops::binaryOp;
+using ops::unaryOp;
+
+Tensor Tensor::add(ExecContext& ctx, const Tensor& y) const {
+  return binaryOp(ctx, "add", *this, y, [](float a, float b) { return a + b; },
+                  kNone, [](float g, float, float, float) { return g; },
+                  kNone, [](float g, float, float, float) { return g; });
+}
+
+Tensor Tensor::sub(ExecContext& ctx, const Tensor& y) const {
+  return binaryOp(ctx, "sub", *this, y, [](float a, float b) { return a - b; },
+                  kNone, [](float g, float, float, float) { return g; },
+                  kNone, [](float g, float, float, float) { return -g; });
+}
+
+Tensor Tensor::mul(ExecContext& ctx, const Tensor& y) const {
+  return binaryOp(ctx, "mul", *this, y, [](float a, float b) { return a * b; },
+                  kB, [](float g, float, float b, float) { return g * b; },
+                  kA, [](float g, float a, float, float) { return g * a; });
+}
+
+Tensor Tensor::div(ExecContext& ctx, const Tensor& y) const {
+  return binaryOp(ctx, "div", *this, y, [](float a, float b) { return a / b; },
+                  kB, [](float g, float, float b, float) { return g / b; },
+                  kB | kY, [](float g, float, float b, float y) { return -g * y / b; });
+}
+
+// maximum/minimum: on exact ties the gradient is split evenly between the operands.
+Tensor Tensor::maximum(ExecContext& ctx, const Tensor& y) const {
+  return binaryOp(
+      ctx, "maximum", *this, y, [](float a, float b) { return a >= b ? a : b; },
+      kA | kB, [](float g, float a, float b, float) { return a > b ? g : a == b ? 0.5f * g : 0.0f; },
+      kA | kB, [](float g, float a, float b, float) { return b > a ? g : a == b ? 0.5f * g : 0.0f; });
+}
+
+Tensor Tensor::minimum(ExecContext& ctx, const Tensor& y) const {
+  return binaryOp(
+      ctx, "minimum", *this, y, [](float a, float b) { return a <= b ? a : b; },
+      kA | kB, [](float g, float a, float b, float) { return a < b ? g : a == b ? 0.5f * g : 0.0f; },
+      kA | kB, [](float g, float a, float b, float) { return b < a ? g : a == b ? 0.5f * g : 0.0f; });
+}
+
+// pow: d/da = b·a^(b-1); d/db = y·ln(a), taken as 0 where a == 0 (torch's convention, so a zero
+// base never turns the exponent's gradient into NaN).
+Tensor Tensor::pow(ExecContext& ctx, const Tensor& exponent) const {
+  return binaryOp(
+      ctx, "pow", *this, exponent, [](float a, float b) { return std::pow(a, b); },
+      kA | kB, [](float g, float a, float b, float) { return b == 0.0f ? 0.0f : g * b * std::pow(a, b - 1.0f); },
+      kA | kY, [](float g, float a, float, float y) { return a == 0.0f ? 0.0f : g * y * std::log(a); });
+}
+
+Tensor Tensor::scale(ExecContext& ctx, double factor) const {
+  const float s = static_cast<float>(factor);
+  return unaryOp(ctx, "scale", *this, [s](float a) { return a * s; },
+                 kNone, [s](float g, float, float) { return g * s; });
+}
+
+Tensor Tensor::addScalar(ExecContext& ctx, double value) const {
+  const float v = static_cast<float>(value);
+  return unaryOp(ctx, "addScalar", *this, [v](float a) { return a + v; },
+                 kNone, [](float g, float, float) { return g; });
+}
+
+Tensor Tensor::subScalar(ExecContext& ctx, double value) const {
+  const float v = static_cast<float>(value);
+  return unaryOp(ctx, "subScalar", *this, [v](float a) { return a - v; },
+                 kNone, [](float g, float, float) { return g; });
+}
+
+Tensor Tensor::divScalar(ExecContext& ctx, double value) const {
+  const float v = static_cast<float>(value);
+  return unaryOp(ctx, "divScalar", *this, [v](float a) { return a / v; },
+                 kNone, [v](float g, float, float) { return g / v; });
+}
+
+Tensor Tensor::powScalar(ExecContext& ctx, double exponent) const {
+  const float e = static_cast<float>(exponent);
+  return unaryOp(ctx, "powScalar", *this, [e](float a) { return std::pow(a, e); },
+                 kA, [e](float g, float a, float) { return e == 0.0f ? 0.0f : g * e * std::pow(a, e - 1.0f); });
+}
+
+}  // namespace fucina
