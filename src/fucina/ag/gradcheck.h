@@ -20,7 +20,7 @@ struct GradcheckOptions {
 struct GradcheckResult {
   size_t checked = 0;  // elements compared
   double max_abs_error = 0;
-  double max_rel_error = 0;
+  double max_rel_error = 0;  // over elements whose |analytical| exceeds abs_tol
 };
 
 // The loss is rebuilt for every evaluation; it reads the inputs through the handles it captured

@@ -61,7 +61,7 @@ void WorkPool::parallelFor(int64_t n, int64_t grain,
                            const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
-  const int64_t chunks = std::min<int64_t>(size(), (n + grain - 1) / grain);
+  const int64_t chunks = std::min<int64_t>(size(), n / grain);  // each chunk >= grain
   if (chunks <= 1) {
     fn(0, n);
     return;
