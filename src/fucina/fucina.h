@@ -2,7 +2,9 @@
 // The public root header (§1): include this and nothing else.
 #pragma once
 
+#include "fucina/ag/checkpoint.h"
 #include "fucina/ag/control.h"
+#include "fucina/ag/custom.h"
 #include "fucina/ag/gradcheck.h"
 #include "fucina/ag/grad_state.h"
 #include "fucina/ag/tensor.h"
@@ -13,3 +15,4 @@
 #include "fucina/core/tag.h"
 #include "fucina/exec/context.h"
 #include "fucina/exec/scope.h"
+#include "fucina/ops/raw.h"

@@ -17,4 +17,8 @@ NoGradScope noGrad() { return NoGradScope(); }
 
 bool isGradEnabled() { return no_grad_depth == 0; }
 
+internal::ForceGradScope::ForceGradScope() : saved_depth_(no_grad_depth) { no_grad_depth = 0; }
+
+internal::ForceGradScope::~ForceGradScope() { no_grad_depth = saved_depth_; }
+
 }  // namespace fucina

@@ -19,4 +19,19 @@ class NoGradScope {
 NoGradScope noGrad();
 bool isGradEnabled();
 
+namespace internal {
+// Turns recording back on for this thread until destroyed, whatever noGrad scopes are open
+// (the checkpoint recompute rebuilds its subgraph even when backward runs under noGrad).
+class ForceGradScope {
+ public:
+  ForceGradScope();
+  ~ForceGradScope();
+  ForceGradScope(const ForceGradScope&) = delete;
+  ForceGradScope& operator=(const ForceGradScope&) = delete;
+
+ private:
+  int saved_depth_;
+};
+}  // namespace internal
+
 }  // namespace fucina

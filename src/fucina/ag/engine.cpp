@@ -49,7 +49,12 @@ std::vector<Seed> validateOutputs(ExecContext& ctx, std::span<const Tensor> outp
 // consumer edge and flips it idle -> pending on first visit. A record runs only when its
 // counter drains to zero, i.e. after every downstream contribution has arrived, so a value used
 // by several branches propagates its complete gradient exactly once.
-std::vector<GradState*> preparePass(std::span<const Seed> seeds) {
+// Whether an operand slot takes part in a pass limited to states made at or after `boundary`.
+bool inPass(const std::shared_ptr<GradState>& operand, uint64_t boundary) {
+  return operand && operand->generation() >= boundary;
+}
+
+std::vector<GradState*> preparePass(std::span<const Seed> seeds, uint64_t boundary) {
   std::vector<GradState*> visited, stack;
   auto visit = [&](GradState* s) {
     uint8_t idle = GradState::kIdle;
@@ -64,7 +69,7 @@ std::vector<GradState*> preparePass(std::span<const Seed> seeds) {
     stack.pop_back();
     if (BackwardFunction* fn = s->gradFn()) {
       for (const auto& operand : fn->operands()) {
-        if (!operand) continue;
+        if (!inPass(operand, boundary)) continue;
         operand->pending_grads.fetch_add(1, std::memory_order_relaxed);
         visit(operand.get());
       }
@@ -96,7 +101,8 @@ RawTensor alignGradient(const RawTensor& g, const GradState& operand, const Back
 
 class Pass {
  public:
-  Pass(ExecContext& ctx, WorkPool* pool) : ctx_(ctx), pool_(pool) {}
+  Pass(ExecContext& ctx, WorkPool* pool, uint64_t boundary)
+      : ctx_(ctx), pool_(pool), boundary_(boundary) {}
 
   void run(std::span<const Seed> seeds) {
     for (const Seed& seed : seeds)
@@ -167,14 +173,14 @@ class Pass {
     if (!failed) {
       try {
         std::unique_ptr<bool[]> needs(new bool[n]);
-        for (size_t i = 0; i < n; ++i) needs[i] = operands[i] != nullptr;
+        for (size_t i = 0; i < n; ++i) needs[i] = inPass(operands[i], boundary_);
         const std::optional<RawTensor> gy = node->gradView();
         if (!gy)
           fail(ErrorCode::MissingBackwardGradient,
                std::string(fn->name()) + " was scheduled without an incoming gradient");
         fn->backward(ctx_, *gy, std::span<const bool>(needs.get(), n), out);
         for (size_t i = 0; i < n; ++i) {
-          if (!operands[i]) continue;
+          if (!needs[i]) continue;
           if (!out[i])
             fail(ErrorCode::MissingBackwardGradient,
                  std::string(fn->name()) + " backward left the gradient of operand " +
@@ -187,8 +193,8 @@ class Pass {
       }
     }
     for (size_t i = 0; i < n; ++i) {
+      if (!inPass(operands[i], boundary_)) continue;
       GradState* operand = operands[i].get();
-      if (!operand) continue;
       if (!failed) {
         try {
           operand->accumulate(ctx_, std::move(*out[i]));
@@ -217,16 +223,18 @@ class Pass {
 
   ExecContext& ctx_;
   WorkPool* pool_;
+  uint64_t boundary_;
   std::mutex mutex_;
   std::vector<GradState*> ready_;
   int in_flight_ = 0;
   std::exception_ptr error_;
 };
 
-void runBackward(ExecContext& ctx, std::span<const Tensor> outputs, WorkPool* pool) {
+void runBackward(ExecContext& ctx, std::span<const Tensor> outputs, WorkPool* pool,
+                 uint64_t boundary) {
   const std::vector<Seed> seeds = validateOutputs(ctx, outputs);
-  const std::vector<GradState*> visited = preparePass(seeds);
-  Pass pass(ctx, pool);
+  const std::vector<GradState*> visited = preparePass(seeds, boundary);
+  Pass pass(ctx, pool, boundary);
   std::exception_ptr error;
   try {
     pass.run(seeds);
@@ -248,11 +256,15 @@ void runBackward(ExecContext& ctx, std::span<const Tensor> outputs, WorkPool* po
 }  // namespace
 
 void backwardGrad(ExecContext& ctx, std::span<const Tensor> outputs) {
-  runBackward(ctx, outputs, ctx.workPool());
+  runBackward(ctx, outputs, ctx.workPool(), 0);
 }
 
 void backwardGradSerial(ExecContext& ctx, std::span<const Tensor> outputs) {
-  runBackward(ctx, outputs, nullptr);
+  runBackward(ctx, outputs, nullptr, 0);
+}
+
+void backwardGradSerialWithin(ExecContext& ctx, std::span<const Tensor> outputs, uint64_t boundary) {
+  runBackward(ctx, outputs, nullptr, boundary);
 }
 
 }  // namespace fucina::ag

@@ -13,5 +13,8 @@ void backwardGrad(ExecContext& ctx, std::span<const Tensor> outputs);
 // Same, but every record runs on the calling thread (needed when a thread-local guard must see
 // the whole pass, as in the checkpoint recompute).
 void backwardGradSerial(ExecContext& ctx, std::span<const Tensor> outputs);
+// Serial pass that treats states older than `boundary` (a GradState::nextGeneration() taken
+// earlier) as constants: they are neither visited nor given gradients.
+void backwardGradSerialWithin(ExecContext& ctx, std::span<const Tensor> outputs, uint64_t boundary);
 
 }  // namespace fucina::ag

@@ -8,8 +8,17 @@ namespace fucina {
 
 using internal::RawTensor;
 
+namespace {
+std::atomic<uint64_t> generation_counter{1};
+}
+
+uint64_t GradState::nextGeneration() { return generation_counter.load(); }
+
 GradState::GradState(Tags tags, Extents shape, std::unique_ptr<BackwardFunction> grad_fn)
-    : tags_(std::move(tags)), shape_(std::move(shape)), grad_fn_(std::move(grad_fn)) {}
+    : tags_(std::move(tags)),
+      shape_(std::move(shape)),
+      generation_(generation_counter.fetch_add(1)),
+      grad_fn_(std::move(grad_fn)) {}
 
 // Note [Iterative teardown]: a record owns references to its operands' states, so dropping the
 // last handle of a long chain would recurse once per op. Records released while a teardown is

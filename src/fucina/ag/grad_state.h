@@ -32,6 +32,10 @@ class GradState {
   BackwardFunction* gradFn() const { return grad_fn_.get(); }
   const Tags& tags() const { return tags_; }
   const Extents& shape() const { return shape_; }
+  // States are numbered in creation order; a pass may be limited to states made at or after a
+  // given number (the checkpoint recompute, so tensors reached through `extra` stay constant).
+  uint64_t generation() const { return generation_; }
+  static uint64_t nextGeneration();
 
   // --- engine internals (ag/engine.cpp) ---
   enum Phase : uint8_t { kIdle, kPending, kOngoing };
@@ -44,6 +48,7 @@ class GradState {
  private:
   Tags tags_;
   Extents shape_;
+  uint64_t generation_;
   std::unique_ptr<BackwardFunction> grad_fn_;
   std::mutex grad_mutex_;
   std::optional<internal::RawTensor> grad_;

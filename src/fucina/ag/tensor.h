@@ -106,6 +106,11 @@ class Tensor {
   Tensor tanh(ExecContext& ctx) const;
   Tensor sigmoid(ExecContext& ctx) const;
   Tensor relu(ExecContext& ctx) const;
+  // --- seeded randomness (ops/dropout.cpp) ---
+  // Zeroes each element with probability p and scales the rest by 1/(1-p). The mask is a pure
+  // function of (seed, element index in row-major order of this tensor's axes), so forward,
+  // backward and a checkpoint recompute agree, on any thread count and in every build.
+  Tensor dropout(ExecContext& ctx, double p, uint64_t seed) const;
   // --- reductions (ops/reduce.cpp) ---
   Tensor sumAll(ExecContext& ctx) const;
   Tensor meanAll(ExecContext& ctx) const;
