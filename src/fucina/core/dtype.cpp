@@ -1,9 +1,15 @@
 #include "fucina/core/dtype.h"
 
-#include <bit>
 #include <cmath>
 
 namespace fucina {
+namespace {
+// bitCast is missing from Emscripten 3.1.6's libc++; the builtin behind it is not.
+template <class To, class From>
+To bitCast(const From& from) {
+  return __builtin_bit_cast(To, from);
+}
+}  // namespace
 
 std::string_view name(DType dtype) {
   switch (dtype) {
@@ -35,7 +41,7 @@ bool isFloat(DType dtype) {
 }
 
 uint16_t f32ToF16(float value) {
-  const uint32_t x = std::bit_cast<uint32_t>(value);
+  const uint32_t x = bitCast<uint32_t>(value);
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t abs = x & 0x7fffffffu;
   if (abs >= 0x7f800000u) {  // inf or NaN
@@ -43,7 +49,7 @@ uint16_t f32ToF16(float value) {
   }
   if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflows to inf
   if (abs < 0x38800000u) {  // result is subnormal or zero: scale into the subnormal grid
-    const float magnitude = std::bit_cast<float>(abs);
+    const float magnitude = bitCast<float>(abs);
     // 2^-24 is the smallest half subnormal; nearbyint rounds half to even.
     const auto mant = static_cast<uint32_t>(std::nearbyint(magnitude * 16777216.0f));
     return static_cast<uint16_t>(sign | mant);
@@ -61,19 +67,19 @@ float f16ToF32(uint16_t bits) {
   const uint32_t mant = bits & 0x3ffu;
   if (exp == 0) {  // zero or subnormal
     const float magnitude = static_cast<float>(mant) * (1.0f / 16777216.0f);
-    return std::bit_cast<float>(std::bit_cast<uint32_t>(magnitude) | sign);
+    return bitCast<float>(bitCast<uint32_t>(magnitude) | sign);
   }
-  if (exp == 31) return std::bit_cast<float>(sign | 0x7f800000u | (mant << 13));
-  return std::bit_cast<float>(sign | ((exp + 112u) << 23) | (mant << 13));
+  if (exp == 31) return bitCast<float>(sign | 0x7f800000u | (mant << 13));
+  return bitCast<float>(sign | ((exp + 112u) << 23) | (mant << 13));
 }
 
 uint16_t f32ToBf16(float value) {
-  const uint32_t x = std::bit_cast<uint32_t>(value);
+  const uint32_t x = bitCast<uint32_t>(value);
   if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet NaN
   const uint32_t lsb = (x >> 16) & 1u;
   return static_cast<uint16_t>((x + 0x7fffu + lsb) >> 16);
 }
 
-float bf16ToF32(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
+float bf16ToF32(uint16_t bits) { return bitCast<float>(static_cast<uint32_t>(bits) << 16); }
 
 }  // namespace fucina
