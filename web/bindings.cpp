@@ -1,0 +1,355 @@
+// Embind binding of the engine. JS holds tensors as shared_ptr<Handle>; every entry point runs
+// under guard(), which turns a C++ failure into a JS FucinaError (made by the facade's
+// Module.makeError) so that no raw WebAssembly.Exception ever reaches a user. JS callbacks
+// (checkpoint blocks, custom VJPs, gradcheck losses) run on the thread that called in; a
+// callback's own JS exception is parked in Module.pendingError and rethrown as is.
+#include <emscripten.h>
+#include <emscripten/bind.h>
+#include <emscripten/val.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <vector>
+
+#include <fucina/fucina.h>
+
+using emscripten::val;
+using fucina::ErrorCode;
+using fucina::ExecContext;
+using fucina::Tensor;
+using fucina::internal::RawTensor;
+
+namespace {
+
+// ---------------------------------------------------------------- errors
+
+EM_JS(void, fucina_throw, (const char* code, const char* message), {
+  throw Module.makeError(UTF8ToString(code), UTF8ToString(message));
+});
+EM_JS(bool, fucina_has_pending, (), { return Module.pendingError !== undefined; });
+EM_JS(void, fucina_throw_pending, (), {
+  var e = Module.pendingError;
+  Module.pendingError = undefined;
+  throw e;
+});
+
+char g_code[64];
+char g_message[2048];
+
+void park(const char* code, const char* message) {
+  std::strncpy(g_code, code, sizeof g_code - 1);
+  std::strncpy(g_message, message, sizeof g_message - 1);
+}
+
+// Runs f; on failure throws to JS after every C++ object of this frame is gone.
+template <class F>
+auto guard(F&& f) -> decltype(f()) {
+  bool failed = false;
+  try {
+    return f();
+  } catch (const fucina::Error& e) {
+    park(std::string(fucina::name(e.code())).c_str(), e.what());
+    failed = true;
+  } catch (const std::bad_alloc&) {
+    park("OutOfMemory", "OutOfMemory: the WebAssembly heap is exhausted");
+    failed = true;
+  } catch (const std::exception& e) {
+    park("InvalidArgument", e.what());
+    failed = true;
+  }
+  if (failed) {
+    if (fucina_has_pending()) fucina_throw_pending();  // a user callback's own exception
+    fucina_throw(g_code, g_message);
+  }
+  __builtin_unreachable();  // both EM_JS functions throw
+}
+
+[[noreturn]] void invalid(const std::string& message) { fucina::fail(ErrorCode::InvalidArgument, message); }
+
+// ---------------------------------------------------------------- context and handles
+
+std::unique_ptr<ExecContext> g_ctx;
+
+ExecContext& ctx() {
+  if (!g_ctx) invalid("fucina is not initialized: call init() first");
+  return *g_ctx;
+}
+
+struct Handle {
+  Tensor t;
+};
+using HandlePtr = std::shared_ptr<Handle>;
+
+HandlePtr wrap(Tensor t) { return std::make_shared<Handle>(Handle{std::move(t)}); }
+
+// A new JS handle on t. Built with val's constructor: a class instance passed straight as an
+// argument of a JS call is a temporary that embind deletes when the call returns.
+val handleOf(const Tensor& t) { return val(wrap(t)); }
+
+// JS arrays -> C++ values, validated with messages a JS user can act on.
+fucina::Tags toTags(const val& v, const char* what) {
+  if (!v.isArray()) invalid(std::string(what) + " must be an array of axis names");
+  fucina::Tags tags;
+  const int n = v["length"].as<int>();
+  for (int i = 0; i < n; ++i) {
+    val s = v[i];
+    if (!s.isString()) invalid(std::string(what) + "[" + std::to_string(i) + "] is not a string");
+    tags.emplace_back(s.as<std::string>());
+  }
+  return tags;
+}
+
+fucina::Extents toExtents(const val& v) {
+  if (!v.isArray()) invalid("shape must be an array of non-negative integers");
+  fucina::Extents extents;
+  const int n = v["length"].as<int>();
+  for (int i = 0; i < n; ++i) {
+    val e = v[i];
+    if (!e.isNumber()) invalid("shape[" + std::to_string(i) + "] is not a number");
+    const double d = e.as<double>();
+    if (!std::isfinite(d) || d != std::floor(d) || d < 0 || d > 9007199254740991.0)
+      invalid("shape[" + std::to_string(i) + "] = " + std::to_string(d) +
+              " is not a non-negative integer");
+    extents.push_back(static_cast<int64_t>(d));
+  }
+  return extents;
+}
+
+fucina::DType toDType(const std::string& name) {
+  using fucina::DType;
+  for (DType d : {DType::f32, DType::f16, DType::bf16, DType::f64, DType::i32, DType::i64, DType::u8})
+    if (fucina::name(d) == name) return d;
+  invalid("unknown dtype '" + name + "' (use f32, f16, bf16, f64, i32, i64 or u8)");
+}
+
+const Tensor& tensorOf(const val& v, const char* what) {
+  // The facade passes raw handles only; anything else is a programming error it reports first.
+  if (v.isNull() || v.isUndefined()) invalid(std::string(what) + " is missing");
+  return v.as<Handle*>(emscripten::allow_raw_pointers())->t;
+}
+
+val arrayOf(const fucina::Tags& tags) {
+  val a = val::array();
+  for (fucina::Tag t : tags) a.call<void>("push", std::string(t.name()));
+  return a;
+}
+
+
+val optionalHandle(const std::optional<Tensor>& t) { return t ? handleOf(*t) : val::null(); }
+
+// ---------------------------------------------------------------- creation and reading
+
+HandlePtr fromValues(val tags, val shape, val values, std::string dtype, bool variable) {
+  return guard([&] {
+    fucina::Tags t = toTags(tags, "tags");
+    fucina::Extents e = toExtents(shape);
+    const fucina::DType d = toDType(dtype);
+    std::vector<float> data = emscripten::convertJSArrayToNumberVector<float>(values);
+    if (variable) return wrap(Tensor::variableFromSlice(ctx(), t, e, data));
+    return wrap(Tensor::fromRaw(ctx(), RawTensor::fromSlice(ctx(), t, e, data, d)));
+  });
+}
+
+HandlePtr full(val tags, val shape, double value, std::string dtype) {
+  return guard([&] { return wrap(Tensor::full(ctx(), toTags(tags, "tags"), toExtents(shape), value, toDType(dtype))); });
+}
+
+val toArray(Handle& h) {
+  return guard([&] {
+    const std::span<const float> s = h.t.dataConst();
+    return val(emscripten::typed_memory_view(s.size(), s.data())).call<val>("slice");
+  });
+}
+
+// ---------------------------------------------------------------- callbacks into JS
+
+// The facade's callback wrappers return a raw handle, or null after parking the exception.
+Tensor takeResult(val r, const char* what) {
+  if (r.isNull() || r.isUndefined()) invalid(std::string(what) + " threw or returned no tensor");
+  Tensor t = r.as<Handle*>(emscripten::allow_raw_pointers())->t;
+  r.call<void>("delete");  // the JS handle is done with; the C++ handle lives on
+  return t;
+}
+
+val handlesOf(const std::vector<Tensor>& ts) {
+  val a = val::array();
+  for (const Tensor& t : ts) a.call<void>("push", handleOf(t));
+  return a;
+}
+
+std::vector<Tensor> tensorsOf(const val& arr, const char* what) {
+  if (!arr.isArray()) invalid(std::string(what) + " must be an array of tensors");
+  std::vector<Tensor> ts;
+  const int n = arr["length"].as<int>();
+  for (int i = 0; i < n; ++i) ts.push_back(tensorOf(arr[i], what));
+  return ts;
+}
+
+HandlePtr checkpoint(val block, val inputs) {
+  return guard([&] {
+    fucina::CheckpointBlock run = [block](ExecContext&, const std::vector<Tensor>& xs) {
+      return takeResult(block(handlesOf(xs)), "the checkpoint block");
+    };
+    return wrap(fucina::checkpointErased(ctx(), run, tensorsOf(inputs, "checkpoint inputs")));
+  });
+}
+
+HandlePtr customVjp(std::string name, val forward, val backward, val inputs) {
+  return guard([&] {
+    fucina::CustomVjpFunctions fns;
+    fns.name = name;
+    auto constants = [](std::span<const RawTensor* const> raws) {
+      std::vector<Tensor> ts;
+      for (const RawTensor* r : raws) ts.push_back(Tensor::fromRaw(ctx(), *r));
+      return ts;
+    };
+    fns.forward = [forward, constants](ExecContext&, std::span<const RawTensor* const> ins) {
+      return takeResult(forward(handlesOf(constants(ins))), "the customVjp forward").value();
+    };
+    fns.backward = [backward, constants](ExecContext&, std::span<const RawTensor* const> ins,
+                                          const RawTensor& output, const RawTensor& gy,
+                                          std::span<const bool> needs,
+                                          std::span<std::optional<RawTensor>> out) {
+      val needs_js = val::array();
+      for (bool b : needs) needs_js.call<void>("push", b);
+      val grads = backward(handlesOf(constants(ins)), handleOf(Tensor::fromRaw(ctx(), output)),
+                           handleOf(Tensor::fromRaw(ctx(), gy)), needs_js);
+      if (grads.isNull() || grads.isUndefined()) invalid("the customVjp backward threw or returned nothing");
+      const int n = grads["length"].as<int>();
+      for (int i = 0; i < n && i < static_cast<int>(out.size()); ++i) {
+        val g = grads[i];
+        if (!g.isNull() && !g.isUndefined()) out[i] = takeResult(g, "customVjp backward").value();
+      }
+    };
+    return wrap(fucina::customVjpErased(ctx(), std::move(fns), tensorsOf(inputs, "customVjp inputs")));
+  });
+}
+
+val gradcheck(val loss, val inputs, double eps, double abs_tol, double rel_tol) {
+  return guard([&] {
+    std::vector<Tensor> xs = tensorsOf(inputs, "gradcheck inputs");
+    std::vector<Tensor*> ptrs;
+    for (Tensor& x : xs) ptrs.push_back(&x);
+    auto run = [&loss](ExecContext&, const std::vector<Tensor>& ts) {
+      return takeResult(loss(handlesOf(ts)), "the gradcheck loss");
+    };
+    const fucina::GradcheckResult r =
+        fucina::gradcheck(ctx(), run, ptrs, {.eps = eps, .abs_tol = abs_tol, .rel_tol = rel_tol, .print_mismatch = false});
+    val o = val::object();
+    o.set("checked", static_cast<double>(r.checked));
+    o.set("maxAbsError", r.max_abs_error);
+    o.set("maxRelError", r.max_rel_error);
+    return o;
+  });
+}
+
+// ---------------------------------------------------------------- modes and memory
+
+std::vector<fucina::NoGradScope> g_no_grad;  // JS noGrad(fn) nests push/pop on the JS thread
+
+void init(int threads) {
+  guard([&] { g_ctx = std::make_unique<ExecContext>(fucina::ExecOptions{.threads = threads}); });
+}
+
+val memory() {
+  return guard([&] {
+    const fucina::MemoryStats m = ctx().memory();
+    val o = val::object();
+    o.set("liveTensors", static_cast<double>(m.live_tensors));
+    o.set("liveBytes", static_cast<double>(m.live_bytes));
+    o.set("peakBytes", static_cast<double>(m.peak_bytes));
+    return o;
+  });
+}
+
+}  // namespace
+
+// Ops with the same signature are bound by a macro each, so the list below reads as the surface.
+#define FUCINA_UNARY(op) \
+  .function(#op, +[](Handle& a) { return guard([&] { return wrap(a.t.op(ctx())); }); })
+#define FUCINA_BINARY(op)                                              \
+  .function(#op, +[](Handle& a, val b) {                               \
+    return guard([&] { return wrap(a.t.op(ctx(), tensorOf(b, #op))); }); \
+  })
+#define FUCINA_SCALAR(op) \
+  .function(#op, +[](Handle& a, double s) { return guard([&] { return wrap(a.t.op(ctx(), s)); }); })
+#define FUCINA_AXIS(op)                                                                  \
+  .function(#op, +[](Handle& a, std::string axis) {                                      \
+    return guard([&] { return wrap(a.t.op(ctx(), fucina::Tag(axis))); });               \
+  })
+
+EMSCRIPTEN_BINDINGS(fucina) {
+  using namespace emscripten;
+  class_<Handle>("Handle")
+      .smart_ptr<HandlePtr>("HandlePtr")
+      .function("tags", +[](Handle& h) { return guard([&] { return arrayOf(h.t.tags()); }); })
+      .function("shape", +[](Handle& h) {
+        return guard([&] {
+          val a = val::array();
+          for (int64_t e : h.t.shape()) a.call<void>("push", static_cast<double>(e));
+          return a;
+        });
+      })
+      .function("dtype", +[](Handle& h) { return guard([&] { return std::string(fucina::name(h.t.dtype())); }); })
+      .function("requiresGrad", +[](Handle& h) { return guard([&] { return h.t.requiresGrad(); }); })
+      .function("backward", +[](Handle& h, val g) {
+        guard([&] {
+          if (g.isUndefined() || g.isNull()) h.t.backward(ctx());
+          else h.t.backwardWithGrad(ctx(), tensorOf(g, "gradOutput"));
+        });
+      })
+      .function("grad", +[](Handle& h) { return guard([&] { return optionalHandle(h.t.grad(ctx())); }); })
+      .function("zeroGrad", +[](Handle& h) { guard([&] { h.t.zeroGrad(); }); })
+      .function("detach", +[](Handle& h) { return guard([&] { return wrap(h.t.detach(ctx())); }); })
+      .function("item", +[](Handle& h) { return guard([&] { return h.t.item(); }); })
+      .function("toArray", &toArray)
+      .function("to", +[](Handle& h, std::string d) { return guard([&] { return wrap(h.t.to(ctx(), toDType(d))); }); })
+      FUCINA_BINARY(add) FUCINA_BINARY(sub) FUCINA_BINARY(mul) FUCINA_BINARY(div)
+      FUCINA_BINARY(maximum) FUCINA_BINARY(minimum) FUCINA_BINARY(pow)
+      FUCINA_SCALAR(scale) FUCINA_SCALAR(addScalar) FUCINA_SCALAR(subScalar) FUCINA_SCALAR(divScalar)
+      FUCINA_SCALAR(powScalar)
+      FUCINA_UNARY(neg) FUCINA_UNARY(abs) FUCINA_UNARY(exp) FUCINA_UNARY(log) FUCINA_UNARY(sqrt)
+      FUCINA_UNARY(tanh) FUCINA_UNARY(sigmoid) FUCINA_UNARY(relu)
+      FUCINA_UNARY(sumAll) FUCINA_UNARY(meanAll) FUCINA_AXIS(sum) FUCINA_AXIS(mean)
+      FUCINA_UNARY(contiguous)
+      .function("dot", +[](Handle& a, val b, std::string axis) {
+        return guard([&] { return wrap(a.t.dot(ctx(), tensorOf(b, "dot"), fucina::Tag(axis))); });
+      })
+      .function("broadcastTo", +[](Handle& a, val tags, val shape) {
+        return guard([&] { return wrap(a.t.broadcastTo(ctx(), toTags(tags, "tags"), toExtents(shape))); });
+      })
+      .function("permuteTo", +[](Handle& a, val tags) {
+        return guard([&] { return wrap(a.t.permuteTo(ctx(), toTags(tags, "order"))); });
+      })
+      .function("withTags", +[](Handle& a, val tags) {
+        return guard([&] { return wrap(a.t.withTags(ctx(), toTags(tags, "tags"))); });
+      })
+      .function("narrow", +[](Handle& a, std::string axis, double start, double length) {
+        return guard([&] {
+          if (start != std::floor(start) || length != std::floor(length)) invalid("narrow: start and length must be integers");
+          return wrap(a.t.narrow(ctx(), fucina::Tag(axis), static_cast<int64_t>(start), static_cast<int64_t>(length)));
+        });
+      })
+      .function("dropout", +[](Handle& a, double p, double seed) {
+        return guard([&] {
+          if (!(seed >= 0) || seed != std::floor(seed) || seed > 9007199254740991.0)
+            invalid("dropout: seed must be a non-negative integer");
+          return wrap(a.t.dropout(ctx(), p, static_cast<uint64_t>(seed)));
+        });
+      });
+
+  function("init", &init);
+  function("threads", +[]() { return guard([&] { return ctx().threads(); }); });
+  function("fromValues", &fromValues);
+  function("full", &full);
+  function("memory", &memory);
+  function("resetPeak", +[]() { guard([&] { ctx().resetPeak(); }); });
+  function("noGradPush", +[]() { g_no_grad.push_back(fucina::noGrad()); });
+  function("noGradPop", +[]() { if (!g_no_grad.empty()) g_no_grad.pop_back(); });
+  function("isGradEnabled", &fucina::isGradEnabled);
+  function("checkpoint", &checkpoint);
+  function("customVjp", &customVjp);
+  function("gradcheck", &gradcheck);
+}

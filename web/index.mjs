@@ -1,0 +1,328 @@
+// The fucina JavaScript facade: loads the best wasm variant and wraps the Embind binding in a
+// small typed API (ops named as in C++, the context implicit). Works in Node and browsers, on any
+// thread; browsers should run it in a Web Worker, since Emscripten busy-waits on the main thread.
+
+const isNode = typeof process === 'object' && !!process.versions && !!process.versions.node;
+
+export class FucinaError extends Error {
+  constructor(code, message) {
+    super(message);
+    this.name = 'FucinaError';
+    this.code = code;  // the C++ ErrorCode name, e.g. "ShapeMismatch"
+  }
+}
+
+const invalid = (message) => new FucinaError('InvalidArgument', `InvalidArgument: ${message}`);
+
+function chooseVariant(requested) {
+  const threadsPossible = typeof SharedArrayBuffer !== 'undefined' &&
+    (isNode || globalThis.crossOriginIsolated === true);
+  if (requested === undefined || requested === 'auto') return threadsPossible ? 'threaded-simd' : 'simd';
+  if (requested !== 'threaded-simd' && requested !== 'simd')
+    throw invalid(`unknown variant '${requested}' (use "auto", "threaded-simd" or "simd")`);
+  if (requested === 'threaded-simd' && !threadsPossible)
+    throw new FucinaError('InvalidArgument', 'InvalidArgument: threaded-simd needs SharedArrayBuffer, ' +
+      'which a browser gives only to cross-origin isolated pages (COOP/COEP headers)');
+  return requested;
+}
+
+async function defaultThreads() {
+  if (isNode) return (await import('node:os')).availableParallelism();
+  return globalThis.navigator?.hardwareConcurrency ?? 1;
+}
+
+/** Loads the engine. options: { threads?: number, variant?: "auto" | "threaded-simd" | "simd" } */
+export async function init(options = {}) {
+  const variant = chooseVariant(options.variant);
+  let threads = 1;
+  if (variant === 'threaded-simd') {
+    threads = options.threads ?? Math.min(await defaultThreads(), 8);
+    if (!Number.isInteger(threads) || threads < 1 || threads > 64)
+      throw invalid(`threads must be an integer from 1 to 64, got ${threads}`);
+  } else if (options.threads !== undefined && options.threads !== 1) {
+    console.warn(`fucina: the simd variant runs on one thread (asked for ${options.threads})`);
+  }
+  if (options.variant === undefined && variant === 'simd' && !isNode)
+    console.info('fucina: this page is not cross-origin isolated; using the single-threaded simd build');
+  const { default: createFucina } = await import(`./${variant}/fucina.mjs`);
+  const moduleOptions = { fucinaPoolSize: Math.max(1, threads - 1) };
+  if (isNode) {
+    // Node's fetch cannot read file URLs: hand Emscripten the bytes (TOOLCHAIN.md §e).
+    const { readFileSync } = await import('node:fs');
+    moduleOptions.wasmBinary = readFileSync(new URL(`./${variant}/fucina.wasm`, import.meta.url));
+  }
+  const M = await createFucina(moduleOptions);
+  M.makeError = (code, message) => new FucinaError(code, message);
+  M.init(threads);
+  return new Fucina(M, variant, threads);
+}
+
+// Embind's own errors (a deleted handle, a wrong argument type) become FucinaErrors; a user
+// callback's exception is passed on untouched.
+function normalize(e) {
+  if (e instanceof FucinaError) return e;
+  if (e && (e.name === 'BindingError' || e.name === 'InternalError' || e.name === 'UnboundTypeError'))
+    return invalid(e.message);
+  return e;
+}
+
+function checkTags(tags, what = 'tags') {
+  if (!Array.isArray(tags) || !tags.every((t) => typeof t === 'string'))
+    throw invalid(`${what} must be an array of axis names (strings)`);
+  return tags;
+}
+
+function checkShape(shape) {
+  if (!Array.isArray(shape)) throw invalid('shape must be an array of non-negative integers');
+  return shape;  // the engine checks each extent (and says which one is wrong)
+}
+
+function checkNumber(x, what) {
+  if (typeof x !== 'number') throw invalid(`${what} must be a number, got ${typeof x}`);
+  return x;
+}
+
+function checkValues(values) {
+  const ok = ArrayBuffer.isView(values) ? !(values instanceof DataView)
+    : Array.isArray(values) && values.every((v) => typeof v === 'number');
+  if (!ok) throw invalid('values must be an array or typed array of numbers');
+  return values;
+}
+
+const DTYPES = ['f32', 'f16', 'bf16', 'f64', 'i32', 'i64', 'u8'];
+function checkDType(dtype) {
+  if (!DTYPES.includes(dtype)) throw invalid(`unknown dtype '${dtype}' (use ${DTYPES.join(', ')})`);
+  return dtype;
+}
+
+class Fucina {
+  #M;
+  #scopes = [];  // stacks of tensors made inside fc.scope calls, innermost last
+
+  constructor(M, variant, threads) {
+    this.#M = M;
+    this.variant = variant;
+    this.threads = M.threads();
+    this.Tensor = Tensor;
+    this.FucinaError = FucinaError;
+    void threads;
+  }
+
+  _call(fn) {
+    try {
+      return fn(this.#M);
+    } catch (e) {
+      throw normalize(e);
+    }
+  }
+
+  _wrap(handle) {
+    const t = new Tensor(this, handle);
+    const scope = this.#scopes[this.#scopes.length - 1];
+    if (scope) scope.add(t);
+    return t;
+  }
+
+  // ---- creation
+  variable(tags, shape, values) {
+    return this._wrap(this._call((M) => M.fromValues(checkTags(tags), checkShape(shape), checkValues(values), 'f32', true)));
+  }
+  constant(tags, shape, values, dtype = 'f32') {
+    return this._wrap(this._call((M) => M.fromValues(checkTags(tags), checkShape(shape), checkValues(values), checkDType(dtype), false)));
+  }
+  full(tags, shape, value, dtype = 'f32') {
+    return this._wrap(this._call((M) => M.full(checkTags(tags), checkShape(shape), checkNumber(value, 'value'), checkDType(dtype))));
+  }
+  zeros(tags, shape, dtype = 'f32') { return this.full(tags, shape, 0, dtype); }
+  ones(tags, shape, dtype = 'f32') { return this.full(tags, shape, 1, dtype); }
+  scalar(value, dtype = 'f32') { return this.full([], [], value, dtype); }
+
+  // ---- modes, scopes, memory
+  noGrad(fn) {
+    this.#M.noGradPush();
+    try {
+      return fn();
+    } finally {
+      this.#M.noGradPop();
+    }
+  }
+  isGradEnabled() { return this.#M.isGradEnabled(); }
+
+  /** Runs fn; every tensor made inside is disposed at the end, except those fn returns (a tensor,
+   * or an array or plain object of them), which move to the enclosing scope. */
+  scope(fn) {
+    const made = new Set();
+    this.#scopes.push(made);
+    let result;
+    try {
+      result = fn();
+    } finally {
+      this.#scopes.pop();
+      const kept = new Set();
+      collectTensors(result, kept);
+      const parent = this.#scopes[this.#scopes.length - 1];
+      for (const t of made) {
+        if (kept.has(t)) parent?.add(t);
+        else t.dispose();
+      }
+    }
+    return result;
+  }
+
+  memory() { return this._call((M) => M.memory()); }
+  resetPeak() { this._call((M) => M.resetPeak()); }
+
+  // ---- checkpoint, custom VJPs, gradcheck: JS callbacks the engine calls back
+  // Wraps a user callback for C++: raw handles in, a raw handle (or array) out, exceptions parked.
+  #callback(fn) {
+    const M = this.#M;
+    return (...rawArgs) => {
+      try {
+        return this.scope(() => {
+          const wrapOne = (a) => (a instanceof M.Handle ? this._wrap(a) : a);
+          const args = rawArgs.map((a) => (Array.isArray(a) ? a.map(wrapOne) : wrapOne(a)));
+          return fn(...args);
+        });
+      } catch (e) {
+        M.pendingError = e;
+        return null;
+      }
+    };
+  }
+
+  // A callback's result goes to the engine as a new JS handle on the same tensor (the engine
+  // deletes it); the user's own wrapper is untouched, and the scope disposes it if it made it.
+  #release(result, what) {
+    if (!(result instanceof Tensor)) throw invalid(`${what} must return a Tensor`);
+    return result._handle.clone();
+  }
+
+  checkpoint(block, inputs, extra) {
+    if (typeof block !== 'function') throw invalid('checkpoint: block must be a function');
+    const run = this.#callback((ins) => this.#release(block(...ins, extra), 'the checkpoint block'));
+    return this._wrap(this._call((M) => M.checkpoint(run, handlesOf(inputs, 'checkpoint inputs'))));
+  }
+
+  customVjp(spec, inputs, extra) {
+    if (!spec || typeof spec.forward !== 'function' || typeof spec.backward !== 'function')
+      throw invalid('customVjp: spec needs forward(inputs, extra) and backward(inputs, output, gy, needsGrad, extra)');
+    const forward = this.#callback((ins) => this.#release(spec.forward(ins, extra), 'customVjp forward'));
+    const backward = this.#callback((ins, output, gy, needs) => {
+      const grads = spec.backward(ins, output, gy, needs, extra);
+      if (!Array.isArray(grads)) throw invalid('customVjp backward must return an array of (Tensor | null)');
+      return grads.map((g) => (g === null || g === undefined ? null : this.#release(g, 'customVjp backward')));
+    });
+    const name = typeof spec.name === 'string' ? spec.name : 'customVjp';
+    return this._wrap(this._call((M) => M.customVjp(name, forward, backward, handlesOf(inputs, 'customVjp inputs'))));
+  }
+
+  gradcheck(lossFn, inputs, options = {}) {
+    if (typeof lossFn !== 'function') throw invalid('gradcheck: lossFn must be a function');
+    const { eps = 1e-3, absTol = 1e-3, relTol = 1e-2 } = options;
+    const loss = this.#callback((ins) => this.#release(lossFn(...ins), 'the gradcheck loss'));
+    return this._call((M) => M.gradcheck(loss, handlesOf(inputs, 'gradcheck inputs'),
+      checkNumber(eps, 'eps'), checkNumber(absTol, 'absTol'), checkNumber(relTol, 'relTol')));
+  }
+}
+
+function handlesOf(tensors, what) {
+  if (!Array.isArray(tensors)) throw invalid(`${what} must be an array of tensors`);
+  return tensors.map((t, i) => {
+    if (!(t instanceof Tensor)) throw invalid(`${what}[${i}] is not a Tensor`);
+    return t._handle;
+  });
+}
+
+function collectTensors(value, out) {
+  if (value instanceof Tensor) out.add(value);
+  else if (Array.isArray(value)) value.forEach((v) => collectTensors(v, out));
+  else if (value && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype)
+    Object.values(value).forEach((v) => collectTensors(v, out));
+}
+
+export class Tensor {
+  #fc;
+  #h;
+
+  constructor(fc, handle) {
+    this.#fc = fc;
+    this.#h = handle;
+  }
+
+  get _handle() {
+    if (!this.#h) throw new FucinaError('TensorReleased', 'TensorReleased: this tensor was disposed');
+    return this.#h;
+  }
+
+  #get(fn) { return this.#fc._call(() => fn(this._handle)); }
+  // Calls the raw handle and wraps the resulting handle (registered with the open scope).
+  _make(fn) { return this.#fc._wrap(this.#fc._call(() => fn(this._handle))); }
+
+  get tags() { return this.#get((h) => h.tags()); }
+  get shape() { return this.#get((h) => h.shape()); }
+  get dtype() { return this.#get((h) => h.dtype()); }
+  get requiresGrad() { return this.#get((h) => h.requiresGrad()); }
+  get isDisposed() { return this.#h === null; }
+
+  backward(gradOutput) {
+    if (gradOutput !== undefined && !(gradOutput instanceof Tensor)) throw invalid('backward: gradOutput must be a Tensor');
+    this.#get((h) => h.backward(gradOutput?._handle));
+  }
+  grad() {
+    const g = this.#get((h) => h.grad());
+    return g === null ? null : this.#fc._wrap(g);
+  }
+  zeroGrad() { this.#get((h) => h.zeroGrad()); }
+  detach() { return this._make((h) => h.detach()); }
+  toArray() { return this.#get((h) => h.toArray()); }
+  item() { return this.#get((h) => h.item()); }
+  to(dtype) { return this._make((h) => h.to(checkDType(dtype))); }
+  dispose() {
+    if (this.#h) {
+      this.#h.delete();
+      this.#h = null;
+    }
+  }
+
+  dot(y, axis) {
+    const other = asTensor(y, 'dot');
+    if (typeof axis !== 'string') throw invalid('dot: axis must be an axis name');
+    return this._make((h) => h.dot(other._handle, axis));
+  }
+  broadcastTo(tags, shape) { return this._make((h) => h.broadcastTo(checkTags(tags), checkShape(shape))); }
+  permuteTo(order) { return this._make((h) => h.permuteTo(checkTags(order, 'order'))); }
+  withTags(tags) { return this._make((h) => h.withTags(checkTags(tags))); }
+  narrow(axis, start, length) {
+    if (typeof axis !== 'string') throw invalid('narrow: axis must be an axis name');
+    return this._make((h) => h.narrow(axis, checkNumber(start, 'start'), checkNumber(length, 'length')));
+  }
+  dropout(p, seed) { return this._make((h) => h.dropout(checkNumber(p, 'p'), checkNumber(seed, 'seed'))); }
+}
+
+function asTensor(y, op) {
+  if (!(y instanceof Tensor)) throw invalid(`${op}: the operand must be a Tensor`);
+  return y;
+}
+
+// Ops that differ only in their argument kind are defined from lists, each as the C++ method.
+for (const op of ['add', 'sub', 'mul', 'div', 'maximum', 'minimum', 'pow']) {
+  Tensor.prototype[op] = function (y) {
+    const other = asTensor(y, op);
+    return this._make((h) => h[op](other._handle));
+  };
+}
+for (const op of ['scale', 'addScalar', 'subScalar', 'divScalar', 'powScalar']) {
+  Tensor.prototype[op] = function (s) {
+    checkNumber(s, op);
+    return this._make((h) => h[op](s));
+  };
+}
+for (const op of ['neg', 'abs', 'exp', 'log', 'sqrt', 'tanh', 'sigmoid', 'relu', 'sumAll', 'meanAll', 'contiguous']) {
+  Tensor.prototype[op] = function () { return this._make((h) => h[op]()); };
+}
+for (const op of ['sum', 'mean']) {
+  Tensor.prototype[op] = function (axis) {
+    if (typeof axis !== 'string') throw invalid(`${op}: axis must be an axis name`);
+    return this._make((h) => h[op](axis));
+  };
+}
