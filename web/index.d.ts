@@ -1,0 +1,121 @@
+// Types of the fucina JavaScript facade (web/index.mjs). Ops mirror the C++ Tensor methods.
+
+export type DType = 'f32' | 'f16' | 'bf16' | 'f64' | 'i32' | 'i64' | 'u8';
+export type Variant = 'threaded-simd' | 'simd';
+
+/** Every failure the engine reports; `code` is the C++ ErrorCode name (e.g. "ShapeMismatch"). */
+export class FucinaError extends Error {
+  readonly name: 'FucinaError';
+  readonly code: string;
+}
+
+export interface InitOptions {
+  /** Threads for the threaded-simd variant (default: the machine's cores, at most 8). */
+  threads?: number;
+  /** "auto" (default) picks threaded-simd where SharedArrayBuffer is usable (Node, or a
+   * cross-origin isolated page), else simd. */
+  variant?: 'auto' | Variant;
+}
+
+export interface MemoryInfo {
+  liveTensors: number;
+  liveBytes: number;
+  peakBytes: number;
+}
+
+export interface GradcheckOptions {
+  eps?: number;
+  absTol?: number;
+  relTol?: number;
+}
+
+export interface GradcheckResult {
+  checked: number;
+  maxAbsError: number;
+  maxRelError: number;
+}
+
+export interface CustomVjpSpec<E = unknown> {
+  name?: string;
+  /** Runs on no-grad constants; returns the output. */
+  forward(inputs: Tensor[], extra: E): Tensor;
+  /** Returns one gradient per input (null where needsGrad[i] is false), shaped like the input. */
+  backward(inputs: Tensor[], output: Tensor, gy: Tensor, needsGrad: boolean[], extra: E): (Tensor | null)[];
+}
+
+export class Tensor {
+  readonly tags: string[];
+  readonly shape: number[];
+  readonly dtype: DType;
+  readonly requiresGrad: boolean;
+  readonly isDisposed: boolean;
+
+  backward(gradOutput?: Tensor): void;
+  /** A copy of the accumulated gradient, or null. */
+  grad(): Tensor | null;
+  zeroGrad(): void;
+  detach(): Tensor;
+  /** A copy of the values, converted to f32, in row-major order of `tags`. */
+  toArray(): Float32Array;
+  item(): number;
+  to(dtype: DType): Tensor;
+  /** Frees this handle now (the engine keeps what a recorded graph still needs). */
+  dispose(): void;
+
+  add(y: Tensor): Tensor;
+  sub(y: Tensor): Tensor;
+  mul(y: Tensor): Tensor;
+  div(y: Tensor): Tensor;
+  maximum(y: Tensor): Tensor;
+  minimum(y: Tensor): Tensor;
+  pow(exponent: Tensor): Tensor;
+  scale(factor: number): Tensor;
+  addScalar(value: number): Tensor;
+  subScalar(value: number): Tensor;
+  divScalar(value: number): Tensor;
+  powScalar(exponent: number): Tensor;
+  neg(): Tensor;
+  abs(): Tensor;
+  exp(): Tensor;
+  log(): Tensor;
+  sqrt(): Tensor;
+  tanh(): Tensor;
+  sigmoid(): Tensor;
+  relu(): Tensor;
+  sumAll(): Tensor;
+  meanAll(): Tensor;
+  sum(axis: string): Tensor;
+  mean(axis: string): Tensor;
+  /** Contracts the shared axis; other shared axes are batch axes. */
+  dot(y: Tensor, axis: string): Tensor;
+  broadcastTo(tags: string[], shape: number[]): Tensor;
+  permuteTo(order: string[]): Tensor;
+  withTags(tags: string[]): Tensor;
+  narrow(axis: string, start: number, length: number): Tensor;
+  contiguous(): Tensor;
+  /** Mask is a pure function of (seed, element index): the same in every build and recompute. */
+  dropout(p: number, seed: number): Tensor;
+}
+
+export interface Fucina {
+  readonly variant: Variant;
+  readonly threads: number;
+  variable(tags: string[], shape: number[], values: ArrayLike<number>): Tensor;
+  constant(tags: string[], shape: number[], values: ArrayLike<number>, dtype?: DType): Tensor;
+  zeros(tags: string[], shape: number[], dtype?: DType): Tensor;
+  ones(tags: string[], shape: number[], dtype?: DType): Tensor;
+  full(tags: string[], shape: number[], value: number, dtype?: DType): Tensor;
+  scalar(value: number, dtype?: DType): Tensor;
+  noGrad<T>(fn: () => T): T;
+  isGradEnabled(): boolean;
+  /** Disposes every tensor made inside fn except those it returns (a tensor, array or object). */
+  scope<T>(fn: () => T): T;
+  memory(): MemoryInfo;
+  resetPeak(): void;
+  /** The block runs grad-free now and again during backward; it receives the inputs, then extra. */
+  checkpoint<E = undefined>(block: (...args: any[]) => Tensor, inputs: Tensor[], extra?: E): Tensor;
+  customVjp<E = undefined>(spec: CustomVjpSpec<E>, inputs: Tensor[], extra?: E): Tensor;
+  gradcheck(lossFn: (...inputs: Tensor[]) => Tensor, inputs: Tensor[], options?: GradcheckOptions): GradcheckResult;
+}
+
+export function init(options?: InitOptions): Promise<Fucina>;

@@ -52,6 +52,11 @@ export async function init(options = {}) {
     moduleOptions.wasmBinary = readFileSync(new URL(`./${variant}/fucina.wasm`, import.meta.url));
   }
   const M = await createFucina(moduleOptions);
+  if (isNode && M.PThread) {
+    // Pool workers would keep Node's event loop alive forever; let the process exit when the
+    // program is done, as it would with plain JS.
+    for (const w of [...M.PThread.unusedWorkers, ...M.PThread.runningWorkers]) w.unref?.();
+  }
   M.makeError = (code, message) => new FucinaError(code, message);
   M.init(threads);
   return new Fucina(M, variant, threads);
