@@ -117,6 +117,13 @@ fucina::Extents toExtents(const val& v) {
   return extents;
 }
 
+fucina::Reduction toReduction(const std::string& name) {
+  if (name == "mean") return fucina::Reduction::mean;
+  if (name == "sum") return fucina::Reduction::sum;
+  if (name == "none") return fucina::Reduction::none;
+  invalid("unknown reduction '" + name + "' (use mean, sum or none)");
+}
+
 fucina::DType toDType(const std::string& name) {
   using fucina::DType;
   for (DType d : {DType::f32, DType::f16, DType::bf16, DType::f64, DType::i32, DType::i64, DType::u8})
@@ -316,6 +323,21 @@ EMSCRIPTEN_BINDINGS(fucina) {
       FUCINA_UNARY(contiguous)
       .function("dot", +[](Handle& a, val b, std::string axis) {
         return guard([&] { return wrap(a.t.dot(ctx(), tensorOf(b, "dot"), fucina::Tag(axis))); });
+      })
+      FUCINA_AXIS(softmax) FUCINA_AXIS(logSoftmax)
+      .function("crossEntropy", +[](Handle& a, val labels, std::string axis, std::string reduction, double smoothing) {
+        return guard([&] {
+          return wrap(a.t.crossEntropy(ctx(), tensorOf(labels, "labels"), fucina::Tag(axis),
+                                       {.reduction = toReduction(reduction), .label_smoothing = smoothing}));
+        });
+      })
+      .function("nllLoss", +[](Handle& a, val labels, std::string axis, std::string reduction) {
+        return guard([&] {
+          return wrap(a.t.nllLoss(ctx(), tensorOf(labels, "labels"), fucina::Tag(axis), toReduction(reduction)));
+        });
+      })
+      .function("mseLoss", +[](Handle& a, val target, std::string reduction) {
+        return guard([&] { return wrap(a.t.mseLoss(ctx(), tensorOf(target, "target"), toReduction(reduction))); });
       })
       .function("broadcastTo", +[](Handle& a, val tags, val shape) {
         return guard([&] { return wrap(a.t.broadcastTo(ctx(), toTags(tags, "tags"), toExtents(shape))); });

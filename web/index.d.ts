@@ -2,6 +2,7 @@
 
 export type DType = 'f32' | 'f16' | 'bf16' | 'f64' | 'i32' | 'i64' | 'u8';
 export type Variant = 'threaded-simd' | 'simd';
+export type Reduction = 'mean' | 'sum' | 'none';
 
 /** Every failure the engine reports; `code` is the C++ ErrorCode name (e.g. "ShapeMismatch"). */
 export class FucinaError extends Error {
@@ -86,6 +87,13 @@ export class Tensor {
   meanAll(): Tensor;
   sum(axis: string): Tensor;
   mean(axis: string): Tensor;
+  softmax(axis: string): Tensor;
+  logSoftmax(axis: string): Tensor;
+  /** Softmax cross-entropy against integer labels (an i32/i64 tensor with the logits' axes
+   * without classAxis); the logits' gradient is fused (softmax - target). */
+  crossEntropy(labels: Tensor, classAxis: string, options?: { reduction?: Reduction; labelSmoothing?: number }): Tensor;
+  nllLoss(labels: Tensor, classAxis: string, reduction?: Reduction): Tensor;
+  mseLoss(target: Tensor, reduction?: Reduction): Tensor;
   /** Contracts the shared axis; other shared axes are batch axes. */
   dot(y: Tensor, axis: string): Tensor;
   broadcastTo(tags: string[], shape: number[]): Tensor;

@@ -87,6 +87,11 @@ function checkNumber(x, what) {
   return x;
 }
 
+function checkString(x, what) {
+  if (typeof x !== 'string') throw invalid(`${what} must be a string, got ${typeof x}`);
+  return x;
+}
+
 function checkValues(values) {
   const ok = ArrayBuffer.isView(values) ? !(values instanceof DataView)
     : Array.isArray(values) && values.every((v) => typeof v === 'number');
@@ -301,6 +306,21 @@ export class Tensor {
     if (typeof axis !== 'string') throw invalid('narrow: axis must be an axis name');
     return this._make((h) => h.narrow(axis, checkNumber(start, 'start'), checkNumber(length, 'length')));
   }
+  crossEntropy(labels, classAxis, options = {}) {
+    const l = asTensor(labels, 'crossEntropy');
+    if (typeof classAxis !== 'string') throw invalid('crossEntropy: classAxis must be an axis name');
+    const { reduction = 'mean', labelSmoothing = 0 } = options;
+    return this._make((h) => h.crossEntropy(l._handle, classAxis, checkString(reduction, 'reduction'), checkNumber(labelSmoothing, 'labelSmoothing')));
+  }
+  nllLoss(labels, classAxis, reduction = 'mean') {
+    const l = asTensor(labels, 'nllLoss');
+    if (typeof classAxis !== 'string') throw invalid('nllLoss: classAxis must be an axis name');
+    return this._make((h) => h.nllLoss(l._handle, classAxis, checkString(reduction, 'reduction')));
+  }
+  mseLoss(target, reduction = 'mean') {
+    const t = asTensor(target, 'mseLoss');
+    return this._make((h) => h.mseLoss(t._handle, checkString(reduction, 'reduction')));
+  }
   dropout(p, seed) { return this._make((h) => h.dropout(checkNumber(p, 'p'), checkNumber(seed, 'seed'))); }
 }
 
@@ -325,7 +345,7 @@ for (const op of ['scale', 'addScalar', 'subScalar', 'divScalar', 'powScalar']) 
 for (const op of ['neg', 'abs', 'exp', 'log', 'sqrt', 'tanh', 'sigmoid', 'relu', 'sumAll', 'meanAll', 'contiguous']) {
   Tensor.prototype[op] = function () { return this._make((h) => h[op]()); };
 }
-for (const op of ['sum', 'mean']) {
+for (const op of ['sum', 'mean', 'softmax', 'logSoftmax']) {
   Tensor.prototype[op] = function (axis) {
     if (typeof axis !== 'string') throw invalid(`${op}: axis must be an axis name`);
     return this._make((h) => h[op](axis));

@@ -72,6 +72,35 @@ Tensor Tensor::fromSlice(ExecContext& ctx, Tags tags, Extents shape,
   return fromSlice(ctx, std::move(tags), std::move(shape), std::span<const float>(values.begin(), values.size()));
 }
 
+Tensor Tensor::fromInts(ExecContext& ctx, Tags tags, Extents shape, std::span<const int64_t> values,
+                        DType dtype) {
+  if (dtype != DType::i32 && dtype != DType::i64 && dtype != DType::u8)
+    fail(ErrorCode::DTypeMismatch, "fromInts makes i32, i64 or u8 tensors, not " + std::string(name(dtype)));
+  RawTensor t = RawTensor::empty(ctx, std::move(tags), std::move(shape), dtype);
+  if (static_cast<int64_t>(values.size()) != t.numel())
+    fail(ErrorCode::ShapeMismatch, "fromInts: shape " + t.describe() + " holds " + std::to_string(t.numel()) +
+                                       " values but " + std::to_string(values.size()) + " were given");
+  for (size_t i = 0; i < values.size(); ++i) {
+    const int64_t v = values[i];
+    switch (dtype) {
+      case DType::i64: t.data<int64_t>()[i] = v; break;
+      case DType::i32:
+        if (v < INT32_MIN || v > INT32_MAX) fail(ErrorCode::InvalidArgument, "fromInts: " + std::to_string(v) + " does not fit i32");
+        t.data<int32_t>()[i] = static_cast<int32_t>(v);
+        break;
+      default:
+        if (v < 0 || v > 255) fail(ErrorCode::InvalidArgument, "fromInts: " + std::to_string(v) + " does not fit u8");
+        t.data<uint8_t>()[i] = static_cast<uint8_t>(v);
+    }
+  }
+  return make(ctx, std::move(t), nullptr);
+}
+
+Tensor Tensor::fromInts(ExecContext& ctx, Tags tags, Extents shape, std::initializer_list<int64_t> values,
+                        DType dtype) {
+  return fromInts(ctx, std::move(tags), std::move(shape), std::span<const int64_t>(values.begin(), values.size()), dtype);
+}
+
 Tensor Tensor::zeros(ExecContext& ctx, Tags tags, Extents shape, DType dtype) {
   return make(ctx, RawTensor::zeros(ctx, std::move(tags), std::move(shape), dtype), nullptr);
 }

@@ -16,6 +16,14 @@
 
 namespace fucina {
 
+// How a loss reduces its per-element values.
+enum class Reduction { mean, sum, none };
+
+struct CrossEntropyOptions {
+  Reduction reduction = Reduction::mean;
+  double label_smoothing = 0.0;  // in [0, 1): the target puts (1-s) on the label and s/C everywhere
+};
+
 // Shared body of Tensor handles. Internal; reached through Tensor::impl().
 class TensorImpl {
  public:
@@ -53,6 +61,11 @@ class Tensor {
   static Tensor full(ExecContext& ctx, Tags tags, Extents shape, double value, DType dtype = DType::f32);
   static Tensor scalar(ExecContext& ctx, double value, DType dtype = DType::f32);
   static Tensor fromRaw(ExecContext& ctx, internal::RawTensor value);  // wraps, no copy
+  // Integer constants (labels, indices): i32 by default, or i64/u8; exact up to |v| < 2^24 in f32 views.
+  static Tensor fromInts(ExecContext& ctx, Tags tags, Extents shape, std::span<const int64_t> values,
+                         DType dtype = DType::i32);
+  static Tensor fromInts(ExecContext& ctx, Tags tags, Extents shape,
+                         std::initializer_list<int64_t> values, DType dtype = DType::i32);
   // --- variables (leaf GradState); f32 only ---
   static Tensor variableFromSlice(ExecContext& ctx, Tags tags, Extents shape, std::span<const float> values);
   static Tensor variableFromSlice(ExecContext& ctx, Tags tags, Extents shape, std::initializer_list<float> values);
@@ -120,6 +133,19 @@ class Tensor {
   // Contracts the axis both operands share; other shared axes are batch axes. Result axes: this
   // tensor's remaining axes, then y's remaining axes that this tensor lacks.
   Tensor dot(ExecContext& ctx, const Tensor& y, Tag axis) const;
+  // --- softmax family (ops/softmax.cpp): along a named axis ---
+  Tensor softmax(ExecContext& ctx, Tag axis) const;
+  Tensor logSoftmax(ExecContext& ctx, Tag axis) const;
+  // --- losses (ops/loss.cpp) ---
+  // Softmax cross-entropy of these logits against integer labels (i32 or i64) whose axes are the
+  // logits' axes without class_axis. The gradient of the logits is fused: softmax - target.
+  Tensor crossEntropy(ExecContext& ctx, const Tensor& labels, Tag class_axis,
+                      CrossEntropyOptions options = {}) const;
+  // Negative log-likelihood of log-probabilities (this tensor) at integer labels.
+  Tensor nllLoss(ExecContext& ctx, const Tensor& labels, Tag class_axis,
+                 Reduction reduction = Reduction::mean) const;
+  // (this - target)^2, reduced; both operands differentiable; axes aligned by tag.
+  Tensor mseLoss(ExecContext& ctx, const Tensor& target, Reduction reduction = Reduction::mean) const;
   // --- views (ops/view.cpp); share storage ---
   Tensor broadcastTo(ExecContext& ctx, Tags tags, Extents shape) const;
   Tensor permuteTo(ExecContext& ctx, const Tags& order) const;

@@ -1,0 +1,44 @@
+#include "fucina/kernels/softmax.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "fucina/exec/context.h"
+
+namespace fucina::kernels {
+
+using internal::RawTensor;
+
+void softmaxRows(ExecContext& ctx, const float* x, float* y, int64_t rows, int64_t n, bool log) {
+  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, n));
+  ctx.parallelFor(rows, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* xr = x + r * n;
+      float* yr = y + r * n;
+      float m = -std::numeric_limits<float>::infinity();
+      for (int64_t i = 0; i < n; ++i) m = std::max(m, xr[i]);
+      if (!std::isfinite(m)) m = 0;  // all -inf (or empty): avoid inf - inf
+      double sum = 0;
+      for (int64_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(xr[i] - m));
+      if (log) {
+        const float lse = static_cast<float>(std::log(sum));
+        for (int64_t i = 0; i < n; ++i) yr[i] = xr[i] - m - lse;
+      } else {
+        const double inv = 1.0 / sum;
+        for (int64_t i = 0; i < n; ++i) yr[i] = static_cast<float>(std::exp(static_cast<double>(xr[i] - m)) * inv);
+      }
+    }
+  });
+}
+
+RawTensor axisLast(ExecContext& ctx, const RawTensor& a, Tag axis) {
+  Tags order;
+  for (Tag t : a.tags())
+    if (!(t == axis)) order.push_back(t);
+  a.axis(axis);  // ShapeMismatch naming the axes when absent
+  order.push_back(axis);
+  return a.permuted(order).contiguous(ctx);
+}
+
+}  // namespace fucina::kernels

@@ -1,0 +1,17 @@
+// Row-wise softmax kernels: rows of length n, contiguous, max subtracted, sums in f64.
+#pragma once
+
+#include <cstdint>
+
+#include "fucina/core/raw_tensor.h"
+
+namespace fucina::kernels {
+
+// y = softmax(x) (or log_softmax when log) over each row of n elements.
+void softmaxRows(ExecContext& ctx, const float* x, float* y, int64_t rows, int64_t n, bool log);
+
+// a laid out with `axis` last and contiguous (a copy unless it already is), so row-wise kernels
+// can run over it; the result's axes are a's other axes in order, then axis.
+internal::RawTensor axisLast(ExecContext& ctx, const internal::RawTensor& a, Tag axis);
+
+}  // namespace fucina::kernels

@@ -1,0 +1,170 @@
+// Losses. crossEntropy and nllLoss work row-wise over the class axis with integer labels and
+// fuse their gradients; mseLoss is composed from differentiable primitives (it needs no VJP).
+#include <cmath>
+#include <string>
+
+#include "fucina/kernels/softmax.h"
+#include "fucina/ops/finish_op.h"
+
+namespace fucina {
+
+using internal::RawTensor;
+using ops::Grads;
+using ops::NeedsGrad;
+
+namespace {
+
+// Integer labels aligned with the logits' rows: one label per row of axisLast(logits, class).
+struct Labels {
+  std::vector<int64_t> values;
+  Tags tags;      // the row axes, in the order of the logits
+  Extents shape;
+};
+
+Labels readLabels(std::string_view op, const RawTensor& logits, const Tensor& labels, Tag class_axis) {
+  const RawTensor& l = labels.value();
+  if (l.dtype() != DType::i32 && l.dtype() != DType::i64)
+    fail(ErrorCode::DTypeMismatch, std::string(op) + ": labels must be i32 or i64, got " +
+                                       std::string(name(l.dtype())));
+  Labels out;
+  for (size_t i = 0; i < logits.rank(); ++i) {
+    if (logits.tags()[i] == class_axis) continue;
+    out.tags.push_back(logits.tags()[i]);
+    out.shape.push_back(logits.shape()[i]);
+  }
+  const bool same_axes = l.rank() == out.tags.size() && [&] {
+    for (size_t i = 0; i < out.tags.size(); ++i)
+      if (!hasTag(l.tags(), out.tags[i]) || l.extent(out.tags[i]) != out.shape[i]) return false;
+    return true;
+  }();
+  if (!same_axes)
+    fail(ErrorCode::ShapeMismatch, std::string(op) + ": labels " + l.describe() +
+                                       " must have the logits' axes without '" +
+                                       std::string(class_axis.name()) + "': " + describe(out.tags, out.shape));
+  const std::vector<float> v = l.permuted(out.tags).toVector();  // exact for |label| < 2^24
+  const int64_t classes = logits.extent(class_axis);
+  for (size_t i = 0; i < v.size(); ++i) {
+    const auto label = static_cast<int64_t>(v[i]);
+    if (label < 0 || label >= classes)
+      fail(ErrorCode::IndexOutOfRange, std::string(op) + ": label " + std::to_string(label) +
+                                           " at position " + std::to_string(i) + " is outside [0, " +
+                                           std::to_string(classes) + ")");
+    out.values.push_back(label);
+  }
+  return out;
+}
+
+float reductionScale(Reduction r, int64_t rows) {
+  return r == Reduction::mean ? 1.0f / static_cast<float>(rows) : 1.0f;
+}
+
+// Reduces per-row losses (tags/shape of the rows) as asked.
+RawTensor reduceRows(ExecContext& ctx, const std::vector<double>& loss, const Labels& labels, Reduction r) {
+  if (r == Reduction::none) {
+    RawTensor out = RawTensor::empty(ctx, labels.tags, labels.shape);
+    float* o = out.f32();
+    for (size_t i = 0; i < loss.size(); ++i) o[i] = static_cast<float>(loss[i]);
+    return out;
+  }
+  double total = 0;
+  for (double v : loss) total += v;
+  if (r == Reduction::mean) total /= static_cast<double>(loss.size());
+  return RawTensor::full(ctx, {}, {}, total);
+}
+
+// Per-row upstream gradient factor: gy (a scalar, or one value per row for Reduction::none).
+std::vector<float> rowFactors(const RawTensor& gy, const Labels& labels, Reduction r, int64_t rows) {
+  if (r == Reduction::none) return gy.permuted(labels.tags).toVector();
+  return std::vector<float>(static_cast<size_t>(rows), gy.toVector()[0] * reductionScale(r, rows));
+}
+
+void requireRows(std::string_view op, int64_t rows, Reduction r) {
+  if (rows == 0 && r == Reduction::mean)
+    fail(ErrorCode::InvalidArgument, std::string(op) + ": mean over zero rows");
+}
+
+}  // namespace
+
+Tensor Tensor::crossEntropy(ExecContext& ctx, const Tensor& labels, Tag class_axis,
+                            CrossEntropyOptions options) const {
+  ops::requireF32("crossEntropy", *this);
+  const double eps = options.label_smoothing;
+  if (!(eps >= 0.0 && eps < 1.0))
+    fail(ErrorCode::InvalidArgument, "crossEntropy: label_smoothing must be in [0, 1), got " + std::to_string(eps));
+  const RawTensor in = kernels::axisLast(ctx, value(), class_axis);
+  const int64_t classes = in.extent(class_axis);
+  if (classes == 0) fail(ErrorCode::InvalidArgument, "crossEntropy: the class axis is empty");
+  Labels lab = readLabels("crossEntropy", value(), labels, class_axis);
+  const int64_t rows = static_cast<int64_t>(lab.values.size());
+  requireRows("crossEntropy", rows, options.reduction);
+  RawTensor logp = RawTensor::empty(ctx, in.tags(), in.shape());
+  kernels::softmaxRows(ctx, in.f32(), logp.f32(), rows, classes, /*log=*/true);
+  std::vector<double> loss(static_cast<size_t>(rows));
+  const float* lp = logp.f32();
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = lp + r * classes;
+    double mean_logp = 0;
+    if (eps > 0) {
+      for (int64_t c = 0; c < classes; ++c) mean_logp += row[c];
+      mean_logp /= static_cast<double>(classes);
+    }
+    loss[static_cast<size_t>(r)] = -((1 - eps) * row[lab.values[static_cast<size_t>(r)]] + eps * mean_logp);
+  }
+  RawTensor out = reduceRows(ctx, loss, lab, options.reduction);
+  return ops::finishOp(ctx, "crossEntropy", out, {this, &labels}, [&] {
+    // d loss_r / d logits_rc = softmax_rc - target_rc, target = (1-eps)*onehot + eps/C.
+    return [logp, lab = std::move(lab), options, classes, rows](ExecContext& c, const RawTensor& gy,
+                                                                NeedsGrad needs, Grads g) {
+      if (!needs[0]) return;
+      const std::vector<float> f = rowFactors(gy, lab, options.reduction, rows);
+      RawTensor gx = RawTensor::empty(c, logp.tags(), logp.shape());
+      const float* lp = logp.f32();
+      float* o = gx.f32();
+      const auto smooth = static_cast<float>(options.label_smoothing / static_cast<double>(classes));
+      const auto keep = static_cast<float>(1 - options.label_smoothing);
+      for (int64_t r = 0; r < rows; ++r) {
+        const float fr = f[static_cast<size_t>(r)];
+        for (int64_t k = 0; k < classes; ++k) o[r * classes + k] = (std::exp(lp[r * classes + k]) - smooth) * fr;
+        o[r * classes + lab.values[static_cast<size_t>(r)]] -= keep * fr;
+      }
+      g[0] = std::move(gx);
+    };
+  }, static_cast<size_t>(in.numel()) * 4);
+}
+
+Tensor Tensor::nllLoss(ExecContext& ctx, const Tensor& labels, Tag class_axis, Reduction reduction) const {
+  ops::requireF32("nllLoss", *this);
+  const RawTensor in = kernels::axisLast(ctx, value(), class_axis);
+  const int64_t classes = in.extent(class_axis);
+  Labels lab = readLabels("nllLoss", value(), labels, class_axis);
+  const int64_t rows = static_cast<int64_t>(lab.values.size());
+  requireRows("nllLoss", rows, reduction);
+  std::vector<double> loss(static_cast<size_t>(rows));
+  const float* p = in.f32();
+  for (int64_t r = 0; r < rows; ++r) loss[static_cast<size_t>(r)] = -p[r * classes + lab.values[static_cast<size_t>(r)]];
+  RawTensor out = reduceRows(ctx, loss, lab, reduction);
+  return ops::finishOp(ctx, "nllLoss", out, {this, &labels}, [&] {
+    return [tags = in.tags(), shape = in.shape(), lab = std::move(lab), reduction, classes, rows](
+               ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads g) {
+      if (!needs[0]) return;
+      const std::vector<float> f = rowFactors(gy, lab, reduction, rows);
+      RawTensor gx = RawTensor::zeros(c, tags, shape);
+      float* o = gx.f32();
+      for (int64_t r = 0; r < rows; ++r) o[r * classes + lab.values[static_cast<size_t>(r)]] = -f[static_cast<size_t>(r)];
+      g[0] = std::move(gx);
+    };
+  });
+}
+
+Tensor Tensor::mseLoss(ExecContext& ctx, const Tensor& target, Reduction reduction) const {
+  const Tensor d = sub(ctx, target);
+  const Tensor sq = d.mul(ctx, d);
+  switch (reduction) {
+    case Reduction::mean: return sq.meanAll(ctx);
+    case Reduction::sum: return sq.sumAll(ctx);
+    case Reduction::none: break;
+  }
+  return sq;
+}
+
+}  // namespace fucina

@@ -1,0 +1,69 @@
+// Softmax and the losses through the facade: the same values as the C++ tests, integer labels
+// from JS, and a classifier that trains.
+import { describe, test } from 'node:test';
+import { VARIANTS, engine, throwsCode, values, assert } from './helpers.mjs';
+
+for (const variant of VARIANTS) {
+  describe(variant, () => {
+    test('softmax, logSoftmax and crossEntropy values', async () => {
+      const fc = await engine(variant);
+      const x = fc.constant(['batch', 'class'], [2, 3], [1, 2, 3, 0, 0, 0]);
+      const p = values(x.softmax('class'));
+      const e = [Math.exp(1), Math.exp(2), Math.exp(3)];
+      const z = e[0] + e[1] + e[2];
+      e.forEach((v, i) => assert.ok(Math.abs(p[i] - v / z) < 1e-6));
+      assert.ok(Math.abs(values(x.logSoftmax('class'))[3] - Math.log(1 / 3)) < 1e-6);
+      const labels = fc.constant(['batch'], [2], [2, 0], 'i32');
+      const want = (-Math.log(e[2] / z) - Math.log(1 / 3)) / 2;
+      assert.ok(Math.abs(x.crossEntropy(labels, 'class').item() - want) < 1e-6);
+      assert.ok(Math.abs(x.crossEntropy(labels, 'class', { reduction: 'sum' }).item() - 2 * want) < 1e-5);
+      assert.deepEqual(x.crossEntropy(labels, 'class', { reduction: 'none' }).shape, [2]);
+      assert.ok(Math.abs(x.logSoftmax('class').nllLoss(labels, 'class').item() - want) < 1e-6);
+      const t = fc.constant(['batch', 'class'], [2, 3], [1, 1, 1, 1, 1, 1]);
+      assert.ok(Math.abs(x.mseLoss(t).item() - (0 + 1 + 4 + 1 + 1 + 1) / 6) < 1e-6);
+    });
+
+    test('crossEntropy gradients pass gradcheck, with label smoothing', async () => {
+      const fc = await engine(variant);
+      const logits = fc.variable(['batch', 'class'], [3, 4], [0.1, -0.3, 0.7, 0.2, 1, 0, -1, 0.5, 0.3, 0.3, -0.2, 0.9]);
+      const labels = fc.constant(['batch'], [3], [3, 0, 1], 'i32');
+      const r = fc.gradcheck((l) => l.crossEntropy(labels, 'class', { labelSmoothing: 0.1 }), [logits]);
+      assert.equal(r.checked, 12);
+    });
+
+    test('losses: bad inputs', async () => {
+      const fc = await engine(variant);
+      const x = fc.ones(['batch', 'class'], [2, 3]);
+      throwsCode(() => x.crossEntropy(fc.constant(['batch'], [2], [0, 3], 'i32'), 'class'), 'IndexOutOfRange');
+      throwsCode(() => x.crossEntropy(fc.constant(['batch'], [2], [0, 1]), 'class'), 'DTypeMismatch');
+      throwsCode(() => x.crossEntropy(fc.constant(['batch'], [2], [0, 1], 'i32'), 'class', { reduction: 'avg' }), 'InvalidArgument');
+      throwsCode(() => x.crossEntropy([0, 1], 'class'), 'InvalidArgument');
+      throwsCode(() => x.softmax('nope'), 'ShapeMismatch');
+    });
+
+    test('a softmax classifier trains with crossEntropy', async () => {
+      const fc = await engine(variant);
+      const xs = [], ys = [];
+      for (let i = 0; i < 30; ++i) {
+        const k = i % 3;
+        xs.push((k === 0) * 2 - 1 + 0.1 * Math.sin(i), (k === 1) * 2 - 1 + 0.1 * Math.cos(i));
+        ys.push(k);
+      }
+      const x = fc.constant(['batch', 'in'], [30, 2], xs);
+      const labels = fc.constant(['batch'], [30], ys, 'i32');
+      let w = fc.variable(['class', 'in'], [3, 2], [0.1, -0.1, 0.05, 0.2, -0.2, 0]);
+      const losses = [];
+      for (let step = 0; step < 100; ++step) {
+        const next = fc.scope(() => {
+          const loss = x.dot(w, 'in').crossEntropy(labels, 'class');
+          loss.backward();
+          losses.push(loss.item());
+          return fc.noGrad(() => fc.variable(['class', 'in'], [3, 2], w.detach().sub(w.grad().scale(0.5)).toArray()));
+        });
+        w.dispose();
+        w = next;
+      }
+      assert.ok(losses.at(-1) < losses[0] / 5, `${losses[0]} -> ${losses.at(-1)}`);
+    });
+  });
+}
