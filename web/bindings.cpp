@@ -325,6 +325,21 @@ EMSCRIPTEN_BINDINGS(fucina) {
         return guard([&] { return wrap(a.t.dot(ctx(), tensorOf(b, "dot"), fucina::Tag(axis))); });
       })
       FUCINA_AXIS(softmax) FUCINA_AXIS(logSoftmax)
+      .function("layerNorm", +[](Handle& a, std::string axis, double eps, val weight, val bias) {
+        return guard([&] {
+          if (weight.isNull() || weight.isUndefined()) return wrap(a.t.layerNorm(ctx(), fucina::Tag(axis), eps));
+          return wrap(a.t.layerNorm(ctx(), fucina::Tag(axis), tensorOf(weight, "weight"), tensorOf(bias, "bias"), eps));
+        });
+      })
+      .function("rmsNorm", +[](Handle& a, std::string axis, double eps, val weight) {
+        return guard([&] {
+          if (weight.isNull() || weight.isUndefined()) return wrap(a.t.rmsNorm(ctx(), fucina::Tag(axis), eps));
+          return wrap(a.t.rmsNormMul(ctx(), fucina::Tag(axis), tensorOf(weight, "weight"), eps));
+        });
+      })
+      .function("l2Normalize", +[](Handle& a, std::string axis, double eps) {
+        return guard([&] { return wrap(a.t.l2Normalize(ctx(), fucina::Tag(axis), eps)); });
+      })
       .function("crossEntropy", +[](Handle& a, val labels, std::string axis, std::string reduction, double smoothing) {
         return guard([&] {
           return wrap(a.t.crossEntropy(ctx(), tensorOf(labels, "labels"), fucina::Tag(axis),

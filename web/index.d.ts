@@ -87,6 +87,10 @@ export class Tensor {
   meanAll(): Tensor;
   sum(axis: string): Tensor;
   mean(axis: string): Tensor;
+  layerNorm(axis: string, options?: { eps?: number; weight?: Tensor; bias?: Tensor }): Tensor;
+  rmsNorm(axis: string, eps?: number): Tensor;
+  rmsNormMul(axis: string, weight: Tensor, eps?: number): Tensor;
+  l2Normalize(axis: string, eps?: number): Tensor;
   softmax(axis: string): Tensor;
   logSoftmax(axis: string): Tensor;
   /** Softmax cross-entropy against integer labels (an i32/i64 tensor with the logits' axes

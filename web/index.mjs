@@ -306,6 +306,24 @@ export class Tensor {
     if (typeof axis !== 'string') throw invalid('narrow: axis must be an axis name');
     return this._make((h) => h.narrow(axis, checkNumber(start, 'start'), checkNumber(length, 'length')));
   }
+  /** layerNorm(axis, { eps = 1e-5, weight, bias }): weight and bias together, or neither. */
+  layerNorm(axis, options = {}) {
+    const { eps = 1e-5, weight, bias } = options;
+    if ((weight === undefined) !== (bias === undefined)) throw invalid('layerNorm: give weight and bias together');
+    const w = weight === undefined ? null : asTensor(weight, 'layerNorm');
+    const b = bias === undefined ? null : asTensor(bias, 'layerNorm');
+    return this._make((h) => h.layerNorm(checkString(axis, 'axis'), checkNumber(eps, 'eps'), w?._handle ?? null, b?._handle ?? null));
+  }
+  rmsNorm(axis, eps = 1e-6) {
+    return this._make((h) => h.rmsNorm(checkString(axis, 'axis'), checkNumber(eps, 'eps'), null));
+  }
+  rmsNormMul(axis, weight, eps = 1e-6) {
+    const w = asTensor(weight, 'rmsNormMul');
+    return this._make((h) => h.rmsNorm(checkString(axis, 'axis'), checkNumber(eps, 'eps'), w._handle));
+  }
+  l2Normalize(axis, eps = 1e-12) {
+    return this._make((h) => h.l2Normalize(checkString(axis, 'axis'), checkNumber(eps, 'eps')));
+  }
   crossEntropy(labels, classAxis, options = {}) {
     const l = asTensor(labels, 'crossEntropy');
     if (typeof classAxis !== 'string') throw invalid('crossEntropy: classAxis must be an axis name');

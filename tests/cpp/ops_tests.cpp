@@ -448,11 +448,13 @@ TEST_CASE("op coverage matrix") {
   covered["to"] = "casts";
   for (const char* op : {"softmax", "logSoftmax", "crossEntropy", "nllLoss", "mseLoss"})
     covered[op] = "softmax_loss_tests.cpp";
+  for (const char* op : {"layerNorm", "rmsNorm", "rmsNormMul", "l2Normalize"}) covered[op] = "norm_tests.cpp";
   const std::set<std::string> surface = {
       "add", "sub", "mul", "div", "maximum", "minimum", "pow", "scale", "addScalar", "subScalar",
       "divScalar", "powScalar", "neg", "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "relu",
       "sumAll", "meanAll", "sum", "mean", "dot", "broadcastTo", "permuteTo", "withTags", "narrow",
-      "contiguous", "to", "softmax", "logSoftmax", "crossEntropy", "nllLoss", "mseLoss"};
+      "contiguous", "to", "softmax", "logSoftmax", "crossEntropy", "nllLoss", "mseLoss",
+      "layerNorm", "rmsNorm", "rmsNormMul", "l2Normalize"};
   std::printf("op coverage (%zu ops):\n", surface.size());
   for (const auto& op : surface) {
     const auto it = covered.find(op);

@@ -67,3 +67,27 @@ for (const variant of VARIANTS) {
     });
   });
 }
+
+for (const variant of VARIANTS) {
+  describe(`${variant} norms`, () => {
+    test('layerNorm, rmsNorm and l2Normalize: values, affine form, gradcheck, errors', async () => {
+      const fc = await engine(variant);
+      const x = fc.variable(['t', 'd'], [2, 3], [1, 2, 3, -1, 0, 4]);
+      const ln = values(x.layerNorm('d'));
+      const s = Math.sqrt(2 / 3 + 1e-5);
+      assert.ok(Math.abs(ln[0] + 1 / s) < 1e-5 && Math.abs(ln[2] - 1 / s) < 1e-5);
+      const n = Math.sqrt(14);
+      assert.ok(Math.abs(values(x.l2Normalize('d'))[2] - 3 / n) < 1e-6);
+      assert.ok(Math.abs(values(x.rmsNorm('d'))[1] - 2 / Math.sqrt(14 / 3 + 1e-6)) < 1e-5);
+      const g = fc.variable(['d'], [3], [1, 0.5, 2]);
+      const b = fc.variable(['d'], [3], [0, 0.1, -0.1]);
+      const w = fc.constant(['t', 'd'], [2, 3], [0.3, -1, 2, 1, 0.5, -0.7]);
+      fc.gradcheck((x, g, b) => x.layerNorm('d', { weight: g, bias: b }).mul(w).sumAll(), [x, g, b]);
+      fc.gradcheck((x, g) => x.rmsNormMul('d', g).mul(w).sumAll(), [x, g]);
+      fc.gradcheck((x) => x.l2Normalize('t').mul(w).sumAll(), [x]);
+      throwsCode(() => x.layerNorm('d', { weight: g }), 'InvalidArgument');
+      throwsCode(() => x.layerNorm('z'), 'ShapeMismatch');
+      throwsCode(() => x.rmsNormMul('d', fc.ones(['t'], [2])), 'ShapeMismatch');
+    });
+  });
+}

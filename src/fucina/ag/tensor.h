@@ -136,6 +136,16 @@ class Tensor {
   // --- softmax family (ops/softmax.cpp): along a named axis ---
   Tensor softmax(ExecContext& ctx, Tag axis) const;
   Tensor logSoftmax(ExecContext& ctx, Tag axis) const;
+  // --- norms (ops/norm.cpp): statistics over a named axis ---
+  // (x - mean) / sqrt(var + eps), biased variance (as torch); the affine form multiplies by
+  // weight and adds bias, both indexed by `axis` alone.
+  Tensor layerNorm(ExecContext& ctx, Tag axis, double eps = 1e-5) const;
+  Tensor layerNorm(ExecContext& ctx, Tag axis, const Tensor& weight, const Tensor& bias, double eps = 1e-5) const;
+  // x / sqrt(mean(x^2) + eps); rmsNormMul also multiplies by weight (indexed by `axis`).
+  Tensor rmsNorm(ExecContext& ctx, Tag axis, double eps = 1e-6) const;
+  Tensor rmsNormMul(ExecContext& ctx, Tag axis, const Tensor& weight, double eps = 1e-6) const;
+  // x / max(||x||_2, eps) along axis (torch.nn.functional.normalize).
+  Tensor l2Normalize(ExecContext& ctx, Tag axis, double eps = 1e-12) const;
   // --- losses (ops/loss.cpp) ---
   // Softmax cross-entropy of these logits against integer labels (i32 or i64) whose axes are the
   // logits' axes without class_axis. The gradient of the logits is fused: softmax - target.

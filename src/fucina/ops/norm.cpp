@@ -1,0 +1,123 @@
+// Normalizations along a named axis. Each normalizes rows of a copy laid out with the axis last
+// and has a fused VJP; the affine/weighted forms are composed from it and pointwise ops.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "fucina/kernels/softmax.h"
+#include "fucina/ops/finish_op.h"
+
+namespace fucina {
+
+using internal::RawTensor;
+using ops::Grads;
+using ops::NeedsGrad;
+
+namespace {
+
+enum class Kind { layer, rms, l2 };
+
+// Per row: y = (x - shift) * inv, with shift/inv from the row's statistics. Saves y and inv.
+// VJP (with m the row length and <.> a row mean):
+//   layer: gx = inv * (g - <g> - y * <g y>)
+//   rms:   gx = inv * (g - y * <g y>)
+//   l2:    gx = inv * (g - y * sum(g y))   when the norm exceeds eps, else inv * g
+Tensor normalize(ExecContext& ctx, const char* name, const Tensor& x, Tag axis, double eps, Kind kind) {
+  ops::requireF32(name, x);
+  if (!(eps >= 0) || !std::isfinite(eps))
+    fail(ErrorCode::InvalidArgument, std::string(name) + ": eps must be finite and >= 0");
+  const RawTensor& a = x.value();
+  const RawTensor in = kernels::axisLast(ctx, a, axis);
+  const int64_t m = in.extent(axis);
+  if (m == 0) fail(ErrorCode::InvalidArgument, std::string(name) + ": the axis '" + std::string(axis.name()) + "' is empty");
+  const int64_t rows = in.numel() / m;
+  RawTensor y = RawTensor::empty(ctx, in.tags(), in.shape());
+  std::vector<float> inv(static_cast<size_t>(rows));
+  std::vector<uint8_t> clamped(static_cast<size_t>(rows), 0);  // l2 only: norm <= eps
+  const float* px = in.f32();
+  float* py = y.f32();
+  ctx.parallelFor(rows, std::max<int64_t>(1, 8192 / m), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const float* xr = px + r * m;
+      double mean = 0, sq = 0;
+      if (kind == Kind::layer) {
+        for (int64_t i = 0; i < m; ++i) mean += xr[i];
+        mean /= static_cast<double>(m);
+      }
+      for (int64_t i = 0; i < m; ++i) sq += (xr[i] - mean) * (xr[i] - mean);
+      double scale;
+      if (kind == Kind::l2) {
+        const double norm = std::sqrt(sq);
+        clamped[static_cast<size_t>(r)] = norm <= eps;
+        scale = 1.0 / std::max(norm, eps);
+      } else {
+        scale = 1.0 / std::sqrt(sq / static_cast<double>(m) + eps);
+      }
+      inv[static_cast<size_t>(r)] = static_cast<float>(scale);
+      for (int64_t i = 0; i < m; ++i) py[r * m + i] = static_cast<float>((xr[i] - mean) * scale);
+    }
+  });
+  return ops::finishOp(ctx, name, y.permuted(a.tags()), {&x}, [&] {
+    return [y, inv = std::move(inv), clamped = std::move(clamped), axis, m, rows, kind](
+               ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
+      const RawTensor gl = kernels::axisLast(c, gy, axis);
+      RawTensor gx = RawTensor::empty(c, y.tags(), y.shape());
+      const float* pg = gl.f32();
+      const float* py = y.f32();
+      float* out = gx.f32();
+      c.parallelFor(rows, std::max<int64_t>(1, 8192 / m), [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+          const float* gr = pg + r * m;
+          const float* yr = py + r * m;
+          double sg = 0, sgy = 0;
+          for (int64_t i = 0; i < m; ++i) {
+            sg += gr[i];
+            sgy += static_cast<double>(gr[i]) * yr[i];
+          }
+          const double mg = kind == Kind::layer ? sg / static_cast<double>(m) : 0.0;
+          double k = kind == Kind::l2 ? sgy : sgy / static_cast<double>(m);
+          if (kind == Kind::l2 && clamped[static_cast<size_t>(r)]) k = 0;
+          const float s = inv[static_cast<size_t>(r)];
+          for (int64_t i = 0; i < m; ++i)
+            out[r * m + i] = static_cast<float>(s * (gr[i] - mg - yr[i] * k));
+        }
+      });
+      g[0] = std::move(gx);
+    };
+  }, static_cast<size_t>(a.numel()) * 8);
+}
+
+void requireAxisVector(const char* name, const Tensor& v, Tag axis, int64_t extent, const char* what) {
+  if (v.rank() != 1 || !(v.tags()[0] == axis) || v.shape()[0] != extent)
+    fail(ErrorCode::ShapeMismatch, std::string(name) + ": " + what + " must be indexed by '" +
+                                       std::string(axis.name()) + "' alone with extent " + std::to_string(extent) +
+                                       ", got " + v.value().describe());
+}
+
+}  // namespace
+
+Tensor Tensor::layerNorm(ExecContext& ctx, Tag axis, double eps) const {
+  return normalize(ctx, "layerNorm", *this, axis, eps, Kind::layer);
+}
+
+Tensor Tensor::layerNorm(ExecContext& ctx, Tag axis, const Tensor& weight, const Tensor& bias, double eps) const {
+  const int64_t m = extent(axis);
+  requireAxisVector("layerNorm", weight, axis, m, "weight");
+  requireAxisVector("layerNorm", bias, axis, m, "bias");
+  return layerNorm(ctx, axis, eps).mul(ctx, weight).add(ctx, bias);
+}
+
+Tensor Tensor::rmsNorm(ExecContext& ctx, Tag axis, double eps) const {
+  return normalize(ctx, "rmsNorm", *this, axis, eps, Kind::rms);
+}
+
+Tensor Tensor::rmsNormMul(ExecContext& ctx, Tag axis, const Tensor& weight, double eps) const {
+  requireAxisVector("rmsNormMul", weight, axis, extent(axis), "weight");
+  return rmsNorm(ctx, axis, eps).mul(ctx, weight);
+}
+
+Tensor Tensor::l2Normalize(ExecContext& ctx, Tag axis, double eps) const {
+  return normalize(ctx, "l2Normalize", *this, axis, eps, Kind::l2);
+}
+
+}  // namespace fucina
