@@ -390,3 +390,61 @@ EMSCRIPTEN_BINDINGS(fucina) {
   function("customVjp", &customVjp);
   function("gradcheck", &gradcheck);
 }
+
+// ================================================================ optim (fc.optim): BEGIN
+// Optimizers as JS objects (a shared_ptr the facade wraps and deletes on dispose()); they hold
+// their parameters' C++ handles, so a parameter lives as long as its optimizer. clipGradNorm
+// rewrites gradients in place of the JS tensors' own. Schedules are plain JS in index.mjs.
+namespace {
+
+struct JsOptimizer {
+  std::unique_ptr<fucina::optim::Optimizer> opt;
+};
+using JsOptimizerPtr = std::shared_ptr<JsOptimizer>;
+
+JsOptimizerPtr optimSgd(val params, double lr, double momentum, double dampening, bool nesterov,
+                        double weight_decay) {
+  return guard([&] {
+    auto opt = std::make_unique<fucina::optim::Sgd>(fucina::optim::SgdOptions{
+        .lr = lr, .momentum = momentum, .dampening = dampening, .nesterov = nesterov,
+        .weight_decay = weight_decay});
+    opt->add(tensorsOf(params, "optimizer params"));
+    return std::make_shared<JsOptimizer>(JsOptimizer{std::move(opt)});
+  });
+}
+
+JsOptimizerPtr optimAdam(val params, double lr, double beta1, double beta2, double eps,
+                         double weight_decay, bool decoupled) {
+  return guard([&] {
+    const fucina::optim::AdamOptions o{.lr = lr, .beta1 = beta1, .beta2 = beta2, .eps = eps,
+                                       .weight_decay = weight_decay};
+    std::unique_ptr<fucina::optim::Optimizer> opt;
+    if (decoupled) opt = std::make_unique<fucina::optim::AdamW>(o);
+    else opt = std::make_unique<fucina::optim::Adam>(o);
+    opt->add(tensorsOf(params, "optimizer params"));
+    return std::make_shared<JsOptimizer>(JsOptimizer{std::move(opt)});
+  });
+}
+
+double optimClipGradNorm(val params, double max_norm) {
+  return guard([&] {
+    const std::vector<Tensor> ts = tensorsOf(params, "clipGradNorm params");
+    return fucina::optim::clipGradNorm(ctx(), ts, max_norm);
+  });
+}
+
+}  // namespace
+
+EMSCRIPTEN_BINDINGS(fucina_optim) {
+  using namespace emscripten;
+  class_<JsOptimizer>("Optimizer")
+      .smart_ptr<JsOptimizerPtr>("OptimizerPtr")
+      .function("step", +[](JsOptimizer& o) { guard([&] { o.opt->step(ctx()); }); })
+      .function("zeroGrad", +[](JsOptimizer& o) { guard([&] { o.opt->zeroGrad(); }); })
+      .function("lr", +[](JsOptimizer& o) { return guard([&] { return o.opt->lr(); }); })
+      .function("setLr", +[](JsOptimizer& o, double lr) { guard([&] { o.opt->setLr(lr); }); });
+  function("optimSgd", &optimSgd);
+  function("optimAdam", &optimAdam);
+  function("optimClipGradNorm", &optimClipGradNorm);
+}
+// ================================================================ optim (fc.optim): END

@@ -109,9 +109,53 @@ export class Tensor {
   dropout(p: number, seed: number): Tensor;
 }
 
+export interface SgdOptions {
+  /** default 1e-3 */ lr?: number;
+  momentum?: number;
+  dampening?: number;
+  /** needs momentum > 0 and dampening 0 */ nesterov?: boolean;
+  /** L2 penalty added to the gradient */ weightDecay?: number;
+}
+
+export interface AdamOptions {
+  /** default 1e-3 */ lr?: number;
+  /** default [0.9, 0.999], each in [0, 1) */ betas?: [number, number];
+  /** default 1e-8 */ eps?: number;
+  /** Adam: L2 added to the gradient (default 0); AdamW: decoupled decay (default 0.01) */
+  weightDecay?: number;
+}
+
+/** Updates parameters in place, without building graph nodes (semantics of torch.optim). */
+export class Optimizer {
+  private constructor();
+  /** One update of every parameter that has a gradient; others are skipped. */
+  step(): void;
+  zeroGrad(): void;
+  lr: number;
+  readonly params: Tensor[];
+  readonly isDisposed: boolean;
+  dispose(): void;
+}
+
+export interface Optim {
+  sgd(params: Tensor[], options?: SgdOptions): Optimizer;
+  adam(params: Tensor[], options?: AdamOptions): Optimizer;
+  adamw(params: Tensor[], options?: AdamOptions): Optimizer;
+  /** Global 2-norm of the gradients; scales them by maxNorm / (norm + 1e-6) when norm > maxNorm.
+   * Returns the norm before clipping. */
+  clipGradNorm(params: Tensor[], maxNorm: number): number;
+  /** baseLr * step / warmupSteps before warmupSteps, then baseLr. */
+  linearWarmup(step: number, warmupSteps: number, baseLr: number): number;
+  /** minLr + (baseLr - minLr) * (1 + cos(pi * min(step, totalSteps) / totalSteps)) / 2. */
+  cosineDecay(step: number, totalSteps: number, baseLr: number, minLr?: number): number;
+  /** Linear warm-up, then cosine decay over the remaining totalSteps - warmupSteps steps. */
+  warmupCosine(baseLr: number, warmupSteps: number, totalSteps: number, minLr?: number): (step: number) => number;
+}
+
 export interface Fucina {
   readonly variant: Variant;
   readonly threads: number;
+  readonly optim: Optim;
   variable(tags: string[], shape: number[], values: ArrayLike<number>): Tensor;
   constant(tags: string[], shape: number[], values: ArrayLike<number>, dtype?: DType): Tensor;
   zeros(tags: string[], shape: number[], dtype?: DType): Tensor;

@@ -115,6 +115,7 @@ class Fucina {
     this.threads = M.threads();
     this.Tensor = Tensor;
     this.FucinaError = FucinaError;
+    this.optim = makeOptim(this);
     void threads;
   }
 
@@ -368,4 +369,138 @@ for (const op of ['sum', 'mean', 'softmax', 'logSoftmax']) {
     if (typeof axis !== 'string') throw invalid(`${op}: axis must be an axis name`);
     return this._make((h) => h[op](axis));
   };
+}
+
+// ---------------------------------------------------------------- fc.optim
+// Optimizers run in C++ (in-place, graph-free updates; see docs/design-notes.md, "Optimizers");
+// schedules are plain JS with the formulas of src/fucina/optim/schedule.h.
+
+function checkOptions(options, allowed, what) {
+  if (options === undefined) return {};
+  if (options === null || typeof options !== 'object' || Array.isArray(options))
+    throw invalid(`${what}: options must be an object`);
+  for (const k of Object.keys(options))
+    if (!allowed.includes(k)) throw invalid(`${what}: unknown option '${k}' (use ${allowed.join(', ')})`);
+  return options;
+}
+
+function checkStep(x, what) {
+  if (!Number.isInteger(x) || x < 0) throw invalid(`schedule ${what} must be a non-negative integer, got ${x}`);
+  return x;
+}
+
+function checkLr(x, what) {
+  if (typeof x !== 'number' || !Number.isFinite(x) || x < 0)
+    throw invalid(`schedule ${what} must be a finite number >= 0, got ${x}`);
+  return x;
+}
+
+/** base * step / warmupSteps before warmupSteps, base afterwards (and when warmupSteps is 0). */
+function linearWarmup(step, warmupSteps, baseLr) {
+  checkStep(step, 'step');
+  checkStep(warmupSteps, 'warmupSteps');
+  checkLr(baseLr, 'baseLr');
+  return step >= warmupSteps ? baseLr : (baseLr * step) / warmupSteps;
+}
+
+/** min + (base - min) * (1 + cos(pi * min(step, total) / total)) / 2 (torch's CosineAnnealingLR). */
+function cosineDecay(step, totalSteps, baseLr, minLr = 0) {
+  checkStep(step, 'step');
+  checkLr(baseLr, 'baseLr');
+  checkLr(minLr, 'minLr');
+  if (!Number.isInteger(totalSteps) || totalSteps <= 0)
+    throw invalid(`schedule totalSteps must be an integer > 0, got ${totalSteps}`);
+  const t = Math.min(step, totalSteps);
+  return minLr + ((baseLr - minLr) * (1 + Math.cos((Math.PI * t) / totalSteps))) / 2;
+}
+
+/** step => linear warm-up for warmupSteps, then cosine decay to minLr at totalSteps. */
+function warmupCosine(baseLr, warmupSteps, totalSteps, minLr = 0) {
+  checkLr(baseLr, 'baseLr');
+  checkLr(minLr, 'minLr');
+  checkStep(warmupSteps, 'warmupSteps');
+  if (!Number.isInteger(totalSteps) || totalSteps <= warmupSteps)
+    throw invalid(`schedule totalSteps must be an integer > warmupSteps, got ${totalSteps}`);
+  return (step) => (checkStep(step, 'step') < warmupSteps
+    ? linearWarmup(step, warmupSteps, baseLr)
+    : cosineDecay(step - warmupSteps, totalSteps - warmupSteps, baseLr, minLr));
+}
+
+export class Optimizer {
+  #fc;
+  #h;
+  #params;
+
+  constructor(fc, handle, params) {
+    this.#fc = fc;
+    this.#h = handle;
+    this.#params = params.slice();
+  }
+
+  #call(fn) {
+    if (!this.#h) throw invalid('this optimizer was disposed');
+    return this.#fc._call(() => fn(this.#h));
+  }
+
+  /** One in-place update of every parameter that has a gradient (no graph is built). */
+  step() { this.#call((h) => h.step()); }
+  zeroGrad() { this.#call((h) => h.zeroGrad()); }
+  get lr() { return this.#call((h) => h.lr()); }
+  set lr(value) {
+    if (typeof value !== 'number') throw invalid(`lr must be a number, got ${typeof value}`);
+    this.#call((h) => h.setLr(value));
+  }
+  get params() { return this.#params.slice(); }
+  get isDisposed() { return this.#h === null; }
+  /** Frees the optimizer's state (and its hold on the parameters). */
+  dispose() {
+    if (this.#h) {
+      this.#h.delete();
+      this.#h = null;
+    }
+  }
+}
+
+function optionNumber(options, key, fallback) {
+  const v = options[key];
+  if (v === undefined) return fallback;
+  if (typeof v !== 'number') throw invalid(`optimizer option ${key} must be a number, got ${typeof v}`);
+  return v;
+}
+
+function makeOptim(fc) {
+  const sgd = (params, options) => {
+    const o = checkOptions(options, ['lr', 'momentum', 'dampening', 'nesterov', 'weightDecay'], 'optim.sgd');
+    if (o.nesterov !== undefined && typeof o.nesterov !== 'boolean')
+      throw invalid('optimizer option nesterov must be a boolean');
+    const handles = handlesOf(params, 'optimizer params');
+    const h = fc._call((M) => M.optimSgd(handles, optionNumber(o, 'lr', 1e-3), optionNumber(o, 'momentum', 0),
+      optionNumber(o, 'dampening', 0), o.nesterov ?? false, optionNumber(o, 'weightDecay', 0)));
+    return new Optimizer(fc, h, params);
+  };
+  const adamLike = (name, decoupled, defaultDecay) => (params, options) => {
+    const o = checkOptions(options, ['lr', 'betas', 'eps', 'weightDecay'], `optim.${name}`);
+    let betas = [0.9, 0.999];
+    if (o.betas !== undefined) {
+      if (!Array.isArray(o.betas) || o.betas.length !== 2 || !o.betas.every((b) => typeof b === 'number'))
+        throw invalid('optimizer option betas must be an array of two numbers');
+      betas = o.betas;
+    }
+    const handles = handlesOf(params, 'optimizer params');
+    const h = fc._call((M) => M.optimAdam(handles, optionNumber(o, 'lr', 1e-3), betas[0], betas[1],
+      optionNumber(o, 'eps', 1e-8), optionNumber(o, 'weightDecay', defaultDecay), decoupled));
+    return new Optimizer(fc, h, params);
+  };
+  return Object.freeze({
+    sgd,
+    adam: adamLike('adam', false, 0),
+    adamw: adamLike('adamw', true, 0.01),
+    clipGradNorm(params, maxNorm) {
+      const handles = handlesOf(params, 'clipGradNorm params');
+      return fc._call((M) => M.optimClipGradNorm(handles, checkNumber(maxNorm, 'maxNorm')));
+    },
+    linearWarmup,
+    cosineDecay,
+    warmupCosine,
+  });
 }

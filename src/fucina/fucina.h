@@ -16,3 +16,8 @@
 #include "fucina/exec/context.h"
 #include "fucina/exec/scope.h"
 #include "fucina/ops/raw.h"
+#include "fucina/optim/adam.h"
+#include "fucina/optim/clip.h"
+#include "fucina/optim/optimizer.h"
+#include "fucina/optim/schedule.h"
+#include "fucina/optim/sgd.h"
