@@ -6,20 +6,11 @@
 
 using fucina::ExecContext;
 using fucina::Tensor;
-
-namespace {
-
-std::vector<float> wave(size_t n, float scale, float phase) {
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = scale * std::sin(0.9f * static_cast<float>(i) + phase);
-  return v;
-}
-
-}  // namespace
+using test::wave;
 
 TEST_CASE("norms match naive formulas along the last axis") {
   ExecContext ctx;
-  const auto xv = wave(12, 2, 0.3f);
+  const auto xv = wave(12, 2, 0.3f, 0.9f);
   Tensor x = Tensor::fromSlice(ctx, {"t", "d"}, {3, 4}, xv);
   const auto ln = x.layerNorm(ctx, "d").toVector();
   const auto rms = x.rmsNorm(ctx, "d").toVector();
@@ -47,8 +38,8 @@ TEST_CASE("norms match naive formulas along the last axis") {
 
 TEST_CASE("norms pass gradcheck on every axis, through views, and in affine form") {
   ExecContext ctx(fucina::ExecOptions{.threads = 1});
-  Tensor x = Tensor::variableFromSlice(ctx, {"a", "b", "c"}, {2, 3, 4}, wave(24, 1.3f, 0.2f));
-  Tensor w = Tensor::fromSlice(ctx, {"a", "b", "c"}, {2, 3, 4}, wave(24, 1, 1.7f));
+  Tensor x = Tensor::variableFromSlice(ctx, {"a", "b", "c"}, {2, 3, 4}, wave(24, 1.3f, 0.2f, 0.9f));
+  Tensor w = Tensor::fromSlice(ctx, {"a", "b", "c"}, {2, 3, 4}, wave(24, 1, 1.7f, 0.9f));
   for (const char* axis : {"a", "b", "c"}) {
     INFO(axis);
     fucina::gradcheck(ctx, [&](ExecContext& c) { return x.layerNorm(c, axis).mul(c, w).sumAll(c); }, {&x});

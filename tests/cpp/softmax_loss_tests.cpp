@@ -9,14 +9,9 @@ using fucina::ExecContext;
 using fucina::Reduction;
 using fucina::Tensor;
 using test::vec;
+using test::wave;
 
 namespace {
-
-std::vector<float> wave(size_t n, float scale, float phase) {
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = scale * std::sin(0.7f * static_cast<float>(i) + phase);
-  return v;
-}
 
 // Naive log-softmax over the last axis of a row-major [rows, n] array.
 std::vector<double> naiveLogSoftmax(const std::vector<float>& x, size_t n) {
@@ -34,7 +29,7 @@ std::vector<double> naiveLogSoftmax(const std::vector<float>& x, size_t n) {
 
 TEST_CASE("softmax and logSoftmax match a naive reference along any axis") {
   ExecContext ctx(fucina::ExecOptions{.threads = 1});
-  const auto xv = wave(24, 3, 0.1f);
+  const auto xv = wave(24, 3, 0.1f, 0.7f);
   Tensor x = Tensor::fromSlice(ctx, {"a", "b", "c"}, {2, 3, 4}, xv);
   // Along the last axis: rows of 4.
   const auto want = naiveLogSoftmax(xv, 4);
@@ -66,8 +61,8 @@ TEST_CASE("softmax is stable for large logits and handles size-1 and -inf") {
 
 TEST_CASE("softmax and logSoftmax pass gradcheck on every axis and through views") {
   ExecContext ctx(fucina::ExecOptions{.threads = 1});
-  Tensor x = Tensor::variableFromSlice(ctx, {"a", "b", "c"}, {2, 3, 4}, wave(24, 1.5f, 0.3f));
-  Tensor w = Tensor::fromSlice(ctx, {"a", "b", "c"}, {2, 3, 4}, wave(24, 1, 1.1f));
+  Tensor x = Tensor::variableFromSlice(ctx, {"a", "b", "c"}, {2, 3, 4}, wave(24, 1.5f, 0.3f, 0.7f));
+  Tensor w = Tensor::fromSlice(ctx, {"a", "b", "c"}, {2, 3, 4}, wave(24, 1, 1.1f, 0.7f));
   for (const char* axis : {"a", "b", "c"}) {
     INFO(axis);
     fucina::gradcheck(ctx, [&](ExecContext& c) { return x.softmax(c, axis).mul(c, w).sumAll(c); }, {&x});
@@ -88,7 +83,7 @@ TEST_CASE("softmax: bad inputs") {
 
 TEST_CASE("crossEntropy matches the naive formula for every reduction and label smoothing") {
   ExecContext ctx(fucina::ExecOptions{.threads = 1});
-  const auto xv = wave(12, 2, 0.2f);
+  const auto xv = wave(12, 2, 0.2f, 0.7f);
   Tensor logits = Tensor::fromSlice(ctx, {"batch", "class"}, {3, 4}, xv);
   Tensor labels = Tensor::fromInts(ctx, {"batch"}, {3}, {2, 0, 3}, DType::i32);
   const auto lsm = naiveLogSoftmax(xv, 4);
@@ -116,7 +111,7 @@ TEST_CASE("crossEntropy matches the naive formula for every reduction and label 
 
 TEST_CASE("crossEntropy gradients: fused softmax - target, checked by gradcheck") {
   ExecContext ctx(fucina::ExecOptions{.threads = 1});
-  Tensor logits = Tensor::variableFromSlice(ctx, {"t", "batch", "class"}, {2, 3, 5}, wave(30, 1.2f, 0.4f));
+  Tensor logits = Tensor::variableFromSlice(ctx, {"t", "batch", "class"}, {2, 3, 5}, wave(30, 1.2f, 0.4f, 0.7f));
   Tensor labels = Tensor::fromInts(ctx, {"batch", "t"}, {3, 2}, {4, 0, 1, 1, 3, 2}, DType::i32);
   Tensor w = Tensor::fromSlice(ctx, {"t", "batch"}, {2, 3}, {0.5f, 1, 1.5f, 2, -1, 0.25f});
   for (double eps : {0.0, 0.2}) {

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <cmath>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -50,6 +51,13 @@ class HasCode : public Catch::MatcherBase<fucina::Error> {
   CHECK_THROWS_MATCHES(expr, fucina::Error, ::test::HasCode(::fucina::ErrorCode::errcode))
 
 inline std::vector<float> vec(std::span<const float> s) { return {s.begin(), s.end()}; }
+
+// Smooth, distinct test values: scale * sin(freq * i + phase).
+inline std::vector<float> wave(size_t n, float scale, float phase, float freq) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = scale * std::sin(freq * static_cast<float>(i) + phase);
+  return v;
+}
 
 // The accumulated gradient of t as values; fails the test when t has none.
 inline std::vector<float> gradOf(fucina::ExecContext& ctx, const fucina::Tensor& t) {
