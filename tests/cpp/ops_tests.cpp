@@ -4,6 +4,7 @@
 // coverage matrix and fails when an op of the public list has no entry.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -22,13 +23,19 @@ namespace {
 
 // ---------------------------------------------------------------- helpers
 
-std::vector<float> values(size_t n, float lo, float hi, uint32_t seed, float avoid = 0.0f) {
+std::vector<float> values(size_t n, float lo, float hi, uint32_t seed, float avoid = 0.0f,
+                          const std::vector<float>& kinks = {0.0f}) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> d(lo, hi);
   std::vector<float> v(n);
+  auto nearKink = [&](float x) {
+    for (float k : kinks)
+      if (std::fabs(x - k) < avoid) return true;
+    return false;
+  };
   for (float& x : v) {
     do x = d(rng);
-    while (std::fabs(x) < avoid);  // keep away from kinks (relu, abs) so finite differences hold
+    while (nearKink(x));  // keep away from kinks (relu, abs, clamp) so finite differences hold
   }
   return v;
 }
@@ -51,7 +58,13 @@ struct Elementwise {
   std::function<float(float, float)> reference;
   float lo, hi, avoid;        // domain of the first operand
   float lo2 = -2, hi2 = 2;    // domain of the second operand
+  std::vector<float> kinks = {0.0f};  // points the first operand keeps `avoid` away from
 };
+
+double geluTanhRef(double a) {
+  return 0.5 * a * (1 + std::tanh(std::sqrt(2 / M_PI) * (a + 0.044715 * a * a * a)));
+}
+double sigmoidRef(double a) { return 1 / (1 + std::exp(-a)); }
 
 const std::vector<Elementwise>& elementwiseOps() {
   using C = ExecContext;
@@ -77,6 +90,18 @@ const std::vector<Elementwise>& elementwiseOps() {
       {"tanh", 1, [](C& c, T a, T) { return a.tanh(c); }, [](float a, float) { return std::tanh(a); }, -2, 2, 0},
       {"sigmoid", 1, [](C& c, T a, T) { return a.sigmoid(c); }, [](float a, float) { return 1 / (1 + std::exp(-a)); }, -4, 4, 0},
       {"relu", 1, [](C& c, T a, T) { return a.relu(c); }, [](float a, float) { return a > 0 ? a : 0; }, -2, 2, 0.05f},
+      {"leakyRelu", 1, [](C& c, T a, T) { return a.leakyRelu(c, 0.2); }, [](float a, float) { return a > 0 ? a : 0.2f * a; }, -2, 2, 0.05f},
+      {"gelu", 1, [](C& c, T a, T) { return a.gelu(c); }, [](float a, float) { return float(geluTanhRef(a)); }, -3, 3, 0},
+      {"geluErf", 1, [](C& c, T a, T) { return a.geluErf(c); }, [](float a, float) { return float(0.5 * a * (1 + std::erf(a / std::sqrt(2.0)))); }, -3, 3, 0},
+      {"quickGelu", 1, [](C& c, T a, T) { return a.quickGelu(c); }, [](float a, float) { return float(a * sigmoidRef(1.702 * a)); }, -3, 3, 0},
+      {"silu", 1, [](C& c, T a, T) { return a.silu(c); }, [](float a, float) { return float(a * sigmoidRef(a)); }, -4, 4, 0},
+      {"elu", 1, [](C& c, T a, T) { return a.elu(c, 1.5); }, [](float a, float) { return a > 0 ? a : float(1.5 * std::expm1(double(a))); }, -2, 2, 0.05f},
+      {"log1p", 1, [](C& c, T a, T) { return a.log1p(c); }, [](float a, float) { return float(std::log1p(double(a))); }, -0.5f, 3, 0},
+      {"rsqrt", 1, [](C& c, T a, T) { return a.rsqrt(c); }, [](float a, float) { return float(1 / std::sqrt(double(a))); }, 0.2f, 3, 0},
+      {"reciprocal", 1, [](C& c, T a, T) { return a.reciprocal(c); }, [](float a, float) { return 1 / a; }, -2, 2, 0.3f},
+      {"sin", 1, [](C& c, T a, T) { return a.sin(c); }, [](float a, float) { return std::sin(a); }, -3, 3, 0},
+      {"cos", 1, [](C& c, T a, T) { return a.cos(c); }, [](float a, float) { return std::cos(a); }, -3, 3, 0},
+      {"clamp", 1, [](C& c, T a, T) { return a.clamp(c, -0.5, 0.8); }, [](float a, float) { return std::min(std::max(a, -0.5f), 0.8f); }, -2, 2, 0.05f, -2, 2, {-0.5f, 0.8f}},
   };
   return ops;
 }
@@ -137,7 +162,7 @@ TEST_CASE("elementwise ops: forward matches the scalar reference on every layout
       INFO(op.name << " on " << l.name);
       ExecContext ctx(fucina::ExecOptions{.threads = 1});
       Tensor xa = Tensor::fromSlice(ctx, l.a_tags, l.a_shape,
-                                    values(size_t(fucina::numelOf(l.a_shape)), op.lo, op.hi, 1, op.avoid));
+                                    values(size_t(fucina::numelOf(l.a_shape)), op.lo, op.hi, 1, op.avoid, op.kinks));
       Tensor xb = Tensor::fromSlice(ctx, l.b_tags, l.b_shape,
                                     values(size_t(fucina::numelOf(l.b_shape)), op.lo2, op.hi2, 2));
       Tensor a = l.view_a(ctx, xa), b = l.view_b(ctx, xb);
@@ -158,7 +183,7 @@ TEST_CASE("elementwise ops: gradcheck on every layout") {
       INFO(op.name << " on " << l.name);
       ExecContext ctx(fucina::ExecOptions{.threads = 1});
       Tensor xa = Tensor::variableFromSlice(ctx, l.a_tags, l.a_shape,
-                                            values(size_t(fucina::numelOf(l.a_shape)), op.lo, op.hi, 3, op.avoid));
+                                            values(size_t(fucina::numelOf(l.a_shape)), op.lo, op.hi, 3, op.avoid, op.kinks));
       Tensor xb = Tensor::variableFromSlice(ctx, l.b_tags, l.b_shape,
                                             values(size_t(fucina::numelOf(l.b_shape)), op.lo2, op.hi2, 4));
       // Weighting the outputs makes every element's gradient distinct.
@@ -298,6 +323,26 @@ TEST_CASE("reductions: bad inputs") {
   CHECK(codeOf([&] { Tensor::ones(ctx, {"r", "c"}, {0, 2}).mean(ctx, "r"); }) == ErrorCode::InvalidArgument);
   CHECK(codeOf([&] { Tensor::ones(ctx, {"r"}, {2}, DType::i32).sumAll(ctx); }) == ErrorCode::DTypeMismatch);
   CHECK(Tensor::ones(ctx, {"r"}, {0}).sumAll(ctx).item() == 0);
+}
+
+TEST_CASE("activations follow torch at their edge points") {
+  ExecContext ctx;
+  Tensor x = Tensor::variableFromSlice(ctx, {"d"}, {5}, {-1, -0.5f, 0.25f, 0.8f, 2});
+  x.clamp(ctx, -0.5, 0.8).sumAll(ctx).backward(ctx);  // boundaries pass the gradient
+  CHECK(x.grad(ctx)->toVector() == std::vector<float>{0, 1, 1, 1, 0});
+  CHECK(codeOf([&] { x.clamp(ctx, 1, -1); }) == ErrorCode::InvalidArgument);
+  Tensor zero = Tensor::variableFromSlice(ctx, {"d"}, {1}, {0});
+  zero.leakyRelu(ctx).sumAll(ctx).backward(ctx);
+  CHECK(zero.grad(ctx)->item() == Approx(0.01));
+  zero.zeroGrad();
+  zero.elu(ctx, 2).sumAll(ctx).backward(ctx);
+  CHECK(zero.grad(ctx)->item() == Approx(2));
+  // Known values (torch): gelu(1) tanh ≈ 0.841192, exact ≈ 0.841345; silu(1) ≈ 0.731059.
+  Tensor one = Tensor::fromSlice(ctx, {"d"}, {1}, {1});
+  CHECK(one.gelu(ctx).item() == Approx(0.841192).epsilon(1e-5));
+  CHECK(one.geluErf(ctx).item() == Approx(0.841345).epsilon(1e-5));
+  CHECK(one.silu(ctx).item() == Approx(0.731059).epsilon(1e-5));
+  CHECK(one.quickGelu(ctx).item() == Approx(0.845796).epsilon(1e-4));
 }
 
 // ---------------------------------------------------------------- dot
@@ -449,7 +494,8 @@ TEST_CASE("op coverage matrix") {
   const std::set<std::string> surface = {
       "add", "sub", "mul", "div", "maximum", "minimum", "pow", "scale", "addScalar", "subScalar",
       "divScalar", "powScalar", "neg", "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "relu",
-      "sumAll", "meanAll", "sum", "mean", "dot", "broadcastTo", "permuteTo", "withTags", "narrow",
+      "leakyRelu", "gelu", "geluErf", "quickGelu", "silu", "elu", "log1p", "rsqrt", "reciprocal",
+      "sin", "cos", "clamp", "sumAll", "meanAll", "sum", "mean", "dot", "broadcastTo", "permuteTo", "withTags", "narrow",
       "contiguous", "to"};
   std::printf("op coverage (%zu ops):\n", surface.size());
   for (const auto& op : surface) {

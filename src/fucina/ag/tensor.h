@@ -106,6 +106,19 @@ class Tensor {
   Tensor tanh(ExecContext& ctx) const;
   Tensor sigmoid(ExecContext& ctx) const;
   Tensor relu(ExecContext& ctx) const;
+  Tensor leakyRelu(ExecContext& ctx, double slope = 0.01) const;  // gradient at 0: slope
+  Tensor gelu(ExecContext& ctx) const;     // tanh approximation (torch's approximate='tanh')
+  Tensor geluErf(ExecContext& ctx) const;  // exact, x·Φ(x)
+  Tensor quickGelu(ExecContext& ctx) const;  // x·sigmoid(1.702x)
+  Tensor silu(ExecContext& ctx) const;
+  Tensor elu(ExecContext& ctx, double alpha = 1.0) const;
+  Tensor log1p(ExecContext& ctx) const;
+  Tensor rsqrt(ExecContext& ctx) const;
+  Tensor reciprocal(ExecContext& ctx) const;
+  Tensor sin(ExecContext& ctx) const;
+  Tensor cos(ExecContext& ctx) const;
+  // Gradient 1 where lo <= x <= hi (boundaries included, as torch), else 0. lo > hi: InvalidArgument.
+  Tensor clamp(ExecContext& ctx, double lo, double hi) const;
   // --- seeded randomness (ops/dropout.cpp) ---
   // Zeroes each element with probability p and scales the rest by 1/(1-p). The mask is a pure
   // function of (seed, element index in row-major order of this tensor's axes), so forward,
