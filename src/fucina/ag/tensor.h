@@ -129,6 +129,15 @@ class Tensor {
   Tensor meanAll(ExecContext& ctx) const;
   Tensor sum(ExecContext& ctx, Tag axis) const;
   Tensor mean(ExecContext& ctx, Tag axis) const;
+  // The following drop the reduced axis (cumsum keeps it). An empty axis is InvalidArgument
+  // where the result is undefined (max, min; variance needs more elements than `correction`).
+  Tensor variance(ExecContext& ctx, Tag axis, int64_t correction = 1) const;  // torch.var
+  Tensor max(ExecContext& ctx, Tag axis) const;  // gradient to the first maximum only
+  Tensor min(ExecContext& ctx, Tag axis) const;  // gradient to the first minimum only
+  Tensor logsumexp(ExecContext& ctx, Tag axis) const;  // stable; -inf over an empty axis
+  Tensor cumsum(ExecContext& ctx, Tag axis) const;     // inclusive, keeps the axis
+  Tensor prod(ExecContext& ctx, Tag axis) const;       // gradient exact with zeros (no division)
+  Tensor norm(ExecContext& ctx, Tag axis) const;       // 2-norm; gradient 0 where the norm is 0
   // --- contraction (ops/contract.cpp) ---
   // Contracts the axis both operands share; other shared axes are batch axes. Result axes: this
   // tensor's remaining axes, then y's remaining axes that this tensor lacks.
