@@ -319,7 +319,21 @@ EMSCRIPTEN_BINDINGS(fucina) {
       FUCINA_SCALAR(powScalar)
       FUCINA_UNARY(neg) FUCINA_UNARY(abs) FUCINA_UNARY(exp) FUCINA_UNARY(log) FUCINA_UNARY(sqrt)
       FUCINA_UNARY(tanh) FUCINA_UNARY(sigmoid) FUCINA_UNARY(relu)
+      FUCINA_SCALAR(leakyRelu) FUCINA_UNARY(gelu) FUCINA_UNARY(geluErf) FUCINA_UNARY(quickGelu)
+      FUCINA_UNARY(silu) FUCINA_SCALAR(elu) FUCINA_UNARY(log1p) FUCINA_UNARY(rsqrt)
+      FUCINA_UNARY(reciprocal) FUCINA_UNARY(sin) FUCINA_UNARY(cos)
+      .function("clamp", +[](Handle& a, double lo, double hi) {
+        return guard([&] { return wrap(a.t.clamp(ctx(), lo, hi)); });
+      })
       FUCINA_UNARY(sumAll) FUCINA_UNARY(meanAll) FUCINA_AXIS(sum) FUCINA_AXIS(mean)
+      FUCINA_AXIS(max) FUCINA_AXIS(min) FUCINA_AXIS(logsumexp) FUCINA_AXIS(cumsum)
+      FUCINA_AXIS(prod) FUCINA_AXIS(norm)
+      .function("variance", +[](Handle& a, std::string axis, double correction) {
+        return guard([&] {
+          if (correction != std::floor(correction)) invalid("variance: correction must be an integer");
+          return wrap(a.t.variance(ctx(), fucina::Tag(axis), static_cast<int64_t>(correction)));
+        });
+      })
       FUCINA_UNARY(contiguous)
       .function("dot", +[](Handle& a, val b, std::string axis) {
         return guard([&] { return wrap(a.t.dot(ctx(), tensorOf(b, "dot"), fucina::Tag(axis))); });

@@ -83,6 +83,24 @@ export class Tensor {
   tanh(): Tensor;
   sigmoid(): Tensor;
   relu(): Tensor;
+  /** slope·x for x <= 0 (default 0.01). */
+  leakyRelu(slope?: number): Tensor;
+  /** tanh approximation, as torch's approximate='tanh'. */
+  gelu(): Tensor;
+  /** exact x·Φ(x). */
+  geluErf(): Tensor;
+  /** x·sigmoid(1.702x). */
+  quickGelu(): Tensor;
+  silu(): Tensor;
+  /** alpha·(exp(x) − 1) for x <= 0 (default alpha 1). */
+  elu(alpha?: number): Tensor;
+  log1p(): Tensor;
+  rsqrt(): Tensor;
+  reciprocal(): Tensor;
+  sin(): Tensor;
+  cos(): Tensor;
+  /** Gradient passes where lo <= x <= hi; lo > hi throws InvalidArgument. */
+  clamp(lo: number, hi: number): Tensor;
   sumAll(): Tensor;
   meanAll(): Tensor;
   sum(axis: string): Tensor;
@@ -98,6 +116,18 @@ export class Tensor {
   crossEntropy(labels: Tensor, classAxis: string, options?: { reduction?: Reduction; labelSmoothing?: number }): Tensor;
   nllLoss(labels: Tensor, classAxis: string, reduction?: Reduction): Tensor;
   mseLoss(target: Tensor, reduction?: Reduction): Tensor;
+  /** torch.var: divides by n − correction (default 1); the axis is dropped. */
+  variance(axis: string, correction?: number): Tensor;
+  /** Gradient flows to the first maximum only; the axis is dropped. */
+  max(axis: string): Tensor;
+  /** Gradient flows to the first minimum only; the axis is dropped. */
+  min(axis: string): Tensor;
+  logsumexp(axis: string): Tensor;
+  /** Inclusive cumulative sum; keeps the axis. */
+  cumsum(axis: string): Tensor;
+  prod(axis: string): Tensor;
+  /** 2-norm over the axis; gradient 0 where the norm is 0. */
+  norm(axis: string): Tensor;
   /** Contracts the shared axis; other shared axes are batch axes. */
   dot(y: Tensor, axis: string): Tensor;
   broadcastTo(tags: string[], shape: number[]): Tensor;

@@ -361,10 +361,29 @@ for (const op of ['scale', 'addScalar', 'subScalar', 'divScalar', 'powScalar']) 
     return this._make((h) => h[op](s));
   };
 }
-for (const op of ['neg', 'abs', 'exp', 'log', 'sqrt', 'tanh', 'sigmoid', 'relu', 'sumAll', 'meanAll', 'contiguous']) {
+for (const op of ['neg', 'abs', 'exp', 'log', 'sqrt', 'tanh', 'sigmoid', 'relu', 'gelu', 'geluErf',
+  'quickGelu', 'silu', 'log1p', 'rsqrt', 'reciprocal', 'sin', 'cos', 'sumAll', 'meanAll', 'contiguous']) {
   Tensor.prototype[op] = function () { return this._make((h) => h[op]()); };
 }
-for (const op of ['sum', 'mean', 'softmax', 'logSoftmax']) {
+// Scalar-parameter activations with the C++ defaults.
+for (const [op, fallback] of [['leakyRelu', 0.01], ['elu', 1]]) {
+  Tensor.prototype[op] = function (s = fallback) {
+    checkNumber(s, op);
+    return this._make((h) => h[op](s));
+  };
+}
+Tensor.prototype.clamp = function (lo, hi) {
+  checkNumber(lo, 'clamp: lo');
+  checkNumber(hi, 'clamp: hi');
+  return this._make((h) => h.clamp(lo, hi));
+};
+Tensor.prototype.variance = function (axis, correction = 1) {
+  if (typeof axis !== 'string') throw invalid('variance: axis must be an axis name');
+  checkNumber(correction, 'variance: correction');
+  if (!Number.isInteger(correction)) throw invalid('variance: correction must be an integer');
+  return this._make((h) => h.variance(axis, correction));
+};
+for (const op of ['sum', 'mean', 'max', 'min', 'logsumexp', 'cumsum', 'prod', 'norm', 'softmax', 'logSoftmax']) {
   Tensor.prototype[op] = function (axis) {
     if (typeof axis !== 'string') throw invalid(`${op}: axis must be an axis name`);
     return this._make((h) => h[op](axis));

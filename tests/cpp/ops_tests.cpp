@@ -4,6 +4,7 @@
 // coverage matrix and fails when an op of the public list has no entry.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -22,13 +23,19 @@ namespace {
 
 // ---------------------------------------------------------------- helpers
 
-std::vector<float> values(size_t n, float lo, float hi, uint32_t seed, float avoid = 0.0f) {
+std::vector<float> values(size_t n, float lo, float hi, uint32_t seed, float avoid = 0.0f,
+                          const std::vector<float>& kinks = {0.0f}) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> d(lo, hi);
   std::vector<float> v(n);
+  auto nearKink = [&](float x) {
+    for (float k : kinks)
+      if (std::fabs(x - k) < avoid) return true;
+    return false;
+  };
   for (float& x : v) {
     do x = d(rng);
-    while (std::fabs(x) < avoid);  // keep away from kinks (relu, abs) so finite differences hold
+    while (nearKink(x));  // keep away from kinks (relu, abs, clamp) so finite differences hold
   }
   return v;
 }
@@ -51,7 +58,13 @@ struct Elementwise {
   std::function<float(float, float)> reference;
   float lo, hi, avoid;        // domain of the first operand
   float lo2 = -2, hi2 = 2;    // domain of the second operand
+  std::vector<float> kinks = {0.0f};  // points the first operand keeps `avoid` away from
 };
+
+double geluTanhRef(double a) {
+  return 0.5 * a * (1 + std::tanh(std::sqrt(2 / M_PI) * (a + 0.044715 * a * a * a)));
+}
+double sigmoidRef(double a) { return 1 / (1 + std::exp(-a)); }
 
 const std::vector<Elementwise>& elementwiseOps() {
   using C = ExecContext;
@@ -77,6 +90,18 @@ const std::vector<Elementwise>& elementwiseOps() {
       {"tanh", 1, [](C& c, T a, T) { return a.tanh(c); }, [](float a, float) { return std::tanh(a); }, -2, 2, 0},
       {"sigmoid", 1, [](C& c, T a, T) { return a.sigmoid(c); }, [](float a, float) { return 1 / (1 + std::exp(-a)); }, -4, 4, 0},
       {"relu", 1, [](C& c, T a, T) { return a.relu(c); }, [](float a, float) { return a > 0 ? a : 0; }, -2, 2, 0.05f},
+      {"leakyRelu", 1, [](C& c, T a, T) { return a.leakyRelu(c, 0.2); }, [](float a, float) { return a > 0 ? a : 0.2f * a; }, -2, 2, 0.05f},
+      {"gelu", 1, [](C& c, T a, T) { return a.gelu(c); }, [](float a, float) { return float(geluTanhRef(a)); }, -3, 3, 0},
+      {"geluErf", 1, [](C& c, T a, T) { return a.geluErf(c); }, [](float a, float) { return float(0.5 * a * (1 + std::erf(a / std::sqrt(2.0)))); }, -3, 3, 0},
+      {"quickGelu", 1, [](C& c, T a, T) { return a.quickGelu(c); }, [](float a, float) { return float(a * sigmoidRef(1.702 * a)); }, -3, 3, 0},
+      {"silu", 1, [](C& c, T a, T) { return a.silu(c); }, [](float a, float) { return float(a * sigmoidRef(a)); }, -4, 4, 0},
+      {"elu", 1, [](C& c, T a, T) { return a.elu(c, 1.5); }, [](float a, float) { return a > 0 ? a : float(1.5 * std::expm1(double(a))); }, -2, 2, 0.05f},
+      {"log1p", 1, [](C& c, T a, T) { return a.log1p(c); }, [](float a, float) { return float(std::log1p(double(a))); }, -0.5f, 3, 0},
+      {"rsqrt", 1, [](C& c, T a, T) { return a.rsqrt(c); }, [](float a, float) { return float(1 / std::sqrt(double(a))); }, 0.2f, 3, 0},
+      {"reciprocal", 1, [](C& c, T a, T) { return a.reciprocal(c); }, [](float a, float) { return 1 / a; }, -2, 2, 0.3f},
+      {"sin", 1, [](C& c, T a, T) { return a.sin(c); }, [](float a, float) { return std::sin(a); }, -3, 3, 0},
+      {"cos", 1, [](C& c, T a, T) { return a.cos(c); }, [](float a, float) { return std::cos(a); }, -3, 3, 0},
+      {"clamp", 1, [](C& c, T a, T) { return a.clamp(c, -0.5, 0.8); }, [](float a, float) { return std::min(std::max(a, -0.5f), 0.8f); }, -2, 2, 0.05f, -2, 2, {-0.5f, 0.8f}},
   };
   return ops;
 }
@@ -137,7 +162,7 @@ TEST_CASE("elementwise ops: forward matches the scalar reference on every layout
       INFO(op.name << " on " << l.name);
       ExecContext ctx(fucina::ExecOptions{.threads = 1});
       Tensor xa = Tensor::fromSlice(ctx, l.a_tags, l.a_shape,
-                                    values(size_t(fucina::numelOf(l.a_shape)), op.lo, op.hi, 1, op.avoid));
+                                    values(size_t(fucina::numelOf(l.a_shape)), op.lo, op.hi, 1, op.avoid, op.kinks));
       Tensor xb = Tensor::fromSlice(ctx, l.b_tags, l.b_shape,
                                     values(size_t(fucina::numelOf(l.b_shape)), op.lo2, op.hi2, 2));
       Tensor a = l.view_a(ctx, xa), b = l.view_b(ctx, xb);
@@ -158,7 +183,7 @@ TEST_CASE("elementwise ops: gradcheck on every layout") {
       INFO(op.name << " on " << l.name);
       ExecContext ctx(fucina::ExecOptions{.threads = 1});
       Tensor xa = Tensor::variableFromSlice(ctx, l.a_tags, l.a_shape,
-                                            values(size_t(fucina::numelOf(l.a_shape)), op.lo, op.hi, 3, op.avoid));
+                                            values(size_t(fucina::numelOf(l.a_shape)), op.lo, op.hi, 3, op.avoid, op.kinks));
       Tensor xb = Tensor::variableFromSlice(ctx, l.b_tags, l.b_shape,
                                             values(size_t(fucina::numelOf(l.b_shape)), op.lo2, op.hi2, 4));
       // Weighting the outputs makes every element's gradient distinct.
@@ -298,6 +323,230 @@ TEST_CASE("reductions: bad inputs") {
   CHECK(codeOf([&] { Tensor::ones(ctx, {"r", "c"}, {0, 2}).mean(ctx, "r"); }) == ErrorCode::InvalidArgument);
   CHECK(codeOf([&] { Tensor::ones(ctx, {"r"}, {2}, DType::i32).sumAll(ctx); }) == ErrorCode::DTypeMismatch);
   CHECK(Tensor::ones(ctx, {"r"}, {0}).sumAll(ctx).item() == 0);
+}
+
+// ---------------------------------------------------------------- reductions over one named axis
+
+namespace {
+
+// A reduction over one named axis: the op, and a naive reference from one line of the input
+// (in axis order) to the line's output (one value, or n for cumsum, which keeps the axis).
+struct AxisReduction {
+  std::string name;
+  std::function<Tensor(ExecContext&, const Tensor&, fucina::Tag)> apply;
+  std::function<std::vector<double>(const std::vector<double>&)> reference;
+  float lo = -2, hi = 2;
+  int64_t min_extent = 1;  // layouts whose reduced axis is shorter are skipped
+  bool keeps_axis = false;
+};
+
+std::vector<double> one(double v) { return {v}; }
+
+const std::vector<AxisReduction>& axisReductions() {
+  using C = ExecContext;
+  using T = const Tensor&;
+  using L = const std::vector<double>&;
+  auto mean = [](L x) {
+    double s = 0;
+    for (double v : x) s += v;
+    return s / double(x.size());
+  };
+  auto var = [mean](L x, double corr) {
+    const double m = mean(x);
+    double s = 0;
+    for (double v : x) s += (v - m) * (v - m);
+    return s / (double(x.size()) - corr);
+  };
+  static const std::vector<AxisReduction> rs = {
+      {"variance", [](C& c, T a, fucina::Tag ax) { return a.variance(c, ax); }, [var](L x) { return one(var(x, 1)); }, -2, 2, 2},
+      {"variance(correction=0)", [](C& c, T a, fucina::Tag ax) { return a.variance(c, ax, 0); }, [var](L x) { return one(var(x, 0)); }},
+      {"max", [](C& c, T a, fucina::Tag ax) { return a.max(c, ax); }, [](L x) { return one(*std::max_element(x.begin(), x.end())); }},
+      {"min", [](C& c, T a, fucina::Tag ax) { return a.min(c, ax); }, [](L x) { return one(*std::min_element(x.begin(), x.end())); }},
+      {"logsumexp", [](C& c, T a, fucina::Tag ax) { return a.logsumexp(c, ax); },
+       [](L x) { double s = 0; for (double v : x) s += std::exp(v); return one(std::log(s)); }},
+      {"cumsum", [](C& c, T a, fucina::Tag ax) { return a.cumsum(c, ax); },
+       [](L x) { std::vector<double> y; double s = 0; for (double v : x) y.push_back(s += v); return y; }, -2, 2, 1, true},
+      {"prod", [](C& c, T a, fucina::Tag ax) { return a.prod(c, ax); },
+       [](L x) { double p = 1; for (double v : x) p *= v; return one(p); }, -1.5f, 1.5f},
+      {"norm", [](C& c, T a, fucina::Tag ax) { return a.norm(c, ax); },
+       [](L x) { double s = 0; for (double v : x) s += v * v; return one(std::sqrt(s)); }},
+  };
+  return rs;
+}
+
+// Inputs built from a contiguous variable through views, and the axis reduced.
+struct AxisLayout {
+  std::string name;
+  fucina::Tags tags;
+  fucina::Extents shape;
+  std::function<Tensor(ExecContext&, const Tensor&)> view;
+  fucina::Tag axis;
+};
+
+const std::vector<AxisLayout>& axisLayouts() {
+  auto same = [](ExecContext&, const Tensor& t) { return t; };
+  static const std::vector<AxisLayout> ls = {
+      {"rows", {"r", "c"}, {3, 5}, same, "r"},
+      {"columns", {"r", "c"}, {3, 5}, same, "c"},
+      {"vector", {"d"}, {6}, same, "d"},
+      {"size-one axis", {"a", "b", "c"}, {4, 1, 3}, same, "b"},
+      {"middle of three", {"a", "b", "c"}, {2, 4, 3}, same, "b"},
+      {"single element", {"d"}, {1}, same, "d"},
+      {"permuted view", {"r", "c"}, {4, 3},
+       [](ExecContext& c, const Tensor& t) { return t.permuteTo(c, {"c", "r"}); }, "r"},
+      {"narrowed view", {"r", "c"}, {5, 6},
+       [](ExecContext& c, const Tensor& t) { return t.narrow(c, "c", 1, 4); }, "c"},
+      {"permuted and narrowed", {"a", "b", "c"}, {3, 5, 2},
+       [](ExecContext& c, const Tensor& t) { return t.permuteTo(c, {"c", "b", "a"}).narrow(c, "b", 1, 3); }, "b"},
+  };
+  return ls;
+}
+
+// The naive reference: lines of x along axis (x read in its own logical axis order), each mapped
+// by the reference; the result laid out like the op's result (x's axes, minus axis unless kept).
+std::vector<double> naiveAlong(const AxisReduction& r, const Tensor& x, fucina::Tag axis) {
+  const auto v = x.toVector();
+  const size_t ax = *fucina::findTag(x.tags(), axis);
+  const int64_t n = x.shape()[ax];
+  int64_t inner = 1, outer = 1;
+  for (size_t d = 0; d < x.rank(); ++d) {
+    if (d < ax) outer *= x.shape()[d];
+    if (d > ax) inner *= x.shape()[d];
+  }
+  std::vector<double> out(size_t(outer * inner * (r.keeps_axis ? n : 1)));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      std::vector<double> line;
+      for (int64_t k = 0; k < n; ++k) line.push_back(v[size_t((o * n + k) * inner + i)]);
+      const auto y = r.reference(line);
+      for (size_t k = 0; k < y.size(); ++k)
+        out[size_t((o * int64_t(y.size()) + int64_t(k)) * inner + i)] = y[k];
+    }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("axis reductions: forward matches a naive reference on every layout") {
+  for (const auto& r : axisReductions()) {
+    for (const auto& l : axisLayouts()) {
+      ExecContext ctx(fucina::ExecOptions{.threads = 1});
+      Tensor x = l.view(ctx, Tensor::fromSlice(ctx, l.tags, l.shape,
+                                               values(size_t(fucina::numelOf(l.shape)), r.lo, r.hi, 31)));
+      if (x.extent(l.axis) < r.min_extent) continue;
+      INFO(r.name << " on " << l.name);
+      Tensor y = r.apply(ctx, x, l.axis);
+      fucina::Tags want_tags;
+      for (auto t : x.tags())
+        if (r.keeps_axis || !(t == l.axis)) want_tags.push_back(t);
+      CHECK(y.tags() == want_tags);
+      const auto want = naiveAlong(r, x, l.axis);
+      const auto got = y.toVector();
+      REQUIRE(got.size() == want.size());
+      for (size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == Approx(want[i]).epsilon(1e-5).margin(1e-5));
+    }
+  }
+}
+
+TEST_CASE("axis reductions: gradcheck on every layout") {
+  for (const auto& r : axisReductions()) {
+    for (const auto& l : axisLayouts()) {
+      ExecContext ctx(fucina::ExecOptions{.threads = 1});
+      Tensor x = Tensor::variableFromSlice(ctx, l.tags, l.shape,
+                                           values(size_t(fucina::numelOf(l.shape)), r.lo, r.hi, 32));
+      if (l.view(ctx, x).extent(l.axis) < r.min_extent) continue;
+      INFO(r.name << " on " << l.name);
+      auto loss = [&](ExecContext& c) {
+        Tensor out = r.apply(c, l.view(c, x), l.axis);
+        Tensor w = Tensor::fromSlice(c, out.tags(), out.shape(), values(size_t(out.numel()), 0.5f, 1.5f, 33));
+        return out.mul(c, w).sumAll(c);
+      };
+      const auto res = fucina::gradcheck(ctx, loss, {&x}, {.eps = 1e-3, .abs_tol = 2e-3, .rel_tol = 1e-2});
+      CHECK(res.checked == size_t(x.numel()));
+    }
+  }
+}
+
+TEST_CASE("axis reductions: bad inputs are named errors") {
+  for (const auto& r : axisReductions()) {
+    INFO(r.name);
+    ExecContext ctx;
+    Tensor x = Tensor::ones(ctx, {"r", "c"}, {2, 3});
+    try {
+      r.apply(ctx, x, "missing");
+      FAIL("expected ShapeMismatch");
+    } catch (const fucina::Error& e) {
+      CHECK(e.code() == ErrorCode::ShapeMismatch);
+      CHECK_THAT(e.what(), Catch::Contains("'missing'") && Catch::Contains("r=2") && Catch::Contains("c=3"));
+    }
+    CHECK(codeOf([&] { r.apply(ctx, Tensor::ones(ctx, {"r", "c"}, {2, 3}, DType::f16), "r"); }) == ErrorCode::DTypeMismatch);
+    CHECK(codeOf([&] { r.apply(ctx, Tensor(), "r"); }) == ErrorCode::InvalidArgument);
+  }
+  ExecContext ctx;
+  Tensor empty = Tensor::ones(ctx, {"r", "c"}, {0, 2});
+  for (const char* op : {"max", "min", "variance", "variance(correction=0)"}) {
+    INFO(op);
+    for (const auto& r : axisReductions())
+      if (r.name == op) CHECK(codeOf([&] { r.apply(ctx, empty, "r"); }) == ErrorCode::InvalidArgument);
+  }
+  CHECK(codeOf([&] { Tensor::ones(ctx, {"r"}, {1}).variance(ctx, "r"); }) == ErrorCode::InvalidArgument);
+  CHECK(codeOf([&] { Tensor::ones(ctx, {"r"}, {3}).variance(ctx, "r", -1); }) == ErrorCode::InvalidArgument);
+  // Defined over an empty axis: the empty sum, product and log of the empty sum.
+  CHECK(empty.prod(ctx, "r").toVector() == std::vector<float>{1, 1});
+  CHECK(empty.norm(ctx, "r").toVector() == std::vector<float>{0, 0});
+  CHECK(empty.logsumexp(ctx, "r").toVector() == std::vector<float>(2, -INFINITY));
+  CHECK(empty.cumsum(ctx, "r").shape() == fucina::Extents{0, 2});
+}
+
+TEST_CASE("axis reductions: edge points follow the reference") {
+  ExecContext ctx;
+  // max/min route the gradient to the first extremum only.
+  Tensor x = Tensor::variableFromSlice(ctx, {"r", "c"}, {2, 4}, {1, 3, 3, 0, -2, -2, 5, -2});
+  x.max(ctx, "c").sumAll(ctx).backward(ctx);
+  CHECK(x.grad(ctx)->toVector() == std::vector<float>{0, 1, 0, 0, 0, 0, 1, 0});
+  x.zeroGrad();
+  x.min(ctx, "c").sumAll(ctx).backward(ctx);
+  CHECK(x.grad(ctx)->toVector() == std::vector<float>{0, 0, 0, 1, 1, 0, 0, 0});
+  // prod is exact with zeros: one zero leaves the others' product on it, two zeros give 0.
+  Tensor p = Tensor::variableFromSlice(ctx, {"r", "c"}, {2, 3}, {2, 0, 3, 0, 4, 0});
+  CHECK(p.prod(ctx, "c").toVector() == std::vector<float>{0, 0});
+  p.prod(ctx, "c").sumAll(ctx).backward(ctx);
+  CHECK(p.grad(ctx)->toVector() == std::vector<float>{0, 6, 0, 0, 0, 0});
+  // norm's gradient is 0 where the norm is 0.
+  Tensor z = Tensor::variableFromSlice(ctx, {"r", "c"}, {2, 2}, {0, 0, 3, 4});
+  CHECK(z.norm(ctx, "c").toVector() == std::vector<float>{0, 5});
+  z.norm(ctx, "c").sumAll(ctx).backward(ctx);
+  CHECK(z.grad(ctx)->toVector() == std::vector<float>{0, 0, 0.6f, 0.8f});
+  // logsumexp is stable for large values and -inf lines.
+  Tensor big = Tensor::fromSlice(ctx, {"d"}, {2}, {1000, 1000});
+  CHECK(big.logsumexp(ctx, "d").item() == Approx(1000 + std::log(2.0)));
+  Tensor ninf = Tensor::fromSlice(ctx, {"d"}, {2}, {-INFINITY, -INFINITY});
+  CHECK(ninf.logsumexp(ctx, "d").item() == -INFINITY);
+  // variance with torch's default correction.
+  Tensor v = Tensor::fromSlice(ctx, {"d"}, {4}, {1, 2, 3, 4});
+  CHECK(v.variance(ctx, "d").item() == Approx(5.0 / 3));
+  CHECK(v.variance(ctx, "d", 0).item() == Approx(1.25));
+  CHECK(v.cumsum(ctx, "d").toVector() == std::vector<float>{1, 3, 6, 10});
+}
+
+TEST_CASE("activations follow torch at their edge points") {
+  ExecContext ctx;
+  Tensor x = Tensor::variableFromSlice(ctx, {"d"}, {5}, {-1, -0.5f, 0.25f, 0.8f, 2});
+  x.clamp(ctx, -0.5, 0.8).sumAll(ctx).backward(ctx);  // boundaries pass the gradient
+  CHECK(x.grad(ctx)->toVector() == std::vector<float>{0, 1, 1, 1, 0});
+  CHECK(codeOf([&] { x.clamp(ctx, 1, -1); }) == ErrorCode::InvalidArgument);
+  Tensor zero = Tensor::variableFromSlice(ctx, {"d"}, {1}, {0});
+  zero.leakyRelu(ctx).sumAll(ctx).backward(ctx);
+  CHECK(zero.grad(ctx)->item() == Approx(0.01));
+  zero.zeroGrad();
+  zero.elu(ctx, 2).sumAll(ctx).backward(ctx);
+  CHECK(zero.grad(ctx)->item() == Approx(2));
+  // Known values (torch): gelu(1) tanh ≈ 0.841192, exact ≈ 0.841345; silu(1) ≈ 0.731059.
+  Tensor one = Tensor::fromSlice(ctx, {"d"}, {1}, {1});
+  CHECK(one.gelu(ctx).item() == Approx(0.841192).epsilon(1e-5));
+  CHECK(one.geluErf(ctx).item() == Approx(0.841345).epsilon(1e-5));
+  CHECK(one.silu(ctx).item() == Approx(0.731059).epsilon(1e-5));
+  CHECK(one.quickGelu(ctx).item() == Approx(0.845796).epsilon(1e-4));
 }
 
 // ---------------------------------------------------------------- dot
@@ -443,6 +692,8 @@ TEST_CASE("op coverage matrix") {
   std::map<std::string, std::string> covered;
   for (const auto& op : elementwiseOps()) covered[op.name] = "table: forward, gradcheck x layouts, empty, bad inputs";
   for (const char* op : {"sumAll", "meanAll", "sum", "mean"}) covered[op] = "reductions";
+  for (const auto& r : axisReductions())
+    covered[r.name.substr(0, r.name.find('('))] = "axis reductions: forward, gradcheck x layouts, bad inputs";
   covered["dot"] = "dot";
   for (const char* op : {"broadcastTo", "permuteTo", "withTags", "narrow", "contiguous"}) covered[op] = "views";
   covered["to"] = "casts";
@@ -452,7 +703,9 @@ TEST_CASE("op coverage matrix") {
   const std::set<std::string> surface = {
       "add", "sub", "mul", "div", "maximum", "minimum", "pow", "scale", "addScalar", "subScalar",
       "divScalar", "powScalar", "neg", "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "relu",
-      "sumAll", "meanAll", "sum", "mean", "dot", "broadcastTo", "permuteTo", "withTags", "narrow",
+      "leakyRelu", "gelu", "geluErf", "quickGelu", "silu", "elu", "log1p", "rsqrt", "reciprocal",
+      "sin", "cos", "clamp", "sumAll", "meanAll", "sum", "mean", "variance", "max", "min",
+      "logsumexp", "cumsum", "prod", "norm", "dot", "broadcastTo", "permuteTo", "withTags", "narrow",
       "contiguous", "to", "softmax", "logSoftmax", "crossEntropy", "nllLoss", "mseLoss",
       "layerNorm", "rmsNorm", "rmsNormMul", "l2Normalize"};
   std::printf("op coverage (%zu ops):\n", surface.size());

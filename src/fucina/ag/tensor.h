@@ -119,6 +119,19 @@ class Tensor {
   Tensor tanh(ExecContext& ctx) const;
   Tensor sigmoid(ExecContext& ctx) const;
   Tensor relu(ExecContext& ctx) const;
+  Tensor leakyRelu(ExecContext& ctx, double slope = 0.01) const;  // gradient at 0: slope
+  Tensor gelu(ExecContext& ctx) const;     // tanh approximation (torch's approximate='tanh')
+  Tensor geluErf(ExecContext& ctx) const;  // exact, x·Φ(x)
+  Tensor quickGelu(ExecContext& ctx) const;  // x·sigmoid(1.702x)
+  Tensor silu(ExecContext& ctx) const;
+  Tensor elu(ExecContext& ctx, double alpha = 1.0) const;
+  Tensor log1p(ExecContext& ctx) const;
+  Tensor rsqrt(ExecContext& ctx) const;
+  Tensor reciprocal(ExecContext& ctx) const;
+  Tensor sin(ExecContext& ctx) const;
+  Tensor cos(ExecContext& ctx) const;
+  // Gradient 1 where lo <= x <= hi (boundaries included, as torch), else 0. lo > hi: InvalidArgument.
+  Tensor clamp(ExecContext& ctx, double lo, double hi) const;
   // --- seeded randomness (ops/dropout.cpp) ---
   // Zeroes each element with probability p and scales the rest by 1/(1-p). The mask is a pure
   // function of (seed, element index in row-major order of this tensor's axes), so forward,
@@ -129,6 +142,15 @@ class Tensor {
   Tensor meanAll(ExecContext& ctx) const;
   Tensor sum(ExecContext& ctx, Tag axis) const;
   Tensor mean(ExecContext& ctx, Tag axis) const;
+  // The following drop the reduced axis (cumsum keeps it). An empty axis is InvalidArgument
+  // where the result is undefined (max, min; variance needs more elements than `correction`).
+  Tensor variance(ExecContext& ctx, Tag axis, int64_t correction = 1) const;  // torch.var
+  Tensor max(ExecContext& ctx, Tag axis) const;  // gradient to the first maximum only
+  Tensor min(ExecContext& ctx, Tag axis) const;  // gradient to the first minimum only
+  Tensor logsumexp(ExecContext& ctx, Tag axis) const;  // stable; -inf over an empty axis
+  Tensor cumsum(ExecContext& ctx, Tag axis) const;     // inclusive, keeps the axis
+  Tensor prod(ExecContext& ctx, Tag axis) const;       // gradient exact with zeros (no division)
+  Tensor norm(ExecContext& ctx, Tag axis) const;       // 2-norm; gradient 0 where the norm is 0
   // --- contraction (ops/contract.cpp) ---
   // Contracts the axis both operands share; other shared axes are batch axes. Result axes: this
   // tensor's remaining axes, then y's remaining axes that this tensor lacks.

@@ -1,5 +1,6 @@
 #include "fucina/kernels/reduce.h"
 
+#include <cmath>
 #include <vector>
 
 #include "fucina/core/error.h"
@@ -58,6 +59,132 @@ RawTensor sumTo(ExecContext& ctx, const RawTensor& a, const Tags& tags, const Ex
   RawTensor s = reduced.empty() ? a : sumAxes(ctx, a, reduced);
   if (s.tags() == tags && s.isContiguous()) return s;
   return s.permuted(tags).contiguous(ctx);
+}
+
+}  // namespace fucina::kernels
+
+namespace fucina::kernels {
+
+namespace {
+
+// Calls line(src, src_stride, dst, dst_stride, n) for every line of a along axis `ax`. dst is
+// contiguous f32 with a's axes in a's order, either keeping the axis (keep) or without it (then
+// dst_stride is 0 and dst points at the line's single output element).
+template <class Line>
+void forEachLine(const RawTensor& a, size_t ax, const RawTensor& dst, bool keep, Line&& line) {
+  if (a.numel() == 0 && dst.numel() == 0) return;
+  Extents outer_shape;
+  std::vector<int64_t> src_strides, dst_strides;
+  const std::vector<int64_t> full = contiguousStrides(a.shape());
+  std::vector<int64_t> dropped_shape;
+  for (size_t i = 0; i < a.rank(); ++i)
+    if (i != ax) dropped_shape.push_back(a.shape()[i]);
+  const std::vector<int64_t> dropped = contiguousStrides(dropped_shape);
+  for (size_t i = 0, j = 0; i < a.rank(); ++i) {
+    if (i == ax) continue;
+    outer_shape.push_back(a.shape()[i]);
+    src_strides.push_back(a.strides()[i]);
+    dst_strides.push_back(keep ? full[i] : dropped[j]);
+    ++j;
+  }
+  const int64_t n = a.shape()[ax];
+  const int64_t src_stride = a.strides()[ax];
+  const int64_t dst_stride = keep ? full[ax] : 0;
+  const auto plan = planStrided<2>(outer_shape, {&src_strides, &dst_strides});
+  const float* src = a.numel() > 0 ? a.f32() : nullptr;
+  float* out = dst.f32();
+  forEachRow(plan, 0, plan.outer(), [&](const auto& off, int64_t rows, const auto& st) {
+    for (int64_t r = 0; r < rows; ++r)
+      line(src + (src ? off[0] + r * st[0] : 0), src_stride, out + off[1] + r * st[1], dst_stride, n);
+  });
+}
+
+Extents droppedShape(const RawTensor& a, size_t ax, Tags* tags) {
+  Extents shape;
+  for (size_t i = 0; i < a.rank(); ++i) {
+    if (i == ax) continue;
+    tags->push_back(a.tags()[i]);
+    shape.push_back(a.shape()[i]);
+  }
+  return shape;
+}
+
+}  // namespace
+
+RawTensor extremumAlong(ExecContext& ctx, const RawTensor& a, Tag axis, bool is_max,
+                        RawTensor* index) {
+  const size_t ax = a.axis(axis);
+  Tags tags;
+  const Extents shape = droppedShape(a, ax, &tags);
+  RawTensor out = RawTensor::empty(ctx, tags, shape, DType::f32);
+  RawTensor idx = RawTensor::empty(ctx, tags, shape, DType::f32);
+  if (out.numel() > 0) {
+    float* const out_base = out.f32();
+    float* const idx_base = idx.f32();
+    forEachLine(a, ax, out, false, [&](const float* s, int64_t ss, float* d, int64_t, int64_t n) {
+      float best = s[0];
+      int64_t at = 0;
+      for (int64_t i = 1; i < n && !std::isnan(best); ++i) {
+        const float v = s[i * ss];
+        if (std::isnan(v) || (is_max ? v > best : v < best)) {
+          best = v;
+          at = i;
+        }
+      }
+      *d = best;
+      idx_base[d - out_base] = static_cast<float>(at);
+    });
+  }
+  if (index) *index = idx;
+  return out;
+}
+
+RawTensor cumsumAlong(ExecContext& ctx, const RawTensor& a, Tag axis, bool reverse) {
+  const size_t ax = a.axis(axis);
+  RawTensor out = RawTensor::empty(ctx, a.tags(), a.shape(), DType::f32);
+  if (out.numel() == 0) return out;
+  forEachLine(a, ax, out, true, [&](const float* s, int64_t ss, float* d, int64_t ds, int64_t n) {
+    double acc = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t i = reverse ? n - 1 - k : k;
+      acc += s[i * ss];
+      d[i * ds] = static_cast<float>(acc);
+    }
+  });
+  return out;
+}
+
+RawTensor prodAlong(ExecContext& ctx, const RawTensor& a, Tag axis) {
+  const size_t ax = a.axis(axis);
+  Tags tags;
+  const Extents shape = droppedShape(a, ax, &tags);
+  RawTensor out = RawTensor::empty(ctx, tags, shape, DType::f32);
+  if (out.numel() == 0) return out;
+  forEachLine(a, ax, out, false, [&](const float* s, int64_t ss, float* d, int64_t, int64_t n) {
+    double p = 1;
+    for (int64_t i = 0; i < n; ++i) p *= s[i * ss];
+    *d = static_cast<float>(p);
+  });
+  return out;
+}
+
+RawTensor prodOthersAlong(ExecContext& ctx, const RawTensor& a, Tag axis) {
+  const size_t ax = a.axis(axis);
+  RawTensor out = RawTensor::empty(ctx, a.tags(), a.shape(), DType::f32);
+  if (out.numel() == 0) return out;
+  forEachLine(a, ax, out, true, [&](const float* s, int64_t ss, float* d, int64_t ds, int64_t n) {
+    double prefix = 1;  // d[i] = x[0]···x[i-1], then times x[i+1]···x[n-1]
+    for (int64_t i = 0; i < n; ++i) {
+      d[i * ds] = static_cast<float>(prefix);
+      prefix *= s[i * ss];
+    }
+    double suffix = 1;
+    for (int64_t i = n; i-- > 0;) {
+      d[i * ds] = static_cast<float>(static_cast<double>(d[i * ds]) * suffix);
+      suffix *= s[i * ss];
+    }
+  });
+  return out;
 }
 
 }  // namespace fucina::kernels

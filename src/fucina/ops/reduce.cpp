@@ -1,4 +1,9 @@
 // Reductions over named axes, each with its VJP (a broadcast of the gradient back).
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
 #include "fucina/kernels/elementwise.h"
 #include "fucina/kernels/reduce.h"
 #include "fucina/ops/finish_op.h"
@@ -27,6 +32,35 @@ Tensor sumScaled(ExecContext& ctx, std::string_view name, const Tensor& x, const
   }, static_cast<size_t>(a.numel()));
 }
 
+// The extent of axis in x (ShapeMismatch naming the axes when absent); InvalidArgument when the
+// axis is empty and `op` is undefined there.
+int64_t extentFor(std::string_view op, const Tensor& x, Tag axis, bool empty_ok) {
+  ops::requireF32(op, x);
+  const int64_t n = x.value().extent(axis);
+  if (n == 0 && !empty_ok)
+    fail(ErrorCode::InvalidArgument, std::string(op) + " over the empty axis '" +
+                                         std::string(axis.name()) + "' of " + x.value().describe());
+  return n;
+}
+
+// max/min over axis; the VJP routes each gradient to the first extremum of its line only.
+Tensor extremum(ExecContext& ctx, std::string_view name, const Tensor& x, Tag axis, bool is_max) {
+  const int64_t n = extentFor(name, x, axis, false);
+  const RawTensor& a = x.value();
+  RawTensor index;
+  RawTensor out = kernels::extremumAlong(ctx, a, axis, is_max, &index);
+  return ops::finishOp(ctx, name, out, {&x}, [&] {
+    return [index, tags = a.tags(), shape = a.shape(), axis, n](ExecContext& c, const RawTensor& gy,
+                                                                 NeedsGrad, Grads g) {
+      std::vector<float> pos(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) pos[static_cast<size_t>(i)] = static_cast<float>(i);
+      const RawTensor iota = RawTensor::fromSlice(c, {axis}, {n}, pos);
+      g[0] = kernels::map<3>(c, tags, shape, {&gy, &index, &iota},
+                             [](float gv, float at, float p) { return p == at ? gv : 0.0f; });
+    };
+  }, static_cast<size_t>(a.numel()));
+}
+
 }  // namespace
 
 Tensor Tensor::sumAll(ExecContext& ctx) const { return sumScaled(ctx, "sumAll", *this, tags(), 1.0); }
@@ -48,6 +82,106 @@ Tensor Tensor::mean(ExecContext& ctx, Tag axis) const {
     fail(ErrorCode::InvalidArgument, "mean over the empty axis '" + std::string(axis.name()) +
                                          "' of " + value().describe());
   return sumScaled(ctx, "mean", *this, {axis}, 1.0 / static_cast<double>(n));
+}
+
+// Two passes: the mean, then the squared deviations (both accumulated in f64).
+// VJP: g·2(x − mean)/(n − correction).
+Tensor Tensor::variance(ExecContext& ctx, Tag axis, int64_t correction) const {
+  const int64_t n = extentFor("variance", *this, axis, true);
+  if (correction < 0 || n - correction <= 0)
+    fail(ErrorCode::InvalidArgument,
+         "variance over axis '" + std::string(axis.name()) + "' of " + value().describe() +
+             " needs more elements than correction = " + std::to_string(correction) +
+             " (and correction >= 0)");
+  const RawTensor& a = value();
+  const float inv_n = static_cast<float>(1.0 / static_cast<double>(n));
+  const float inv_dof = static_cast<float>(1.0 / static_cast<double>(n - correction));
+  RawTensor mean = kernels::map1(ctx, kernels::sumAxes(ctx, a, {axis}), [inv_n](float v) { return v * inv_n; });
+  RawTensor sq = kernels::map<2>(ctx, a.tags(), a.shape(), {&a, &mean},
+                                 [](float x, float m) { return (x - m) * (x - m); });
+  RawTensor out = kernels::map1(ctx, kernels::sumAxes(ctx, sq, {axis}), [inv_dof](float v) { return v * inv_dof; });
+  return ops::finishOp(ctx, "variance", out, {this}, [&] {
+    return [a, mean, inv_dof](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
+      g[0] = kernels::map<3>(c, a.tags(), a.shape(), {&gy, &a, &mean},
+                             [inv_dof](float gv, float x, float m) { return gv * 2.0f * (x - m) * inv_dof; });
+    };
+  }, static_cast<size_t>(a.numel()));
+}
+
+Tensor Tensor::max(ExecContext& ctx, Tag axis) const { return extremum(ctx, "max", *this, axis, true); }
+Tensor Tensor::min(ExecContext& ctx, Tag axis) const { return extremum(ctx, "min", *this, axis, false); }
+
+// y = m + log Σ exp(x − m) with m the line's max (0 where m is not finite, so all −inf lines give
+// −inf and +inf lines +inf). VJP: g·exp(x − y), 0 where y = −inf.
+Tensor Tensor::logsumexp(ExecContext& ctx, Tag axis) const {
+  extentFor("logsumexp", *this, axis, true);
+  const RawTensor& a = value();
+  RawTensor m;
+  if (a.numel() == 0) {
+    Tags tags;
+    Extents shape;
+    for (size_t i = 0; i < a.rank(); ++i)
+      if (a.tags()[i] != axis) {
+        tags.push_back(a.tags()[i]);
+        shape.push_back(a.shape()[i]);
+      }
+    m = RawTensor::full(ctx, tags, shape, -std::numeric_limits<double>::infinity());
+  } else {
+    m = kernels::extremumAlong(ctx, a, axis, true, nullptr);
+  }
+  RawTensor shift = kernels::map1(ctx, m, [](float v) { return std::isfinite(v) ? v : 0.0f; });
+  RawTensor e = kernels::map<2>(ctx, a.tags(), a.shape(), {&a, &shift},
+                                [](float x, float s) { return std::exp(x - s); });
+  RawTensor sums = kernels::sumAxes(ctx, e, {axis});
+  RawTensor out = kernels::map<2>(ctx, sums.tags(), sums.shape(), {&sums, &shift},
+                                  [](float s, float sh) { return std::log(s) + sh; });
+  return ops::finishOp(ctx, "logsumexp", out, {this}, [&] {
+    return [a, out](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
+      g[0] = kernels::map<3>(c, a.tags(), a.shape(), {&gy, &a, &out}, [](float gv, float x, float y) {
+        return y == -std::numeric_limits<float>::infinity() ? 0.0f : gv * std::exp(x - y);
+      });
+    };
+  }, static_cast<size_t>(a.numel()));
+}
+
+// Inclusive cumulative sum (f64 running sum); VJP: the reverse cumulative sum of g.
+Tensor Tensor::cumsum(ExecContext& ctx, Tag axis) const {
+  extentFor("cumsum", *this, axis, true);
+  const RawTensor& a = value();
+  RawTensor out = kernels::cumsumAlong(ctx, a, axis, false);
+  return ops::finishOp(ctx, "cumsum", out, {this}, [&] {
+    return [tags = a.tags(), axis](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
+      g[0] = kernels::cumsumAlong(c, gy.permuted(tags), axis, true);
+    };
+  }, static_cast<size_t>(a.numel()));
+}
+
+// Product (f64); VJP: g times the product of the other elements of the line (prefix·suffix).
+Tensor Tensor::prod(ExecContext& ctx, Tag axis) const {
+  extentFor("prod", *this, axis, true);
+  const RawTensor& a = value();
+  RawTensor out = kernels::prodAlong(ctx, a, axis);
+  return ops::finishOp(ctx, "prod", out, {this}, [&] {
+    return [a, axis](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
+      const RawTensor others = kernels::prodOthersAlong(c, a, axis);
+      g[0] = kernels::map<2>(c, a.tags(), a.shape(), {&gy, &others},
+                             [](float gv, float o) { return gv * o; });
+    };
+  }, static_cast<size_t>(a.numel()));
+}
+
+// 2-norm sqrt(Σ x²) (f64 sum); VJP: g·x/y, 0 where y = 0 (torch's subgradient).
+Tensor Tensor::norm(ExecContext& ctx, Tag axis) const {
+  extentFor("norm", *this, axis, true);
+  const RawTensor& a = value();
+  RawTensor sq = kernels::map1(ctx, a, [](float x) { return x * x; });
+  RawTensor out = kernels::map1(ctx, kernels::sumAxes(ctx, sq, {axis}), [](float s) { return std::sqrt(s); });
+  return ops::finishOp(ctx, "norm", out, {this}, [&] {
+    return [a, out](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
+      g[0] = kernels::map<3>(c, a.tags(), a.shape(), {&gy, &a, &out},
+                             [](float gv, float x, float y) { return y > 0 ? gv * x / y : 0.0f; });
+    };
+  }, static_cast<size_t>(a.numel()));
 }
 
 }  // namespace fucina

@@ -1,5 +1,6 @@
 // Unary activations and elementary functions: forward and partial side by side.
 #include <cmath>
+#include <string>
 
 #include "fucina/ops/elementwise_op.h"
 
@@ -54,6 +55,110 @@ Tensor Tensor::sigmoid(ExecContext& ctx) const {
 Tensor Tensor::relu(ExecContext& ctx) const {
   return unaryOp(ctx, "relu", *this, [](float a) { return a > 0 ? a : 0.0f; },
                  kA, [](float g, float a, float) { return a > 0 ? g : 0.0f; });
+}
+
+namespace {
+// The logistic function, split by sign so exp never overflows.
+inline float logistic(float a) {
+  if (a >= 0) return 1.0f / (1.0f + std::exp(-a));
+  const float e = std::exp(a);
+  return e / (1.0f + e);
+}
+constexpr float kSqrt2OverPi = 0.7978845608028654f;  // sqrt(2/pi), torch's gelu 'tanh'
+constexpr float kGeluCubic = 0.044715f;
+constexpr float kInvSqrt2 = 0.7071067811865476f;
+constexpr float kInvSqrt2Pi = 0.3989422804014327f;  // 1/sqrt(2 pi)
+}  // namespace
+
+// leakyRelu: slope·x for x <= 0; the gradient at 0 is the slope (torch: x > 0 ? 1 : slope).
+Tensor Tensor::leakyRelu(ExecContext& ctx, double slope) const {
+  const float s = static_cast<float>(slope);
+  return unaryOp(ctx, "leakyRelu", *this, [s](float a) { return a > 0 ? a : a * s; },
+                 kA, [s](float g, float a, float) { return a > 0 ? g : g * s; });
+}
+
+// gelu, tanh approximation (torch's approximate='tanh'): 0.5·x·(1 + tanh(√(2/π)(x + 0.044715x³))).
+Tensor Tensor::gelu(ExecContext& ctx) const {
+  return unaryOp(ctx, "gelu", *this,
+                 [](float a) {
+                   return 0.5f * a * (1.0f + std::tanh(kSqrt2OverPi * (a + kGeluCubic * a * a * a)));
+                 },
+                 kA, [](float g, float a, float) {
+                   const float t = std::tanh(kSqrt2OverPi * (a + kGeluCubic * a * a * a));
+                   const float dinner = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * a * a);
+                   return g * (0.5f * (1.0f + t) + 0.5f * a * (1.0f - t * t) * dinner);
+                 });
+}
+
+// geluErf, exact: x·Φ(x) = 0.5·x·(1 + erf(x/√2)); d/dx = Φ(x) + x·φ(x).
+Tensor Tensor::geluErf(ExecContext& ctx) const {
+  return unaryOp(ctx, "geluErf", *this,
+                 [](float a) { return 0.5f * a * (1.0f + std::erf(a * kInvSqrt2)); },
+                 kA, [](float g, float a, float) {
+                   const float cdf = 0.5f * (1.0f + std::erf(a * kInvSqrt2));
+                   return g * (cdf + a * kInvSqrt2Pi * std::exp(-0.5f * a * a));
+                 });
+}
+
+// quickGelu: x·σ(1.702x).
+Tensor Tensor::quickGelu(ExecContext& ctx) const {
+  return unaryOp(ctx, "quickGelu", *this, [](float a) { return a * logistic(1.702f * a); },
+                 kA, [](float g, float a, float) {
+                   const float s = logistic(1.702f * a);
+                   return g * (s + 1.702f * a * s * (1.0f - s));
+                 });
+}
+
+// silu (swish): x·σ(x); d/dx = σ(x)·(1 + x·(1 − σ(x))).
+Tensor Tensor::silu(ExecContext& ctx) const {
+  return unaryOp(ctx, "silu", *this, [](float a) { return a * logistic(a); },
+                 kA, [](float g, float a, float) {
+                   const float s = logistic(a);
+                   return g * s * (1.0f + a * (1.0f - s));
+                 });
+}
+
+// elu: α·(eˣ − 1) for x <= 0; the gradient at 0 is α (torch: x > 0 ? 1 : α·eˣ).
+Tensor Tensor::elu(ExecContext& ctx, double alpha) const {
+  const float al = static_cast<float>(alpha);
+  return unaryOp(ctx, "elu", *this, [al](float a) { return a > 0 ? a : al * std::expm1(a); },
+                 kA, [al](float g, float a, float) { return a > 0 ? g : g * al * std::exp(a); });
+}
+
+Tensor Tensor::log1p(ExecContext& ctx) const {
+  return unaryOp(ctx, "log1p", *this, [](float a) { return std::log1p(a); },
+                 kA, [](float g, float a, float) { return g / (1.0f + a); });
+}
+
+// rsqrt: x^(-1/2); d/dx = −½·y³.
+Tensor Tensor::rsqrt(ExecContext& ctx) const {
+  return unaryOp(ctx, "rsqrt", *this, [](float a) { return 1.0f / std::sqrt(a); },
+                 kY, [](float g, float, float y) { return -0.5f * g * y * y * y; });
+}
+
+Tensor Tensor::reciprocal(ExecContext& ctx) const {
+  return unaryOp(ctx, "reciprocal", *this, [](float a) { return 1.0f / a; },
+                 kY, [](float g, float, float y) { return -g * y * y; });
+}
+
+Tensor Tensor::sin(ExecContext& ctx) const {
+  return unaryOp(ctx, "sin", *this, [](float a) { return std::sin(a); },
+                 kA, [](float g, float a, float) { return g * std::cos(a); });
+}
+
+Tensor Tensor::cos(ExecContext& ctx) const {
+  return unaryOp(ctx, "cos", *this, [](float a) { return std::cos(a); },
+                 kA, [](float g, float a, float) { return -g * std::sin(a); });
+}
+
+// clamp to [lo, hi]: the gradient passes where lo <= x <= hi, boundaries included (as torch).
+Tensor Tensor::clamp(ExecContext& ctx, double lo, double hi) const {
+  if (!(lo <= hi))
+    fail(ErrorCode::InvalidArgument, "clamp: lo (" + std::to_string(lo) + ") must be <= hi (" +
+                                         std::to_string(hi) + ") for " + value().describe());
+  const float l = static_cast<float>(lo), h = static_cast<float>(hi);
+  return unaryOp(ctx, "clamp", *this, [l, h](float a) { return a < l ? l : a > h ? h : a; },
+                 kA, [l, h](float g, float a, float) { return a >= l && a <= h ? g : 0.0f; });
 }
 
 }  // namespace fucina
