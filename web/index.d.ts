@@ -205,3 +205,14 @@ export interface Fucina {
 }
 
 export function init(options?: InitOptions): Promise<Fucina>;
+
+// ---- datasets (web/data.mjs)
+export interface IdxArray { dims: number[]; values: Uint8Array; }
+export interface DatasetSplit { images: Float32Array; labels: Int32Array; count: number; h: number; w: number; }
+export function parseIdx(bytes: Uint8Array): IdxArray;
+/** A path in Node or a URL in browsers; gzip is detected and decompressed. */
+export function readIdx(source: string): Promise<IdxArray>;
+/** The same permutation as C++'s fucina::data::shuffledIndices for the same seed. */
+export function shuffledIndices(n: number, seed: number | bigint): Int32Array;
+export function loadFashionMnist(options?: { base?: string; train?: boolean }): Promise<DatasetSplit>;
+export function makeBatch(fc: Fucina, split: DatasetSplit, order: ArrayLike<number>, begin: number, size: number): { images: Tensor; labels: Tensor };

@@ -2,15 +2,12 @@
 // small typed API (ops named as in C++, the context implicit). Works in Node and browsers, on any
 // thread; browsers should run it in a Web Worker, since Emscripten busy-waits on the main thread.
 
-const isNode = typeof process === 'object' && !!process.versions && !!process.versions.node;
+import { FucinaError } from './errors.mjs';
 
-export class FucinaError extends Error {
-  constructor(code, message) {
-    super(message);
-    this.name = 'FucinaError';
-    this.code = code;  // the C++ ErrorCode name, e.g. "ShapeMismatch"
-  }
-}
+export { FucinaError };
+export { parseIdx, readIdx, shuffledIndices, loadFashionMnist, makeBatch } from './data.mjs';
+
+const isNode = typeof process === 'object' && !!process.versions && !!process.versions.node;
 
 const invalid = (message) => new FucinaError('InvalidArgument', `InvalidArgument: ${message}`);
 

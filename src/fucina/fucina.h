@@ -13,6 +13,7 @@
 #include "fucina/core/raw_tensor.h"
 #include "fucina/core/shape.h"
 #include "fucina/core/tag.h"
+#include "fucina/data/idx.h"
 #include "fucina/exec/context.h"
 #include "fucina/exec/scope.h"
 #include "fucina/ops/raw.h"

@@ -1,0 +1,101 @@
+// Datasets for the JS side: IDX parsing (MNIST, Fashion-MNIST), gzip through the platform
+// (node:zlib, or DecompressionStream in browsers), seeded shuffling identical to C++'s
+// fucina::data::shuffledIndices, and batching into tensors.
+import { FucinaError } from './errors.mjs';
+
+const isNode = typeof process === 'object' && !!process.versions?.node;
+const bad = (message) => new FucinaError('InvalidArgument', `InvalidArgument: IDX: ${message}`);
+
+/** Parses uncompressed IDX bytes (unsigned-byte data) into { dims, values }. */
+export function parseIdx(bytes) {
+  if (!(bytes instanceof Uint8Array)) throw bad('expected a Uint8Array');
+  if (bytes.length < 4 || bytes[0] !== 0 || bytes[1] !== 0) throw bad('not an IDX file (bad magic)');
+  if (bytes[2] !== 0x08) throw bad(`only unsigned-byte IDX data (type 0x08) is supported, got type ${bytes[2]}`);
+  const rank = bytes[3];
+  if (rank === 0 || bytes.length < 4 + 4 * rank) throw bad('truncated header');
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const dims = [];
+  for (let i = 0; i < rank; ++i) dims.push(view.getUint32(4 + 4 * i, false));
+  const n = dims.reduce((a, b) => a * b, 1);
+  const header = 4 + 4 * rank;
+  if (bytes.length - header !== n) throw bad(`expected ${n} values after the header, found ${bytes.length - header}`);
+  return { dims, values: bytes.subarray(header) };
+}
+
+async function gunzip(bytes) {
+  if (isNode) return new Uint8Array((await import('node:zlib')).gunzipSync(bytes));
+  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
+}
+
+/** Reads an IDX file (a path in Node, a URL in browsers), gzip-compressed or not. */
+export async function readIdx(source) {
+  let bytes;
+  try {
+    if (isNode && !/^https?:/.test(String(source))) {
+      bytes = new Uint8Array((await import('node:fs')).readFileSync(source));
+    } else {
+      const response = await fetch(source);
+      if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      bytes = new Uint8Array(await response.arrayBuffer());
+    }
+  } catch (e) {
+    throw bad(`cannot read ${source}: ${e.message}`);
+  }
+  if (bytes[0] === 0x1f && bytes[1] === 0x8b) bytes = await gunzip(bytes);
+  return parseIdx(bytes);
+}
+
+// splitmix64 over BigInt, exactly as src/fucina/data/idx.cpp.
+const MASK = (1n << 64n) - 1n;
+function splitmix64(state) {
+  state.s = (state.s + 0x9e3779b97f4a7c15n) & MASK;
+  let z = state.s;
+  z = ((z ^ (z >> 30n)) * 0xbf58476d1ce4e5b9n) & MASK;
+  z = ((z ^ (z >> 27n)) * 0x94d049bb133111ebn) & MASK;
+  return z ^ (z >> 31n);
+}
+
+/** A permutation of [0, n) determined by seed: the same order as the C++ library gives. */
+export function shuffledIndices(n, seed) {
+  if (!Number.isInteger(n) || n < 0) throw new FucinaError('InvalidArgument', 'InvalidArgument: shuffledIndices: n must be an integer >= 0');
+  const order = new Int32Array(n);
+  for (let i = 0; i < n; ++i) order[i] = i;
+  const state = { s: BigInt.asUintN(64, BigInt(seed)) };
+  for (let i = n - 1; i > 0; --i) {
+    const j = Number(splitmix64(state) % BigInt(i + 1));
+    [order[i], order[j]] = [order[j], order[i]];
+  }
+  return order;
+}
+
+/** Loads Fashion-MNIST's train or test split as plain arrays: { images (f32 in [0,1], row-major
+ * sample×h×w), labels (Int32Array), count, h, w }. `base` is a folder path (Node) or URL prefix. */
+export async function loadFashionMnist({ base = '/usr/share/datasets/fashion-mnist', train = true } = {}) {
+  const prefix = `${base}/${train ? 'train' : 't10k'}`;
+  const [images, labels] = await Promise.all([
+    readIdx(`${prefix}-images-idx3-ubyte.gz`), readIdx(`${prefix}-labels-idx1-ubyte.gz`)]);
+  if (images.dims.length !== 3 || labels.dims.length !== 1 || images.dims[0] !== labels.dims[0])
+    throw bad('images and labels do not match');
+  const pixels = new Float32Array(images.values.length);
+  for (let i = 0; i < pixels.length; ++i) pixels[i] = images.values[i] / 255;
+  return { images: pixels, labels: Int32Array.from(labels.values), count: images.dims[0], h: images.dims[1], w: images.dims[2] };
+}
+
+/** Samples order[begin, begin+size) as tensors { images {batch, h, w}, labels {batch} i32 }. */
+export function makeBatch(fc, split, order, begin, size) {
+  const count = Math.max(0, Math.min(size, order.length - begin));
+  const hw = split.h * split.w;
+  const pixels = new Float32Array(count * hw);
+  const ys = new Int32Array(count);
+  for (let i = 0; i < count; ++i) {
+    const s = order[begin + i];
+    if (!(s >= 0 && s < split.count)) throw new FucinaError('IndexOutOfRange', `IndexOutOfRange: sample ${s} outside [0, ${split.count})`);
+    pixels.set(split.images.subarray(s * hw, (s + 1) * hw), i * hw);
+    ys[i] = split.labels[s];
+  }
+  return {
+    images: fc.constant(['batch', 'h', 'w'], [count, split.h, split.w], pixels),
+    labels: fc.constant(['batch'], [count], ys, 'i32'),
+  };
+}
