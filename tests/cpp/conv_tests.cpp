@@ -319,3 +319,16 @@ TEST_CASE("pooling: bad inputs") {
   CHECK_FUCINA_ERROR(x.upsample2xNearest(ctx, "h", "x"), ShapeMismatch);
   CHECK_FUCINA_ERROR(x.to(ctx, fucina::DType::bf16).avgPool2d(ctx, 2, 2, 1, 1), DTypeMismatch);
 }
+
+TEST_CASE("conv2d and pooling: an empty batch gives empty results and gradients") {
+  ExecContext ctx(fucina::ExecOptions{.threads = 1});
+  Tensor x = Tensor::variableFromSlice(ctx, {"n", "c", "h", "w"}, {0, 2, 4, 4}, std::vector<float>{});
+  Tensor w = Tensor::variableFromSlice(ctx, {"out", "c", "kh", "kw"}, {3, 2, 3, 3}, rnd(54, 9));
+  Tensor y = x.conv2d(ctx, w, Conv2dOptions{.pad_h = 1, .pad_w = 1});
+  CHECK(y.shape() == fucina::Extents{0, 3, 4, 4});
+  Tensor p = y.maxPool2d(ctx, 2, 2, 2, 2).add(ctx, y.avgPool2d(ctx, 2, 2, 2, 2)).upsample2xNearest(ctx);
+  CHECK(p.shape() == fucina::Extents{0, 3, 4, 4});
+  p.sumAll(ctx).backward(ctx);
+  CHECK(test::gradOf(ctx, x).empty());
+  CHECK(test::gradOf(ctx, w) == std::vector<float>(54, 0.0f));
+}
