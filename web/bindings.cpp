@@ -131,6 +131,13 @@ fucina::DType toDType(const std::string& name) {
   invalid("unknown dtype '" + name + "' (use f32, f16, bf16, f64, i32, i64 or u8)");
 }
 
+// An integer argument given as a JS number (the facade checks the type; this checks the value).
+int64_t toInt(double d, const std::string& what) {
+  if (!std::isfinite(d) || d != std::floor(d) || std::fabs(d) > 9007199254740991.0)
+    invalid(what + " must be an integer, got " + std::to_string(d));
+  return static_cast<int64_t>(d);
+}
+
 const Tensor& tensorOf(const val& v, const char* what) {
   // The facade passes raw handles only; anything else is a programming error it reports first.
   if (v.isNull() || v.isUndefined()) invalid(std::string(what) + " is missing");
@@ -382,6 +389,45 @@ EMSCRIPTEN_BINDINGS(fucina) {
           if (start != std::floor(start) || length != std::floor(length)) invalid("narrow: start and length must be integers");
           return wrap(a.t.narrow(ctx(), fucina::Tag(axis), static_cast<int64_t>(start), static_cast<int64_t>(length)));
         });
+      })
+      // geometry: [stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups];
+      // names: [channels, height, width, out_channels, kernel_h, kernel_w].
+      .function("conv2d", +[](Handle& a, val weight, val bias, val geometry, val names) {
+        return guard([&] {
+          static const char* const kWhat[] = {"stride", "stride", "padding", "padding", "dilation", "dilation", "groups"};
+          if (!geometry.isArray() || geometry["length"].as<int>() != 7) invalid("conv2d: malformed geometry");
+          std::vector<int64_t> gm;
+          for (int i = 0; i < 7; ++i) {
+            val e = geometry[i];
+            if (!e.isNumber()) invalid(std::string("conv2d: ") + kWhat[i] + " must be a number");
+            gm.push_back(toInt(e.as<double>(), std::string("conv2d: ") + kWhat[i]));
+          }
+          const fucina::Tags nm = toTags(names, "conv2d axes");
+          if (nm.size() != 6) invalid("conv2d: malformed axis names");
+          fucina::Conv2dOptions o{.channels = nm[0], .height = nm[1], .width = nm[2], .out_channels = nm[3],
+                                  .kernel_h = nm[4], .kernel_w = nm[5], .stride_h = gm[0], .stride_w = gm[1],
+                                  .pad_h = gm[2], .pad_w = gm[3], .dilation_h = gm[4], .dilation_w = gm[5],
+                                  .groups = gm[6]};
+          if (bias.isNull() || bias.isUndefined()) return wrap(a.t.conv2d(ctx(), tensorOf(weight, "weight"), o));
+          return wrap(a.t.conv2d(ctx(), tensorOf(weight, "weight"), tensorOf(bias, "bias"), o));
+        });
+      })
+      .function("maxPool2d", +[](Handle& a, double kh, double kw, double sh, double sw, double pad, std::string h, std::string w) {
+        return guard([&] {
+          return wrap(a.t.maxPool2d(ctx(), toInt(kh, "maxPool2d: kernel"), toInt(kw, "maxPool2d: kernel"),
+                                    toInt(sh, "maxPool2d: stride"), toInt(sw, "maxPool2d: stride"),
+                                    toInt(pad, "maxPool2d: padding"), fucina::Tag(h), fucina::Tag(w)));
+        });
+      })
+      .function("avgPool2d", +[](Handle& a, double kh, double kw, double sh, double sw, double pad, std::string h, std::string w) {
+        return guard([&] {
+          return wrap(a.t.avgPool2d(ctx(), toInt(kh, "avgPool2d: kernel"), toInt(kw, "avgPool2d: kernel"),
+                                    toInt(sh, "avgPool2d: stride"), toInt(sw, "avgPool2d: stride"),
+                                    toInt(pad, "avgPool2d: padding"), fucina::Tag(h), fucina::Tag(w)));
+        });
+      })
+      .function("upsample2xNearest", +[](Handle& a, std::string h, std::string w) {
+        return guard([&] { return wrap(a.t.upsample2xNearest(ctx(), fucina::Tag(h), fucina::Tag(w))); });
       })
       .function("dropout", +[](Handle& a, double p, double seed) {
         return guard([&] {

@@ -137,6 +137,35 @@ export class Tensor {
   contiguous(): Tensor;
   /** Mask is a pure function of (seed, element index): the same in every build and recompute. */
   dropout(p: number, seed: number): Tensor;
+  /** 2-D cross-correlation (torch's conv2d) via im2col + GEMM. The input has axes c, h, w plus
+   * any batch axes, in any order; the weight has exactly out, c (= input c / groups), kh, kw.
+   * The result keeps the input's axis order with c replaced by out. */
+  conv2d(weight: Tensor, options?: Conv2dOptions): Tensor;
+  /** -inf padding; the gradient goes to each window's first maximum. stride defaults to kernel. */
+  maxPool2d(kernel: number | [number, number], options?: Pool2dOptions): Tensor;
+  /** Zero padding counted in the divisor (torch's count_include_pad=True). */
+  avgPool2d(kernel: number | [number, number], options?: Pool2dOptions): Tensor;
+  /** Repeats each element in a 2x2 block; the gradient sums each block. */
+  upsample2xNearest(height?: string, width?: string): Tensor;
+}
+
+export interface Conv2dOptions {
+  /** A tensor with the single axis out (its gradient is the sum of the output's). */
+  bias?: Tensor;
+  stride?: number | [number, number];
+  padding?: number | [number, number];
+  dilation?: number | [number, number];
+  groups?: number;
+  /** Axis names; defaults c, h, w, out, kh, kw. */
+  axes?: { channels?: string; height?: string; width?: string; outChannels?: string; kernelH?: string; kernelW?: string };
+}
+
+export interface Pool2dOptions {
+  stride?: number | [number, number];
+  /** Same padding on both axes, at most half the kernel. */
+  padding?: number;
+  height?: string;
+  width?: string;
 }
 
 export interface SgdOptions {

@@ -338,6 +338,49 @@ export class Tensor {
     return this._make((h) => h.mseLoss(t._handle, checkString(reduction, 'reduction')));
   }
   dropout(p, seed) { return this._make((h) => h.dropout(checkNumber(p, 'p'), checkNumber(seed, 'seed'))); }
+  /**
+   * conv2d(weight, { bias, stride = 1, padding = 0, dilation = 1, groups = 1, axes }): stride,
+   * padding and dilation are a number or [h, w]; axes renames { channels: 'c', height: 'h',
+   * width: 'w', outChannels: 'out', kernelH: 'kh', kernelW: 'kw' }.
+   */
+  conv2d(weight, options = {}) {
+    const w = asTensor(weight, 'conv2d');
+    const { bias, stride = 1, padding = 0, dilation = 1, groups = 1, axes = {} } =
+      checkOptions(options, ['bias', 'stride', 'padding', 'dilation', 'groups', 'axes'], 'conv2d');
+    const b = bias === undefined || bias === null ? null : asTensor(bias, 'conv2d: bias');
+    const a = checkOptions(axes, Object.keys(CONV_AXES), 'conv2d: axes');
+    const names = Object.entries(CONV_AXES).map(([k, d]) => checkString(a[k] ?? d, `conv2d: axes.${k}`));
+    const geometry = [...pair(stride, 'conv2d: stride'), ...pair(padding, 'conv2d: padding'),
+      ...pair(dilation, 'conv2d: dilation'), checkNumber(groups, 'conv2d: groups')];
+    return this._make((h) => h.conv2d(w._handle, b?._handle ?? null, geometry, names));
+  }
+  /** maxPool2d(kernel, { stride = kernel, padding = 0, height = 'h', width = 'w' }). */
+  maxPool2d(kernel, options) { return pool(this, 'maxPool2d', kernel, options); }
+  /** avgPool2d(kernel, { stride = kernel, padding = 0, height, width }); divides by kh·kw. */
+  avgPool2d(kernel, options) { return pool(this, 'avgPool2d', kernel, options); }
+  upsample2xNearest(height = 'h', width = 'w') {
+    return this._make((h) => h.upsample2xNearest(checkString(height, 'upsample2xNearest: height'), checkString(width, 'upsample2xNearest: width')));
+  }
+}
+
+const CONV_AXES = { channels: 'c', height: 'h', width: 'w', outChannels: 'out', kernelH: 'kh', kernelW: 'kw' };
+
+// A number or an [h, w] pair, as two numbers.
+function pair(v, what) {
+  if (typeof v === 'number') return [v, v];
+  if (Array.isArray(v) && v.length === 2 && v.every((e) => typeof e === 'number')) return v;
+  throw invalid(`${what} must be a number or an [h, w] pair of numbers`);
+}
+
+function pool(t, op, kernel, options) {
+  const [kh, kw] = pair(kernel, `${op}: kernel`);
+  const { stride = [kh, kw], padding = 0, height = 'h', width = 'w' } =
+    checkOptions(options, ['stride', 'padding', 'height', 'width'], op);
+  const [sh, sw] = pair(stride, `${op}: stride`);
+  checkNumber(padding, `${op}: padding`);
+  checkString(height, `${op}: height`);
+  checkString(width, `${op}: width`);
+  return t._make((h) => h[op](kh, kw, sh, sw, padding, height, width));
 }
 
 function asTensor(y, op) {

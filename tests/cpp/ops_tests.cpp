@@ -700,6 +700,7 @@ TEST_CASE("op coverage matrix") {
   for (const char* op : {"softmax", "logSoftmax", "crossEntropy", "nllLoss", "mseLoss"})
     covered[op] = "softmax_loss_tests.cpp";
   for (const char* op : {"layerNorm", "rmsNorm", "rmsNormMul", "l2Normalize"}) covered[op] = "norm_tests.cpp";
+  for (const char* op : {"conv2d", "maxPool2d", "avgPool2d", "upsample2xNearest"}) covered[op] = "conv_tests.cpp";
   const std::set<std::string> surface = {
       "add", "sub", "mul", "div", "maximum", "minimum", "pow", "scale", "addScalar", "subScalar",
       "divScalar", "powScalar", "neg", "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "relu",
@@ -707,7 +708,8 @@ TEST_CASE("op coverage matrix") {
       "sin", "cos", "clamp", "sumAll", "meanAll", "sum", "mean", "variance", "max", "min",
       "logsumexp", "cumsum", "prod", "norm", "dot", "broadcastTo", "permuteTo", "withTags", "narrow",
       "contiguous", "to", "softmax", "logSoftmax", "crossEntropy", "nllLoss", "mseLoss",
-      "layerNorm", "rmsNorm", "rmsNormMul", "l2Normalize"};
+      "layerNorm", "rmsNorm", "rmsNormMul", "l2Normalize", "conv2d", "maxPool2d", "avgPool2d",
+      "upsample2xNearest"};
   std::printf("op coverage (%zu ops):\n", surface.size());
   for (const auto& op : surface) {
     const auto it = covered.find(op);

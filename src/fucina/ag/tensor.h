@@ -24,6 +24,18 @@ struct CrossEntropyOptions {
   double label_smoothing = 0.0;  // in [0, 1): the target puts (1-s) on the label and s/C everywhere
 };
 
+// conv2d's axes and geometry. The input holds `channels`, `height` and `width` plus any other
+// (batch-like) axes, in any order; the weight holds exactly {out_channels, channels, kernel_h,
+// kernel_w} (its `channels` extent is the input's channels / groups), in any order.
+struct Conv2dOptions {
+  Tag channels = "c", height = "h", width = "w";
+  Tag out_channels = "out", kernel_h = "kh", kernel_w = "kw";
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_h = 0, pad_w = 0;            // zero padding on both sides
+  int64_t dilation_h = 1, dilation_w = 1;
+  int64_t groups = 1;  // channels and out_channels split into this many independent groups
+};
+
 // Shared body of Tensor handles. Internal; reached through Tensor::impl().
 class TensorImpl {
  public:
@@ -155,6 +167,24 @@ class Tensor {
   // Contracts the axis both operands share; other shared axes are batch axes. Result axes: this
   // tensor's remaining axes, then y's remaining axes that this tensor lacks.
   Tensor dot(ExecContext& ctx, const Tensor& y, Tag axis) const;
+  // --- convolution and pooling (ops/conv.cpp) ---
+  // 2-D cross-correlation (torch.nn.functional.conv2d), lowered to GEMM through im2col. The
+  // result has the input's axes in the input's order with `channels` replaced by `out_channels`;
+  // height and width become floor((H + 2·pad - dilation·(K-1) - 1) / stride) + 1. The bias form
+  // adds a tensor with axes {out_channels} (composed with add, so its gradient is the sum).
+  Tensor conv2d(ExecContext& ctx, const Tensor& weight, const Conv2dOptions& options = {}) const;
+  Tensor conv2d(ExecContext& ctx, const Tensor& weight, const Tensor& bias,
+                const Conv2dOptions& options = {}) const;
+  // Pooling over the axes h and w of every other axis's planes; axes keep their names and order.
+  // maxPool2d pads with -inf and sends each window's gradient to its first maximum; avgPool2d
+  // pads with zeros and always divides by kernel_h·kernel_w (torch's count_include_pad=True).
+  // pad <= kernel / 2 on each axis, as torch requires.
+  Tensor maxPool2d(ExecContext& ctx, int64_t kernel_h, int64_t kernel_w, int64_t stride_h,
+                   int64_t stride_w, int64_t pad = 0, Tag h = "h", Tag w = "w") const;
+  Tensor avgPool2d(ExecContext& ctx, int64_t kernel_h, int64_t kernel_w, int64_t stride_h,
+                   int64_t stride_w, int64_t pad = 0, Tag h = "h", Tag w = "w") const;
+  // Doubles h and w by repeating each element in a 2x2 block; the VJP sums each block.
+  Tensor upsample2xNearest(ExecContext& ctx, Tag h = "h", Tag w = "w") const;
   // --- softmax family (ops/softmax.cpp): along a named axis ---
   Tensor softmax(ExecContext& ctx, Tag axis) const;
   Tensor logSoftmax(ExecContext& ctx, Tag axis) const;

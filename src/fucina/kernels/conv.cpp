@@ -1,0 +1,154 @@
+#include "fucina/kernels/conv.h"
+
+#include <cstring>
+#include <limits>
+
+namespace fucina::kernels {
+
+int64_t convOutExtent(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation) {
+  const int64_t span = in + 2 * pad - dilation * (kernel - 1) - 1;
+  if (span < 0) return 0;
+  return span / stride + 1;
+}
+
+void im2col(const Conv2dGeometry& g, const float* x, float* cols) {
+  const int64_t positions = g.out_h * g.out_w;
+  for (int64_t c = 0; c < g.channels; ++c) {
+    const float* plane = x + c * g.height * g.width;
+    for (int64_t i = 0; i < g.kh; ++i) {
+      for (int64_t j = 0; j < g.kw; ++j) {
+        float* row = cols + ((c * g.kh + i) * g.kw + j) * positions;
+        for (int64_t oy = 0; oy < g.out_h; ++oy) {
+          const int64_t y = oy * g.stride_h - g.pad_h + i * g.dilation_h;
+          float* r = row + oy * g.out_w;
+          if (y < 0 || y >= g.height) {
+            std::memset(r, 0, sizeof(float) * static_cast<size_t>(g.out_w));
+            continue;
+          }
+          for (int64_t ox = 0; ox < g.out_w; ++ox) {
+            const int64_t xx = ox * g.stride_w - g.pad_w + j * g.dilation_w;
+            r[ox] = (xx < 0 || xx >= g.width) ? 0.0f : plane[y * g.width + xx];
+          }
+        }
+      }
+    }
+  }
+}
+
+void col2imAdd(const Conv2dGeometry& g, const float* cols, float* x) {
+  const int64_t positions = g.out_h * g.out_w;
+  for (int64_t c = 0; c < g.channels; ++c) {
+    float* plane = x + c * g.height * g.width;
+    for (int64_t i = 0; i < g.kh; ++i) {
+      for (int64_t j = 0; j < g.kw; ++j) {
+        const float* row = cols + ((c * g.kh + i) * g.kw + j) * positions;
+        for (int64_t oy = 0; oy < g.out_h; ++oy) {
+          const int64_t y = oy * g.stride_h - g.pad_h + i * g.dilation_h;
+          if (y < 0 || y >= g.height) continue;
+          const float* r = row + oy * g.out_w;
+          for (int64_t ox = 0; ox < g.out_w; ++ox) {
+            const int64_t xx = ox * g.stride_w - g.pad_w + j * g.dilation_w;
+            if (xx >= 0 && xx < g.width) plane[y * g.width + xx] += r[ox];
+          }
+        }
+      }
+    }
+  }
+}
+
+void maxPool2dPlanes(const Conv2dGeometry& g, const float* x, float* y, int64_t* argmax) {
+  for (int64_t p = 0; p < g.channels; ++p) {
+    const float* plane = x + p * g.height * g.width;
+    for (int64_t oy = 0; oy < g.out_h; ++oy) {
+      for (int64_t ox = 0; ox < g.out_w; ++ox) {
+        float best = -std::numeric_limits<float>::infinity();
+        int64_t at = -1;
+        for (int64_t i = 0; i < g.kh; ++i) {
+          const int64_t yy = oy * g.stride_h - g.pad_h + i;
+          if (yy < 0 || yy >= g.height) continue;
+          for (int64_t j = 0; j < g.kw; ++j) {
+            const int64_t xx = ox * g.stride_w - g.pad_w + j;
+            if (xx < 0 || xx >= g.width) continue;
+            const float v = plane[yy * g.width + xx];
+            if (at < 0 || v > best || (v != v && best == best)) {  // NaN propagates, as torch
+              best = v;
+              at = yy * g.width + xx;
+            }
+          }
+        }
+        const int64_t o = (p * g.out_h + oy) * g.out_w + ox;
+        y[o] = best;
+        argmax[o] = at;
+      }
+    }
+  }
+}
+
+void maxPool2dBackward(const Conv2dGeometry& g, const float* gy, const int64_t* argmax, float* gx) {
+  const int64_t outs = g.out_h * g.out_w;
+  for (int64_t p = 0; p < g.channels; ++p) {
+    float* plane = gx + p * g.height * g.width;
+    for (int64_t o = 0; o < outs; ++o)
+      if (argmax[p * outs + o] >= 0) plane[argmax[p * outs + o]] += gy[p * outs + o];
+  }
+}
+
+void avgPool2dPlanes(const Conv2dGeometry& g, const float* x, float* y) {
+  const double inv = 1.0 / static_cast<double>(g.kh * g.kw);
+  for (int64_t p = 0; p < g.channels; ++p) {
+    const float* plane = x + p * g.height * g.width;
+    for (int64_t oy = 0; oy < g.out_h; ++oy) {
+      for (int64_t ox = 0; ox < g.out_w; ++ox) {
+        double s = 0;
+        for (int64_t i = 0; i < g.kh; ++i) {
+          const int64_t yy = oy * g.stride_h - g.pad_h + i;
+          if (yy < 0 || yy >= g.height) continue;
+          for (int64_t j = 0; j < g.kw; ++j) {
+            const int64_t xx = ox * g.stride_w - g.pad_w + j;
+            if (xx >= 0 && xx < g.width) s += plane[yy * g.width + xx];
+          }
+        }
+        y[(p * g.out_h + oy) * g.out_w + ox] = static_cast<float>(s * inv);
+      }
+    }
+  }
+}
+
+void avgPool2dBackward(const Conv2dGeometry& g, const float* gy, float* gx) {
+  const float inv = 1.0f / static_cast<float>(g.kh * g.kw);
+  for (int64_t p = 0; p < g.channels; ++p) {
+    float* plane = gx + p * g.height * g.width;
+    for (int64_t oy = 0; oy < g.out_h; ++oy) {
+      for (int64_t ox = 0; ox < g.out_w; ++ox) {
+        const float v = gy[(p * g.out_h + oy) * g.out_w + ox] * inv;
+        for (int64_t i = 0; i < g.kh; ++i) {
+          const int64_t yy = oy * g.stride_h - g.pad_h + i;
+          if (yy < 0 || yy >= g.height) continue;
+          for (int64_t j = 0; j < g.kw; ++j) {
+            const int64_t xx = ox * g.stride_w - g.pad_w + j;
+            if (xx >= 0 && xx < g.width) plane[yy * g.width + xx] += v;
+          }
+        }
+      }
+    }
+  }
+}
+
+void upsample2xPlanes(int64_t planes, int64_t h, int64_t w, const float* x, float* y) {
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t i = 0; i < 2 * h; ++i)
+      for (int64_t j = 0; j < 2 * w; ++j)
+        y[(p * 2 * h + i) * 2 * w + j] = x[(p * h + i / 2) * w + j / 2];
+}
+
+void upsample2xBackward(int64_t planes, int64_t h, int64_t w, const float* gy, float* gx) {
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t i = 0; i < h; ++i)
+      for (int64_t j = 0; j < w; ++j) {
+        const float* r0 = gy + (p * 2 * h + 2 * i) * 2 * w + 2 * j;
+        const float* r1 = r0 + 2 * w;
+        gx[(p * h + i) * w + j] = r0[0] + r0[1] + r1[0] + r1[1];
+      }
+}
+
+}  // namespace fucina::kernels

@@ -1,0 +1,39 @@
+// Convolution and pooling loops on contiguous f32 planes: im2col/col2im (conv2d lowers to GEMM
+// through them), max/avg pooling and 2x nearest upsampling, each with its adjoint.
+#pragma once
+
+#include <cstdint>
+
+namespace fucina::kernels {
+
+// One image's geometry: `channels` planes of height x width, a kernel of kh x kw taps read with
+// stride, zero padding and dilation, giving out_h x out_w output positions.
+struct Conv2dGeometry {
+  int64_t channels, height, width;
+  int64_t kh, kw;
+  int64_t stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
+  int64_t out_h, out_w;
+};
+
+// Output extent of one axis, or a value < 1 when the kernel does not fit the padded input.
+int64_t convOutExtent(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation);
+
+// cols[(c·kh + i)·kw + j, oy·out_w + ox] = x[c, oy·sh - ph + i·dh, ox·sw - pw + j·dw] (0 outside).
+// x is [channels, height, width], cols [channels·kh·kw, out_h·out_w], both contiguous.
+void im2col(const Conv2dGeometry& g, const float* x, float* cols);
+// The adjoint of im2col: adds every column entry back into the x element it was read from.
+void col2imAdd(const Conv2dGeometry& g, const float* cols, float* x);
+
+// Pooling of `planes` planes [height, width] -> [out_h, out_w] (geometry's channels = planes,
+// dilation 1). maxPool2dPlanes also writes, per output, the flat in-plane index of the first
+// maximum of its window (-inf padding never wins: pad <= kernel / 2 leaves a real element).
+void maxPool2dPlanes(const Conv2dGeometry& g, const float* x, float* y, int64_t* argmax);
+void maxPool2dBackward(const Conv2dGeometry& g, const float* gy, const int64_t* argmax, float* gx);
+void avgPool2dPlanes(const Conv2dGeometry& g, const float* x, float* y);
+void avgPool2dBackward(const Conv2dGeometry& g, const float* gy, float* gx);
+
+// planes x [h, w] -> planes x [2h, 2w] and its adjoint (sums each 2x2 block).
+void upsample2xPlanes(int64_t planes, int64_t h, int64_t w, const float* x, float* y);
+void upsample2xBackward(int64_t planes, int64_t h, int64_t w, const float* gy, float* gx);
+
+}  // namespace fucina::kernels

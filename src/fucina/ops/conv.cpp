@@ -1,0 +1,297 @@
+// Convolution and pooling over two named spatial axes. Every op copies its input into a layout
+// [other axes..., (channels,) h, w] (no copy when it already is), runs plane-wise kernels
+// (kernels/conv.h) and returns a view in the input's axis order; VJPs return gradients in the
+// internal layout and let the engine permute them back (as the axis-last row-wise ops do).
+// conv2d lowers to GEMM through im2col: per image and group, y_g = W_g · cols_g.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fucina/kernels/conv.h"
+#include "fucina/kernels/gemm.h"
+#include "fucina/ops/finish_op.h"
+
+namespace fucina {
+
+using internal::RawTensor;
+using kernels::Conv2dGeometry;
+using ops::Grads;
+using ops::NeedsGrad;
+
+namespace {
+
+std::string str(Tag t) { return "'" + std::string(t.name()) + "'"; }
+std::string num(int64_t v) { return std::to_string(v); }
+
+void requireDistinct(std::string_view op, std::initializer_list<Tag> tags) {
+  for (auto i = tags.begin(); i != tags.end(); ++i)
+    for (auto j = i + 1; j != tags.end(); ++j)
+      if (*i == *j)
+        fail(ErrorCode::InvalidArgument, std::string(op) + ": axis " + str(*i) + " is named twice in the options");
+}
+
+void requireAxes(std::string_view op, const char* what, const RawTensor& a, std::initializer_list<Tag> tags) {
+  for (Tag t : tags)
+    if (!hasTag(a.tags(), t)) {
+      std::string names;
+      for (Tag u : tags) names += (names.empty() ? "" : ", ") + str(u);
+      fail(ErrorCode::ShapeMismatch, std::string(op) + ": the " + what + " needs axes " + names +
+                                         ", got " + a.describe());
+    }
+}
+
+void requirePositive(std::string_view op, const char* what, int64_t v, int64_t min = 1) {
+  if (v < min)
+    fail(ErrorCode::InvalidArgument, std::string(op) + ": " + what + " must be >= " + num(min) + ", got " + num(v));
+}
+
+// Axes of a other than `spatial`, in a's order, and the product of their extents.
+Tags otherAxes(const RawTensor& a, std::initializer_list<Tag> spatial, Extents* shape, int64_t* count) {
+  Tags out;
+  *count = 1;
+  for (size_t i = 0; i < a.rank(); ++i) {
+    bool skip = false;
+    for (Tag t : spatial) skip = skip || a.tags()[i] == t;
+    if (skip) continue;
+    out.push_back(a.tags()[i]);
+    shape->push_back(a.shape()[i]);
+    *count *= a.shape()[i];
+  }
+  return out;
+}
+
+Tags concat(Tags a, std::initializer_list<Tag> b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// out[c, r] = in[r, c] for an r x c matrix.
+void transpose(const float* in, float* out, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) out[c * rows + r] = in[r * cols + c];
+}
+
+// ---------------------------------------------------------------- pooling setup
+
+struct PoolSetup {
+  Tags order;            // internal layout: other axes, then h, w
+  Extents out_shape;     // in that layout
+  Conv2dGeometry g;      // channels = number of planes
+  RawTensor x;           // the input in the internal layout, contiguous
+};
+
+PoolSetup poolSetup(ExecContext& ctx, std::string_view op, const Tensor& t, int64_t kh, int64_t kw,
+                    int64_t sh, int64_t sw, int64_t pad, Tag h, Tag w) {
+  ops::requireF32(op, t);
+  const RawTensor& a = t.value();
+  requireDistinct(op, {h, w});
+  requireAxes(op, "input", a, {h, w});
+  requirePositive(op, "kernel_h", kh);
+  requirePositive(op, "kernel_w", kw);
+  requirePositive(op, "stride_h", sh);
+  requirePositive(op, "stride_w", sw);
+  requirePositive(op, "pad", pad, 0);
+  if (2 * pad > kh || 2 * pad > kw)
+    fail(ErrorCode::InvalidArgument, std::string(op) + ": pad " + num(pad) + " must be at most half the kernel " +
+                                         num(kh) + "x" + num(kw));
+  PoolSetup s;
+  int64_t planes = 0;
+  s.order = otherAxes(a, {h, w}, &s.out_shape, &planes);
+  const int64_t H = a.extent(h), W = a.extent(w);
+  const int64_t oh = kernels::convOutExtent(H, kh, sh, pad, 1);
+  const int64_t ow = kernels::convOutExtent(W, kw, sw, pad, 1);
+  if (oh < 1 || ow < 1)
+    fail(ErrorCode::ShapeMismatch, std::string(op) + ": kernel " + num(kh) + "x" + num(kw) + " is larger than the padded input " +
+                                       str(h) + "=" + num(H) + "+2*" + num(pad) + ", " + str(w) + "=" + num(W) + "+2*" + num(pad));
+  s.order.push_back(h);
+  s.order.push_back(w);
+  s.out_shape.push_back(oh);
+  s.out_shape.push_back(ow);
+  s.g = Conv2dGeometry{planes, H, W, kh, kw, sh, sw, pad, pad, 1, 1, oh, ow};
+  s.x = a.permuted(s.order).contiguous(ctx);
+  return s;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- conv2d
+
+Tensor Tensor::conv2d(ExecContext& ctx, const Tensor& weight, const Conv2dOptions& o) const {
+  constexpr std::string_view op = "conv2d";
+  ops::requireF32(op, *this);
+  ops::requireF32(op, weight);
+  const RawTensor& a = value();
+  const RawTensor& wv = weight.value();
+  requireDistinct(op, {o.channels, o.height, o.width, o.out_channels, o.kernel_h, o.kernel_w});
+  requireAxes(op, "input", a, {o.channels, o.height, o.width});
+  if (hasTag(a.tags(), o.out_channels))
+    fail(ErrorCode::ShapeMismatch, "conv2d: the input " + a.describe() + " already has the output axis " + str(o.out_channels));
+  if (wv.rank() != 4 || !hasTag(wv.tags(), o.out_channels) || !hasTag(wv.tags(), o.channels) ||
+      !hasTag(wv.tags(), o.kernel_h) || !hasTag(wv.tags(), o.kernel_w))
+    fail(ErrorCode::ShapeMismatch, "conv2d: the weight needs exactly the axes " + str(o.out_channels) + ", " +
+                                       str(o.channels) + ", " + str(o.kernel_h) + ", " + str(o.kernel_w) + ", got " + wv.describe());
+  requirePositive(op, "stride_h", o.stride_h);
+  requirePositive(op, "stride_w", o.stride_w);
+  requirePositive(op, "dilation_h", o.dilation_h);
+  requirePositive(op, "dilation_w", o.dilation_w);
+  requirePositive(op, "pad_h", o.pad_h, 0);
+  requirePositive(op, "pad_w", o.pad_w, 0);
+  requirePositive(op, "groups", o.groups);
+  const int64_t G = o.groups;
+  const int64_t C = a.extent(o.channels), H = a.extent(o.height), W = a.extent(o.width);
+  const int64_t OC = wv.extent(o.out_channels), KH = wv.extent(o.kernel_h), KW = wv.extent(o.kernel_w);
+  if (C % G != 0 || OC % G != 0)
+    fail(ErrorCode::InvalidArgument, "conv2d: groups=" + num(G) + " must divide the input's " + str(o.channels) + "=" +
+                                         num(C) + " and the weight's " + str(o.out_channels) + "=" + num(OC));
+  if (wv.extent(o.channels) != C / G)
+    fail(ErrorCode::ShapeMismatch, "conv2d: the weight's " + str(o.channels) + " must be the input's " + num(C) + " / groups " +
+                                       num(G) + " = " + num(C / G) + ", got weight " + wv.describe() + " and input " + a.describe());
+  requirePositive(op, "the kernel's height", KH);
+  requirePositive(op, "the kernel's width", KW);
+  const int64_t OH = kernels::convOutExtent(H, KH, o.stride_h, o.pad_h, o.dilation_h);
+  const int64_t OW = kernels::convOutExtent(W, KW, o.stride_w, o.pad_w, o.dilation_w);
+  if (OH < 1 || OW < 1)
+    fail(ErrorCode::ShapeMismatch,
+         "conv2d: the kernel " + str(o.kernel_h) + "=" + num(KH) + " (dilation " + num(o.dilation_h) + "), " + str(o.kernel_w) +
+             "=" + num(KW) + " (dilation " + num(o.dilation_w) + ") is larger than the padded input " + str(o.height) + "=" +
+             num(H) + "+2*" + num(o.pad_h) + ", " + str(o.width) + "=" + num(W) + "+2*" + num(o.pad_w));
+
+  Extents batch_shape;
+  int64_t N = 0;
+  const Tags batch = otherAxes(a, {o.channels, o.height, o.width}, &batch_shape, &N);
+  const RawTensor x = a.permuted(concat(batch, {o.channels, o.height, o.width})).contiguous(ctx);
+  const RawTensor w = wv.permuted({o.out_channels, o.channels, o.kernel_h, o.kernel_w}).contiguous(ctx);
+  const Tags out_order = concat(batch, {o.out_channels, o.height, o.width});
+  Extents out_shape = batch_shape;
+  out_shape.insert(out_shape.end(), {OC, OH, OW});
+  RawTensor y = RawTensor::empty(ctx, out_order, out_shape);
+
+  const Conv2dGeometry g{C, H, W, KH, KW, o.stride_h, o.stride_w, o.pad_h, o.pad_w, o.dilation_h, o.dilation_w, OH, OW};
+  const int64_t P = OH * OW, CgK = (C / G) * KH * KW, OCg = OC / G;
+  {
+    std::vector<float> cols(static_cast<size_t>(C * KH * KW * P));
+    const float* px = x.f32();
+    const float* pw = w.f32();
+    float* py = y.f32();
+    for (int64_t n = 0; n < N; ++n) {
+      kernels::im2col(g, px + n * C * H * W, cols.data());
+      for (int64_t gi = 0; gi < G; ++gi)
+        kernels::gemm(ctx, OCg, P, CgK, pw + gi * OCg * CgK, cols.data() + gi * CgK * P,
+                      py + (n * OC + gi * OCg) * P, false);
+    }
+  }
+  Tags result_order = a.tags();
+  for (Tag& t : result_order)
+    if (t == o.channels) t = o.out_channels;
+  const auto work = static_cast<size_t>(2 * N * OC * P * CgK);
+  return ops::finishOp(ctx, op, y.permuted(result_order), {this, &weight}, [&] {
+    // gx = col2im(W_gᵀ · gy_g) per image; gW_g = Σ_n gy_g · cols_gᵀ. Each reads the other operand.
+    return [x = weight.requiresGrad() ? x : RawTensor(), w = requiresGrad() ? w : RawTensor(), g, N, G, P, CgK, OCg,
+            out_order, x_tags = concat(batch, {o.channels, o.height, o.width}),
+            x_shape = [&] { Extents s = batch_shape; s.insert(s.end(), {C, H, W}); return s; }(),
+            w_tags = Tags{o.out_channels, o.channels, o.kernel_h, o.kernel_w},
+            w_shape = Extents{OC, C / G, KH, KW}](ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads out) {
+      const RawTensor gyc = gy.permuted(out_order).contiguous(c);
+      const float* pg = gyc.f32();
+      const int64_t C = g.channels, OC = OCg * G, HW = g.height * g.width;
+      if (needs[0]) {
+        RawTensor gx = RawTensor::zeros(c, x_tags, x_shape);
+        std::vector<float> wt(static_cast<size_t>(OC * CgK));  // per group: [CgK, OCg]
+        for (int64_t gi = 0; gi < G; ++gi) transpose(w.f32() + gi * OCg * CgK, wt.data() + gi * OCg * CgK, OCg, CgK);
+        std::vector<float> dcols(static_cast<size_t>(C * g.kh * g.kw * P));
+        for (int64_t n = 0; n < N; ++n) {
+          for (int64_t gi = 0; gi < G; ++gi)
+            kernels::gemm(c, CgK, P, OCg, wt.data() + gi * OCg * CgK, pg + (n * OC + gi * OCg) * P,
+                          dcols.data() + gi * CgK * P, false);
+          kernels::col2imAdd(g, dcols.data(), gx.f32() + n * C * HW);
+        }
+        out[0] = std::move(gx);
+      }
+      if (needs[1]) {
+        RawTensor gw = RawTensor::zeros(c, w_tags, w_shape);
+        std::vector<float> cols(static_cast<size_t>(C * g.kh * g.kw * P));
+        std::vector<float> colsT(static_cast<size_t>(CgK * P));
+        for (int64_t n = 0; n < N; ++n) {
+          kernels::im2col(g, x.f32() + n * C * HW, cols.data());
+          for (int64_t gi = 0; gi < G; ++gi) {
+            transpose(cols.data() + gi * CgK * P, colsT.data(), CgK, P);
+            kernels::gemm(c, OCg, CgK, P, pg + (n * OC + gi * OCg) * P, colsT.data(),
+                          gw.f32() + gi * OCg * CgK, true);
+          }
+        }
+        out[1] = std::move(gw);
+      }
+    };
+  }, work);
+}
+
+Tensor Tensor::conv2d(ExecContext& ctx, const Tensor& weight, const Tensor& bias, const Conv2dOptions& o) const {
+  Tensor y = conv2d(ctx, weight, o);
+  const RawTensor& b = bias.value();
+  if (b.rank() != 1 || !(b.tags()[0] == o.out_channels) || b.shape()[0] != weight.extent(o.out_channels))
+    fail(ErrorCode::ShapeMismatch, "conv2d: the bias must have the single axis " + str(o.out_channels) + "=" +
+                                       num(weight.extent(o.out_channels)) + ", got " + b.describe());
+  return y.add(ctx, bias);
+}
+
+// ---------------------------------------------------------------- pooling
+
+Tensor Tensor::maxPool2d(ExecContext& ctx, int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w,
+                         int64_t pad, Tag h, Tag w) const {
+  PoolSetup s = poolSetup(ctx, "maxPool2d", *this, kernel_h, kernel_w, stride_h, stride_w, pad, h, w);
+  RawTensor y = RawTensor::empty(ctx, s.order, s.out_shape);
+  auto argmax = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(y.numel()));
+  kernels::maxPool2dPlanes(s.g, s.x.f32(), y.f32(), argmax->data());
+  return ops::finishOp(ctx, "maxPool2d", y.permuted(value().tags()), {this}, [&] {
+    return [g = s.g, argmax, order = s.order, x_shape = s.x.shape()](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads out) {
+      const RawTensor gyc = gy.permuted(order).contiguous(c);
+      RawTensor gx = RawTensor::zeros(c, order, x_shape);
+      kernels::maxPool2dBackward(g, gyc.f32(), argmax->data(), gx.f32());
+      out[0] = std::move(gx);
+    };
+  }, static_cast<size_t>(y.numel() * kernel_h * kernel_w));
+}
+
+Tensor Tensor::avgPool2d(ExecContext& ctx, int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w,
+                         int64_t pad, Tag h, Tag w) const {
+  PoolSetup s = poolSetup(ctx, "avgPool2d", *this, kernel_h, kernel_w, stride_h, stride_w, pad, h, w);
+  RawTensor y = RawTensor::empty(ctx, s.order, s.out_shape);
+  kernels::avgPool2dPlanes(s.g, s.x.f32(), y.f32());
+  return ops::finishOp(ctx, "avgPool2d", y.permuted(value().tags()), {this}, [&] {
+    return [g = s.g, order = s.order, x_shape = s.x.shape()](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads out) {
+      const RawTensor gyc = gy.permuted(order).contiguous(c);
+      RawTensor gx = RawTensor::zeros(c, order, x_shape);
+      kernels::avgPool2dBackward(g, gyc.f32(), gx.f32());
+      out[0] = std::move(gx);
+    };
+  }, static_cast<size_t>(y.numel() * kernel_h * kernel_w));
+}
+
+Tensor Tensor::upsample2xNearest(ExecContext& ctx, Tag h, Tag w) const {
+  constexpr std::string_view op = "upsample2xNearest";
+  ops::requireF32(op, *this);
+  const RawTensor& a = value();
+  requireDistinct(op, {h, w});
+  requireAxes(op, "input", a, {h, w});
+  Extents shape;
+  int64_t planes = 0;
+  Tags order = otherAxes(a, {h, w}, &shape, &planes);
+  order.push_back(h);
+  order.push_back(w);
+  const int64_t H = a.extent(h), W = a.extent(w);
+  const RawTensor x = a.permuted(order).contiguous(ctx);
+  Extents out_shape = shape;
+  out_shape.insert(out_shape.end(), {2 * H, 2 * W});
+  RawTensor y = RawTensor::empty(ctx, order, out_shape);
+  kernels::upsample2xPlanes(planes, H, W, x.f32(), y.f32());
+  return ops::finishOp(ctx, op, y.permuted(a.tags()), {this}, [&] {
+    return [planes, H, W, order, x_shape = x.shape()](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads out) {
+      const RawTensor gyc = gy.permuted(order).contiguous(c);
+      RawTensor gx = RawTensor::empty(c, order, x_shape);
+      kernels::upsample2xBackward(planes, H, W, gyc.f32(), gx.f32());
+      out[0] = std::move(gx);
+    };
+  }, static_cast<size_t>(y.numel()));
+}
+
+}  // namespace fucina
