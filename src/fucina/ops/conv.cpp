@@ -20,6 +20,10 @@ using ops::NeedsGrad;
 
 namespace {
 
+// Scratch buffers (im2col columns, transposes) go through the context's allocator like every
+// other buffer, so ctx.memory() sees them.
+RawTensor scratch(ExecContext& ctx, int64_t n) { return RawTensor::empty(ctx, {"scratch"}, {n}); }
+
 std::string str(Tag t) { return "'" + std::string(t.name()) + "'"; }
 std::string num(int64_t v) { return std::to_string(v); }
 
@@ -169,14 +173,14 @@ Tensor Tensor::conv2d(ExecContext& ctx, const Tensor& weight, const Conv2dOption
   const Conv2dGeometry g{C, H, W, KH, KW, o.stride_h, o.stride_w, o.pad_h, o.pad_w, o.dilation_h, o.dilation_w, OH, OW};
   const int64_t P = OH * OW, CgK = (C / G) * KH * KW, OCg = OC / G;
   {
-    std::vector<float> cols(static_cast<size_t>(C * KH * KW * P));
+    RawTensor cols = scratch(ctx, C * KH * KW * P);
     const float* px = x.f32();
     const float* pw = w.f32();
     float* py = y.f32();
     for (int64_t n = 0; n < N; ++n) {
-      kernels::im2col(g, px + n * C * H * W, cols.data());
+      kernels::im2col(g, px + n * C * H * W, cols.f32());
       for (int64_t gi = 0; gi < G; ++gi)
-        kernels::gemm(ctx, OCg, P, CgK, pw + gi * OCg * CgK, cols.data() + gi * CgK * P,
+        kernels::gemm(ctx, OCg, P, CgK, pw + gi * OCg * CgK, cols.f32() + gi * CgK * P,
                       py + (n * OC + gi * OCg) * P, false);
     }
   }
@@ -196,26 +200,26 @@ Tensor Tensor::conv2d(ExecContext& ctx, const Tensor& weight, const Conv2dOption
       const int64_t C = g.channels, OC = OCg * G, HW = g.height * g.width;
       if (needs[0]) {
         RawTensor gx = RawTensor::zeros(c, x_tags, x_shape);
-        std::vector<float> wt(static_cast<size_t>(OC * CgK));  // per group: [CgK, OCg]
-        for (int64_t gi = 0; gi < G; ++gi) transpose(w.f32() + gi * OCg * CgK, wt.data() + gi * OCg * CgK, OCg, CgK);
-        std::vector<float> dcols(static_cast<size_t>(C * g.kh * g.kw * P));
+        RawTensor wt = scratch(c, OC * CgK);  // per group: [CgK, OCg]
+        for (int64_t gi = 0; gi < G; ++gi) transpose(w.f32() + gi * OCg * CgK, wt.f32() + gi * OCg * CgK, OCg, CgK);
+        RawTensor dcols = scratch(c, C * g.kh * g.kw * P);
         for (int64_t n = 0; n < N; ++n) {
           for (int64_t gi = 0; gi < G; ++gi)
-            kernels::gemm(c, CgK, P, OCg, wt.data() + gi * OCg * CgK, pg + (n * OC + gi * OCg) * P,
-                          dcols.data() + gi * CgK * P, false);
-          kernels::col2imAdd(g, dcols.data(), gx.f32() + n * C * HW);
+            kernels::gemm(c, CgK, P, OCg, wt.f32() + gi * OCg * CgK, pg + (n * OC + gi * OCg) * P,
+                          dcols.f32() + gi * CgK * P, false);
+          kernels::col2imAdd(g, dcols.f32(), gx.f32() + n * C * HW);
         }
         out[0] = std::move(gx);
       }
       if (needs[1]) {
         RawTensor gw = RawTensor::zeros(c, w_tags, w_shape);
-        std::vector<float> cols(static_cast<size_t>(C * g.kh * g.kw * P));
-        std::vector<float> colsT(static_cast<size_t>(CgK * P));
+        RawTensor cols = scratch(c, C * g.kh * g.kw * P);
+        RawTensor colsT = scratch(c, CgK * P);
         for (int64_t n = 0; n < N; ++n) {
-          kernels::im2col(g, x.f32() + n * C * HW, cols.data());
+          kernels::im2col(g, x.f32() + n * C * HW, cols.f32());
           for (int64_t gi = 0; gi < G; ++gi) {
-            transpose(cols.data() + gi * CgK * P, colsT.data(), CgK, P);
-            kernels::gemm(c, OCg, CgK, P, pg + (n * OC + gi * OCg) * P, colsT.data(),
+            transpose(cols.f32() + gi * CgK * P, colsT.f32(), CgK, P);
+            kernels::gemm(c, OCg, CgK, P, pg + (n * OC + gi * OCg) * P, colsT.f32(),
                           gw.f32() + gi * OCg * CgK, true);
           }
         }
