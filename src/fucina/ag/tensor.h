@@ -184,6 +184,22 @@ class Tensor {
   Tensor withTags(ExecContext& ctx, Tags tags) const;
   Tensor narrow(ExecContext& ctx, Tag axis, int64_t start, int64_t length) const;
   Tensor contiguous(ExecContext& ctx) const;
+  // --- structure (ops/view.cpp): views where the strides allow, else one contiguous copy ---
+  // A new axis of extent 1 at `position` in [0, rank]; squeeze removes an extent-1 axis.
+  Tensor insertAxis(ExecContext& ctx, Tag name, size_t position) const;
+  Tensor squeeze(ExecContext& ctx, Tag axis) const;
+  // Fuses `axes` into one axis `into`, row-major over the listed order, placed where the first
+  // of them (in this tensor's axis order) was. split is its inverse: `axis` becomes `into`
+  // (row-major, extents multiplying to its extent) in place.
+  Tensor merge(ExecContext& ctx, const Tags& axes, Tag into) const;
+  Tensor split(ExecContext& ctx, Tag axis, Tags into, Extents extents) const;
+  Tensor flatten(ExecContext& ctx, Tag into) const;  // every axis, in this tensor's order
+  // Row-major over this tensor's axis order; the element count must not change.
+  Tensor reshape(ExecContext& ctx, Tags tags, Extents shape) const;
+  // The slice at `index` (negative counts from the end), dropping the axis.
+  Tensor select(ExecContext& ctx, Tag axis, int64_t index) const;
+  // Elements start, start+step, ... below end, with 0 <= start <= end <= extent and step >= 1.
+  Tensor slice(ExecContext& ctx, Tag axis, int64_t start, int64_t end, int64_t step = 1) const;
 
   // --- internals ---
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
