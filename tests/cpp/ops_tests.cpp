@@ -697,7 +697,8 @@ TEST_CASE("op coverage matrix") {
   covered["dot"] = "dot";
   for (const char* op : {"broadcastTo", "permuteTo", "withTags", "narrow", "contiguous"}) covered[op] = "views";
   covered["to"] = "casts";
-  for (const char* op : {"insertAxis", "squeeze", "merge", "split", "flatten", "reshape", "select", "slice"})
+  for (const char* op : {"insertAxis", "squeeze", "merge", "split", "flatten", "reshape", "select", "slice",
+                         "concat", "stack", "pad", "where", "maskedFill", "tril", "triu", "bandPart"})
     covered[op] = "structure_tests.cpp";
   for (const char* op : {"softmax", "logSoftmax", "crossEntropy", "nllLoss", "mseLoss"})
     covered[op] = "softmax_loss_tests.cpp";
@@ -710,7 +711,8 @@ TEST_CASE("op coverage matrix") {
       "logsumexp", "cumsum", "prod", "norm", "dot", "broadcastTo", "permuteTo", "withTags", "narrow",
       "contiguous", "to", "softmax", "logSoftmax", "crossEntropy", "nllLoss", "mseLoss",
       "layerNorm", "rmsNorm", "rmsNormMul", "l2Normalize", "insertAxis", "squeeze", "merge", "split",
-      "flatten", "reshape", "select", "slice"};
+      "flatten", "reshape", "select", "slice", "concat", "stack", "pad", "where", "maskedFill",
+      "tril", "triu", "bandPart"};
   std::printf("op coverage (%zu ops):\n", surface.size());
   for (const auto& op : surface) {
     const auto it = covered.find(op);

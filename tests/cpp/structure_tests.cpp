@@ -160,3 +160,118 @@ TEST_CASE("select and slice") {
   CHECK_FUCINA_ERROR(x.slice(ctx, "b", 0, 2, 0), InvalidArgument);
   CHECK_THROWS_WITH(x.select(ctx, "a", 3), Catch::Contains("'a'"));
 }
+
+TEST_CASE("concat and stack") {
+  ExecContext ctx;
+  Tensor x = Tensor::variableFromSlice(ctx, {"a", "b"}, {2, 2}, {1, 2, 3, 4});
+  Tensor y = Tensor::variableFromSlice(ctx, {"b", "a"}, {1, 2}, {5, 6});  // other axis order
+  const std::vector<Tensor> xy = {x, y};
+  Tensor c = Tensor::concat(ctx, xy, "b");
+  CHECK(c.tags() == Tags{"a", "b"});
+  CHECK(c.toVector() == std::vector<float>{1, 2, 5, 3, 4, 6});
+  Tensor z = Tensor::variableFromSlice(ctx, {"b", "a"}, {2, 2}, {7, 8, 9, 10});
+  const std::vector<Tensor> xz = {x, z};
+  Tensor s = Tensor::stack(ctx, xz, "n");
+  CHECK(s.tags() == Tags{"n", "a", "b"});
+  CHECK(s.toVector() == std::vector<float>{1, 2, 3, 4, 7, 9, 8, 10});
+  fucina::gradcheck(ctx, [&](ExecContext& c2) {
+    const std::vector<Tensor> parts = {x.permuteTo(c2, {"b", "a"}), y, x.narrow(c2, "b", 1, 1)};
+    return probe(c2, Tensor::concat(c2, parts, "b"));
+  }, {&x, &y});
+  fucina::gradcheck(ctx, [&](ExecContext& c2) {
+    const std::vector<Tensor> parts = {x, z, x};
+    return probe(c2, Tensor::stack(c2, parts, "n"));
+  }, {&x, &z});
+  // Constants among the operands get no gradient slot filled.
+  Tensor k = Tensor::ones(ctx, {"a", "b"}, {2, 3});
+  const std::vector<Tensor> xk = {x, k};
+  Tensor::concat(ctx, xk, "b").sumAll(ctx).backward(ctx);
+  CHECK(test::gradOf(ctx, x) == std::vector<float>{1, 1, 1, 1});
+
+  CHECK_FUCINA_ERROR(Tensor::concat(ctx, std::vector<Tensor>{}, "b"), InvalidArgument);
+  const std::vector<Tensor> bad = {x, Tensor::ones(ctx, {"a", "b"}, {3, 1})};
+  CHECK_FUCINA_ERROR(Tensor::concat(ctx, bad, "b"), ShapeMismatch);
+  CHECK_THROWS_WITH(Tensor::concat(ctx, bad, "b"), Catch::Contains("'b'"));
+  const std::vector<Tensor> other = {x, Tensor::ones(ctx, {"a", "q"}, {2, 1})};
+  CHECK_FUCINA_ERROR(Tensor::concat(ctx, other, "b"), ShapeMismatch);
+  CHECK_FUCINA_ERROR(Tensor::concat(ctx, xy, "zz"), ShapeMismatch);
+  const std::vector<Tensor> unequal = {x, y};
+  CHECK_FUCINA_ERROR(Tensor::stack(ctx, unequal, "n"), ShapeMismatch);
+  CHECK_FUCINA_ERROR(Tensor::stack(ctx, xz, "a"), ShapeMismatch);
+}
+
+TEST_CASE("pad") {
+  ExecContext ctx;
+  Tensor x = Tensor::variableFromSlice(ctx, {"a", "b"}, {2, 2}, {1, 2, 3, 4});
+  Tensor p = x.pad(ctx, "b", 1, 2, -1);
+  CHECK(p.shape() == fucina::Extents{2, 5});
+  CHECK(p.toVector() == std::vector<float>{-1, 1, 2, -1, -1, -1, 3, 4, -1, -1});
+  CHECK(x.pad(ctx, "a", 0, 1).toVector() == std::vector<float>{1, 2, 3, 4, 0, 0});
+  fucina::gradcheck(ctx, [&](ExecContext& c) { return probe(c, x.pad(c, "a", 1, 0, 0.5)); }, {&x});
+  fucina::gradcheck(ctx, [&](ExecContext& c) {
+    return probe(c, x.permuteTo(c, {"b", "a"}).narrow(c, "b", 1, 1).pad(c, "b", 2, 1));
+  }, {&x});
+  CHECK_FUCINA_ERROR(x.pad(ctx, "b", -1, 0), InvalidArgument);
+  CHECK_FUCINA_ERROR(x.pad(ctx, "zz", 1, 0), ShapeMismatch);
+}
+
+TEST_CASE("where and maskedFill") {
+  ExecContext ctx;
+  Tensor a = Tensor::variableFromSlice(ctx, {"r", "c"}, {2, 3}, test::wave(6, 1, 0.1f, 0.9f));
+  Tensor b = Tensor::variableFromSlice(ctx, {"c"}, {3}, {10, 20, 30});
+  Tensor cond = Tensor::fromInts(ctx, {"c", "r"}, {3, 2}, {1, 0, 0, 1, 1, 1}, fucina::DType::u8);
+  Tensor w = Tensor::where(ctx, cond, a, b);
+  const std::vector<float> av = a.toVector();
+  CHECK(w.tags() == Tags{"r", "c"});
+  CHECK(w.toVector() == std::vector<float>{av[0], 20, av[2], 10, av[4], av[5]});
+  Tensor fcond = Tensor::fromSlice(ctx, {"c"}, {3}, {0, 2.5f, 0});
+  CHECK(Tensor::where(ctx, fcond, a, b).toVector() ==
+        std::vector<float>{10, av[1], 30, 10, av[4], 30});
+  Tensor::where(ctx, cond, a, b).sumAll(ctx).backward(ctx);
+  CHECK(test::gradOf(ctx, a) == std::vector<float>{1, 0, 1, 0, 1, 1});
+  CHECK(test::gradOf(ctx, b) == std::vector<float>{1, 1, 0});
+  fucina::gradcheck(ctx, [&](ExecContext& c) {
+    return probe(c, Tensor::where(c, cond, a.permuteTo(c, {"c", "r"}), b));
+  }, {&a, &b});
+
+  Tensor m = a.maskedFill(ctx, fcond, -5);
+  CHECK(m.toVector() == std::vector<float>{av[0], -5, av[2], av[3], -5, av[5]});
+  fucina::gradcheck(ctx, [&](ExecContext& c) { return probe(c, a.maskedFill(c, cond, 0.25)); }, {&a});
+  a.zeroGrad();
+  a.maskedFill(ctx, cond, 3).sumAll(ctx).backward(ctx);
+  CHECK(test::gradOf(ctx, a) == std::vector<float>{0, 1, 0, 1, 0, 0});
+
+  CHECK_FUCINA_ERROR(Tensor::where(ctx, Tensor::ones(ctx, {"c"}, {4}, fucina::DType::u8), a, b), ShapeMismatch);
+  CHECK_FUCINA_ERROR(Tensor::where(ctx, Tensor::ones(ctx, {"c"}, {3}, fucina::DType::i64), a, b), DTypeMismatch);
+  CHECK_FUCINA_ERROR(Tensor::where(ctx, cond, a, Tensor::ones(ctx, {"c"}, {2})), ShapeMismatch);
+  CHECK_FUCINA_ERROR(a.maskedFill(ctx, Tensor::ones(ctx, {"q"}, {2}), 0), ShapeMismatch);
+  CHECK_THROWS_WITH(a.maskedFill(ctx, Tensor::ones(ctx, {"q"}, {2}), 0), Catch::Contains("'q'"));
+  CHECK_FUCINA_ERROR(a.maskedFill(ctx, Tensor::ones(ctx, {"c"}, {3}, fucina::DType::i32), 0), DTypeMismatch);
+}
+
+TEST_CASE("tril, triu, bandPart") {
+  ExecContext ctx;
+  Tensor x = Tensor::variableFromSlice(ctx, {"i", "j"}, {3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  CHECK(x.tril(ctx, "i", "j").toVector() == std::vector<float>{1, 0, 0, 4, 5, 0, 7, 8, 9});
+  CHECK(x.tril(ctx, "i", "j", -1).toVector() == std::vector<float>{0, 0, 0, 4, 0, 0, 7, 8, 0});
+  CHECK(x.triu(ctx, "i", "j").toVector() == std::vector<float>{1, 2, 3, 0, 5, 6, 0, 0, 9});
+  CHECK(x.triu(ctx, "i", "j", 1).toVector() == std::vector<float>{0, 2, 3, 0, 0, 6, 0, 0, 0});
+  // Axes are named: tril over (j, i) is triu over (i, j), whatever the physical order.
+  CHECK(x.tril(ctx, "j", "i").toVector() == x.triu(ctx, "i", "j").toVector());
+  CHECK(x.permuteTo(ctx, {"j", "i"}).tril(ctx, "i", "j").permuteTo(ctx, {"i", "j"}).toVector() ==
+        x.tril(ctx, "i", "j").toVector());
+  CHECK(x.bandPart(ctx, "i", "j", 1, 0).toVector() == std::vector<float>{1, 0, 0, 4, 5, 0, 0, 8, 9});
+  CHECK(x.bandPart(ctx, "i", "j", -1, 0).toVector() == x.tril(ctx, "i", "j").toVector());
+  CHECK(x.bandPart(ctx, "i", "j", 0, -1).toVector() == x.triu(ctx, "i", "j").toVector());
+  CHECK(x.bandPart(ctx, "i", "j", 0, 0).toVector() == std::vector<float>{1, 0, 0, 0, 5, 0, 0, 0, 9});
+  Tensor bx = Tensor::variableFromSlice(ctx, {"b", "i", "j"}, {2, 2, 3}, test::wave(12, 1, 0.4f, 0.6f));
+  fucina::gradcheck(ctx, [&](ExecContext& c) {
+    return probe(c, bx.permuteTo(c, {"j", "b", "i"}).tril(c, "i", "j").add(c, bx.triu(c, "i", "j", 1)));
+  }, {&bx});
+  fucina::gradcheck(ctx, [&](ExecContext& c) {
+    return probe(c, bx.narrow(c, "j", 1, 2).bandPart(c, "i", "j", 0, 1));
+  }, {&bx});
+  CHECK_FUCINA_ERROR(x.tril(ctx, "i", "i"), InvalidArgument);
+  CHECK_FUCINA_ERROR(x.tril(ctx, "i", "zz"), ShapeMismatch);
+  CHECK_FUCINA_ERROR(x.bandPart(ctx, "i", "j", -2, 0), InvalidArgument);
+}
