@@ -698,7 +698,7 @@ TEST_CASE("op coverage matrix") {
   for (const char* op : {"broadcastTo", "permuteTo", "withTags", "narrow", "contiguous"}) covered[op] = "views";
   covered["to"] = "casts";
   for (const char* op : {"insertAxis", "squeeze", "merge", "split", "flatten", "reshape", "select", "slice",
-                         "concat", "stack", "pad", "where", "maskedFill", "tril", "triu", "bandPart"})
+                         "concat", "stack", "pad", "where", "maskedFill", "tril", "triu", "bandPart", "indexSelect"})
     covered[op] = "structure_tests.cpp";
   for (const char* op : {"softmax", "logSoftmax", "crossEntropy", "nllLoss", "mseLoss"})
     covered[op] = "softmax_loss_tests.cpp";
@@ -712,7 +712,7 @@ TEST_CASE("op coverage matrix") {
       "contiguous", "to", "softmax", "logSoftmax", "crossEntropy", "nllLoss", "mseLoss",
       "layerNorm", "rmsNorm", "rmsNormMul", "l2Normalize", "insertAxis", "squeeze", "merge", "split",
       "flatten", "reshape", "select", "slice", "concat", "stack", "pad", "where", "maskedFill",
-      "tril", "triu", "bandPart"};
+      "tril", "triu", "bandPart", "indexSelect"};
   std::printf("op coverage (%zu ops):\n", surface.size());
   for (const auto& op : surface) {
     const auto it = covered.find(op);

@@ -275,3 +275,34 @@ TEST_CASE("tril, triu, bandPart") {
   CHECK_FUCINA_ERROR(x.tril(ctx, "i", "zz"), ShapeMismatch);
   CHECK_FUCINA_ERROR(x.bandPart(ctx, "i", "j", -2, 0), InvalidArgument);
 }
+
+TEST_CASE("indexSelect") {
+  ExecContext ctx;
+  Tensor table = Tensor::variableFromSlice(ctx, {"vocab", "d"}, {4, 2}, {0, 1, 10, 11, 20, 21, 30, 31});
+  Tensor ids = Tensor::fromInts(ctx, {"batch", "t"}, {2, 3}, {3, 0, 3, 1, 1, 2});
+  Tensor e = table.indexSelect(ctx, "vocab", ids);
+  CHECK(e.tags() == Tags{"batch", "t", "d"});
+  CHECK(e.shape() == fucina::Extents{2, 3, 2});
+  CHECK(e.toVector() == std::vector<float>{30, 31, 0, 1, 30, 31, 10, 11, 10, 11, 20, 21});
+  e.sumAll(ctx).backward(ctx);  // duplicates accumulate
+  CHECK(test::gradOf(ctx, table) == std::vector<float>{1, 1, 2, 2, 1, 1, 2, 2});
+  // Axis in the middle, a permuted table, i64 indices.
+  Tensor x = Tensor::variableFromSlice(ctx, {"a", "b", "c"}, {2, 3, 2}, test::wave(12, 1, 0.2f, 0.8f));
+  Tensor i64 = Tensor::fromInts(ctx, {"k"}, {4}, {2, 0, 2, 1}, fucina::DType::i64);
+  CHECK(x.indexSelect(ctx, "b", i64).tags() == Tags{"a", "k", "c"});
+  CHECK(x.permuteTo(ctx, {"c", "b", "a"}).indexSelect(ctx, "b", i64).permuteTo(ctx, {"a", "k", "c"}).toVector() ==
+        x.indexSelect(ctx, "b", i64).toVector());
+  fucina::gradcheck(ctx, [&](ExecContext& c) { return probe(c, x.indexSelect(c, "b", i64)); }, {&x});
+  fucina::gradcheck(ctx, [&](ExecContext& c) {
+    return probe(c, x.permuteTo(c, {"c", "b", "a"}).narrow(c, "a", 1, 1).indexSelect(c, "b", i64));
+  }, {&x});
+  Tensor one = Tensor::fromInts(ctx, {"k"}, {1}, {0});
+  fucina::gradcheck(ctx, [&](ExecContext& c) { return probe(c, table.indexSelect(c, "vocab", one)); }, {&table});
+
+  CHECK_FUCINA_ERROR(table.indexSelect(ctx, "vocab", Tensor::fromInts(ctx, {"k"}, {2}, {1, 4})), IndexOutOfRange);
+  CHECK_THROWS_WITH(table.indexSelect(ctx, "vocab", Tensor::fromInts(ctx, {"k"}, {2}, {1, -1})),
+                    Catch::Contains("index -1 at position 1"));
+  CHECK_FUCINA_ERROR(table.indexSelect(ctx, "vocab", Tensor::ones(ctx, {"k"}, {2})), DTypeMismatch);
+  CHECK_FUCINA_ERROR(table.indexSelect(ctx, "vocab", Tensor::fromInts(ctx, {"d"}, {1}, {0})), ShapeMismatch);
+  CHECK_FUCINA_ERROR(table.indexSelect(ctx, "zz", ids), ShapeMismatch);
+}

@@ -200,6 +200,11 @@ class Tensor {
   Tensor select(ExecContext& ctx, Tag axis, int64_t index) const;
   // Elements start, start+step, ... below end, with 0 <= start <= end <= extent and step >= 1.
   Tensor slice(ExecContext& ctx, Tag axis, int64_t start, int64_t end, int64_t step = 1) const;
+  // --- indexing (ops/gather.cpp) ---
+  // Rows of this tensor along `axis` at integer indices (i32/i64): the result has `axis` replaced,
+  // in place, by the indices' axes (table{vocab, d}.indexSelect("vocab", ids{batch, t}) ->
+  // {batch, t, d}). The VJP scatter-adds, so repeated indices accumulate.
+  Tensor indexSelect(ExecContext& ctx, Tag axis, const Tensor& indices) const;
   // --- structure (ops/structure.cpp): new values ---
   // Joins tensors with the same axes (any order; extents equal except along `axis`) along
   // `axis`, in the first tensor's axis order. stack adds `new_axis` (first) to each, then joins.
