@@ -429,6 +429,66 @@ EMSCRIPTEN_BINDINGS(fucina) {
       .function("upsample2xNearest", +[](Handle& a, std::string h, std::string w) {
         return guard([&] { return wrap(a.t.upsample2xNearest(ctx(), fucina::Tag(h), fucina::Tag(w))); });
       })
+      // ---- structure ops (ops/view.cpp) ----
+      .function("insertAxis", +[](Handle& a, std::string axis, double position) {
+        return guard([&] {
+          if (!(position >= 0) || position != std::floor(position)) invalid("insertAxis: position must be a non-negative integer");
+          return wrap(a.t.insertAxis(ctx(), fucina::Tag(axis), static_cast<size_t>(position)));
+        });
+      })
+      .function("squeeze", +[](Handle& a, std::string axis) {
+        return guard([&] { return wrap(a.t.squeeze(ctx(), fucina::Tag(axis))); });
+      })
+      .function("merge", +[](Handle& a, val axes, std::string into) {
+        return guard([&] { return wrap(a.t.merge(ctx(), toTags(axes, "axes"), fucina::Tag(into))); });
+      })
+      .function("split", +[](Handle& a, std::string axis, val into, val extents) {
+        return guard([&] {
+          return wrap(a.t.split(ctx(), fucina::Tag(axis), toTags(into, "into"), toExtents(extents)));
+        });
+      })
+      .function("flatten", +[](Handle& a, std::string into) {
+        return guard([&] { return wrap(a.t.flatten(ctx(), fucina::Tag(into))); });
+      })
+      .function("reshape", +[](Handle& a, val tags, val shape) {
+        return guard([&] { return wrap(a.t.reshape(ctx(), toTags(tags, "tags"), toExtents(shape))); });
+      })
+      .function("select", +[](Handle& a, std::string axis, double index) {
+        return guard([&] {
+          if (index != std::floor(index)) invalid("select: index must be an integer");
+          return wrap(a.t.select(ctx(), fucina::Tag(axis), static_cast<int64_t>(index)));
+        });
+      })
+      .function("slice", +[](Handle& a, std::string axis, double start, double end, double step) {
+        return guard([&] {
+          if (start != std::floor(start) || end != std::floor(end) || step != std::floor(step))
+            invalid("slice: start, end and step must be integers");
+          return wrap(a.t.slice(ctx(), fucina::Tag(axis), static_cast<int64_t>(start),
+                                static_cast<int64_t>(end), static_cast<int64_t>(step)));
+        });
+      })
+      .function("pad", +[](Handle& a, std::string axis, double before, double after, double value) {
+        return guard([&] {
+          if (before != std::floor(before) || after != std::floor(after)) invalid("pad: before and after must be integers");
+          return wrap(a.t.pad(ctx(), fucina::Tag(axis), static_cast<int64_t>(before), static_cast<int64_t>(after), value));
+        });
+      })
+      .function("maskedFill", +[](Handle& a, val mask, double value) {
+        return guard([&] { return wrap(a.t.maskedFill(ctx(), tensorOf(mask, "mask"), value)); });
+      })
+      .function("band", +[](Handle& a, std::string kind, std::string row, std::string col, double p, double q) {
+        return guard([&] {
+          if (p != std::floor(p) || q != std::floor(q)) invalid(kind + ": diagonal bounds must be integers");
+          const fucina::Tag r(row), c(col);
+          if (kind == "tril") return wrap(a.t.tril(ctx(), r, c, static_cast<int64_t>(p)));
+          if (kind == "triu") return wrap(a.t.triu(ctx(), r, c, static_cast<int64_t>(p)));
+          return wrap(a.t.bandPart(ctx(), r, c, static_cast<int64_t>(p), static_cast<int64_t>(q)));
+        });
+      })
+      .function("indexSelect", +[](Handle& a, std::string axis, val indices) {
+        return guard([&] { return wrap(a.t.indexSelect(ctx(), fucina::Tag(axis), tensorOf(indices, "indices"))); });
+      })
+      // ---- end structure ops ----
       .function("dropout", +[](Handle& a, double p, double seed) {
         return guard([&] {
           if (!(seed >= 0) || seed != std::floor(seed) || seed > 9007199254740991.0)
@@ -446,6 +506,19 @@ EMSCRIPTEN_BINDINGS(fucina) {
   function("noGradPush", +[]() { g_no_grad.push_back(fucina::noGrad()); });
   function("noGradPop", +[]() { if (!g_no_grad.empty()) g_no_grad.pop_back(); });
   function("isGradEnabled", &fucina::isGradEnabled);
+  // ---- structure ops taking several tensors (ops/structure.cpp) ----
+  function("concat", +[](val tensors, std::string axis, bool stack) {
+    return guard([&] {
+      if (!tensors.isArray()) invalid("tensors must be an array of Tensors");
+      std::vector<Tensor> ts;
+      const int n = tensors["length"].as<int>();
+      for (int i = 0; i < n; ++i) ts.push_back(tensorOf(tensors[i], "tensor"));
+      return wrap(stack ? Tensor::stack(ctx(), ts, fucina::Tag(axis)) : Tensor::concat(ctx(), ts, fucina::Tag(axis)));
+    });
+  });
+  function("where", +[](val cond, val a, val b) {
+    return guard([&] { return wrap(Tensor::where(ctx(), tensorOf(cond, "cond"), tensorOf(a, "a"), tensorOf(b, "b"))); });
+  });
   function("checkpoint", &checkpoint);
   function("customVjp", &customVjp);
   function("gradcheck", &gradcheck);

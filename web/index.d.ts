@@ -134,7 +134,35 @@ export class Tensor {
   permuteTo(order: string[]): Tensor;
   withTags(tags: string[]): Tensor;
   narrow(axis: string, start: number, length: number): Tensor;
+  /** Embedding lookup: `axis` is replaced, in place, by the axes of the i32/i64 indices. */
+  indexSelect(axis: string, indices: Tensor): Tensor;
   contiguous(): Tensor;
+  /** A new axis of extent 1 at position (0..rank). */
+  insertAxis(axis: string, position: number): Tensor;
+  /** Removes an axis of extent 1 (InvalidArgument otherwise). */
+  squeeze(axis: string): Tensor;
+  /** Fuses axes into one, row-major over the listed order, where the first of them was. */
+  merge(axes: string[], into: string): Tensor;
+  /** Inverse of merge: axis becomes `into` (row-major; the extents multiply to its extent). */
+  split(axis: string, into: string[], extents: number[]): Tensor;
+  /** Every axis into one, row-major over the current axis order. */
+  flatten(into: string): Tensor;
+  /** Row-major over the current axis order; same element count. */
+  reshape(tags: string[], shape: number[]): Tensor;
+  /** The slice at index (negative counts from the end); drops the axis. */
+  select(axis: string, index: number): Tensor;
+  /** Elements start, start+step, ... below end (0 <= start <= end <= extent, step >= 1). */
+  slice(axis: string, start: number, end: number, step?: number): Tensor;
+  /** `before` and `after` elements of `value` (default 0) on each side of axis. */
+  pad(axis: string, before: number, after: number, value?: number): Tensor;
+  /** value where mask (u8 or f32, axes a subset of this tensor's) is nonzero; gradient 0 there. */
+  maskedFill(mask: Tensor, value: number): Tensor;
+  /** Keeps col - row <= diagonal (default 0), zeroes the rest. */
+  tril(row: string, col: string, diagonal?: number): Tensor;
+  /** Keeps col - row >= diagonal (default 0), zeroes the rest. */
+  triu(row: string, col: string, diagonal?: number): Tensor;
+  /** Keeps row - col <= lower and col - row <= upper; -1 is unbounded (as TF). */
+  bandPart(row: string, col: string, lower: number, upper: number): Tensor;
   /** Mask is a pure function of (seed, element index): the same in every build and recompute. */
   dropout(p: number, seed: number): Tensor;
   /** 2-D cross-correlation (torch's conv2d) via im2col + GEMM. The input has axes c, h, w plus
@@ -221,6 +249,12 @@ export interface Fucina {
   ones(tags: string[], shape: number[], dtype?: DType): Tensor;
   full(tags: string[], shape: number[], value: number, dtype?: DType): Tensor;
   scalar(value: number, dtype?: DType): Tensor;
+  /** Joins tensors with the same axes along axis (in the first tensor's axis order). */
+  concat(tensors: Tensor[], axis: string): Tensor;
+  /** Adds axis (first) to each tensor and joins along it. */
+  stack(tensors: Tensor[], axis: string): Tensor;
+  /** a where cond (u8, or f32 nonzero) else b, axes aligned by tag; gradients to a and b. */
+  where(cond: Tensor, a: Tensor, b: Tensor): Tensor;
   noGrad<T>(fn: () => T): T;
   isGradEnabled(): boolean;
   /** Disposes every tensor made inside fn except those it returns (a tensor, array or object). */

@@ -145,6 +145,21 @@ class Fucina {
   ones(tags, shape, dtype = 'f32') { return this.full(tags, shape, 1, dtype); }
   scalar(value, dtype = 'f32') { return this.full([], [], value, dtype); }
 
+  // ---- structure ops over several tensors
+  concat(tensors, axis) { return this.#join(tensors, axis, 'concat', false); }
+  stack(tensors, axis) { return this.#join(tensors, axis, 'stack', true); }
+  #join(tensors, axis, op, stack) {
+    if (!Array.isArray(tensors)) throw invalid(`${op}: tensors must be an array of Tensors`);
+    const hs = tensors.map((t) => asTensor(t, op)._handle);
+    checkString(axis, `${op}: axis`);
+    return this._wrap(this._call((M) => M.concat(hs, axis, stack)));
+  }
+  /** a where cond (u8, or f32 nonzero) else b; gradients flow to a and b. */
+  where(cond, a, b) {
+    const [c, x, y] = [asTensor(cond, 'where'), asTensor(a, 'where'), asTensor(b, 'where')];
+    return this._wrap(this._call((M) => M.where(c._handle, x._handle, y._handle)));
+  }
+
   // ---- modes, scopes, memory
   noGrad(fn) {
     this.#M.noGradPush();
@@ -300,9 +315,49 @@ export class Tensor {
   broadcastTo(tags, shape) { return this._make((h) => h.broadcastTo(checkTags(tags), checkShape(shape))); }
   permuteTo(order) { return this._make((h) => h.permuteTo(checkTags(order, 'order'))); }
   withTags(tags) { return this._make((h) => h.withTags(checkTags(tags))); }
+  /** Embedding lookup: the axis is replaced, in place, by the (i32/i64) indices' axes. */
+  indexSelect(axis, indices) {
+    const ix = asTensor(indices, 'indexSelect');
+    return this._make((h) => h.indexSelect(checkString(axis, 'axis'), ix._handle));
+  }
   narrow(axis, start, length) {
     if (typeof axis !== 'string') throw invalid('narrow: axis must be an axis name');
     return this._make((h) => h.narrow(axis, checkNumber(start, 'start'), checkNumber(length, 'length')));
+  }
+  // ---- structure ops: views where the strides allow, else one copy ----
+  insertAxis(axis, position) {
+    return this._make((h) => h.insertAxis(checkString(axis, 'insertAxis: axis'), checkNumber(position, 'insertAxis: position')));
+  }
+  squeeze(axis) { return this._make((h) => h.squeeze(checkString(axis, 'squeeze: axis'))); }
+  merge(axes, into) {
+    return this._make((h) => h.merge(checkTags(axes, 'merge: axes'), checkString(into, 'merge: into')));
+  }
+  split(axis, into, extents) {
+    return this._make((h) => h.split(checkString(axis, 'split: axis'), checkTags(into, 'split: into'), checkShape(extents)));
+  }
+  flatten(into) { return this._make((h) => h.flatten(checkString(into, 'flatten: into'))); }
+  reshape(tags, shape) { return this._make((h) => h.reshape(checkTags(tags), checkShape(shape))); }
+  select(axis, index) {
+    return this._make((h) => h.select(checkString(axis, 'select: axis'), checkNumber(index, 'select: index')));
+  }
+  slice(axis, start, end, step = 1) {
+    return this._make((h) => h.slice(checkString(axis, 'slice: axis'), checkNumber(start, 'slice: start'),
+      checkNumber(end, 'slice: end'), checkNumber(step, 'slice: step')));
+  }
+  pad(axis, before, after, value = 0) {
+    return this._make((h) => h.pad(checkString(axis, 'pad: axis'), checkNumber(before, 'pad: before'),
+      checkNumber(after, 'pad: after'), checkNumber(value, 'pad: value')));
+  }
+  maskedFill(mask, value) {
+    const m = asTensor(mask, 'maskedFill');
+    return this._make((h) => h.maskedFill(m._handle, checkNumber(value, 'maskedFill: value')));
+  }
+  tril(row, col, diagonal = 0) { return this.#band('tril', row, col, diagonal, 0); }
+  triu(row, col, diagonal = 0) { return this.#band('triu', row, col, diagonal, 0); }
+  bandPart(row, col, lower, upper) { return this.#band('bandPart', row, col, lower, upper); }
+  #band(kind, row, col, p, q) {
+    return this._make((h) => h.band(kind, checkString(row, `${kind}: row`), checkString(col, `${kind}: col`),
+      checkNumber(p, `${kind}: bound`), checkNumber(q, `${kind}: bound`)));
   }
   /** layerNorm(axis, { eps = 1e-5, weight, bias }): weight and bias together, or neither. */
   layerNorm(axis, options = {}) {

@@ -697,6 +697,9 @@ TEST_CASE("op coverage matrix") {
   covered["dot"] = "dot";
   for (const char* op : {"broadcastTo", "permuteTo", "withTags", "narrow", "contiguous"}) covered[op] = "views";
   covered["to"] = "casts";
+  for (const char* op : {"insertAxis", "squeeze", "merge", "split", "flatten", "reshape", "select", "slice",
+                         "concat", "stack", "pad", "where", "maskedFill", "tril", "triu", "bandPart", "indexSelect"})
+    covered[op] = "structure_tests.cpp";
   for (const char* op : {"softmax", "logSoftmax", "crossEntropy", "nllLoss", "mseLoss"})
     covered[op] = "softmax_loss_tests.cpp";
   for (const char* op : {"layerNorm", "rmsNorm", "rmsNormMul", "l2Normalize"}) covered[op] = "norm_tests.cpp";
@@ -709,7 +712,9 @@ TEST_CASE("op coverage matrix") {
       "logsumexp", "cumsum", "prod", "norm", "dot", "broadcastTo", "permuteTo", "withTags", "narrow",
       "contiguous", "to", "softmax", "logSoftmax", "crossEntropy", "nllLoss", "mseLoss",
       "layerNorm", "rmsNorm", "rmsNormMul", "l2Normalize", "conv2d", "maxPool2d", "avgPool2d",
-      "upsample2xNearest"};
+      "upsample2xNearest", "insertAxis", "squeeze", "merge", "split",
+      "flatten", "reshape", "select", "slice", "concat", "stack", "pad", "where", "maskedFill",
+      "tril", "triu", "bandPart", "indexSelect"};
   std::printf("op coverage (%zu ops):\n", surface.size());
   for (const auto& op : surface) {
     const auto it = covered.find(op);

@@ -214,6 +214,43 @@ class Tensor {
   Tensor withTags(ExecContext& ctx, Tags tags) const;
   Tensor narrow(ExecContext& ctx, Tag axis, int64_t start, int64_t length) const;
   Tensor contiguous(ExecContext& ctx) const;
+  // --- structure (ops/view.cpp): views where the strides allow, else one contiguous copy ---
+  // A new axis of extent 1 at `position` in [0, rank]; squeeze removes an extent-1 axis.
+  Tensor insertAxis(ExecContext& ctx, Tag name, size_t position) const;
+  Tensor squeeze(ExecContext& ctx, Tag axis) const;
+  // Fuses `axes` into one axis `into`, row-major over the listed order, placed where the first
+  // of them (in this tensor's axis order) was. split is its inverse: `axis` becomes `into`
+  // (row-major, extents multiplying to its extent) in place.
+  Tensor merge(ExecContext& ctx, const Tags& axes, Tag into) const;
+  Tensor split(ExecContext& ctx, Tag axis, Tags into, Extents extents) const;
+  Tensor flatten(ExecContext& ctx, Tag into) const;  // every axis, in this tensor's order
+  // Row-major over this tensor's axis order; the element count must not change.
+  Tensor reshape(ExecContext& ctx, Tags tags, Extents shape) const;
+  // The slice at `index` (negative counts from the end), dropping the axis.
+  Tensor select(ExecContext& ctx, Tag axis, int64_t index) const;
+  // Elements start, start+step, ... below end, with 0 <= start <= end <= extent and step >= 1.
+  Tensor slice(ExecContext& ctx, Tag axis, int64_t start, int64_t end, int64_t step = 1) const;
+  // --- indexing (ops/gather.cpp) ---
+  // Rows of this tensor along `axis` at integer indices (i32/i64): the result has `axis` replaced,
+  // in place, by the indices' axes (table{vocab, d}.indexSelect("vocab", ids{batch, t}) ->
+  // {batch, t, d}). The VJP scatter-adds, so repeated indices accumulate.
+  Tensor indexSelect(ExecContext& ctx, Tag axis, const Tensor& indices) const;
+  // --- structure (ops/structure.cpp): new values ---
+  // Joins tensors with the same axes (any order; extents equal except along `axis`) along
+  // `axis`, in the first tensor's axis order. stack adds `new_axis` (first) to each, then joins.
+  static Tensor concat(ExecContext& ctx, std::span<const Tensor> tensors, Tag axis);
+  static Tensor stack(ExecContext& ctx, std::span<const Tensor> tensors, Tag new_axis);
+  // `before` and `after` elements of `value` on each side of axis.
+  Tensor pad(ExecContext& ctx, Tag axis, int64_t before, int64_t after, double value = 0) const;
+  // a where cond (u8, or f32 nonzero) else b, axes aligned by tag; gradients to a and b only.
+  static Tensor where(ExecContext& ctx, const Tensor& cond, const Tensor& a, const Tensor& b);
+  // value where mask (u8 or f32, axes a subset of this tensor's) is nonzero; gradient 0 there.
+  Tensor maskedFill(ExecContext& ctx, const Tensor& mask, double value) const;
+  // Keeps elements with col - row <= diagonal (tril) or >= diagonal (triu), zeroes the rest.
+  Tensor tril(ExecContext& ctx, Tag row, Tag col, int64_t diagonal = 0) const;
+  Tensor triu(ExecContext& ctx, Tag row, Tag col, int64_t diagonal = 0) const;
+  // Keeps row - col <= lower and col - row <= upper; -1 leaves that side unbounded (as TF).
+  Tensor bandPart(ExecContext& ctx, Tag row, Tag col, int64_t lower, int64_t upper) const;
 
   // --- internals ---
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}

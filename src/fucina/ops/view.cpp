@@ -1,5 +1,8 @@
 // Views and layout: results share the input's storage where possible; VJPs route gradients back
 // through the same layout (a broadcast's VJP sums, a narrow's pads with zeros).
+#include <algorithm>
+#include <string>
+
 #include "fucina/kernels/copy.h"
 #include "fucina/kernels/reduce.h"
 #include "fucina/ops/finish_op.h"
@@ -66,6 +69,279 @@ Tensor Tensor::contiguous(ExecContext& ctx) const {
   RawTensor out = a.clone(ctx);
   return ops::finishOp(ctx, "contiguous", out, {this}, [] {
     return [](ExecContext&, const RawTensor& gy, NeedsGrad, Grads g) { g[0] = gy; };
+  });
+}
+
+// ---------------------------------------------------------------- structure
+// Reshaping ops work on a view whose axis order is the logical one they are defined over
+// (permuted by name first), so no op depends on the physical order of axes.
+
+namespace {
+
+std::string tagName(Tag t) { return "'" + std::string(t.name()) + "'"; }
+
+RawTensor makeView(const RawTensor& a, Tags tags, Extents shape, std::vector<int64_t> strides,
+                   int64_t offset) {
+  return RawTensor::view(a.storage(), a.dtype(), std::move(tags), std::move(shape),
+                         std::move(strides), offset);
+}
+
+// Fuses axes [first, first+count) of a (in a's order) into one axis `into`: a view when their
+// strides nest row-major, else a contiguous copy.
+RawTensor mergeRun(ExecContext& ctx, const RawTensor& a, size_t first, size_t count, Tag into) {
+  int64_t extent = 1;
+  for (size_t i = first; i < first + count; ++i) extent *= a.shape()[i];
+  bool viewable = true;
+  int64_t stride = 0, inner = 1;  // stride of the merged axis, extent nested inside the last axis
+  bool have = false;
+  for (size_t i = first + count; i-- > first;) {
+    if (a.shape()[i] == 1) continue;
+    if (!have) {
+      stride = a.strides()[i];
+      have = true;
+    } else if (a.strides()[i] != stride * inner) {
+      viewable = false;
+    }
+    inner *= a.shape()[i];
+  }
+  const RawTensor src = (viewable || extent == 0) ? a : a.clone(ctx);
+  if (!viewable && extent != 0) {
+    stride = 1;
+    for (size_t i = first + count; i < src.rank(); ++i) stride *= src.shape()[i];
+  }
+  Tags tags;
+  Extents shape;
+  std::vector<int64_t> strides;
+  for (size_t i = 0; i < src.rank(); ++i) {
+    if (i == first) {
+      tags.push_back(into);
+      shape.push_back(extent);
+      strides.push_back(stride);
+    }
+    if (i >= first && i < first + count) continue;
+    tags.push_back(src.tags()[i]);
+    shape.push_back(src.shape()[i]);
+    strides.push_back(src.strides()[i]);
+  }
+  validateShape(tags, shape, "merge");
+  return makeView(src, std::move(tags), std::move(shape), std::move(strides), src.offset());
+}
+
+// Splits axis `axis` of a into `into` (row-major, in place): always a view.
+RawTensor splitAxis(std::string_view op, const RawTensor& a, Tag axis, const Tags& into,
+                    const Extents& extents) {
+  const size_t p = a.axis(axis);
+  if (into.size() != extents.size() || into.empty())
+    fail(ErrorCode::InvalidArgument, std::string(op) + ": " + std::to_string(into.size()) +
+                                         " tags " + describe(into) + " for " +
+                                         std::to_string(extents.size()) + " extents");
+  int64_t prod = 1;
+  for (int64_t e : extents) {
+    if (e < 0)
+      fail(ErrorCode::InvalidArgument, std::string(op) + ": negative extent in " + describe(into, extents));
+    prod *= e;
+  }
+  if (prod != a.shape()[p])
+    fail(ErrorCode::ShapeMismatch, std::string(op) + " " + tagName(axis) + " of " + a.describe() +
+                                       " into " + describe(into, extents) + ": the extents multiply to " +
+                                       std::to_string(prod) + ", not " + std::to_string(a.shape()[p]));
+  Tags tags;
+  Extents shape;
+  std::vector<int64_t> strides;
+  for (size_t i = 0; i < a.rank(); ++i) {
+    if (i != p) {
+      tags.push_back(a.tags()[i]);
+      shape.push_back(a.shape()[i]);
+      strides.push_back(a.strides()[i]);
+      continue;
+    }
+    std::vector<int64_t> s(into.size());
+    int64_t acc = a.strides()[p];
+    for (size_t k = into.size(); k-- > 0;) {
+      s[k] = acc;
+      acc *= extents[k];
+    }
+    tags.insert(tags.end(), into.begin(), into.end());
+    shape.insert(shape.end(), extents.begin(), extents.end());
+    strides.insert(strides.end(), s.begin(), s.end());
+  }
+  validateShape(tags, shape, op);
+  return makeView(a, std::move(tags), std::move(shape), std::move(strides), a.offset());
+}
+
+// Row-major reshape over a's axis order: a view when a is contiguous, else a copy.
+RawTensor reshapeRaw(ExecContext& ctx, const RawTensor& a, Tags tags, Extents shape) {
+  const RawTensor src = a.contiguous(ctx);
+  std::vector<int64_t> strides = contiguousStrides(shape);
+  return makeView(src, std::move(tags), std::move(shape), std::move(strides), src.offset());
+}
+
+// a without its extent-1 axis at position p.
+RawTensor dropUnitAxis(const RawTensor& a, size_t p) {
+  Tags tags = a.tags();
+  Extents shape = a.shape();
+  std::vector<int64_t> strides = a.strides();
+  tags.erase(tags.begin() + static_cast<std::ptrdiff_t>(p));
+  shape.erase(shape.begin() + static_cast<std::ptrdiff_t>(p));
+  strides.erase(strides.begin() + static_cast<std::ptrdiff_t>(p));
+  return makeView(a, std::move(tags), std::move(shape), std::move(strides), a.offset());
+}
+
+RawTensor insertUnitAxis(const RawTensor& a, Tag name, size_t p) {
+  Tags tags = a.tags();
+  Extents shape = a.shape();
+  std::vector<int64_t> strides = a.strides();
+  tags.insert(tags.begin() + static_cast<std::ptrdiff_t>(p), name);
+  shape.insert(shape.begin() + static_cast<std::ptrdiff_t>(p), 1);
+  strides.insert(strides.begin() + static_cast<std::ptrdiff_t>(p), 0);
+  return makeView(a, std::move(tags), std::move(shape), std::move(strides), a.offset());
+}
+
+}  // namespace
+
+Tensor Tensor::insertAxis(ExecContext& ctx, Tag name, size_t position) const {
+  const RawTensor& a = value();
+  if (position > a.rank())
+    fail(ErrorCode::IndexOutOfRange, "insertAxis " + tagName(name) + " at position " +
+                                         std::to_string(position) + " of " + a.describe() +
+                                         ": positions run from 0 to " + std::to_string(a.rank()));
+  if (hasTag(a.tags(), name))
+    fail(ErrorCode::ShapeMismatch, "insertAxis: " + a.describe() + " already has an axis " + tagName(name));
+  RawTensor out = insertUnitAxis(a, name, position);
+  return ops::finishOp(ctx, "insertAxis", out, {this}, [&] {
+    return [tags = out.tags(), name](ExecContext&, const RawTensor& gy, NeedsGrad, Grads g) {
+      const RawTensor ordered = gy.permuted(tags);
+      g[0] = dropUnitAxis(ordered, ordered.axis(name));
+    };
+  });
+}
+
+Tensor Tensor::squeeze(ExecContext& ctx, Tag axis) const {
+  const RawTensor& a = value();
+  const size_t p = a.axis(axis);
+  if (a.shape()[p] != 1)
+    fail(ErrorCode::InvalidArgument, "squeeze " + tagName(axis) + " of " + a.describe() +
+                                         ": only an axis of extent 1 can be removed");
+  RawTensor out = dropUnitAxis(a, p);
+  return ops::finishOp(ctx, "squeeze", out, {this}, [&] {
+    return [tags = out.tags(), axis, p](ExecContext&, const RawTensor& gy, NeedsGrad, Grads g) {
+      g[0] = insertUnitAxis(gy.permuted(tags), axis, p);
+    };
+  });
+}
+
+Tensor Tensor::merge(ExecContext& ctx, const Tags& axes, Tag into) const {
+  const RawTensor& a = value();
+  if (axes.empty())
+    fail(ErrorCode::InvalidArgument, "merge into " + tagName(into) + ": no axes to merge in " + a.describe());
+  size_t first = a.rank();
+  for (Tag t : axes) {
+    first = std::min(first, a.axis(t));
+    if (std::count(axes.begin(), axes.end(), t) > 1)
+      fail(ErrorCode::ShapeMismatch, "merge " + describe(axes) + ": axis " + tagName(t) + " listed twice");
+  }
+  // The merged group goes where its first axis was; other axes keep their order.
+  Tags order;
+  for (size_t i = 0; i < a.rank(); ++i) {
+    if (i == first) order.insert(order.end(), axes.begin(), axes.end());
+    if (!hasTag(axes, a.tags()[i])) order.push_back(a.tags()[i]);
+  }
+  for (size_t i = 0; i < a.rank(); ++i)
+    if (!hasTag(axes, a.tags()[i]) && a.tags()[i] == into)
+      fail(ErrorCode::ShapeMismatch, "merge " + describe(axes) + " into " + tagName(into) + ": " +
+                                         a.describe() + " already has an axis " + tagName(into));
+  RawTensor out = mergeRun(ctx, a.permuted(order), first, axes.size(), into);
+  Extents extents;
+  for (Tag t : axes) extents.push_back(a.extent(t));
+  return ops::finishOp(ctx, "merge", out, {this}, [&] {
+    return [tags = out.tags(), axes, into, extents](ExecContext&, const RawTensor& gy, NeedsGrad, Grads g) {
+      g[0] = splitAxis("merge", gy.permuted(tags), into, axes, extents);
+    };
+  });
+}
+
+Tensor Tensor::split(ExecContext& ctx, Tag axis, Tags into, Extents extents) const {
+  const RawTensor& a = value();
+  RawTensor out = splitAxis("split", a, axis, into, extents);
+  return ops::finishOp(ctx, "split", out, {this}, [&] {
+    return [tags = out.tags(), first = a.axis(axis), n = into.size(), axis](
+               ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
+      g[0] = mergeRun(c, gy.permuted(tags), first, n, axis);
+    };
+  });
+}
+
+Tensor Tensor::flatten(ExecContext& ctx, Tag into) const {
+  const RawTensor& a = value();
+  if (a.rank() == 0) return insertAxis(ctx, into, 0);
+  return merge(ctx, a.tags(), into);
+}
+
+Tensor Tensor::reshape(ExecContext& ctx, Tags tags, Extents shape) const {
+  const RawTensor& a = value();
+  validateShape(tags, shape, "reshape");
+  if (numelOf(shape) != a.numel())
+    fail(ErrorCode::ShapeMismatch, "reshape " + a.describe() + " to " + describe(tags, shape) +
+                                       ": " + std::to_string(a.numel()) + " elements cannot become " +
+                                       std::to_string(numelOf(shape)));
+  RawTensor out = reshapeRaw(ctx, a, tags, shape);
+  return ops::finishOp(ctx, "reshape", out, {this}, [&] {
+    return [in_tags = a.tags(), in_shape = a.shape(), tags](ExecContext& c, const RawTensor& gy,
+                                                            NeedsGrad, Grads g) {
+      g[0] = reshapeRaw(c, gy.permuted(tags), in_tags, in_shape);
+    };
+  });
+}
+
+Tensor Tensor::select(ExecContext& ctx, Tag axis, int64_t index) const {
+  const RawTensor& a = value();
+  const size_t p = a.axis(axis);
+  const int64_t n = a.shape()[p];
+  if (index < -n || index >= n)
+    fail(ErrorCode::IndexOutOfRange, "select index " + std::to_string(index) + " of axis " +
+                                         tagName(axis) + " in " + a.describe() + ": valid indices are [" +
+                                         std::to_string(-n) + ", " + std::to_string(n) + ")");
+  const int64_t i = index < 0 ? index + n : index;
+  RawTensor out = dropUnitAxis(a.narrowed(axis, i, 1), p);
+  return ops::finishOp(ctx, "select", out, {this}, [&] {
+    return [tags = a.tags(), shape = a.shape(), out_tags = out.tags(), axis, i, p](
+               ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
+      RawTensor full = RawTensor::zeros(c, tags, shape);
+      kernels::copyConvert(gy.permuted(out_tags), dropUnitAxis(full.narrowed(axis, i, 1), p));
+      g[0] = std::move(full);
+    };
+  });
+}
+
+namespace {
+RawTensor strided(const RawTensor& a, size_t p, int64_t start, int64_t end, int64_t step) {
+  Extents shape = a.shape();
+  std::vector<int64_t> strides = a.strides();
+  shape[p] = (end - start + step - 1) / step;
+  strides[p] *= step;
+  return makeView(a, a.tags(), std::move(shape), std::move(strides), a.offset() + start * a.strides()[p]);
+}
+}  // namespace
+
+Tensor Tensor::slice(ExecContext& ctx, Tag axis, int64_t start, int64_t end, int64_t step) const {
+  const RawTensor& a = value();
+  const size_t p = a.axis(axis);
+  const int64_t n = a.shape()[p];
+  if (step < 1)
+    fail(ErrorCode::InvalidArgument, "slice " + tagName(axis) + " of " + a.describe() + ": step " +
+                                         std::to_string(step) + " must be at least 1");
+  if (start < 0 || end < start || end > n)
+    fail(ErrorCode::IndexOutOfRange, "slice " + tagName(axis) + " of " + a.describe() + " to [" +
+                                         std::to_string(start) + ", " + std::to_string(end) +
+                                         "): need 0 <= start <= end <= " + std::to_string(n));
+  RawTensor out = strided(a, p, start, end, step);
+  return ops::finishOp(ctx, "slice", out, {this}, [&] {
+    return [tags = a.tags(), shape = a.shape(), p, start, end, step](
+               ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
+      RawTensor full = RawTensor::zeros(c, tags, shape);
+      kernels::copyConvert(gy.permuted(tags), strided(full, p, start, end, step));
+      g[0] = std::move(full);
+    };
   });
 }
 
