@@ -56,6 +56,12 @@ void validateShape(const Tags& tags, const Extents& extents, std::string_view wh
   }
 }
 
+Tags joinTags(std::initializer_list<Tags> parts) {
+  Tags out;
+  for (const Tags& p : parts) out.insert(out.end(), p.begin(), p.end());
+  return out;
+}
+
 std::vector<int64_t> contiguousStrides(const Extents& extents) {
   std::vector<int64_t> strides(extents.size());
   int64_t s = 1;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +23,8 @@ std::string describe(const Tags& tags, const Extents& extents);
 std::string describe(const Tags& tags);
 // Throws ShapeMismatch/InvalidArgument unless tags are distinct, lengths agree and extents >= 0.
 void validateShape(const Tags& tags, const Extents& extents, std::string_view what);
+// The tag lists one after another (no de-duplication).
+Tags joinTags(std::initializer_list<Tags> parts);
 // Row-major strides (in elements) for extents.
 std::vector<int64_t> contiguousStrides(const Extents& extents);
 

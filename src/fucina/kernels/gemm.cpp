@@ -50,12 +50,6 @@ int64_t productOf(const RawTensor& t, const Tags& tags, Extents* extents) {
   return p;
 }
 
-Tags concat(std::initializer_list<const Tags*> parts) {
-  Tags out;
-  for (const Tags* p : parts) out.insert(out.end(), p->begin(), p->end());
-  return out;
-}
-
 }  // namespace
 
 RawTensor contract(ExecContext& ctx, const RawTensor& a, const RawTensor& b,
@@ -91,12 +85,12 @@ RawTensor contract(ExecContext& ctx, const RawTensor& a, const RawTensor& b,
   const int64_t k = productOf(a, contracted, nullptr);
 
   // Lay both operands out as [batch, m, k] and [batch, k, n]; copies only when strided.
-  const RawTensor ap = a.permuted(concat({&batch, &a_free, &contracted})).contiguous(ctx);
-  const RawTensor bp = b.permuted(concat({&batch, &contracted, &b_free})).contiguous(ctx);
+  const RawTensor ap = a.permuted(joinTags({batch, a_free, contracted})).contiguous(ctx);
+  const RawTensor bp = b.permuted(joinTags({batch, contracted, b_free})).contiguous(ctx);
   Extents gemm_shape = batch_shape;
   gemm_shape.insert(gemm_shape.end(), m_shape.begin(), m_shape.end());
   gemm_shape.insert(gemm_shape.end(), n_shape.begin(), n_shape.end());
-  const Tags gemm_tags = concat({&batch, &a_free, &b_free});
+  const Tags gemm_tags = joinTags({batch, a_free, b_free});
   RawTensor out = RawTensor::empty(ctx, gemm_tags, gemm_shape, DType::f32);
   const float* pa = ap.f32();
   const float* pb = bp.f32();

@@ -64,11 +64,6 @@ Tags otherAxes(const RawTensor& a, std::initializer_list<Tag> spatial, Extents* 
   return out;
 }
 
-Tags joinTags(Tags a, std::initializer_list<Tag> b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
 // out[c, r] = in[r, c] for an r x c matrix.
 void transpose(const float* in, float* out, int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r)
@@ -163,9 +158,9 @@ Tensor Tensor::conv2d(ExecContext& ctx, const Tensor& weight, const Conv2dOption
   Extents batch_shape;
   int64_t N = 0;
   const Tags batch = otherAxes(a, {o.channels, o.height, o.width}, &batch_shape, &N);
-  const RawTensor x = a.permuted(joinTags(batch, {o.channels, o.height, o.width})).contiguous(ctx);
+  const RawTensor x = a.permuted(joinTags({batch, {o.channels, o.height, o.width}})).contiguous(ctx);
   const RawTensor w = wv.permuted({o.out_channels, o.channels, o.kernel_h, o.kernel_w}).contiguous(ctx);
-  const Tags out_order = joinTags(batch, {o.out_channels, o.height, o.width});
+  const Tags out_order = joinTags({batch, {o.out_channels, o.height, o.width}});
   Extents out_shape = batch_shape;
   out_shape.insert(out_shape.end(), {OC, OH, OW});
   RawTensor y = RawTensor::empty(ctx, out_order, out_shape);
@@ -191,7 +186,7 @@ Tensor Tensor::conv2d(ExecContext& ctx, const Tensor& weight, const Conv2dOption
   return ops::finishOp(ctx, op, y.permuted(result_order), {this, &weight}, [&] {
     // gx = col2im(W_gᵀ · gy_g) per image; gW_g = Σ_n gy_g · cols_gᵀ. Each reads the other operand.
     return [x = weight.requiresGrad() ? x : RawTensor(), w = requiresGrad() ? w : RawTensor(), g, N, G, P, CgK, OCg,
-            out_order, x_tags = joinTags(batch, {o.channels, o.height, o.width}),
+            out_order, x_tags = joinTags({batch, {o.channels, o.height, o.width}}),
             x_shape = [&] { Extents s = batch_shape; s.insert(s.end(), {C, H, W}); return s; }(),
             w_tags = Tags{o.out_channels, o.channels, o.kernel_h, o.kernel_w},
             w_shape = Extents{OC, C / G, KH, KW}](ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads out) {
