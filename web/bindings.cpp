@@ -138,6 +138,12 @@ int64_t toInt(double d, const std::string& what) {
   return static_cast<int64_t>(d);
 }
 
+// A seed: a non-negative integer JS number (exact up to 2^53).
+uint64_t toSeed(double d, const std::string& what) {
+  if (toInt(d, what) < 0) invalid(what + " must be a non-negative integer, got " + std::to_string(d));
+  return static_cast<uint64_t>(d);
+}
+
 const Tensor& tensorOf(const val& v, const char* what) {
   // The facade passes raw handles only; anything else is a programming error it reports first.
   if (v.isNull() || v.isUndefined()) invalid(std::string(what) + " is missing");
@@ -490,17 +496,20 @@ EMSCRIPTEN_BINDINGS(fucina) {
       })
       // ---- end structure ops ----
       .function("dropout", +[](Handle& a, double p, double seed) {
-        return guard([&] {
-          if (!(seed >= 0) || seed != std::floor(seed) || seed > 9007199254740991.0)
-            invalid("dropout: seed must be a non-negative integer");
-          return wrap(a.t.dropout(ctx(), p, static_cast<uint64_t>(seed)));
-        });
+        return guard([&] { return wrap(a.t.dropout(ctx(), p, toSeed(seed, "dropout: seed"))); });
       });
 
   function("init", &init);
   function("threads", +[]() { return guard([&] { return ctx().threads(); }); });
   function("fromValues", &fromValues);
   function("full", &full);
+  function("random", +[](val tags, val shape, std::string kind, double a, double b, double seed) {
+    return guard([&] {
+      const auto make = kind == "normal" ? &Tensor::normal : &Tensor::uniform;
+      return wrap(make(ctx(), toTags(tags, "tags"), toExtents(shape), a, b, toSeed(seed, kind + ": seed")));
+    });
+  });
+  function("variableOf", +[](Handle& h) { return guard([&] { return wrap(Tensor::variable(ctx(), h.t)); }); });
   function("memory", &memory);
   function("resetPeak", +[]() { guard([&] { ctx().resetPeak(); }); });
   function("noGradPush", +[]() { g_no_grad.push_back(fucina::noGrad()); });

@@ -239,16 +239,56 @@ export interface Optim {
   warmupCosine(baseLr: number, warmupSteps: number, totalSteps: number, minLr?: number): (step: number) => number;
 }
 
+/** A layer or model: forward() applies it, parameters() lists its trainable leaves. */
+export interface Module {
+  forward(x: Tensor): Tensor;
+  parameters(): Tensor[];
+}
+
+export interface MlpConfig { /** input, hidden..., classes; default [784, 512, 256, 10] */ sizes?: number[] }
+export interface CnnConfig { image?: number; channels?: number; conv1?: number; conv2?: number; hidden?: number; classes?: number }
+export interface GptConfig {
+  vocab?: number; context?: number; dModel?: number; heads?: number; layers?: number; mlp?: number;
+  /** recompute each block in backward (activation checkpointing); default false */
+  checkpointBlocks?: boolean;
+}
+
+/** fc.nn: the twins of C++'s fucina::nn; the same seed gives the same parameters in both. */
+export interface Nn {
+  /** x{..., in} · weight{out, in} + bias{out}, U(±1/sqrt(in)) as torch. */
+  Linear: new (inAxis: string, outAxis: string, inFeatures: number, outFeatures: number, seed: number,
+    options?: { bias?: boolean }) => Module & { weight: Tensor; bias: Tensor | null };
+  Conv2d: new (inAxis: string, outAxis: string, inChannels: number, outChannels: number, kernel: number,
+    seed: number, options?: Conv2dOptions) => Module & { weight: Tensor; bias: Tensor };
+  LayerNorm: new (axis: string, features: number, eps?: number) => Module & { weight: Tensor; bias: Tensor };
+  Embedding: new (rows: string, dim: string, count: number, features: number, std: number, seed: number) =>
+    Module & { table: Tensor };
+  /** W1 of BENCHMARKS.md: x{batch, "in"} -> logits{batch, "class"}. */
+  Mlp: new (config?: MlpConfig, seed?: number) => Module;
+  /** W2: images{batch, "c"?, "h", "w"} -> logits{batch, "class"}. */
+  Cnn: new (config?: CnnConfig, seed?: number) => Module & { readonly flatFeatures: number };
+  /** W3: tokens{batch, "t"} (i32) -> logits{batch, "t", "vocab"}; loss() is next-token cross-entropy. */
+  Gpt: new (config?: GptConfig, seed?: number) => Module & { loss(tokens: Tensor): Tensor; readonly config: Required<GptConfig> };
+  subSeed(seed: number, index: number): number;
+}
+
 export interface Fucina {
   readonly variant: Variant;
   readonly threads: number;
   readonly optim: Optim;
+  readonly nn: Nn;
   variable(tags: string[], shape: number[], values: ArrayLike<number>): Tensor;
+  /** A trainable leaf holding a copy of value. */
+  variable(value: Tensor): Tensor;
   constant(tags: string[], shape: number[], values: ArrayLike<number>, dtype?: DType): Tensor;
   zeros(tags: string[], shape: number[], dtype?: DType): Tensor;
   ones(tags: string[], shape: number[], dtype?: DType): Tensor;
   full(tags: string[], shape: number[], value: number, dtype?: DType): Tensor;
   scalar(value: number, dtype?: DType): Tensor;
+  /** Seeded constants: element i is a pure function of (seed, i), equal to C++'s Tensor::uniform. */
+  uniform(tags: string[], shape: number[], lo: number, hi: number, seed: number): Tensor;
+  /** Seeded N(mean, std^2) constants, equal to C++'s Tensor::normal. */
+  normal(tags: string[], shape: number[], mean: number, std: number, seed: number): Tensor;
   /** Joins tensors with the same axes along axis (in the first tensor's axis order). */
   concat(tensors: Tensor[], axis: string): Tensor;
   /** Adds axis (first) to each tensor and joins along it. */

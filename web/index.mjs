@@ -3,6 +3,7 @@
 // thread; browsers should run it in a Web Worker, since Emscripten busy-waits on the main thread.
 
 import { FucinaError } from './errors.mjs';
+import { makeNn } from './nn.mjs';
 
 export { FucinaError };
 export { parseIdx, readIdx, shuffledIndices, loadFashionMnist, makeBatch } from './data.mjs';
@@ -113,6 +114,7 @@ class Fucina {
     this.Tensor = Tensor;
     this.FucinaError = FucinaError;
     this.optim = makeOptim(this);
+    this.nn = makeNn(this);
     void threads;
   }
 
@@ -132,7 +134,9 @@ class Fucina {
   }
 
   // ---- creation
+  /** variable(tags, shape, values), or variable(tensor): a trainable leaf holding a copy. */
   variable(tags, shape, values) {
+    if (tags instanceof Tensor) return this._wrap(this._call((M) => M.variableOf(tags._handle)));
     return this._wrap(this._call((M) => M.fromValues(checkTags(tags), checkShape(shape), checkValues(values), 'f32', true)));
   }
   constant(tags, shape, values, dtype = 'f32') {
@@ -144,6 +148,14 @@ class Fucina {
   zeros(tags, shape, dtype = 'f32') { return this.full(tags, shape, 0, dtype); }
   ones(tags, shape, dtype = 'f32') { return this.full(tags, shape, 1, dtype); }
   scalar(value, dtype = 'f32') { return this.full([], [], value, dtype); }
+  /** Seeded f32 constants, the same values as C++'s Tensor::uniform / Tensor::normal. */
+  uniform(tags, shape, lo, hi, seed) { return this.#random(tags, shape, 'uniform', lo, hi, seed); }
+  normal(tags, shape, mean, std, seed) { return this.#random(tags, shape, 'normal', mean, std, seed); }
+  #random(tags, shape, kind, a, b, seed) {
+    const args = [checkNumber(a, `${kind}: ${kind === 'normal' ? 'mean' : 'lo'}`),
+      checkNumber(b, `${kind}: ${kind === 'normal' ? 'std' : 'hi'}`), checkNumber(seed, `${kind}: seed`)];
+    return this._wrap(this._call((M) => M.random(checkTags(tags), checkShape(shape), kind, ...args)));
+  }
 
   // ---- structure ops over several tensors
   concat(tensors, axis) { return this.#join(tensors, axis, 'concat', false); }

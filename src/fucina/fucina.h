@@ -16,6 +16,8 @@
 #include "fucina/data/idx.h"
 #include "fucina/exec/context.h"
 #include "fucina/exec/scope.h"
+#include "fucina/nn/layers.h"
+#include "fucina/nn/models.h"
 #include "fucina/ops/raw.h"
 #include "fucina/optim/adam.h"
 #include "fucina/optim/clip.h"

@@ -1,7 +1,10 @@
 #include "fucina/ag/tensor.h"
 
+#include <cmath>
+
 #include "fucina/ag/engine.h"
 #include "fucina/core/error.h"
+#include "fucina/core/random.h"
 #include "fucina/kernels/copy.h"
 
 namespace fucina {
@@ -115,6 +118,30 @@ Tensor Tensor::full(ExecContext& ctx, Tags tags, Extents shape, double value, DT
 
 Tensor Tensor::scalar(ExecContext& ctx, double value, DType dtype) {
   return full(ctx, {}, {}, value, dtype);
+}
+
+template <class Draw>
+static Tensor randomTensor(ExecContext& ctx, Tags tags, Extents shape, Draw draw) {
+  RawTensor v = RawTensor::empty(ctx, std::move(tags), std::move(shape));
+  float* p = v.f32();
+  ctx.parallelFor(v.numel(), 1 << 14, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) p[i] = static_cast<float>(draw(static_cast<uint64_t>(i)));
+  });
+  return Tensor::fromRaw(ctx, std::move(v));
+}
+
+Tensor Tensor::uniform(ExecContext& ctx, Tags tags, Extents shape, double lo, double hi, uint64_t seed) {
+  if (!(std::isfinite(lo) && std::isfinite(hi) && lo <= hi))
+    fail(ErrorCode::InvalidArgument, "uniform: need finite lo <= hi, got [" + std::to_string(lo) + ", " + std::to_string(hi) + ")");
+  return randomTensor(ctx, std::move(tags), std::move(shape),
+                      [=](uint64_t i) { return lo + (hi - lo) * random::unit(seed, i); });
+}
+
+Tensor Tensor::normal(ExecContext& ctx, Tags tags, Extents shape, double mean, double std, uint64_t seed) {
+  if (!(std::isfinite(mean) && std::isfinite(std) && std >= 0))
+    fail(ErrorCode::InvalidArgument, "normal: need a finite mean and std >= 0, got std " + std::to_string(std));
+  return randomTensor(ctx, std::move(tags), std::move(shape),
+                      [=](uint64_t i) { return mean + std * random::normal(seed, i); });
 }
 
 static std::shared_ptr<GradState> leafFor(const RawTensor& value) {

@@ -78,6 +78,10 @@ class Tensor {
                          DType dtype = DType::i32);
   static Tensor fromInts(ExecContext& ctx, Tags tags, Extents shape,
                          std::initializer_list<int64_t> values, DType dtype = DType::i32);
+  // Seeded random f32 constants: element i (row-major) is a pure function of (seed, i), the same
+  // in every build. uniform draws from [lo, hi); normal from N(mean, std^2) (Box–Muller).
+  static Tensor uniform(ExecContext& ctx, Tags tags, Extents shape, double lo, double hi, uint64_t seed);
+  static Tensor normal(ExecContext& ctx, Tags tags, Extents shape, double mean, double std, uint64_t seed);
   // --- variables (leaf GradState); f32 only ---
   static Tensor variableFromSlice(ExecContext& ctx, Tags tags, Extents shape, std::span<const float> values);
   static Tensor variableFromSlice(ExecContext& ctx, Tags tags, Extents shape, std::initializer_list<float> values);

@@ -10,6 +10,7 @@
 #endif
 
 #include "fucina/core/error.h"
+#include "fucina/core/random.h"
 
 namespace fucina::data {
 namespace {
@@ -42,13 +43,6 @@ uint32_t bigEndian(const uint8_t* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
 }
 
-uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 }  // namespace
 
 IdxArray parseIdx(std::span<const uint8_t> bytes) {
@@ -78,7 +72,7 @@ std::vector<int64_t> shuffledIndices(int64_t n, uint64_t seed) {
   for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
   uint64_t state = seed;
   for (int64_t i = n - 1; i > 0; --i) {
-    const auto j = static_cast<int64_t>(splitmix64(state) % static_cast<uint64_t>(i + 1));
+    const auto j = static_cast<int64_t>(random::next(state) % static_cast<uint64_t>(i + 1));
     std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(j)]);
   }
   return order;

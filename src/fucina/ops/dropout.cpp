@@ -1,6 +1,7 @@
 // Dropout with an explicit seed: the mask is never stored, it is regenerated from (seed, index).
 #include <cmath>
 
+#include "fucina/core/random.h"
 #include "fucina/kernels/elementwise.h"
 #include "fucina/ops/finish_op.h"
 
@@ -12,22 +13,13 @@ using ops::NeedsGrad;
 
 namespace {
 
-// splitmix64's finalizer: a well-mixed 64-bit hash, identical on every platform (wasm included).
-uint64_t mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 // Keep-or-drop multiplier of element `index`: 0 with probability p, else 1/(1-p).
 struct Mask {
   uint64_t seed;
   double p;
   float keep_scale;
   float operator()(int64_t index) const {
-    const uint64_t h = mix(mix(seed) + static_cast<uint64_t>(index) * 0x9e3779b97f4a7c15ull);
-    const double u = static_cast<double>(h >> 11) * 0x1.0p-53;  // uniform in [0, 1)
-    return u < p ? 0.0f : keep_scale;
+    return random::unit(seed, static_cast<uint64_t>(index)) < p ? 0.0f : keep_scale;
   }
 };
 

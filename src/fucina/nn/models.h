@@ -1,0 +1,80 @@
+// The benchmark models of ../shared/BENCHMARKS.md (W1 mlp, W2 cnn, W3 gpt) as reusable
+// definitions. Sizes are configurable so tests train small versions and bench/ the exact ones
+// with the same code; the defaults are the benchmark sizes.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "fucina/nn/layers.h"
+
+namespace fucina::nn {
+
+// W1: x{batch, "in"} -> Linear+ReLU ... -> Linear -> logits{batch, "class"}.
+struct MlpConfig {
+  std::vector<int64_t> sizes = {784, 512, 256, 10};  // input, hidden..., classes
+};
+
+class Mlp {
+ public:
+  Mlp(ExecContext& ctx, const MlpConfig& config, uint64_t seed);
+  Tensor operator()(ExecContext& ctx, const Tensor& x) const;
+  std::vector<Tensor> parameters() const;
+
+ private:
+  std::vector<Linear> layers_;
+};
+
+// W2: images{batch, "c", "h", "w"} (or {batch, "h", "w"}: one channel) -> conv3x3+bias+ReLU ->
+// maxpool 2x2 -> conv3x3+bias+ReLU -> maxpool 2x2 -> flatten -> Linear+ReLU -> Linear ->
+// logits{batch, "class"}. Valid convolutions, stride 1.
+struct CnnConfig {
+  int64_t image = 28, channels = 1, conv1 = 32, conv2 = 64, hidden = 128, classes = 10;
+};
+
+class Cnn {
+ public:
+  Cnn(ExecContext& ctx, const CnnConfig& config, uint64_t seed);
+  Tensor operator()(ExecContext& ctx, const Tensor& images) const;
+  std::vector<Tensor> parameters() const;
+  int64_t flatFeatures() const { return flat_; }  // conv2 · s · s after the second pool
+
+ private:
+  int64_t flat_;
+  Conv2d conv1_, conv2_;
+  Linear fc1_, fc2_;
+};
+
+// W3: a byte-level GPT. tokens{batch, "t"} (i32, t <= context) -> logits{batch, "t", "vocab"}.
+// Pre-LayerNorm blocks: x += Proj(CausalSelfAttention(LN1(x))); x += Linear(GELU_erf(Linear(LN2(x)))).
+// Learned position embedding, final LayerNorm, output head tied to the token embedding.
+struct GptConfig {
+  int64_t vocab = 256, context = 128, d_model = 128, heads = 4, layers = 2, mlp = 512;
+  bool checkpoint_blocks = false;  // recompute each block in backward (activation checkpointing)
+};
+
+class Gpt {
+ public:
+  Gpt(ExecContext& ctx, const GptConfig& config, uint64_t seed);
+  Tensor operator()(ExecContext& ctx, const Tensor& tokens) const;
+  // Mean next-token cross-entropy of tokens[:, :-1] predicting tokens[:, 1:].
+  Tensor loss(ExecContext& ctx, const Tensor& tokens) const;
+  std::vector<Tensor> parameters() const;
+  const GptConfig& config() const { return config_; }
+
+ private:
+  struct Block {
+    LayerNorm ln1, ln2;
+    Linear qkv, proj, fc, out;
+    std::vector<Tensor*> slots();  // every parameter, in collect() order
+    void collect(std::vector<Tensor>& params) const;
+  };
+  Tensor block(ExecContext& ctx, const Block& b, const Tensor& x) const;
+
+  GptConfig config_;
+  Embedding token_, position_;
+  std::vector<Block> blocks_;
+  LayerNorm final_;
+};
+
+}  // namespace fucina::nn

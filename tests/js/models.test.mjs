@@ -1,0 +1,88 @@
+// The benchmark models (fc.nn.Mlp / Cnn / Gpt, BENCHMARKS.md W1–W3 at test sizes) train for a few
+// hundred steps on data with a learnable signal, and the loss falls well below its start — the
+// same data, models and thresholds as tests/cpp/models_tests.cpp.
+import { describe, test } from 'node:test';
+import { VARIANTS, engine, values, assert, throwsCode } from './helpers.mjs';
+
+function train(fc, opt, steps, lossOf) {
+  const losses = [];
+  for (let step = 0; step < steps; ++step) {
+    fc.scope(() => {
+      opt.zeroGrad();
+      const loss = lossOf(step);
+      loss.backward();
+      opt.step();
+      losses.push(loss.item());
+    });
+  }
+  return losses;
+}
+
+const mean = (v) => v.reduce((a, b) => a + b, 0) / v.length;
+
+function assertLearned(losses, ratio) {
+  assert.ok(losses.every(Number.isFinite), 'a loss is not finite');
+  const first = mean(losses.slice(0, 5)), last = mean(losses.slice(-20));
+  assert.ok(last < ratio * first, `first 5 steps ${first}, last 20 steps ${last}`);
+}
+
+for (const variant of VARIANTS) {
+  describe(variant, () => {
+    test('uniform and normal match the C++ generators and check their arguments', async () => {
+      const fc = await engine(variant);
+      const u = values(fc.uniform(['i'], [20000], -2, 3, 7));
+      assert.ok(Math.min(...u) >= -2 && Math.max(...u) < 3);
+      assert.ok(Math.abs(mean(u) - 0.5) < 0.05);
+      const n = values(fc.normal(['i'], [20000], 1, 2, 7));
+      assert.ok(Math.abs(mean(n) - 1) < 0.05);
+      assert.deepEqual(values(fc.normal(['i'], [16], 1, 2, 7)), n.slice(0, 16));
+      throwsCode(() => fc.uniform(['i'], [2], 1, 0, 0), 'InvalidArgument');
+      throwsCode(() => fc.normal(['i'], [2], 0, 1, -3), 'InvalidArgument');
+      assert.equal(fc.nn.subSeed(12345, 3), 12345 * 1000003 + 3 * 7919 + 1);
+    });
+
+    test('W1 mlp learns a teacher\'s classes', async () => {
+      const fc = await engine(variant);
+      const [samples, inF, classes, batch] = [512, 32, 10, 64];
+      const x = fc.normal(['sample', 'in'], [samples, inF], 0, 1, 1);
+      const teacher = fc.scope(() => values(x.dot(fc.normal(['in', 'class'], [inF, classes], 0, 1, 2), 'in')));
+      const labels = [];
+      for (let s = 0; s < samples; ++s) {
+        const row = teacher.slice(s * classes, (s + 1) * classes);
+        labels.push(row.indexOf(Math.max(...row)));
+      }
+      const y = fc.constant(['sample'], [samples], labels, 'i32');
+      const model = new fc.nn.Mlp({ sizes: [inF, 64, 32, classes] }, 3);
+      const opt = fc.optim.sgd(model.parameters(), { lr: 0.1 });
+      const losses = train(fc, opt, 300, (step) => {
+        const start = (step * batch) % samples;
+        return model.forward(x.narrow('sample', start, batch)).crossEntropy(y.narrow('sample', start, batch), 'class');
+      });
+      assertLearned(losses, 0.35);
+    });
+
+    test('W2 cnn learns bar orientations', async () => {
+      const fc = await engine(variant);
+      const [samples, image, batch] = [256, 14, 16];
+      const bars = [], labels = [];
+      for (let s = 0; s < samples; ++s) {
+        const c = s % 4, at = (s * 7 + 3) % image;
+        labels.push(c);
+        for (let r = 0; r < image; ++r)
+          for (let q = 0; q < image; ++q)
+            bars.push(+((c === 0 && r === at) || (c === 1 && q === at) || (c === 2 && r === q) || (c === 3 && r + q === image - 1)));
+      }
+      const x = fc.scope(() => fc.constant(['sample', 'h', 'w'], [samples, image, image], bars)
+        .add(fc.normal(['sample', 'h', 'w'], [samples, image, image], 0, 0.3, 5)));
+      const y = fc.constant(['sample'], [samples], labels, 'i32');
+      const model = new fc.nn.Cnn({ image, conv1: 4, conv2: 8, hidden: 16, classes: 4 }, 4);
+      assert.equal(model.flatFeatures, 8 * 2 * 2);
+      const opt = fc.optim.sgd(model.parameters(), { lr: 0.05, momentum: 0.9 });
+      const losses = train(fc, opt, 200, (step) => {
+        const start = (step * batch) % samples;
+        return model.forward(x.narrow('sample', start, batch)).crossEntropy(y.narrow('sample', start, batch), 'class');
+      });
+      assertLearned(losses, 0.35);
+    });
+  });
+}
