@@ -86,6 +86,8 @@ TEST_CASE("einsum: values against a scalar loop on several structures") {
       {"out order permuted", {"b", "i", "k"}, {"b", "k", "j"}, {2, 3, 4}, {2, 4, 5}, {"j", "b", "i"}},
       {"elementwise product", {"i", "j"}, {"j", "i"}, {3, 2}, {2, 3}, {"j", "i"}},
       {"size-1 and odd", {"u", "i", "k"}, {"k", "u"}, {1, 7, 3}, {3, 1}, {"i", "u"}},
+      {"one operand summed to a scalar", {"i"}, {"j", "s"}, {3}, {4, 2}, {"j"}},
+      {"everything summed", {"i"}, {"j"}, {3}, {4}, {}},
   };
   ExecContext ctx(fucina::ExecOptions{.threads = 1});
   for (const Case& cs : cases) {
