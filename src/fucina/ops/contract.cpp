@@ -119,7 +119,8 @@ Tensor Tensor::matmul(ExecContext& ctx, const Tensor& y, bool transpose_y) const
                                        " and " + b.describe());
   const size_t ra = a.rank(), rb = b.rank();
   const Tag m = a.tags()[ra - 2], ka = a.tags()[ra - 1];
-  const Tag kb = b.tags()[transpose_y ? rb - 1 : rb - 2];
+  const size_t kb_at = transpose_y ? rb - 1 : rb - 2;
+  const Tag kb = b.tags()[kb_at];
   const Tag n = b.tags()[transpose_y ? rb - 2 : rb - 1];
   if (a.extent(ka) != b.extent(kb))
     fail(ErrorCode::ShapeMismatch, "matmul: " + a.describe() + " contracts its last axis " +
@@ -142,7 +143,7 @@ Tensor Tensor::matmul(ExecContext& ctx, const Tensor& y, bool transpose_y) const
   const Tag k = privateTag(a.tags(), b.tags());
   Tags a_tags = a.tags(), b_tags = b.tags();
   a_tags[ra - 1] = k;
-  *std::find(b_tags.begin(), b_tags.end(), kb) = k;
+  b_tags[kb_at] = k;
   return contractOp(ctx, "matmul", withTags(ctx, a_tags), y.withTags(ctx, b_tags), {k});
 }
 
