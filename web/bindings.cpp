@@ -351,6 +351,19 @@ EMSCRIPTEN_BINDINGS(fucina) {
       .function("dot", +[](Handle& a, val b, std::string axis) {
         return guard([&] { return wrap(a.t.dot(ctx(), tensorOf(b, "dot"), fucina::Tag(axis))); });
       })
+      // ---- contractions (ops/contract.cpp) ----
+      .function("addDot", +[](Handle& a, val b, std::string axis, val bias) {
+        return guard([&] {
+          return wrap(a.t.addDot(ctx(), tensorOf(b, "addDot"), fucina::Tag(axis), tensorOf(bias, "bias")));
+        });
+      })
+      .function("matmul", +[](Handle& a, val b, bool transpose_y) {
+        return guard([&] { return wrap(a.t.matmul(ctx(), tensorOf(b, "matmul"), transpose_y)); });
+      })
+      .function("transpose", +[](Handle& a, std::string x, std::string y) {
+        return guard([&] { return wrap(a.t.transpose(ctx(), fucina::Tag(x), fucina::Tag(y))); });
+      })
+      // ---- end contractions ----
       FUCINA_AXIS(softmax) FUCINA_AXIS(logSoftmax)
       .function("layerNorm", +[](Handle& a, std::string axis, double eps, val weight, val bias) {
         return guard([&] {
@@ -524,6 +537,9 @@ EMSCRIPTEN_BINDINGS(fucina) {
       for (int i = 0; i < n; ++i) ts.push_back(tensorOf(tensors[i], "tensor"));
       return wrap(stack ? Tensor::stack(ctx(), ts, fucina::Tag(axis)) : Tensor::concat(ctx(), ts, fucina::Tag(axis)));
     });
+  });
+  function("einsum", +[](val a, val b, val out) {
+    return guard([&] { return wrap(Tensor::einsum(ctx(), tensorOf(a, "a"), tensorOf(b, "b"), toTags(out, "out"))); });
   });
   function("where", +[](val cond, val a, val b) {
     return guard([&] { return wrap(Tensor::where(ctx(), tensorOf(cond, "cond"), tensorOf(a, "a"), tensorOf(b, "b"))); });

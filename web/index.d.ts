@@ -130,6 +130,15 @@ export class Tensor {
   norm(axis: string): Tensor;
   /** Contracts the shared axis; other shared axes are batch axes. */
   dot(y: Tensor, axis: string): Tensor;
+  /** this.dot(y, axis) + bias in one GEMM (torch's addmm / Linear): bias's axes are a subset of
+   * the result's, broadcast by tag; all three operands get gradients. */
+  addDot(y: Tensor, axis: string, bias: Tensor): Tensor;
+  /** Positional matrix product (torch.matmul, rank >= 2): this's last axis contracts with y's
+   * second-to-last (its last when transposeY), whatever their names; the leading axes are batch
+   * axes matched by tag. Result: [...batch, m, n] with this's m tag and y's n tag. */
+  matmul(y: Tensor, transposeY?: boolean): Tensor;
+  /** Swaps the names of axes a and b (extents travel with the data); a view. */
+  transpose(a: string, b: string): Tensor;
   broadcastTo(tags: string[], shape: number[]): Tensor;
   permuteTo(order: string[]): Tensor;
   withTags(tags: string[]): Tensor;
@@ -293,6 +302,10 @@ export interface Fucina {
   concat(tensors: Tensor[], axis: string): Tensor;
   /** Adds axis (first) to each tensor and joins along it. */
   stack(tensors: Tensor[], axis: string): Tensor;
+  /** Named-axis einsum: axes shared by a and b are batch axes if outTags keeps them, else
+   * contracted; axes only one has are kept if in outTags, else summed away. Result axes are
+   * exactly outTags, in order. */
+  einsum(a: Tensor, b: Tensor, outTags: string[]): Tensor;
   /** a where cond (u8, or f32 nonzero) else b, axes aligned by tag; gradients to a and b. */
   where(cond: Tensor, a: Tensor, b: Tensor): Tensor;
   noGrad<T>(fn: () => T): T;

@@ -166,6 +166,12 @@ class Fucina {
     checkString(axis, `${op}: axis`);
     return this._wrap(this._call((M) => M.concat(hs, axis, stack)));
   }
+  /** Named-axis einsum: shared axes not in outTags are contracted, unshared ones summed away. */
+  einsum(a, b, outTags) {
+    const [x, y] = [asTensor(a, 'einsum'), asTensor(b, 'einsum')];
+    const out = checkTags(outTags, 'einsum: outTags');
+    return this._wrap(this._call((M) => M.einsum(x._handle, y._handle, out)));
+  }
   /** a where cond (u8, or f32 nonzero) else b; gradients flow to a and b. */
   where(cond, a, b) {
     const [c, x, y] = [asTensor(cond, 'where'), asTensor(a, 'where'), asTensor(b, 'where')];
@@ -323,6 +329,22 @@ export class Tensor {
     const other = asTensor(y, 'dot');
     if (typeof axis !== 'string') throw invalid('dot: axis must be an axis name');
     return this._make((h) => h.dot(other._handle, axis));
+  }
+  // ---- contractions
+  /** this.dot(y, axis) + bias in one GEMM (torch's addmm); bias's axes are among the result's. */
+  addDot(y, axis, bias) {
+    const [other, b] = [asTensor(y, 'addDot'), asTensor(bias, 'addDot')];
+    return this._make((h) => h.addDot(other._handle, checkString(axis, 'addDot: axis'), b._handle));
+  }
+  /** Positional: this's last axis with y's second-to-last (last if transposeY); leading axes batch. */
+  matmul(y, transposeY = false) {
+    const other = asTensor(y, 'matmul');
+    if (typeof transposeY !== 'boolean') throw invalid('matmul: transposeY must be a boolean');
+    return this._make((h) => h.matmul(other._handle, transposeY));
+  }
+  /** Swaps the names of two axes (a view). */
+  transpose(a, b) {
+    return this._make((h) => h.transpose(checkString(a, 'transpose: a'), checkString(b, 'transpose: b')));
   }
   broadcastTo(tags, shape) { return this._make((h) => h.broadcastTo(checkTags(tags), checkShape(shape))); }
   permuteTo(order) { return this._make((h) => h.permuteTo(checkTags(order, 'order'))); }

@@ -171,6 +171,21 @@ class Tensor {
   // Contracts the axis both operands share; other shared axes are batch axes. Result axes: this
   // tensor's remaining axes, then y's remaining axes that this tensor lacks.
   Tensor dot(ExecContext& ctx, const Tensor& y, Tag axis) const;
+  // dot(y, axis) + bias in one GEMM (torch's addmm / Linear): bias's axes are a subset of the
+  // result's (same extents), broadcast over the rest by tag; its gradient is gy summed to them.
+  Tensor addDot(ExecContext& ctx, const Tensor& y, Tag axis, const Tensor& bias) const;
+  // Positional matrix product (torch.matmul for rank >= 2): this {batch..., m, k} times
+  // y {batch..., k', n} ({batch..., n, k'} when transpose_y) contracts this's LAST axis with y's
+  // second-to-last (last) whatever their names. The leading axes of both are batch axes, matched
+  // by tag. Result: {batch... (this's order), m, n}, n keeping y's tag (which must differ from m).
+  Tensor matmul(ExecContext& ctx, const Tensor& y, bool transpose_y = false) const;
+  // Named-axis einsum: axes both operands have are batch axes if `out` keeps them, else
+  // contracted; axes one operand alone has are kept if in `out`, else summed away. The result's
+  // axes are exactly `out`, in its order; every tag of `out` must be in a or b, once.
+  static Tensor einsum(ExecContext& ctx, const Tensor& a, const Tensor& b, const Tags& out);
+  // Swaps the names of axes a and b (result[a=i, b=j] = this[a=j, b=i]; extents travel with
+  // the data): a view.
+  Tensor transpose(ExecContext& ctx, Tag a, Tag b) const;
   // --- convolution and pooling (ops/conv.cpp) ---
   // 2-D cross-correlation (torch.nn.functional.conv2d), lowered to GEMM through im2col. The
   // result has the input's axes in the input's order with `channels` replaced by `out_channels`;

@@ -5,6 +5,7 @@
 
 #include "fucina/core/error.h"
 #include "fucina/exec/context.h"
+#include "fucina/kernels/copy.h"
 
 namespace fucina::kernels {
 
@@ -53,7 +54,7 @@ int64_t productOf(const RawTensor& t, const Tags& tags, Extents* extents) {
 }  // namespace
 
 RawTensor contract(ExecContext& ctx, const RawTensor& a, const RawTensor& b,
-                   const Tags& contracted) {
+                   const Tags& contracted, const RawTensor& initial) {
   Tags batch, a_free, b_free;
   for (Tag tag : contracted) {
     if (a.extent(tag) != b.extent(tag))
@@ -95,8 +96,10 @@ RawTensor contract(ExecContext& ctx, const RawTensor& a, const RawTensor& b,
   const float* pa = ap.f32();
   const float* pb = bp.f32();
   float* pc = out.f32();
+  const bool accumulate = initial.valid();
+  if (accumulate) copyConvert(initial.broadcastView(gemm_tags, gemm_shape), out);
   for (int64_t i = 0; i < nb; ++i)
-    gemm(ctx, m, n, k, pa + i * m * k, pb + i * k * n, pc + i * m * n, false);
+    gemm(ctx, m, n, k, pa + i * m * k, pb + i * k * n, pc + i * m * n, accumulate);
 
   // Result order: a's remaining axes (batch and free, as they stand in a), then b_free.
   Tags order;

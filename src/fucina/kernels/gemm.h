@@ -18,7 +18,10 @@ void gemm(ExecContext& ctx, int64_t m, int64_t n, int64_t k, const float* a, con
 // Contracts a and b over `contracted` (axes both have, equal extents). Axes both have that are
 // not contracted are batch axes. Result axes: a's remaining axes in a's order, then b's
 // remaining axes that a lacks, in b's order. Any strides; the result is contiguous.
+// A valid `initial` (axes a subset of the result's, same extents) is broadcast into the result
+// buffer first and the GEMM accumulates onto it: the fused bias of addDot.
 internal::RawTensor contract(ExecContext& ctx, const internal::RawTensor& a,
-                             const internal::RawTensor& b, const Tags& contracted);
+                             const internal::RawTensor& b, const Tags& contracted,
+                             const internal::RawTensor& initial = {});
 
 }  // namespace fucina::kernels

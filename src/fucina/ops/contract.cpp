@@ -1,6 +1,11 @@
-// Contractions: dot over a named axis, and its VJP (each operand's gradient is itself a
-// contraction of gy with the other operand).
+// Contractions: dot over a named axis, its fused-bias form addDot, the positional matmul, the
+// named-axis einsum, and transpose (a rename). Every product is one record built by contractOp,
+// whose VJP is dot's: each operand's gradient is itself a contraction of gy with the other.
+#include <algorithm>
+#include <string>
+
 #include "fucina/kernels/gemm.h"
+#include "fucina/kernels/reduce.h"
 #include "fucina/ops/finish_op.h"
 
 namespace fucina {
@@ -9,30 +14,187 @@ using internal::RawTensor;
 using ops::Grads;
 using ops::NeedsGrad;
 
-Tensor Tensor::dot(ExecContext& ctx, const Tensor& y, Tag axis) const {
-  ops::requireF32("dot", *this);
-  ops::requireF32("dot", y);
-  const RawTensor& a = value();
+namespace {
+
+std::string quoted(Tag t) { return "'" + std::string(t.name()) + "'"; }
+
+// The result axes of contract(a, b, contracted): a's other axes in a's order, then b's axes
+// that a lacks (see kernels::contract).
+Tags contractedTags(const RawTensor& a, const RawTensor& b, const Tags& contracted) {
+  Tags out;
+  for (Tag t : a.tags())
+    if (!hasTag(contracted, t)) out.push_back(t);
+  for (Tag t : b.tags())
+    if (!hasTag(contracted, t) && !hasTag(a.tags(), t)) out.push_back(t);
+  return out;
+}
+
+// Checks that bias's axes are among the result's (tags out_tags, extents read from a or b).
+void checkBias(const RawTensor& bias, const RawTensor& a, const RawTensor& b, const Tags& out_tags) {
+  for (Tag t : bias.tags()) {
+    if (!hasTag(out_tags, t))
+      fail(ErrorCode::ShapeMismatch, "addDot: bias axis " + quoted(t) + " of " + bias.describe() +
+                                         " is not an axis of the result " + describe(out_tags));
+    const int64_t e = hasTag(a.tags(), t) ? a.extent(t) : b.extent(t);
+    if (bias.extent(t) != e)
+      fail(ErrorCode::ShapeMismatch, "addDot: bias axis " + quoted(t) + " has extent " +
+                                         std::to_string(bias.extent(t)) + " in " + bias.describe() +
+                                         " but " + std::to_string(e) + " in the result");
+  }
+}
+
+// contract(x, y, contracted) (+ bias, fused into the GEMM) as one differentiable op. The axes
+// only one operand has are what the other's gradient contracts over; each gradient reads the
+// other operand only, so an operand is saved only when the other needs its gradient. bias's
+// gradient is gy summed down to bias's axes (the VJP of its broadcast).
+Tensor contractOp(ExecContext& ctx, std::string_view name, const Tensor& x, const Tensor& y,
+                  const Tags& contracted, const Tensor* bias = nullptr) {
+  const RawTensor& a = x.value();
   const RawTensor& b = y.value();
-  if (!hasTag(a.tags(), axis) || !hasTag(b.tags(), axis))
-    fail(ErrorCode::ShapeMismatch, "dot over '" + std::string(axis.name()) +
-                                       "': both operands need that axis, got " + a.describe() +
-                                       " and " + b.describe());
-  RawTensor out = kernels::contract(ctx, a, b, {axis});
-  const auto work = static_cast<size_t>(2 * out.numel() * a.extent(axis));
-  return ops::finishOp(ctx, "dot", out, {this, &y}, [&] {
-    Tags a_free, b_free;  // axes only one operand has: what each gradient contracts over
+  RawTensor out = kernels::contract(ctx, a, b, contracted, bias ? bias->value() : RawTensor());
+  int64_t k = 1;
+  for (Tag t : contracted) k *= a.extent(t);
+  const auto work = static_cast<size_t>(2 * out.numel() * k);
+  auto makeVjp = [&] {
+    Tags a_free, b_free;
     for (Tag t : a.tags())
       if (!hasTag(b.tags(), t)) a_free.push_back(t);
     for (Tag t : b.tags())
       if (!hasTag(a.tags(), t)) b_free.push_back(t);
-    // Each gradient reads the other operand only.
-    return [sa = y.requiresGrad() ? a : RawTensor(), sb = requiresGrad() ? b : RawTensor(), a_free,
-            b_free](ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads g) {
+    Tags bias_tags;
+    Extents bias_shape;
+    if (bias) bias_tags = bias->tags(), bias_shape = bias->shape();
+    return [sa = y.requiresGrad() ? a : RawTensor(), sb = x.requiresGrad() ? b : RawTensor(),
+            a_free, b_free, bias_tags, bias_shape](ExecContext& c, const RawTensor& gy,
+                                                   NeedsGrad needs, Grads g) {
       if (needs[0]) g[0] = kernels::contract(c, gy, sb, b_free);  // engine aligns the axis order
       if (needs[1]) g[1] = kernels::contract(c, gy, sa, a_free);
+      if (needs.size() > 2 && needs[2]) g[2] = kernels::sumTo(c, gy, bias_tags, bias_shape);
     };
-  }, work);
+  };
+  if (bias) return ops::finishOp(ctx, name, std::move(out), {&x, &y, bias}, makeVjp, work);
+  return ops::finishOp(ctx, name, std::move(out), {&x, &y}, makeVjp, work);
+}
+
+void requireAxis(std::string_view op, const RawTensor& a, const RawTensor& b, Tag axis) {
+  if (!hasTag(a.tags(), axis) || !hasTag(b.tags(), axis))
+    fail(ErrorCode::ShapeMismatch, std::string(op) + " over " + quoted(axis) +
+                                       ": both operands need that axis, got " + a.describe() +
+                                       " and " + b.describe());
+}
+
+// A tag for an axis that exists only inside one op (matmul's contracted axis), distinct from
+// every tag of the operands so that renaming onto it cannot collide.
+Tag privateTag(const Tags& a, const Tags& b) {
+  std::string name = "matmul.k";
+  while (hasTag(a, Tag(name)) || hasTag(b, Tag(name))) name += "'";
+  return Tag(name);
+}
+
+}  // namespace
+
+Tensor Tensor::dot(ExecContext& ctx, const Tensor& y, Tag axis) const {
+  ops::requireF32("dot", *this);
+  ops::requireF32("dot", y);
+  requireAxis("dot", value(), y.value(), axis);
+  return contractOp(ctx, "dot", *this, y, {axis});
+}
+
+Tensor Tensor::addDot(ExecContext& ctx, const Tensor& y, Tag axis, const Tensor& bias) const {
+  ops::requireF32("addDot", *this);
+  ops::requireF32("addDot", y);
+  ops::requireF32("addDot", bias);
+  requireAxis("addDot", value(), y.value(), axis);
+  checkBias(bias.value(), value(), y.value(), contractedTags(value(), y.value(), {axis}));
+  return contractOp(ctx, "addDot", *this, y, {axis}, &bias);
+}
+
+Tensor Tensor::matmul(ExecContext& ctx, const Tensor& y, bool transpose_y) const {
+  ops::requireF32("matmul", *this);
+  ops::requireF32("matmul", y);
+  const RawTensor& a = value();
+  const RawTensor& b = y.value();
+  if (a.rank() < 2 || b.rank() < 2)
+    fail(ErrorCode::ShapeMismatch, "matmul needs operands of rank >= 2, got " + a.describe() +
+                                       " and " + b.describe());
+  const size_t ra = a.rank(), rb = b.rank();
+  const Tag m = a.tags()[ra - 2], ka = a.tags()[ra - 1];
+  const size_t kb_at = transpose_y ? rb - 1 : rb - 2;
+  const Tag kb = b.tags()[kb_at];
+  const Tag n = b.tags()[transpose_y ? rb - 2 : rb - 1];
+  if (a.extent(ka) != b.extent(kb))
+    fail(ErrorCode::ShapeMismatch, "matmul: " + a.describe() + " contracts its last axis " +
+                                       quoted(ka) + " (extent " + std::to_string(a.extent(ka)) +
+                                       ") with " + quoted(kb) + " of " + b.describe() +
+                                       " (extent " + std::to_string(b.extent(kb)) + ")");
+  // Leading axes are batch axes, matched by tag.
+  const Tags a_batch(a.tags().begin(), a.tags().end() - 2);
+  const Tags b_batch(b.tags().begin(), b.tags().end() - 2);
+  bool same = a_batch.size() == b_batch.size();
+  for (Tag t : a_batch) same = same && hasTag(b_batch, t) && a.extent(t) == b.extent(t);
+  if (!same)
+    fail(ErrorCode::ShapeMismatch, "matmul: the leading (batch) axes must be the same tags with "
+                                   "the same extents, got " + a.describe() + " and " + b.describe());
+  if (n == m)  // (n cannot be a batch tag: b's batch tags are a's)
+    fail(ErrorCode::ShapeMismatch, "matmul: the result would have axis " + quoted(n) + " twice (" +
+                                       a.describe() + " times " + b.describe() +
+                                       "); rename one operand's axis with withTags");
+  // Rename both contracted axes onto one private tag (a view each); then it is a dot.
+  const Tag k = privateTag(a.tags(), b.tags());
+  Tags a_tags = a.tags(), b_tags = b.tags();
+  a_tags[ra - 1] = k;
+  b_tags[kb_at] = k;
+  return contractOp(ctx, "matmul", withTags(ctx, a_tags), y.withTags(ctx, b_tags), {k});
+}
+
+Tensor Tensor::einsum(ExecContext& ctx, const Tensor& a, const Tensor& b, const Tags& out) {
+  ops::requireF32("einsum", a);
+  ops::requireF32("einsum", b);
+  const RawTensor& ra = a.value();
+  const RawTensor& rb = b.value();
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!hasTag(ra.tags(), out[i]) && !hasTag(rb.tags(), out[i]))
+      fail(ErrorCode::ShapeMismatch, "einsum: output axis " + quoted(out[i]) +
+                                         " is in neither operand " + ra.describe() + " nor " +
+                                         rb.describe());
+    if (std::find(out.begin(), out.begin() + i, out[i]) != out.begin() + i)
+      fail(ErrorCode::ShapeMismatch, "einsum: output axis " + quoted(out[i]) + " appears twice in " +
+                                         describe(out));
+  }
+  Tags contracted;  // shared and not kept
+  for (Tag t : ra.tags()) {
+    if (!hasTag(rb.tags(), t)) continue;
+    if (ra.extent(t) != rb.extent(t))
+      fail(ErrorCode::ShapeMismatch, "einsum: axis " + quoted(t) + " has extent " +
+                                         std::to_string(ra.extent(t)) + " in " + ra.describe() +
+                                         " but " + std::to_string(rb.extent(t)) + " in " +
+                                         rb.describe());
+    if (!hasTag(out, t)) contracted.push_back(t);
+  }
+  // Axes only one operand has and the output drops are summed away first (their VJP broadcasts
+  // the gradient back); what remains is one contraction, whose gradients are einsums again.
+  auto sumAway = [&](const Tensor& x, const RawTensor& other) {
+    Tensor r = x;
+    for (Tag t : x.tags())
+      if (!hasTag(other.tags(), t) && !hasTag(out, t)) r = r.sum(ctx, t);
+    return r;
+  };
+  const Tensor c = contractOp(ctx, "einsum", sumAway(a, rb), sumAway(b, ra), contracted);
+  return c.tags() == out ? c : c.permuteTo(ctx, out);
+}
+
+Tensor Tensor::transpose(ExecContext& ctx, Tag a, Tag b) const {
+  const Tags& tags = this->tags();
+  if (a == b)
+    fail(ErrorCode::InvalidArgument, "transpose swaps two different axes, got " + quoted(a) +
+                                         " twice");
+  auto ia = findTag(tags, a), ib = findTag(tags, b);
+  if (!ia || !ib)
+    fail(ErrorCode::ShapeMismatch, "transpose " + quoted(a) + " and " + quoted(b) + ": " +
+                                       value().describe() + " lacks " + quoted(ia ? b : a));
+  Tags swapped = tags;
+  std::swap(swapped[*ia], swapped[*ib]);
+  return withTags(ctx, swapped);  // a view; its VJP swaps the names back
 }
 
 }  // namespace fucina

@@ -65,7 +65,7 @@ Tags otherAxes(const RawTensor& a, std::initializer_list<Tag> spatial, Extents* 
 }
 
 // out[c, r] = in[r, c] for an r x c matrix.
-void transpose(const float* in, float* out, int64_t rows, int64_t cols) {
+void transposeMatrix(const float* in, float* out, int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c) out[c * rows + r] = in[r * cols + c];
 }
@@ -196,7 +196,7 @@ Tensor Tensor::conv2d(ExecContext& ctx, const Tensor& weight, const Conv2dOption
       if (needs[0]) {
         RawTensor gx = RawTensor::zeros(c, x_tags, x_shape);
         RawTensor wt = scratch(c, OC * CgK);  // per group: [CgK, OCg]
-        for (int64_t gi = 0; gi < G; ++gi) transpose(w.f32() + gi * OCg * CgK, wt.f32() + gi * OCg * CgK, OCg, CgK);
+        for (int64_t gi = 0; gi < G; ++gi) transposeMatrix(w.f32() + gi * OCg * CgK, wt.f32() + gi * OCg * CgK, OCg, CgK);
         RawTensor dcols = scratch(c, C * g.kh * g.kw * P);
         for (int64_t n = 0; n < N; ++n) {
           for (int64_t gi = 0; gi < G; ++gi)
@@ -213,7 +213,7 @@ Tensor Tensor::conv2d(ExecContext& ctx, const Tensor& weight, const Conv2dOption
         for (int64_t n = 0; n < N; ++n) {
           kernels::im2col(g, x.f32() + n * C * HW, cols.f32());
           for (int64_t gi = 0; gi < G; ++gi) {
-            transpose(cols.f32() + gi * CgK * P, colsT.f32(), CgK, P);
+            transposeMatrix(cols.f32() + gi * CgK * P, colsT.f32(), CgK, P);
             kernels::gemm(c, OCg, CgK, P, pg + (n * OC + gi * OCg) * P, colsT.f32(),
                           gw.f32() + gi * OCg * CgK, true);
           }
