@@ -22,8 +22,7 @@ export function makeNn(fc) {
       this.bias = bias ? uniformVariable([outAxis], [outFeatures], bound, subSeed(seed, 1)) : null;
     }
     forward(x) {
-      const y = x.dot(this.weight, this.in);
-      return this.bias ? y.add(this.bias) : y;
+      return this.bias ? x.addDot(this.weight, this.in, this.bias) : x.dot(this.weight, this.in);
     }
     parameters() { return defined(this.weight, this.bias); }
   }

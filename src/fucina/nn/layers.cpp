@@ -23,8 +23,7 @@ Linear::Linear(ExecContext& ctx, Tag in_tag, Tag out_tag, int64_t in_features, i
 }
 
 Tensor Linear::operator()(ExecContext& ctx, const Tensor& x) const {
-  Tensor y = x.dot(ctx, weight, in);
-  return bias.defined() ? y.add(ctx, bias) : y;
+  return bias.defined() ? x.addDot(ctx, weight, in, bias) : x.dot(ctx, weight, in);
 }
 
 void Linear::collect(std::vector<Tensor>& params) const { keepDefined(params, {&weight, &bias}); }
