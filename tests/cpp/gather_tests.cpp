@@ -158,6 +158,19 @@ TEST_CASE("scatterAdd: values, gradients to both operands") {
         x.scatterAdd(ctx, "b", sixd, sx).toVector());
 }
 
+TEST_CASE("gather, takeAlongAxis, scatterAdd: empty indices") {
+  ExecContext ctx;
+  Tensor x = Tensor::variableFromSlice(ctx, {"a", "b"}, {2, 3}, {0, 1, 2, 3, 4, 5});
+  Tensor none = Tensor::fromInts(ctx, {"a", "b"}, {2, 0}, std::vector<int64_t>{});
+  Tensor y = x.gather(ctx, "b", none);
+  CHECK(y.shape() == Extents{2, 0});
+  CHECK(x.takeAlongAxis(ctx, "b", none).shape() == Extents{2, 0});
+  Tensor s = x.scatterAdd(ctx, "b", none, Tensor::zeros(ctx, {"a", "b"}, {2, 0}));
+  CHECK(s.toVector() == x.toVector());
+  y.sumAll(ctx).add(ctx, s.sumAll(ctx)).backward(ctx);
+  CHECK(test::gradOf(ctx, x) == std::vector<float>{1, 1, 1, 1, 1, 1});
+}
+
 TEST_CASE("gather, takeAlongAxis, scatterAdd: bad inputs") {
   ExecContext ctx;
   Tensor x = Tensor::ones(ctx, {"a", "b"}, {2, 3});
