@@ -394,6 +394,34 @@ EMSCRIPTEN_BINDINGS(fucina) {
       .function("mseLoss", +[](Handle& a, val target, std::string reduction) {
         return guard([&] { return wrap(a.t.mseLoss(ctx(), tensorOf(target, "target"), toReduction(reduction))); });
       })
+      // ---- indexing, pointwise losses, gated units (ops/gather.cpp, loss.cpp, gated.cpp) ----
+      .function("gather", +[](Handle& a, std::string axis, val indices) {
+        return guard([&] { return wrap(a.t.gather(ctx(), fucina::Tag(axis), tensorOf(indices, "indices"))); });
+      })
+      .function("takeAlongAxis", +[](Handle& a, std::string axis, val indices) {
+        return guard([&] { return wrap(a.t.takeAlongAxis(ctx(), fucina::Tag(axis), tensorOf(indices, "indices"))); });
+      })
+      .function("scatterAdd", +[](Handle& a, std::string axis, val indices, val src) {
+        return guard([&] {
+          return wrap(a.t.scatterAdd(ctx(), fucina::Tag(axis), tensorOf(indices, "indices"), tensorOf(src, "src")));
+        });
+      })
+      .function("huberLoss", +[](Handle& a, val target, double delta, std::string reduction) {
+        return guard([&] { return wrap(a.t.huberLoss(ctx(), tensorOf(target, "target"), delta, toReduction(reduction))); });
+      })
+      .function("bceLoss", +[](Handle& a, val target, std::string reduction) {
+        return guard([&] { return wrap(a.t.bceLoss(ctx(), tensorOf(target, "target"), toReduction(reduction))); });
+      })
+      .function("bceWithLogitsLoss", +[](Handle& a, val target, std::string reduction) {
+        return guard([&] { return wrap(a.t.bceWithLogitsLoss(ctx(), tensorOf(target, "target"), toReduction(reduction))); });
+      })
+      .function("klDivLoss", +[](Handle& a, val target, std::string reduction, bool log_target) {
+        return guard([&] {
+          return wrap(a.t.klDivLoss(ctx(), tensorOf(target, "target"), toReduction(reduction), log_target));
+        });
+      })
+      FUCINA_AXIS(swiglu) FUCINA_AXIS(geglu)
+      // ---- end indexing, pointwise losses, gated units ----
       .function("broadcastTo", +[](Handle& a, val tags, val shape) {
         return guard([&] { return wrap(a.t.broadcastTo(ctx(), toTags(tags, "tags"), toExtents(shape))); });
       })

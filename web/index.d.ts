@@ -116,6 +116,28 @@ export class Tensor {
   crossEntropy(labels: Tensor, classAxis: string, options?: { reduction?: Reduction; labelSmoothing?: number }): Tensor;
   nllLoss(labels: Tensor, classAxis: string, reduction?: Reduction): Tensor;
   mseLoss(target: Tensor, reduction?: Reduction): Tensor;
+  // ---- indexing, pointwise losses, gated units ----
+  /** torch.gather: indices (i32/i64) have exactly this tensor's axes, extents <= this's except
+   * along `axis`; the result has the indices' extents in this tensor's axis order. */
+  gather(axis: string, indices: Tensor): Tensor;
+  /** numpy.take_along_axis by name: indices have `axis`; their other axes match this tensor's
+   * extents or have extent 1, and missing axes broadcast. */
+  takeAlongAxis(axis: string, indices: Tensor): Tensor;
+  /** torch.scatter_add, out of place: src (shaped as indices) added at the indices along `axis`. */
+  scatterAdd(axis: string, indices: Tensor, src: Tensor): Tensor;
+  /** torch.nn.HuberLoss; options may also be just the reduction. */
+  huberLoss(target: Tensor, options?: Reduction | { delta?: number; reduction?: Reduction }): Tensor;
+  /** torch.nn.BCELoss of probabilities in [0, 1]; each log clamped at >= -100. */
+  bceLoss(target: Tensor, options?: Reduction | { reduction?: Reduction }): Tensor;
+  /** torch.nn.BCEWithLogitsLoss, stable form. */
+  bceWithLogitsLoss(target: Tensor, options?: Reduction | { reduction?: Reduction }): Tensor;
+  /** torch kl_div: this tensor is log-probabilities; 'mean' is elementwise (batchmean = sum / batch). */
+  klDivLoss(target: Tensor, options?: Reduction | { reduction?: Reduction; logTarget?: boolean }): Tensor;
+  /** silu(gate) * up, `axis` split into halves [gate | up] (an even extent) and halved. */
+  swiglu(axis: string): Tensor;
+  /** geluErf(gate) * up, as swiglu. */
+  geglu(axis: string): Tensor;
+  // ---- end indexing, pointwise losses, gated units ----
   /** torch.var: divides by n − correction (default 1); the axis is dropped. */
   variance(axis: string, correction?: number): Tensor;
   /** Gradient flows to the first maximum only; the axis is dropped. */

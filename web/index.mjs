@@ -426,6 +426,50 @@ export class Tensor {
     const t = asTensor(target, 'mseLoss');
     return this._make((h) => h.mseLoss(t._handle, checkString(reduction, 'reduction')));
   }
+  // ---- indexing, pointwise losses, gated units ----
+  /** torch.gather: indices (i32/i64) with exactly this tensor's axes. */
+  gather(axis, indices) {
+    const ix = asTensor(indices, 'gather');
+    return this._make((h) => h.gather(checkString(axis, 'gather: axis'), ix._handle));
+  }
+  /** numpy.take_along_axis by name: indices' other axes match or have extent 1, or are missing. */
+  takeAlongAxis(axis, indices) {
+    const ix = asTensor(indices, 'takeAlongAxis');
+    return this._make((h) => h.takeAlongAxis(checkString(axis, 'takeAlongAxis: axis'), ix._handle));
+  }
+  /** torch.scatter_add, out of place. */
+  scatterAdd(axis, indices, src) {
+    const ix = asTensor(indices, 'scatterAdd');
+    const s = asTensor(src, 'scatterAdd');
+    return this._make((h) => h.scatterAdd(checkString(axis, 'scatterAdd: axis'), ix._handle, s._handle));
+  }
+  /** huberLoss(target, { delta = 1, reduction = 'mean' }) */
+  huberLoss(target, options) {
+    const t = asTensor(target, 'huberLoss');
+    const { delta = 1, reduction = 'mean' } = lossOptions(options, ['delta', 'reduction'], 'huberLoss');
+    return this._make((h) => h.huberLoss(t._handle, checkNumber(delta, 'huberLoss: delta'), checkString(reduction, 'reduction')));
+  }
+  /** bceLoss(target, { reduction = 'mean' }) on probabilities in [0, 1]. */
+  bceLoss(target, options) {
+    const t = asTensor(target, 'bceLoss');
+    const { reduction = 'mean' } = lossOptions(options, ['reduction'], 'bceLoss');
+    return this._make((h) => h.bceLoss(t._handle, checkString(reduction, 'reduction')));
+  }
+  bceWithLogitsLoss(target, options) {
+    const t = asTensor(target, 'bceWithLogitsLoss');
+    const { reduction = 'mean' } = lossOptions(options, ['reduction'], 'bceWithLogitsLoss');
+    return this._make((h) => h.bceWithLogitsLoss(t._handle, checkString(reduction, 'reduction')));
+  }
+  /** klDivLoss(target, { reduction = 'mean', logTarget = false }): this tensor is log-probabilities. */
+  klDivLoss(target, options) {
+    const t = asTensor(target, 'klDivLoss');
+    const { reduction = 'mean', logTarget = false } = lossOptions(options, ['reduction', 'logTarget'], 'klDivLoss');
+    if (typeof logTarget !== 'boolean') throw invalid('klDivLoss: logTarget must be a boolean');
+    return this._make((h) => h.klDivLoss(t._handle, checkString(reduction, 'reduction'), logTarget));
+  }
+  swiglu(axis) { return this._make((h) => h.swiglu(checkString(axis, 'swiglu: axis'))); }
+  geglu(axis) { return this._make((h) => h.geglu(checkString(axis, 'geglu: axis'))); }
+  // ---- end indexing, pointwise losses, gated units ----
   dropout(p, seed) { return this._make((h) => h.dropout(checkNumber(p, 'p'), checkNumber(seed, 'seed'))); }
   /**
    * conv2d(weight, { bias, stride = 1, padding = 0, dilation = 1, groups = 1, axes }): stride,
@@ -522,6 +566,11 @@ for (const op of ['sum', 'mean', 'max', 'min', 'logsumexp', 'cumsum', 'prod', 'n
 // ---------------------------------------------------------------- fc.optim
 // Optimizers run in C++ (in-place, graph-free updates; see docs/design-notes.md, "Optimizers");
 // schedules are plain JS with the formulas of src/fucina/optim/schedule.h.
+
+// A loss's options: an object, or just the reduction name (as mseLoss takes it).
+function lossOptions(options, allowed, what) {
+  return typeof options === 'string' ? { reduction: options } : checkOptions(options, allowed, what);
+}
 
 function checkOptions(options, allowed, what) {
   if (options === undefined) return {};

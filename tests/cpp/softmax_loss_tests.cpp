@@ -213,3 +213,125 @@ TEST_CASE("a softmax classifier trains with crossEntropy") {
   }
   CHECK(last < first / 5);
 }
+
+// huberLoss, bceLoss, bceWithLogitsLoss, klDivLoss. Expected values come from the torch formulas
+// evaluated in double precision by a scalar reference (python math), pasted as constants.
+namespace {
+
+// Every reduction of a pointwise loss as a scalar (none: weighted by fixed weights).
+template <class Loss>
+void gradcheckAllReductions(ExecContext& ctx, Tensor& x, Tensor& t, Loss loss) {
+  for (Reduction r : {Reduction::mean, Reduction::sum, Reduction::none})
+    fucina::gradcheck(ctx, [&](ExecContext& c) {
+      Tensor l = loss(c, r);
+      if (r != Reduction::none) return l;
+      return l.mul(c, Tensor::fromSlice(c, l.tags(), l.shape(), wave(size_t(l.numel()), 1, 0.5f, 0.9f))).sumAll(c);
+    }, {&x, &t});
+}
+
+void checkAll(const Tensor& y, const std::vector<double>& want) {
+  const std::vector<float> got = y.toVector();
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < want.size(); ++i) CHECK(got[i] == Approx(want[i]).epsilon(1e-5).margin(1e-6));
+}
+
+}  // namespace
+
+TEST_CASE("huberLoss matches torch for every reduction and delta") {
+  ExecContext ctx(fucina::ExecOptions{.threads = 1});
+  Tensor x = Tensor::variableFromSlice(ctx, {"batch", "out"}, {2, 3}, {0.2f, -1.5f, 3.0f, 0.9f, -0.3f, 2.2f});
+  Tensor t = Tensor::variableFromSlice(ctx, {"batch", "out"}, {2, 3}, {0.0f, 0.5f, 0.5f, 1.0f, -2.0f, 2.0f});
+  checkAll(x.huberLoss(ctx, t, 1.0, Reduction::none), {0.02, 1.5, 2.0, 0.005, 1.2, 0.02});
+  CHECK(x.huberLoss(ctx, t).item() == Approx(0.7908333333333334));
+  CHECK(x.huberLoss(ctx, t, 1.0, Reduction::sum).item() == Approx(4.745));
+  CHECK(x.huberLoss(ctx, t, 0.5, Reduction::sum).item() == Approx(2.77));
+  CHECK(x.huberLoss(ctx, t, 0.5).item() == Approx(0.46166666666666667));
+  x.huberLoss(ctx, t).backward(ctx);
+  checkAll(Tensor::fromSlice(ctx, {"n"}, {6}, test::gradOf(ctx, x)),
+           {0.0333333, -0.1666667, 0.1666667, -0.0166667, 0.1666667, 0.0333333});
+  checkAll(Tensor::fromSlice(ctx, {"n"}, {6}, test::gradOf(ctx, t)),
+           {-0.0333333, 0.1666667, -0.1666667, 0.0166667, -0.1666667, -0.0333333});
+  // Axes aligned by tag: a permuted target gives the same loss.
+  CHECK(x.huberLoss(ctx, t.permuteTo(ctx, {"out", "batch"}), 0.5).item() == Approx(0.46166666666666667));
+  gradcheckAllReductions(ctx, x, t, [&](ExecContext& c, Reduction r) { return x.huberLoss(c, t, 0.7, r); });
+  Tensor tp = Tensor::variableFromSlice(ctx, {"out", "batch"}, {3, 2}, wave(6, 2, 0.1f, 1.1f));
+  gradcheckAllReductions(ctx, x, tp, [&](ExecContext& c, Reduction r) {
+    return x.narrow(c, "out", 1, 2).huberLoss(c, tp.narrow(c, "out", 0, 2), 1.0, r);
+  });
+}
+
+TEST_CASE("bceLoss clamps its logs at -100 as torch, and its gradient follows the clamp") {
+  ExecContext ctx(fucina::ExecOptions{.threads = 1});
+  Tensor x = Tensor::variableFromSlice(ctx, {"batch", "out"}, {2, 3}, {0.1f, 0.9f, 0.5f, 0.0f, 1.0f, 0.3f});
+  Tensor t = Tensor::fromSlice(ctx, {"batch", "out"}, {2, 3}, {0, 1, 0.3f, 1, 0, 0.7f});
+  checkAll(x.bceLoss(ctx, t, Reduction::none),
+           {0.10536051565782628, 0.10536051565782628, 0.6931471805599453, 100.0, 100.0, 0.949783446209775});
+  CHECK(x.bceLoss(ctx, t).item() == Approx(33.64227527634756));
+  CHECK(x.bceLoss(ctx, t, Reduction::sum).item() == Approx(201.85365165808537));
+  x.bceLoss(ctx, t, Reduction::sum).backward(ctx);
+  // (x - t) / (x (1 - x)) in the interior; 0 where the live log term is clamped (x = 0, t = 1).
+  checkAll(Tensor::fromSlice(ctx, {"n"}, {6}, test::gradOf(ctx, x)),
+           {0.1 / 0.09, -0.1 / 0.09, 0.2 / 0.25, 0, 0, -0.4 / 0.21});
+  Tensor xp = Tensor::variableFromSlice(ctx, {"out", "batch"}, {3, 2}, {0.2f, 0.7f, 0.45f, 0.05f, 0.9f, 0.6f});
+  Tensor tp = Tensor::variableFromSlice(ctx, {"batch", "out"}, {2, 3}, {0.1f, 0.8f, 0.5f, 1, 0, 0.3f});
+  gradcheckAllReductions(ctx, xp, tp, [&](ExecContext& c, Reduction r) { return xp.bceLoss(c, tp, r); });
+}
+
+TEST_CASE("bceWithLogitsLoss is stable and matches torch") {
+  ExecContext ctx(fucina::ExecOptions{.threads = 1});
+  Tensor x = Tensor::variableFromSlice(ctx, {"n"}, {6}, {-3, -0.5f, 0, 0.7f, 2.5f, 40});
+  Tensor t = Tensor::variableFromSlice(ctx, {"n"}, {6}, {0, 1, 0.5f, 1, 0, 0.25f});
+  checkAll(x.bceWithLogitsLoss(ctx, t, Reduction::none),
+           {0.04858735157374206, 0.9740769841801067, 0.6931471805599453, 0.4031860488854579, 2.5788897342925496, 30.0});
+  CHECK(x.bceWithLogitsLoss(ctx, t).item() == Approx(5.782981216581967));
+  CHECK(x.bceWithLogitsLoss(ctx, t, Reduction::sum).item() == Approx(34.6978872994918));
+  x.bceWithLogitsLoss(ctx, t, Reduction::sum).backward(ctx);
+  auto sig = [](double v) { return 1 / (1 + std::exp(-v)); };
+  checkAll(Tensor::fromSlice(ctx, {"n"}, {6}, test::gradOf(ctx, x)),
+           {sig(-3), sig(-0.5) - 1, 0, sig(0.7) - 1, sig(2.5), 0.75});
+  checkAll(Tensor::fromSlice(ctx, {"n"}, {6}, test::gradOf(ctx, t)), {3, 0.5, 0, -0.7, -2.5, -40});
+  Tensor a = Tensor::variableFromSlice(ctx, {"b", "c", "k"}, {2, 1, 3}, wave(6, 3, 0.2f, 1.7f));
+  Tensor b = Tensor::variableFromSlice(ctx, {"k", "b", "c"}, {3, 2, 1}, {0.1f, 0.9f, 0.5f, 0, 1, 0.3f});
+  gradcheckAllReductions(ctx, a, b, [&](ExecContext& c, Reduction r) { return a.bceWithLogitsLoss(c, b, r); });
+}
+
+TEST_CASE("klDivLoss matches torch's kl_div, with and without log_target") {
+  ExecContext ctx(fucina::ExecOptions{.threads = 1});
+  Tensor x = Tensor::variableFromSlice(ctx, {"batch", "class"}, {2, 3}, {-1.2f, -0.3f, -2.0f, -0.7f, -0.1f, -3.0f});
+  Tensor t = Tensor::variableFromSlice(ctx, {"batch", "class"}, {2, 3}, {0.2f, 0.5f, 0, 0.3f, 0.7f, 0});
+  checkAll(x.klDivLoss(ctx, t, Reduction::none),
+           {-0.08188758248682007, -0.19657359027997265, 0, -0.15119184129778085, -0.1796724607571127, 0});
+  CHECK(x.klDivLoss(ctx, t).item() == Approx(-0.10155424580361438));
+  CHECK(x.klDivLoss(ctx, t, Reduction::sum).item() == Approx(-0.6093254748216863));
+  x.klDivLoss(ctx, t, Reduction::sum).backward(ctx);
+  CHECK(test::gradOf(ctx, x) == std::vector<float>{-0.2f, -0.5f, 0, -0.3f, -0.7f, 0});
+  checkAll(Tensor::fromSlice(ctx, {"n"}, {6}, test::gradOf(ctx, t)),
+           {std::log(0.2) + 1 + 1.2, std::log(0.5) + 1 + 0.3, 2.0, std::log(0.3) + 1 + 0.7, std::log(0.7) + 1 + 0.1, 3.0});
+  Tensor lt = Tensor::variableFromSlice(ctx, {"class", "batch"}, {3, 2}, {-1.6f, -1.2f, -0.7f, -0.36f, -2.3f, -5});
+  checkAll(x.klDivLoss(ctx, lt, Reduction::none, true),
+           {-0.08075860719786218, -0.1986341215165638, -0.030077653116841106, -0.15059710595610107,
+            -0.18139584477846807, -0.013475893998170934});
+  CHECK(x.klDivLoss(ctx, lt, Reduction::mean, true).item() == Approx(-0.10915653776066786));
+  gradcheckAllReductions(ctx, x, lt, [&](ExecContext& c, Reduction r) { return x.klDivLoss(c, lt, r, true); });
+  Tensor tp = Tensor::variableFromSlice(ctx, {"class", "batch"}, {3, 2}, {0.2f, 0.3f, 0.5f, 0.1f, 0.3f, 0.6f});
+  gradcheckAllReductions(ctx, x, tp, [&](ExecContext& c, Reduction r) { return x.klDivLoss(c, tp, r); });
+}
+
+TEST_CASE("pointwise losses: bad inputs") {
+  ExecContext ctx;
+  Tensor x = Tensor::full(ctx, {"batch", "out"}, {2, 3}, 0.5);
+  CHECK_THROWS_WITH(x.huberLoss(ctx, Tensor::ones(ctx, {"batch", "k"}, {2, 3})),
+                    Catch::Contains("'out'") || Catch::Contains("out="));
+  for (auto loss : {&Tensor::bceLoss, &Tensor::bceWithLogitsLoss}) {
+    CHECK_FUCINA_ERROR((x.*loss)(ctx, Tensor::ones(ctx, {"batch"}, {2}), Reduction::mean), ShapeMismatch);
+    CHECK_FUCINA_ERROR((x.*loss)(ctx, Tensor::ones(ctx, {"batch", "out"}, {2, 4}), Reduction::mean), ShapeMismatch);
+    CHECK_FUCINA_ERROR((x.*loss)(ctx, Tensor::ones(ctx, {"batch", "out"}, {2, 3}, DType::f16), Reduction::sum), DTypeMismatch);
+  }
+  CHECK_FUCINA_ERROR(x.huberLoss(ctx, x, 0.0), InvalidArgument);
+  CHECK_FUCINA_ERROR(x.huberLoss(ctx, Tensor::ones(ctx, {"batch", "out", "k"}, {2, 3, 1})), ShapeMismatch);
+  CHECK_FUCINA_ERROR(x.klDivLoss(ctx, Tensor::ones(ctx, {"out", "batch"}, {2, 3})), ShapeMismatch);
+  CHECK_FUCINA_ERROR(x.addScalar(ctx, 0.6).bceLoss(ctx, x), InvalidArgument);
+  CHECK_FUCINA_ERROR(x.scale(ctx, -1).bceLoss(ctx, x), InvalidArgument);
+  CHECK_FUCINA_ERROR(Tensor::ones(ctx, {"n"}, {0}).huberLoss(ctx, Tensor::ones(ctx, {"n"}, {0})), InvalidArgument);
+  CHECK(Tensor::ones(ctx, {"n"}, {0}).huberLoss(ctx, Tensor::ones(ctx, {"n"}, {0}), 1, Reduction::sum).item() == 0);
+}

@@ -91,3 +91,66 @@ for (const variant of VARIANTS) {
     });
   });
 }
+
+// huberLoss, bceLoss, bceWithLogitsLoss, klDivLoss: the values of the C++ tests (torch's formulas
+// in double precision), options as an object or a bare reduction, gradcheck and bad inputs.
+for (const variant of VARIANTS) {
+  describe(`${variant} pointwise losses`, () => {
+    const near = (got, want) => assert.ok(Math.abs(got - want) <= 1e-5 * (1 + Math.abs(want)), `${got} vs ${want}`);
+
+    test('huberLoss and bceWithLogitsLoss match torch', async () => {
+      const fc = await engine(variant);
+      const x = fc.variable(['batch', 'out'], [2, 3], [0.2, -1.5, 3.0, 0.9, -0.3, 2.2]);
+      const t = fc.variable(['batch', 'out'], [2, 3], [0.0, 0.5, 0.5, 1.0, -2.0, 2.0]);
+      near(x.huberLoss(t).item(), 0.7908333333333334);
+      near(x.huberLoss(t, 'sum').item(), 4.745);
+      near(x.huberLoss(t, { delta: 0.5 }).item(), 0.46166666666666667);
+      near(x.huberLoss(t.permuteTo(['out', 'batch']), { delta: 0.5, reduction: 'sum' }).item(), 2.77);
+      assert.deepEqual(x.huberLoss(t, { reduction: 'none' }).shape, [2, 3]);
+      fc.gradcheck((x, t) => x.huberLoss(t, { delta: 0.7 }), [x, t]);
+      const z = fc.variable(['n'], [6], [-3, -0.5, 0, 0.7, 2.5, 40]);
+      const p = fc.variable(['n'], [6], [0, 1, 0.5, 1, 0, 0.25]);
+      near(z.bceWithLogitsLoss(p).item(), 5.782981216581967);
+      near(z.bceWithLogitsLoss(p, { reduction: 'sum' }).item(), 34.6978872994918);
+      z.bceWithLogitsLoss(p, 'sum').backward();
+      near(values(z.grad())[5], 0.75);
+      near(values(p.grad())[5], -40);
+    });
+
+    test('bceLoss clamps at -100; klDivLoss with and without logTarget', async () => {
+      const fc = await engine(variant);
+      const x = fc.variable(['n'], [6], [0.1, 0.9, 0.5, 0.0, 1.0, 0.3]);
+      const t = fc.constant(['n'], [6], [0, 1, 0.3, 1, 0, 0.7]);
+      near(x.bceLoss(t).item(), 33.64227527634756);
+      near(x.bceLoss(t, { reduction: 'sum' }).item(), 201.85365165808537);
+      x.bceLoss(t, 'sum').backward();
+      const g = values(x.grad());
+      near(g[0], 0.1 / 0.09);
+      assert.equal(g[3], 0);  // the clamped term has gradient 0
+      const lp = fc.variable(['batch', 'class'], [2, 3], [-1.2, -0.3, -2.0, -0.7, -0.1, -3.0]);
+      const q = fc.variable(['batch', 'class'], [2, 3], [0.2, 0.5, 0, 0.3, 0.7, 0]);
+      near(lp.klDivLoss(q).item(), -0.10155424580361438);
+      near(lp.klDivLoss(q, 'sum').item(), -0.6093254748216863);
+      const lq = fc.variable(['class', 'batch'], [3, 2], [-1.6, -1.2, -0.7, -0.36, -2.3, -5]);
+      near(lp.klDivLoss(lq, { logTarget: true }).item(), -0.10915653776066786);
+      fc.gradcheck((a, b) => a.klDivLoss(b, { logTarget: true, reduction: 'sum' }), [lp, lq]);
+      const pr = fc.variable(['n'], [3], [0.2, 0.45, 0.9]);
+      const pt = fc.variable(['n'], [3], [0.1, 0.5, 1]);
+      fc.gradcheck((a, b) => a.bceLoss(b), [pr, pt]);
+    });
+
+    test('pointwise losses: bad inputs', async () => {
+      const fc = await engine(variant);
+      const x = fc.full(['batch', 'out'], [2, 3], 0.5);
+      throwsCode(() => x.huberLoss(fc.ones(['batch', 'k'], [2, 3])), 'ShapeMismatch');
+      throwsCode(() => x.bceLoss(fc.ones(['batch'], [2])), 'ShapeMismatch');
+      throwsCode(() => x.scale(3).bceLoss(x), 'InvalidArgument');
+      throwsCode(() => x.huberLoss(x, { delta: 0 }), 'InvalidArgument');
+      throwsCode(() => x.huberLoss(x, { delta: '1' }), 'InvalidArgument');
+      throwsCode(() => x.klDivLoss(x, { logTarget: 1 }), 'InvalidArgument');
+      throwsCode(() => x.bceWithLogitsLoss(x, { reductoin: 'sum' }), 'InvalidArgument');
+      throwsCode(() => x.bceWithLogitsLoss(x, 'avg'), 'InvalidArgument');
+      throwsCode(() => x.klDivLoss([1, 2]), 'InvalidArgument');
+    });
+  });
+}

@@ -148,6 +148,10 @@ class Tensor {
   Tensor cos(ExecContext& ctx) const;
   // Gradient 1 where lo <= x <= hi (boundaries included, as torch), else 0. lo > hi: InvalidArgument.
   Tensor clamp(ExecContext& ctx, double lo, double hi) const;
+  // --- gated units (ops/gated.cpp): `axis` splits into halves [gate | up], the result has it
+  // halved (an odd extent is InvalidArgument). Forward and VJP are one fused pass each.
+  Tensor swiglu(ExecContext& ctx, Tag axis) const;  // silu(gate)·up
+  Tensor geglu(ExecContext& ctx, Tag axis) const;   // geluErf(gate)·up
   // --- seeded randomness (ops/dropout.cpp) ---
   // Zeroes each element with probability p and scales the rest by 1/(1-p). The mask is a pure
   // function of (seed, element index in row-major order of this tensor's axes), so forward,
@@ -227,6 +231,22 @@ class Tensor {
                  Reduction reduction = Reduction::mean) const;
   // (this - target)^2, reduced; both operands differentiable; axes aligned by tag.
   Tensor mseLoss(ExecContext& ctx, const Tensor& target, Reduction reduction = Reduction::mean) const;
+  // Pointwise losses as torch.nn's, this tensor the input: both operands have the same axes (any
+  // order; else ShapeMismatch), both are differentiable; mean is over every element.
+  // HuberLoss: 0.5·d² where |d| <= delta, else delta·(|d| - 0.5·delta), d = this - target.
+  Tensor huberLoss(ExecContext& ctx, const Tensor& target, double delta = 1.0,
+                   Reduction reduction = Reduction::mean) const;
+  // BCELoss of probabilities in [0, 1] (else InvalidArgument): -(t·log x + (1-t)·log(1-x)), each
+  // log clamped at >= -100 as torch; a clamped term has gradient 0 (torch's input gradient is
+  // (x-t)/max(x(1-x), 1e-12) instead, which differs only where a log is clamped).
+  Tensor bceLoss(ExecContext& ctx, const Tensor& target, Reduction reduction = Reduction::mean) const;
+  // BCEWithLogitsLoss of logits, stable: max(x,0) - x·t + log1p(exp(-|x|)).
+  Tensor bceWithLogitsLoss(ExecContext& ctx, const Tensor& target, Reduction reduction = Reduction::mean) const;
+  // torch.nn.functional.kl_div of log-probabilities (this) against target probabilities:
+  // t·(log t - x), 0 where t == 0 (there the target's gradient is -x); log_target: exp(t)·(t - x).
+  // mean is torch's elementwise 'mean'; 'batchmean' is sum / batch size, left to the caller.
+  Tensor klDivLoss(ExecContext& ctx, const Tensor& target, Reduction reduction = Reduction::mean,
+                   bool log_target = false) const;
   // --- views (ops/view.cpp); share storage ---
   Tensor broadcastTo(ExecContext& ctx, Tags tags, Extents shape) const;
   Tensor permuteTo(ExecContext& ctx, const Tags& order) const;
@@ -254,6 +274,20 @@ class Tensor {
   // in place, by the indices' axes (table{vocab, d}.indexSelect("vocab", ids{batch, t}) ->
   // {batch, t, d}). The VJP scatter-adds, so repeated indices accumulate.
   Tensor indexSelect(ExecContext& ctx, Tag axis, const Tensor& indices) const;
+  // Indices are i32/i64 in [0, extent of `axis`); an index outside is IndexOutOfRange. The VJPs
+  // scatter-add, so repeated indices accumulate.
+  // torch.gather: indices have exactly this tensor's axes (any order), extents <= this's except
+  // along `axis`; result[.., i, ..] = this[.., indices[.., i, ..], ..] with the indices' extents,
+  // in this tensor's axis order.
+  Tensor gather(ExecContext& ctx, Tag axis, const Tensor& indices) const;
+  // numpy.take_along_axis by name: indices have `axis`; their other axes are axes of this tensor
+  // with equal extent or extent 1, and missing axes broadcast. The result has this tensor's axes
+  // and order, `axis` with the indices' extent.
+  Tensor takeAlongAxis(ExecContext& ctx, Tag axis, const Tensor& indices) const;
+  // torch.scatter_add, out of place: this plus each src element added at its index along `axis`.
+  // indices and src have the same axes and extents, as gather's indices. Gradients: this gets
+  // gy, src gets gy gathered at the indices.
+  Tensor scatterAdd(ExecContext& ctx, Tag axis, const Tensor& indices, const Tensor& src) const;
   // --- structure (ops/structure.cpp): new values ---
   // Joins tensors with the same axes (any order; extents equal except along `axis`) along
   // `axis`, in the first tensor's axis order. stack adds `new_axis` (first) to each, then joins.

@@ -1,8 +1,12 @@
-// Indexing by integer tensors: indexSelect (embedding lookup). The forward gathers rows along a
-// named axis; the VJP scatter-adds them back, so repeated indices accumulate.
+// Indexing by integer tensors: indexSelect (embedding lookup), gather / takeAlongAxis (one
+// strided gather loop) and scatterAdd (the same loop adding). Each forward gathers or scatters
+// along a named axis; the VJPs use the other direction, so repeated indices accumulate.
+#include <algorithm>
 #include <string>
 #include <vector>
 
+#include "fucina/kernels/elementwise.h"
+#include "fucina/kernels/strided.h"
 #include "fucina/ops/finish_op.h"
 
 namespace fucina {
@@ -75,6 +79,185 @@ Tensor Tensor::indexSelect(ExecContext& ctx, Tag axis, const Tensor& indices) co
       g[0] = std::move(full);
     };
   }, static_cast<size_t>(out.numel()));
+}
+
+namespace {
+
+// How integer indices address a table along `axis`, shared by gather, takeAlongAxis and
+// scatterAdd: the indexed positions (the table's axes in its order, `axis` with the indices'
+// extent), and for each of those axes the indices' stride (0 where they broadcast).
+struct IndexMap {
+  Tags tags;
+  Extents shape;
+  RawTensor indices;  // i32 or i64, any strides
+  std::vector<int64_t> index_strides;
+  size_t axis = 0;
+};
+
+std::string quoted(Tag t) { return "'" + std::string(t.name()) + "'"; }
+
+const RawTensor& requireIndices(std::string_view op, Tag axis, const Tensor& indices) {
+  const RawTensor& ix = indices.value();
+  if (ix.dtype() != DType::i32 && ix.dtype() != DType::i64)
+    fail(ErrorCode::DTypeMismatch, std::string(op) + " along " + quoted(axis) + ": indices must be i32 or i64, got " +
+                                       std::string(name(ix.dtype())) + " " + ix.describe());
+  return ix;
+}
+
+// Every index must lie in [0, extent) (no negative wrap-around).
+template <class I>
+void checkRange(std::string_view op, Tag axis, const RawTensor& ix, int64_t extent) {
+  if (ix.numel() == 0) return;
+  const auto plan = kernels::planStrided<1>(ix.shape(), {&ix.strides()});
+  const I* p = ix.data<I>();
+  kernels::forEachRow(plan, 0, plan.outer(), [&](const auto& off, int64_t n, const auto& st) {
+    for (int64_t i = 0; i < n; ++i) {
+      const auto v = static_cast<int64_t>(p[off[0] + i * st[0]]);
+      if (v < 0 || v >= extent)
+        fail(ErrorCode::IndexOutOfRange, std::string(op) + " along " + quoted(axis) + ": index " +
+                                             std::to_string(v) + " is outside [0, " + std::to_string(extent) + ")");
+    }
+  });
+}
+
+template <class F>
+void withIndexType(DType t, F&& f) {
+  if (t == DType::i32) f.template operator()<int32_t>();
+  else f.template operator()<int64_t>();
+}
+
+// gather / scatterAdd: indices with exactly the table's axes, extents <= the table's except
+// along `axis`.
+IndexMap sameAxesMap(std::string_view op, const RawTensor& a, Tag axis, const RawTensor& ix) {
+  IndexMap m{a.tags(), {}, ix, {}, a.axis(axis)};
+  const bool same = ix.rank() == a.rank() && [&] {
+    for (Tag t : a.tags())
+      if (!hasTag(ix.tags(), t)) return false;
+    return true;
+  }();
+  if (!same)
+    fail(ErrorCode::ShapeMismatch, std::string(op) + " along " + quoted(axis) + ": the indices " + ix.describe() +
+                                       " must have exactly the axes of " + a.describe());
+  for (size_t d = 0; d < a.rank(); ++d) {
+    const size_t j = ix.axis(a.tags()[d]);
+    if (d != m.axis && ix.shape()[j] > a.shape()[d])
+      fail(ErrorCode::ShapeMismatch, std::string(op) + " along " + quoted(axis) + ": the indices " + ix.describe() +
+                                         " exceed " + a.describe() + " on axis " + quoted(a.tags()[d]));
+    m.shape.push_back(ix.shape()[j]);
+    m.index_strides.push_back(ix.strides()[j]);
+  }
+  return m;
+}
+
+// The one strided loop behind every op here. At each position of m, the table element whose
+// `axis` coordinate is the index there is copied into `dense` (gather) or gets `dense` added to
+// it (scatter). table has m's axes in m's order (extents >= m's); dense has m's axes, any
+// strides. Scatter runs on one thread, since repeated indices hit the same element.
+template <bool kScatter>
+void indexLoop(ExecContext& ctx, const IndexMap& m, const RawTensor& table, const RawTensor& dense) {
+  if (numelOf(m.shape) == 0) return;
+  const RawTensor d = dense.permuted(m.tags);
+  std::vector<int64_t> table_strides = table.strides();
+  const int64_t axis_stride = table_strides[m.axis];
+  table_strides[m.axis] = 0;
+  const auto plan = kernels::planStrided<3>(m.shape, {&d.strides(), &table_strides, &m.index_strides});
+  float* pt = table.f32();
+  float* pd = d.f32();
+  withIndexType(m.indices.dtype(), [&]<class I>() {
+    const I* pi = m.indices.data<I>();
+    auto rows = [&](int64_t begin, int64_t end) {
+      kernels::forEachRow(plan, begin, end, [&](const auto& off, int64_t n, const auto& st) {
+        for (int64_t i = 0; i < n; ++i) {
+          float& t = pt[off[1] + i * st[1] + static_cast<int64_t>(pi[off[2] + i * st[2]]) * axis_stride];
+          if constexpr (kScatter) t += pd[off[0] + i * st[0]];
+          else pd[off[0] + i * st[0]] = t;
+        }
+      });
+    };
+    if constexpr (kScatter) rows(0, plan.outer());
+    else ctx.parallelFor(plan.outer(), std::max<int64_t>(1, kernels::kElementwiseGrain / plan.inner()), rows);
+  });
+}
+
+RawTensor gatherValues(ExecContext& ctx, const IndexMap& m, const RawTensor& table) {
+  RawTensor out = RawTensor::empty(ctx, m.tags, m.shape);
+  indexLoop<false>(ctx, m, table, out);
+  return out;
+}
+
+RawTensor scatterIntoZeros(ExecContext& ctx, const IndexMap& m, const Tags& tags, const Extents& shape,
+                           const RawTensor& dense) {
+  RawTensor full = RawTensor::zeros(ctx, tags, shape);
+  indexLoop<true>(ctx, m, full, dense);
+  return full;
+}
+
+// gather and takeAlongAxis: forward gathers, the VJP scatter-adds into zeros.
+Tensor gatherOp(ExecContext& ctx, std::string_view op, const Tensor& x, Tag axis, const Tensor& indices,
+                IndexMap m) {
+  const RawTensor& a = x.value();
+  withIndexType(m.indices.dtype(), [&]<class I>() { checkRange<I>(op, axis, m.indices, a.extent(axis)); });
+  RawTensor out = gatherValues(ctx, m, a);
+  return ops::finishOp(ctx, op, out, {&x, &indices}, [&] {
+    return [m = std::move(m), tags = a.tags(), shape = a.shape()](ExecContext& c, const RawTensor& gy,
+                                                                     NeedsGrad needs, Grads g) {
+      if (needs[0]) g[0] = scatterIntoZeros(c, m, tags, shape, gy);
+    };
+  }, static_cast<size_t>(out.numel()));
+}
+
+}  // namespace
+
+Tensor Tensor::gather(ExecContext& ctx, Tag axis, const Tensor& indices) const {
+  ops::requireF32("gather", *this);
+  const RawTensor& ix = requireIndices("gather", axis, indices);
+  return gatherOp(ctx, "gather", *this, axis, indices, sameAxesMap("gather", value(), axis, ix));
+}
+
+Tensor Tensor::takeAlongAxis(ExecContext& ctx, Tag axis, const Tensor& indices) const {
+  ops::requireF32("takeAlongAxis", *this);
+  const RawTensor& a = value();
+  const RawTensor& ix = requireIndices("takeAlongAxis", axis, indices);
+  const std::string where = "takeAlongAxis along " + quoted(axis) + ": the indices " + ix.describe();
+  if (!hasTag(ix.tags(), axis)) fail(ErrorCode::ShapeMismatch, where + " lack the axis");
+  IndexMap m{a.tags(), a.shape(), ix, std::vector<int64_t>(a.rank(), 0), a.axis(axis)};
+  for (size_t j = 0; j < ix.rank(); ++j) {
+    const Tag t = ix.tags()[j];
+    if (!hasTag(a.tags(), t)) fail(ErrorCode::ShapeMismatch, where + " have axis " + quoted(t) + " that " + a.describe() + " lacks");
+    const size_t d = a.axis(t);
+    if (d == m.axis) m.shape[d] = ix.shape()[j];
+    else if (ix.shape()[j] != a.shape()[d] && ix.shape()[j] != 1)
+      fail(ErrorCode::ShapeMismatch, where + " must match " + a.describe() + " on axis " + quoted(t) + " or have extent 1");
+    if (ix.shape()[j] == m.shape[d]) m.index_strides[d] = ix.strides()[j];  // else broadcast: stride 0
+  }
+  return gatherOp(ctx, "takeAlongAxis", *this, axis, indices, std::move(m));
+}
+
+Tensor Tensor::scatterAdd(ExecContext& ctx, Tag axis, const Tensor& indices, const Tensor& src) const {
+  ops::requireF32("scatterAdd", *this);
+  ops::requireF32("scatterAdd", src);
+  const RawTensor& a = value();
+  const RawTensor& ix = requireIndices("scatterAdd", axis, indices);
+  const RawTensor& s = src.value();
+  IndexMap m = sameAxesMap("scatterAdd", a, axis, ix);
+  const bool same = s.rank() == ix.rank() && [&] {
+    for (size_t j = 0; j < ix.rank(); ++j)
+      if (!hasTag(s.tags(), ix.tags()[j]) || s.extent(ix.tags()[j]) != ix.shape()[j]) return false;
+    return true;
+  }();
+  if (!same)
+    fail(ErrorCode::ShapeMismatch, "scatterAdd along " + quoted(axis) + ": src " + s.describe() +
+                                       " must have the axes and extents of the indices " + ix.describe());
+  withIndexType(ix.dtype(), [&]<class I>() { checkRange<I>("scatterAdd", axis, ix, a.extent(axis)); });
+  RawTensor out = a.clone(ctx);
+  indexLoop<true>(ctx, m, out, s);
+  return ops::finishOp(ctx, "scatterAdd", out, {this, &indices, &src}, [&] {
+    // d/dthis = gy; d/dsrc = gy gathered at the indices.
+    return [m = std::move(m)](ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads g) {
+      if (needs[0]) g[0] = gy;
+      if (needs[2]) g[2] = gatherValues(c, m, gy.permuted(m.tags));
+    };
+  }, static_cast<size_t>(s.numel()));
 }
 
 }  // namespace fucina

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <string>
 
+#include "fucina/ops/activation.h"
 #include "fucina/ops/elementwise_op.h"
 
 namespace fucina {
@@ -58,16 +59,9 @@ Tensor Tensor::relu(ExecContext& ctx) const {
 }
 
 namespace {
-// The logistic function, split by sign so exp never overflows.
-inline float logistic(float a) {
-  if (a >= 0) return 1.0f / (1.0f + std::exp(-a));
-  const float e = std::exp(a);
-  return e / (1.0f + e);
-}
+using ops::act::logistic;
 constexpr float kSqrt2OverPi = 0.7978845608028654f;  // sqrt(2/pi), torch's gelu 'tanh'
 constexpr float kGeluCubic = 0.044715f;
-constexpr float kInvSqrt2 = 0.7071067811865476f;
-constexpr float kInvSqrt2Pi = 0.3989422804014327f;  // 1/sqrt(2 pi)
 }  // namespace
 
 // leakyRelu: slope·x for x <= 0; the gradient at 0 is the slope (torch: x > 0 ? 1 : slope).
@@ -90,14 +84,10 @@ Tensor Tensor::gelu(ExecContext& ctx) const {
                  });
 }
 
-// geluErf, exact: x·Φ(x) = 0.5·x·(1 + erf(x/√2)); d/dx = Φ(x) + x·φ(x).
+// geluErf, exact: x·Φ(x) (ops/activation.h).
 Tensor Tensor::geluErf(ExecContext& ctx) const {
-  return unaryOp(ctx, "geluErf", *this,
-                 [](float a) { return 0.5f * a * (1.0f + std::erf(a * kInvSqrt2)); },
-                 kA, [](float g, float a, float) {
-                   const float cdf = 0.5f * (1.0f + std::erf(a * kInvSqrt2));
-                   return g * (cdf + a * kInvSqrt2Pi * std::exp(-0.5f * a * a));
-                 });
+  return unaryOp(ctx, "geluErf", *this, ops::act::geluErf,
+                 kA, [](float g, float a, float) { return g * ops::act::geluErfGrad(a); });
 }
 
 // quickGelu: x·σ(1.702x).
@@ -109,13 +99,10 @@ Tensor Tensor::quickGelu(ExecContext& ctx) const {
                  });
 }
 
-// silu (swish): x·σ(x); d/dx = σ(x)·(1 + x·(1 − σ(x))).
+// silu (swish): x·σ(x) (ops/activation.h).
 Tensor Tensor::silu(ExecContext& ctx) const {
-  return unaryOp(ctx, "silu", *this, [](float a) { return a * logistic(a); },
-                 kA, [](float g, float a, float) {
-                   const float s = logistic(a);
-                   return g * s * (1.0f + a * (1.0f - s));
-                 });
+  return unaryOp(ctx, "silu", *this, ops::act::silu,
+                 kA, [](float g, float a, float) { return g * ops::act::siluGrad(a); });
 }
 
 // elu: α·(eˣ − 1) for x <= 0; the gradient at 0 is α (torch: x > 0 ? 1 : α·eˣ).
