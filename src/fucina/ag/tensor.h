@@ -36,6 +36,26 @@ struct Conv2dOptions {
   int64_t groups = 1;  // channels and out_channels split into this many independent groups
 };
 
+// rope's axes and frequencies. Pairs of the `dim` axis (extent D, even) are rotated by the angle
+// (offset + p)·θ_i at position p, θ_i = base^(-2i/D), i < D/2. half pairs (i, i + D/2) (GPT-NeoX,
+// HF llama); interleaved pairs (2i, 2i+1) (original RoPE, GPT-J).
+struct RopeOptions {
+  Tag position = "t";
+  Tag dim = "d";
+  double base = 10000.0;
+  int64_t offset = 0;  // position of the first element along `position` (a KV-cache's length)
+  enum class Mode { half, interleaved } mode = Mode::half;
+};
+
+// groupedAttention's axis names, mask and score scale (default 1/sqrt(D)).
+struct AttentionOptions {
+  Tag heads = "head";
+  Tag time = "t";
+  Tag dim = "d";
+  bool causal = true;  // end-aligned: query i sees keys j <= i + Tk - Tq
+  std::optional<double> scale = std::nullopt;
+};
+
 // Shared body of Tensor handles. Internal; reached through Tensor::impl().
 class TensorImpl {
  public:
@@ -304,6 +324,24 @@ class Tensor {
   Tensor triu(ExecContext& ctx, Tag row, Tag col, int64_t diagonal = 0) const;
   // Keeps row - col <= lower and col - row <= upper; -1 leaves that side unbounded (as TF).
   Tensor bandPart(ExecContext& ctx, Tag row, Tag col, int64_t lower, int64_t upper) const;
+
+  // --- position encodings and attention (ops/rope.cpp, ops/attention.cpp) ---
+  // Rotary position embedding along options.position and options.dim (D even, else
+  // InvalidArgument); every other axis is a batch axis. The result keeps this tensor's axis order;
+  // the VJP is the inverse rotation. The table form reads cos and sin from constants with axes
+  // {position, dim}: dim extent D/2 (one angle per pair, in pair order i), position extent at
+  // least offset + T (rows offset .. offset+T-1 are used). The tables take no gradient: a table
+  // that requires one is UnsupportedGradient.
+  Tensor rope(ExecContext& ctx, const RopeOptions& options = {}) const;
+  Tensor rope(ExecContext& ctx, const Tensor& cos, const Tensor& sin, const RopeOptions& options = {}) const;
+  // softmax(scale·q·kᵀ [+ causal mask]) · v per head. q {batch..., heads: H, time: Tq, dim: D},
+  // k {batch..., heads: Hkv, time: Tk, dim: D}, v {batch..., heads: Hkv, time: Tk, dim: Dv};
+  // batch axes are all other axes, the same tags and extents in all three, any order. H must be
+  // a multiple of Hkv: query head h reads kv head h / (H / Hkv) (grouped-query attention; H = Hkv
+  // is multi-head attention). Result: {batch... in q's order, heads, time: Tq, dim: Dv}.
+  // Causal with Tk < Tq (a query that sees no key) is InvalidArgument.
+  static Tensor groupedAttention(ExecContext& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
+                                 const AttentionOptions& options = {});
 
   // --- internals ---
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}

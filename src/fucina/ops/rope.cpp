@@ -1,0 +1,145 @@
+// Rotary position embedding (RoPE) and its VJP, the inverse rotation. Both sources of angles
+// (computed here, or given as cos/sin tables) become [T, D/2] tables that feed one kernel, which
+// rotates pairs of the dim axis over a copy laid out as {batch..., position, dim}.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "fucina/ops/finish_op.h"
+
+namespace fucina {
+
+using internal::RawTensor;
+using ops::Grads;
+using ops::NeedsGrad;
+
+namespace {
+
+// The layout the kernel runs over, and the geometry of x in it.
+struct RopeLayout {
+  Tags order;         // x's other axes in x's order, then position, dim
+  int64_t rows = 0;   // product of the batch axes
+  int64_t T = 0, D = 0;
+};
+
+RopeLayout ropeLayout(const Tensor& x, const RopeOptions& o) {
+  ops::requireF32("rope", x);
+  const RawTensor& a = x.value();
+  if (o.position == o.dim)
+    fail(ErrorCode::InvalidArgument, "rope: position and dim must be different axes, both are '" +
+                                         std::string(o.dim.name()) + "'");
+  if (!hasTag(a.tags(), o.position) || !hasTag(a.tags(), o.dim))
+    fail(ErrorCode::ShapeMismatch, "rope: x needs the axes '" + std::string(o.position.name()) +
+                                       "' (position) and '" + std::string(o.dim.name()) +
+                                       "' (dim), got " + a.describe());
+  RopeLayout l;
+  l.T = a.extent(o.position);
+  l.D = a.extent(o.dim);
+  if (l.D % 2 != 0)
+    fail(ErrorCode::InvalidArgument, "rope: the '" + std::string(o.dim.name()) +
+                                         "' extent must be even (it is rotated in pairs), got " +
+                                         std::to_string(l.D));
+  if (o.offset < 0)
+    fail(ErrorCode::InvalidArgument, "rope: offset must be >= 0, got " + std::to_string(o.offset));
+  for (Tag t : a.tags())
+    if (!(t == o.position) && !(t == o.dim)) l.order.push_back(t);
+  l.order.push_back(o.position);
+  l.order.push_back(o.dim);
+  l.rows = l.T * l.D == 0 ? 0 : a.numel() / (l.T * l.D);
+  return l;
+}
+
+// y = each pair of every D-row of x rotated by sign·angle, the angle of row r's position
+// (r % T) and pair i read from cos/sin at [r % T, i]. x and y may alias.
+void rotatePairs(ExecContext& ctx, const float* x, float* y, const float* cos, const float* sin,
+                 int64_t rows, int64_t T, int64_t D, RopeOptions::Mode mode, float sign) {
+  const int64_t half = D / 2;
+  const bool split = mode == RopeOptions::Mode::half;
+  const int64_t step = split ? 1 : 2;       // pair i starts at i·step
+  const int64_t partner = split ? half : 1;  // and its second element is `partner` further on
+  ctx.parallelFor(rows * T, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, D)),
+                  [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* xr = x + r * D;
+      float* yr = y + r * D;
+      const float* c = cos + (r % T) * half;
+      const float* s = sin + (r % T) * half;
+      for (int64_t i = 0; i < half; ++i) {
+        const int64_t a = i * step, b = a + partner;
+        const float x0 = xr[a], x1 = xr[b], ci = c[i], si = sign * s[i];
+        yr[a] = x0 * ci - x1 * si;
+        yr[b] = x0 * si + x1 * ci;
+      }
+    }
+  });
+}
+
+Tensor ropeOp(ExecContext& ctx, const Tensor& x, const RopeLayout& l, const RopeOptions& o,
+              RawTensor cos, RawTensor sin) {
+  const RawTensor in = x.value().permuted(l.order).contiguous(ctx);
+  RawTensor y = RawTensor::empty(ctx, in.tags(), in.shape());
+  rotatePairs(ctx, in.f32(), y.f32(), cos.f32(), sin.f32(), l.rows, l.T, l.D, o.mode, 1.0f);
+  return ops::finishOp(ctx, "rope", y.permuted(x.value().tags()), {&x}, [&] {
+    // The rotation is orthogonal: its VJP rotates gy back by -angle.
+    return [l, mode = o.mode, cos, sin](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
+      const RawTensor gl = gy.permuted(l.order).contiguous(c);
+      RawTensor gx = RawTensor::empty(c, gl.tags(), gl.shape());
+      rotatePairs(c, gl.f32(), gx.f32(), cos.f32(), sin.f32(), l.rows, l.T, l.D, mode, -1.0f);
+      g[0] = std::move(gx);  // layout order; the engine restores the operand's axis order
+    };
+  }, static_cast<size_t>(x.numel()) * 6);
+}
+
+// Rows offset .. offset+T-1 of a {position, dim: D/2} table, contiguous as [T, D/2].
+RawTensor tableRows(ExecContext& ctx, const Tensor& table, const char* which, const RopeLayout& l,
+                    const RopeOptions& o) {
+  ops::requireF32("rope", table);
+  if (table.requiresGrad() && isGradEnabled())
+    fail(ErrorCode::UnsupportedGradient,
+         std::string("rope: the ") + which +
+             " table takes no gradient; pass a constant (detach it or build it under noGrad)");
+  const RawTensor& t = table.value();
+  const std::string want = "{" + std::string(o.position.name()) + ">=" +
+                           std::to_string(o.offset + l.T) + ", " + std::string(o.dim.name()) +
+                           "=" + std::to_string(l.D / 2) + "}";
+  if (t.rank() != 2 || !hasTag(t.tags(), o.position) || !hasTag(t.tags(), o.dim) ||
+      t.extent(o.dim) != l.D / 2 || t.extent(o.position) < o.offset + l.T)
+    fail(ErrorCode::ShapeMismatch, std::string("rope: the ") + which + " table must be " + want +
+                                       " (one angle per pair of '" + std::string(o.dim.name()) +
+                                       "', rows from offset " + std::to_string(o.offset) +
+                                       "), got " + t.describe());
+  return t.narrowed(o.position, o.offset, l.T).permuted({o.position, o.dim}).contiguous(ctx);
+}
+
+}  // namespace
+
+Tensor Tensor::rope(ExecContext& ctx, const RopeOptions& options) const {
+  const RopeLayout l = ropeLayout(*this, options);
+  if (!(options.base > 0) || !std::isfinite(options.base))
+    fail(ErrorCode::InvalidArgument, "rope: base must be positive and finite, got " +
+                                         std::to_string(options.base));
+  const int64_t half = l.D / 2;
+  RawTensor cos = RawTensor::empty(ctx, {options.position, options.dim}, {l.T, half});
+  RawTensor sin = RawTensor::empty(ctx, {options.position, options.dim}, {l.T, half});
+  float* pc = cos.f32();
+  float* ps = sin.f32();
+  for (int64_t i = 0; i < half; ++i) {
+    // Angles in f64, so that large positions keep their phase.
+    const double theta = std::pow(options.base, -2.0 * static_cast<double>(i) / static_cast<double>(l.D));
+    for (int64_t t = 0; t < l.T; ++t) {
+      const double angle = static_cast<double>(options.offset + t) * theta;
+      pc[t * half + i] = static_cast<float>(std::cos(angle));
+      ps[t * half + i] = static_cast<float>(std::sin(angle));
+    }
+  }
+  return ropeOp(ctx, *this, l, options, std::move(cos), std::move(sin));
+}
+
+Tensor Tensor::rope(ExecContext& ctx, const Tensor& cos, const Tensor& sin,
+                    const RopeOptions& options) const {
+  const RopeLayout l = ropeLayout(*this, options);
+  return ropeOp(ctx, *this, l, options, tableRows(ctx, cos, "cos", l, options),
+                tableRows(ctx, sin, "sin", l, options));
+}
+
+}  // namespace fucina
