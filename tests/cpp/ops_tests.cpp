@@ -708,6 +708,7 @@ TEST_CASE("op coverage matrix") {
   for (const char* op : {"gather", "takeAlongAxis", "scatterAdd"}) covered[op] = "gather_tests.cpp";
   for (const char* op : {"huberLoss", "bceLoss", "bceWithLogitsLoss", "klDivLoss"}) covered[op] = "softmax_loss_tests.cpp";
   for (const char* op : {"swiglu", "geglu"}) covered[op] = "gated_tests.cpp";
+  for (const char* op : {"rope", "groupedAttention"}) covered[op] = "attention_tests.cpp";
   const std::set<std::string> surface = {
       "add", "sub", "mul", "div", "maximum", "minimum", "pow", "scale", "addScalar", "subScalar",
       "divScalar", "powScalar", "neg", "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "relu",
@@ -720,7 +721,7 @@ TEST_CASE("op coverage matrix") {
       "flatten", "reshape", "select", "slice", "concat", "stack", "pad", "where", "maskedFill",
       "tril", "triu", "bandPart", "indexSelect", "addDot", "matmul", "einsum", "transpose",
       "gather", "takeAlongAxis", "scatterAdd", "huberLoss", "bceLoss", "bceWithLogitsLoss", "klDivLoss",
-      "swiglu", "geglu"};
+      "swiglu", "geglu", "rope", "groupedAttention"};
   std::printf("op coverage (%zu ops):\n", surface.size());
   for (const auto& op : surface) {
     const auto it = covered.find(op);
