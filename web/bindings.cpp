@@ -536,6 +536,19 @@ EMSCRIPTEN_BINDINGS(fucina) {
         return guard([&] { return wrap(a.t.indexSelect(ctx(), fucina::Tag(axis), tensorOf(indices, "indices"))); });
       })
       // ---- end structure ops ----
+      // ---- position encodings (ops/rope.cpp); cos and sin both null for on-the-fly angles ----
+      .function("rope", +[](Handle& a, val cos, val sin, std::string position, std::string dim, double base,
+                            double offset, std::string mode) {
+        return guard([&] {
+          if (mode != "half" && mode != "interleaved") invalid("rope: unknown mode '" + mode + "' (use half or interleaved)");
+          const fucina::RopeOptions o{.position = fucina::Tag(position), .dim = fucina::Tag(dim), .base = base,
+                                      .offset = toInt(offset, "rope: offset"),
+                                      .mode = mode == "half" ? fucina::RopeOptions::Mode::half
+                                                             : fucina::RopeOptions::Mode::interleaved};
+          if (cos.isNull()) return wrap(a.t.rope(ctx(), o));
+          return wrap(a.t.rope(ctx(), tensorOf(cos, "cos"), tensorOf(sin, "sin"), o));
+        });
+      })
       .function("dropout", +[](Handle& a, double p, double seed) {
         return guard([&] { return wrap(a.t.dropout(ctx(), p, toSeed(seed, "dropout: seed"))); });
       });
@@ -571,6 +584,16 @@ EMSCRIPTEN_BINDINGS(fucina) {
   });
   function("where", +[](val cond, val a, val b) {
     return guard([&] { return wrap(Tensor::where(ctx(), tensorOf(cond, "cond"), tensorOf(a, "a"), tensorOf(b, "b"))); });
+  });
+  // ---- attention (ops/attention.cpp); scale null for 1/sqrt(D) ----
+  function("groupedAttention", +[](val q, val k, val v, std::string heads, std::string time, std::string dim,
+                                   bool causal, val scale) {
+    return guard([&] {
+      fucina::AttentionOptions o{.heads = fucina::Tag(heads), .time = fucina::Tag(time), .dim = fucina::Tag(dim),
+                                 .causal = causal};
+      if (!scale.isNull()) o.scale = scale.as<double>();
+      return wrap(Tensor::groupedAttention(ctx(), tensorOf(q, "q"), tensorOf(k, "k"), tensorOf(v, "v"), o));
+    });
   });
   function("checkpoint", &checkpoint);
   function("customVjp", &customVjp);

@@ -206,6 +206,28 @@ export class Tensor {
   avgPool2d(kernel: number | [number, number], options?: Pool2dOptions): Tensor;
   /** Repeats each element in a 2x2 block; the gradient sums each block. */
   upsample2xNearest(height?: string, width?: string): Tensor;
+  /** Rotary position embedding along options.position and options.dim (even extent D); other
+   * axes are batch axes. The table form reads constant cos/sin tables {position, dim: D/2}
+   * (one angle per pair), rows offset .. offset+T-1; tables take no gradient. */
+  rope(options?: RopeOptions): Tensor;
+  rope(cos: Tensor, sin: Tensor, options?: RopeOptions): Tensor;
+}
+
+export interface RopeOptions {
+  /** default 't' */ position?: string;
+  /** default 'd' */ dim?: string;
+  /** theta_i = base^(-2i/D); default 10000 */ base?: number;
+  /** position of the first element; default 0 */ offset?: number;
+  /** 'half' pairs (i, i + D/2) (GPT-NeoX, HF llama, default); 'interleaved' pairs (2i, 2i+1). */
+  mode?: 'half' | 'interleaved';
+}
+
+export interface AttentionOptions {
+  /** default 'head' */ heads?: string;
+  /** default 't' */ time?: string;
+  /** default 'd' */ dim?: string;
+  /** End-aligned: query i sees keys j <= i + Tk - Tq. Default true. */ causal?: boolean;
+  /** default 1/sqrt(D) */ scale?: number;
 }
 
 export interface Conv2dOptions {
@@ -330,6 +352,11 @@ export interface Fucina {
   einsum(a: Tensor, b: Tensor, outTags: string[]): Tensor;
   /** a where cond (u8, or f32 nonzero) else b, axes aligned by tag; gradients to a and b. */
   where(cond: Tensor, a: Tensor, b: Tensor): Tensor;
+  /** softmax(scale·q·kᵀ [+ causal mask])·v per head. q {batch..., heads: H, time: Tq, dim: D},
+   * k {batch..., heads: Hkv, time: Tk, dim: D}, v {batch..., heads: Hkv, time: Tk, dim: Dv};
+   * H a multiple of Hkv (query head h reads kv head h / (H / Hkv)). Result {batch... (q's
+   * order), heads, time, dim: Dv}. */
+  groupedAttention(q: Tensor, k: Tensor, v: Tensor, options?: AttentionOptions): Tensor;
   noGrad<T>(fn: () => T): T;
   isGradEnabled(): boolean;
   /** Disposes every tensor made inside fn except those it returns (a tensor, array or object). */

@@ -178,6 +178,21 @@ class Fucina {
     return this._wrap(this._call((M) => M.where(c._handle, x._handle, y._handle)));
   }
 
+  /**
+   * groupedAttention(q, k, v, { heads = 'head', time = 't', dim = 'd', causal = true, scale }):
+   * softmax(scale·q·kᵀ)·v per head; q's heads a multiple of k's (grouped-query attention).
+   */
+  groupedAttention(q, k, v, options) {
+    const [a, b, c] = [asTensor(q, 'groupedAttention'), asTensor(k, 'groupedAttention'), asTensor(v, 'groupedAttention')];
+    const { heads = 'head', time = 't', dim = 'd', causal = true, scale = null } =
+      checkOptions(options, ['heads', 'time', 'dim', 'causal', 'scale'], 'groupedAttention');
+    if (typeof causal !== 'boolean') throw invalid('groupedAttention: causal must be a boolean');
+    if (scale !== null) checkNumber(scale, 'groupedAttention: scale');
+    return this._wrap(this._call((M) => M.groupedAttention(a._handle, b._handle, c._handle,
+      checkString(heads, 'groupedAttention: heads'), checkString(time, 'groupedAttention: time'),
+      checkString(dim, 'groupedAttention: dim'), causal, scale)));
+  }
+
   // ---- modes, scopes, memory
   noGrad(fn) {
     this.#M.noGradPush();
@@ -470,6 +485,21 @@ export class Tensor {
   swiglu(axis) { return this._make((h) => h.swiglu(checkString(axis, 'swiglu: axis'))); }
   geglu(axis) { return this._make((h) => h.geglu(checkString(axis, 'geglu: axis'))); }
   // ---- end indexing, pointwise losses, gated units ----
+  // ---- position encodings (ops/rope.cpp) ----
+  /**
+   * rope({ position = 't', dim = 'd', base = 10000, offset = 0, mode = 'half' }), or
+   * rope(cos, sin, options) with constant tables {position, dim: D/2} (rows offset.. are used).
+   */
+  rope(cosOrOptions, sin, options) {
+    const tables = cosOrOptions instanceof Tensor;
+    const c = tables ? cosOrOptions : null;
+    const s = tables ? asTensor(sin, 'rope: sin') : null;
+    const { position = 't', dim = 'd', base = 10000, offset = 0, mode = 'half' } =
+      checkOptions(tables ? options : cosOrOptions, ['position', 'dim', 'base', 'offset', 'mode'], 'rope');
+    return this._make((h) => h.rope(c?._handle ?? null, s?._handle ?? null, checkString(position, 'rope: position'),
+      checkString(dim, 'rope: dim'), checkNumber(base, 'rope: base'), checkNumber(offset, 'rope: offset'),
+      checkString(mode, 'rope: mode')));
+  }
   dropout(p, seed) { return this._make((h) => h.dropout(checkNumber(p, 'p'), checkNumber(seed, 'seed'))); }
   /**
    * conv2d(weight, { bias, stride = 1, padding = 0, dilation = 1, groups = 1, axes }): stride,
