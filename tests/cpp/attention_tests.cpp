@@ -310,3 +310,26 @@ TEST_CASE("groupedAttention: bad inputs name the tags") {
   REQUIRE_FUCINA_ERROR(Tensor::groupedAttention(ctx, q, k, v, {.time = "d"}), InvalidArgument);
   REQUIRE_FUCINA_ERROR(Tensor::groupedAttention(ctx, q, k, v.to(ctx, fucina::DType::f16)), DTypeMismatch);
 }
+
+TEST_CASE("rope and groupedAttention give the same values and gradients on 1 and 2 threads") {
+  // Shapes large enough that the tiles (and rope's rows) are split over the pool.
+  auto run = [](int threads) {
+    ExecContext ctx(fucina::ExecOptions{.threads = threads});
+    Tensor q = makeInput(ctx, {"b", "head", "t", "d"}, {2, 4, 64, 32}, 0.1f, true);
+    Tensor k = makeInput(ctx, {"b", "head", "t", "d"}, {2, 2, 64, 32}, 0.9f, true);
+    Tensor v = makeInput(ctx, {"b", "head", "t", "d"}, {2, 2, 64, 32}, 1.7f, true);
+    Tensor x = makeInput(ctx, {"b", "t", "d"}, {16, 64, 32}, 0.4f, true);
+    Tensor y = Tensor::groupedAttention(ctx, q.rope(ctx), k.rope(ctx), v);
+    Tensor r = x.rope(ctx, {.mode = Mode::interleaved});
+    Tensor wy = makeInput(ctx, y.tags(), y.shape(), 2.3f, false);
+    Tensor wr = makeInput(ctx, r.tags(), r.shape(), 0.6f, false);
+    y.mul(ctx, wy).sumAll(ctx).add(ctx, r.mul(ctx, wr).sumAll(ctx)).backward(ctx);
+    return std::vector<std::vector<float>>{y.toVector(), r.toVector(), test::gradOf(ctx, q),
+                                           test::gradOf(ctx, k), test::gradOf(ctx, v), test::gradOf(ctx, x)};
+  };
+  const auto one = run(1), two = run(2);
+  for (size_t i = 0; i < one.size(); ++i) {
+    INFO("output " << i);
+    checkClose(two[i], one[i], 1e-6);
+  }
+}
