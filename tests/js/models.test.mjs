@@ -84,5 +84,39 @@ for (const variant of VARIANTS) {
       });
       assertLearned(losses, 0.35);
     });
+
+    test('W3 gpt: the benchmark\'s parameter count, learning a repeating text, checkpointed blocks agree', async () => {
+      const fc = await engine(variant);
+      const full = new fc.nn.Gpt({}, 0);
+      assert.equal(full.parameters().reduce((n, p) => n + p.shape.reduce((a, b) => a * b, 1), 0), 445952);
+      full.parameters().forEach((p) => p.dispose());
+
+      const text = 'the quick brown fox jumps over the lazy dog. ';
+      const textBatch = (batch, length, step) => {
+        const bytes = [];
+        for (let b = 0; b < batch; ++b)
+          for (let i = 0; i < length; ++i) bytes.push(text.charCodeAt((step * 5 + b * 11 + i) % text.length));
+        return fc.constant(['batch', 't'], [batch, length], bytes, 'i32');
+      };
+      const small = { vocab: 256, context: 16, dModel: 32, heads: 4, layers: 2, mlp: 64 };
+      const model = new fc.nn.Gpt(small, 9);
+      const opt = fc.optim.adamw(model.parameters(), { lr: 3e-3, weightDecay: 0.01 });
+      const losses = train(fc, opt, 200, (step) => model.loss(textBatch(8, 17, step)));
+      assert.ok(Math.abs(losses[0] - Math.log(256)) < 0.3, `first loss ${losses[0]}`);
+      assertLearned(losses, 0.4);
+
+      const plain = new fc.nn.Gpt(small, 9), recomputed = new fc.nn.Gpt({ ...small, checkpointBlocks: true }, 9);
+      fc.scope(() => {
+        const tokens = textBatch(4, 17, 0);
+        const [a, b] = [plain.loss(tokens), recomputed.loss(tokens)];
+        a.backward();
+        b.backward();
+        assert.equal(a.item(), b.item());
+        const [pa, pb] = [plain.parameters(), recomputed.parameters()];
+        pa.forEach((p, i) => assert.deepEqual(values(pb[i].grad()), values(p.grad()), `parameter ${i}`));
+      });
+      throwsCode(() => new fc.nn.Gpt({ ...small, heads: 5 }), 'InvalidArgument');
+      throwsCode(() => plain.forward(textBatch(1, 17, 0)), 'InvalidArgument');
+    });
   });
 }

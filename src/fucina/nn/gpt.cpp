@@ -1,0 +1,95 @@
+// W3's byte-level GPT (see models.h). Axes: batch, "t" time, "e" model width, "head"/"hd"
+// attention heads, "qkv" the fused projection, "ao" the attention output before its
+// projection, "mlp" the feed-forward width, "vocab" bytes.
+#include <string>
+
+#include "fucina/ag/checkpoint.h"
+#include "fucina/core/error.h"
+#include "fucina/nn/models.h"
+
+namespace fucina::nn {
+
+std::vector<Tensor*> Gpt::Block::slots() {
+  return {&ln1.weight, &ln1.bias, &qkv.weight, &qkv.bias, &proj.weight, &proj.bias,
+          &ln2.weight, &ln2.bias, &fc.weight,  &fc.bias,  &out.weight,  &out.bias};
+}
+
+void Gpt::Block::collect(std::vector<Tensor>& params) const {
+  for (Tensor* t : const_cast<Block*>(this)->slots()) params.push_back(*t);
+}
+
+Gpt::Gpt(ExecContext& ctx, const GptConfig& c, uint64_t seed)
+    : config_(c),
+      token_(ctx, "vocab", "e", c.vocab, c.d_model, 0.02, subSeed(seed, 0)),
+      position_(ctx, "t", "e", c.context, c.d_model, 0.02, subSeed(seed, 1)),
+      final_(ctx, "e", c.d_model) {
+  if (c.heads < 1 || c.d_model % c.heads != 0)
+    fail(ErrorCode::InvalidArgument, "Gpt: d_model " + std::to_string(c.d_model) + " is not a multiple of heads " +
+                                         std::to_string(c.heads));
+  for (int64_t i = 0; i < c.layers; ++i) {
+    const uint64_t s = subSeed(seed, 16 + static_cast<uint64_t>(i));
+    blocks_.push_back(Block{LayerNorm(ctx, "e", c.d_model), LayerNorm(ctx, "e", c.d_model),
+                            Linear(ctx, "e", "qkv", c.d_model, 3 * c.d_model, subSeed(s, 0)),
+                            Linear(ctx, "ao", "e", c.d_model, c.d_model, subSeed(s, 1)),
+                            Linear(ctx, "e", "mlp", c.d_model, c.mlp, subSeed(s, 2)),
+                            Linear(ctx, "mlp", "e", c.mlp, c.d_model, subSeed(s, 3))});
+  }
+}
+
+Tensor Gpt::block(ExecContext& ctx, const Block& b, const Tensor& x) const {
+  const int64_t head_dim = config_.d_model / config_.heads;
+  const Tensor qkv = b.qkv(ctx, b.ln1(ctx, x)).split(ctx, "qkv", {"part", "head", "hd"}, {3, config_.heads, head_dim});
+  AttentionOptions attention;
+  attention.heads = "head";
+  attention.time = "t";
+  attention.dim = "hd";
+  attention.causal = true;
+  const Tensor a = Tensor::groupedAttention(ctx, qkv.select(ctx, "part", 0), qkv.select(ctx, "part", 1),
+                                            qkv.select(ctx, "part", 2), attention);
+  const Tensor h = x.add(ctx, b.proj(ctx, a.merge(ctx, {"head", "hd"}, "ao")));
+  return h.add(ctx, b.out(ctx, b.fc(ctx, b.ln2(ctx, h)).geluErf(ctx)));
+}
+
+Tensor Gpt::operator()(ExecContext& ctx, const Tensor& tokens) const {
+  if (!hasTag(tokens.tags(), "t"))
+    fail(ErrorCode::ShapeMismatch, "Gpt: tokens need a time axis 't', got " + describe(tokens.tags(), tokens.shape()));
+  const int64_t t = tokens.extent("t");
+  if (t < 1 || t > config_.context)
+    fail(ErrorCode::InvalidArgument, "Gpt: " + std::to_string(t) + " tokens, the context holds 1 to " +
+                                         std::to_string(config_.context));
+  Tensor x = token_(ctx, tokens).add(ctx, position_.table.narrow(ctx, "t", 0, t));
+  for (const Block& b : blocks_) {
+    if (!config_.checkpoint_blocks) {
+      x = block(ctx, b, x);
+      continue;
+    }
+    // The block's parameters are checkpoint inputs, so their gradients flow through the recompute.
+    std::vector<Tensor> inputs{x};
+    b.collect(inputs);
+    x = checkpointErased(ctx, [this, b](ExecContext& c, const std::vector<Tensor>& xs) {
+      Block local = b;
+      const auto slots = local.slots();
+      for (size_t i = 0; i < slots.size(); ++i) *slots[i] = xs[i + 1];
+      return block(c, local, xs[0]);
+    }, inputs);
+  }
+  return final_(ctx, x).dot(ctx, token_.table, "e");  // the head is tied to the token embedding
+}
+
+Tensor Gpt::loss(ExecContext& ctx, const Tensor& tokens) const {
+  const int64_t t = tokens.extent("t");
+  if (t < 2) fail(ErrorCode::InvalidArgument, "Gpt::loss needs at least 2 tokens per sequence");
+  const Tensor logits = (*this)(ctx, tokens.narrow(ctx, "t", 0, t - 1));
+  return logits.crossEntropy(ctx, tokens.narrow(ctx, "t", 1, t - 1), "vocab");
+}
+
+std::vector<Tensor> Gpt::parameters() const {
+  std::vector<Tensor> params;
+  token_.collect(params);
+  position_.collect(params);
+  for (const Block& b : blocks_) b.collect(params);
+  final_.collect(params);
+  return params;
+}
+
+}  // namespace fucina::nn
