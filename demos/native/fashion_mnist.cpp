@@ -1,7 +1,9 @@
 // The native twin of demos/node/fashion_mnist.mjs (`npm start -- --native`): trains the W1 MLP or
 // the W2 CNN on the real Fashion-MNIST with a progress bar, then prints the test accuracy.
 //   fashion_mnist [--model mlp|cnn] [--epochs N] [--threads N] [--data DIR] [--steps N]
-// --steps caps the steps per epoch (a smoke test).
+//                 [--save FILE] [--load FILE]
+// --steps caps the steps per epoch (a smoke test). --save writes the trained parameters as
+// safetensors; --load reads them first (then --epochs 0 only evaluates).
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,7 +22,7 @@ namespace nn = fucina::nn;
 namespace {
 
 struct Options {
-  std::string model = "mlp", dir = data::kFashionMnistDir;
+  std::string model = "mlp", dir = data::kFashionMnistDir, save, load;
   int epochs = 2, threads = 0;
   int64_t max_steps = -1;  // per epoch; -1: the whole training split
 };
@@ -36,6 +38,8 @@ Options parse(int argc, char** argv) {
     else if (flag == "--threads") o.threads = std::stoi(value);
     else if (flag == "--data") o.dir = value;
     else if (flag == "--steps") o.max_steps = std::stoll(value);
+    else if (flag == "--save") o.save = value;
+    else if (flag == "--load") o.load = value;
     else throw std::invalid_argument("unknown option " + flag);
   }
   if (o.model != "mlp" && o.model != "cnn") throw std::invalid_argument("--model must be mlp or cnn");
@@ -67,6 +71,10 @@ int run(ExecContext& ctx, const Options& o, const Model& model, Input input, int
   std::printf("fucina native (%d thread%s): %s on Fashion-MNIST, %lld training and %lld test images\n", ctx.threads(),
               ctx.threads() > 1 ? "s" : "", o.model == "mlp" ? "MLP" : "CNN",
               static_cast<long long>(train.labels.numel()), static_cast<long long>(test.labels.numel()));
+  if (!o.load.empty()) {
+    nn::loadParameters(ctx, o.load, model.parameters());
+    std::printf("loaded the parameters from %s\n", o.load.c_str());
+  }
   fucina::optim::Adam opt(model.parameters(), {.lr = lr});
   const int64_t n = train.labels.numel();
   const int64_t steps = o.max_steps < 0 ? (n + batch - 1) / batch : std::min(o.max_steps, (n + batch - 1) / batch);
@@ -88,6 +96,10 @@ int run(ExecContext& ctx, const Options& o, const Model& model, Input input, int
     if (isatty(STDOUT_FILENO)) std::printf("\n");
   }
   const double train_seconds = seconds(started);
+  if (!o.save.empty()) {
+    nn::saveParameters(ctx, o.save, model.parameters(), {{"model", o.model}, {"dataset", "fashion-mnist"}});
+    std::printf("saved the parameters to %s (safetensors)\n", o.save.c_str());
+  }
 
   auto no_grad = fucina::noGrad();
   int64_t correct = 0;
@@ -103,7 +115,7 @@ int run(ExecContext& ctx, const Options& o, const Model& model, Input input, int
       correct += std::max_element(row, row + 10) - row == static_cast<int64_t>(labels[static_cast<size_t>(begin + i)]);
     }
   }
-  std::printf("trained %d epoch%s in %.1f s; test accuracy %.2f%%\n", o.epochs, o.epochs > 1 ? "s" : "", train_seconds,
+  std::printf("trained %d epoch%s in %.1f s; test accuracy %.2f%%\n", o.epochs, o.epochs == 1 ? "" : "s", train_seconds,
               100.0 * static_cast<double>(correct) / static_cast<double>(count));
   std::printf("peak tensor memory %.1f MiB\n", static_cast<double>(ctx.memory().peak_bytes) / (1 << 20));
   return 0;
