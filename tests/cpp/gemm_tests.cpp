@@ -34,8 +34,8 @@ std::string describe(const Case& c) {
          " acc=" + std::to_string(c.accumulate) + " pad=" + std::to_string(c.pad);
 }
 
-// Runs both paths on the same inputs; the padding of C must come back untouched.
-void checkAgainstRef(ExecContext& ctx, const Case& c) {
+// Runs both paths on the same inputs (ctx null: gemmSerial); C's padding must come back untouched.
+void checkAgainstRef(ExecContext* ctx, const Case& c) {
   const int64_t lda = (c.trans_a ? c.m : c.k) + c.pad, rows_a = c.trans_a ? c.k : c.m;
   const int64_t ldb = (c.trans_b ? c.k : c.n) + c.pad, rows_b = c.trans_b ? c.n : c.k;
   const int64_t ldc = c.n + c.pad;
@@ -45,8 +45,12 @@ void checkAgainstRef(ExecContext& ctx, const Case& c) {
   std::vector<float> ref = c0, fast = c0;
   fucina::kernels::gemmRef(c.trans_a, c.trans_b, c.m, c.n, c.k, a.data(), lda, b.data(), ldb,
                            ref.data(), ldc, c.accumulate);
-  fucina::kernels::gemm(ctx, c.trans_a, c.trans_b, c.m, c.n, c.k, a.data(), lda, b.data(), ldb,
-                        fast.data(), ldc, c.accumulate);
+  if (ctx)
+    fucina::kernels::gemm(*ctx, c.trans_a, c.trans_b, c.m, c.n, c.k, a.data(), lda, b.data(), ldb,
+                          fast.data(), ldc, c.accumulate);
+  else
+    fucina::kernels::gemmSerial(c.trans_a, c.trans_b, c.m, c.n, c.k, a.data(), lda, b.data(), ldb,
+                                fast.data(), ldc, c.accumulate);
   // |values| ≤ 1, so each result sums ≤ k products of size ≤ 1: f32 reordering error ≤ ~k·eps.
   const float tol = 2e-6f * static_cast<float>(c.k + 1);
   int64_t bad = 0;
@@ -87,8 +91,9 @@ std::vector<Case> sampledCases() {
 TEST_CASE("gemm: packed SIMD kernel matches gemmRef on awkward sizes, transposes and ld", "[gemm]") {
   for (int threads : {1, 2}) {
     ExecContext ctx(fucina::ExecOptions{.threads = threads});
-    for (const Case& c : sampledCases()) checkAgainstRef(ctx, c);
+    for (const Case& c : sampledCases()) checkAgainstRef(&ctx, c);
   }
+  for (const Case& c : sampledCases()) checkAgainstRef(nullptr, c);  // gemmSerial
 }
 
 TEST_CASE("gemm: problems large enough to split over 2 threads, rows and columns", "[gemm]") {
@@ -99,7 +104,7 @@ TEST_CASE("gemm: problems large enough to split over 2 threads, rows and columns
       {517, 97, 127, false, true, true, 0},    {64, 700, 300, true, false, false, 5}};
   for (int threads : {1, 2}) {
     ExecContext ctx(fucina::ExecOptions{.threads = threads});
-    for (const Case& c : cases) checkAgainstRef(ctx, c);
+    for (const Case& c : cases) checkAgainstRef(&ctx, c);
   }
 }
 

@@ -36,6 +36,12 @@ void gemmRef(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const 
   }
 }
 
+void gemmSerial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
+                int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+  const detail::GemmArgs g{trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate};
+  detail::gemmBlock(g, 0, m, 0, n);
+}
+
 void gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
           const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
           bool accumulate) {

@@ -19,6 +19,11 @@ void gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n, in
           const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
           bool accumulate);
 
+// The fast kernel on the calling thread only: for callers whose work items already spread over
+// the pool (attention's per-head tiles), where a nested split would only add overhead.
+void gemmSerial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
+                int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate);
+
 // The same with contiguous, untransposed operands: A[M,K], B[K,N], C[M,N].
 inline void gemmRef(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
                     bool accumulate) {
