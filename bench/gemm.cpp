@@ -73,7 +73,9 @@ void report(const Shape& s, const std::string& impl, int threads, const Timing& 
   const double gflop = 2.0 * static_cast<double>(s.m * s.n * s.k) * 1e-9;
   std::printf("%-22s %-16s %d %9.3f %9.3f %8.1f", s.name, impl.c_str(), threads, t.median_ms,
               t.best_ms, gflop / (t.median_ms * 1e-3));
+#ifndef __EMSCRIPTEN__  // no per-thread CPU clock in wasm
   if (threads == 1) std::printf(" %8.1f", gflop / (t.cpu_median_ms * 1e-3));
+#endif
   std::printf("\n");
   std::fflush(stdout);
 }
