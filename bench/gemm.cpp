@@ -16,7 +16,9 @@
 #include "fucina/kernels/gemm.h"
 #include "fucina/kernels/gemm_simd.h"
 
-#ifndef __EMSCRIPTEN__
+#ifdef __EMSCRIPTEN__
+#include <emscripten.h>
+#else
 #include <hwy/targets.h>
 #endif
 #ifdef FUCINA_BENCH_OPENBLAS
@@ -37,12 +39,20 @@ struct Timing {
 };
 
 // CPU time of the calling thread: on a shared, overloaded machine the wall clock also counts
-// time slices given to other processes, so one-thread runs also report this.
+// time slices given to other processes, so one-thread runs also report this. wasm has no thread
+// CPU clock; Node's process.cpuUsage() stands in (the other threads are idle during a run).
+#ifdef __EMSCRIPTEN__
+EM_JS(double, threadCpuMs, (), {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+});
+#else
 double threadCpuMs() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
 }
+#endif
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -73,14 +83,19 @@ void report(const Shape& s, const std::string& impl, int threads, const Timing& 
   const double gflop = 2.0 * static_cast<double>(s.m * s.n * s.k) * 1e-9;
   std::printf("%-22s %-16s %d %9.3f %9.3f %8.1f", s.name, impl.c_str(), threads, t.median_ms,
               t.best_ms, gflop / (t.median_ms * 1e-3));
-#ifndef __EMSCRIPTEN__  // no per-thread CPU clock in wasm
   if (threads == 1) std::printf(" %8.1f", gflop / (t.cpu_median_ms * 1e-3));
-#endif
   std::printf("\n");
   std::fflush(stdout);
 }
 
 }  // namespace
+
+// Thread counts to time: the single-threaded wasm variant cannot start a pool.
+#if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
+const std::vector<int> kThreadCounts{1};
+#else
+const std::vector<int> kThreadCounts{1, 2};
+#endif
 
 int main() {
   const std::vector<Shape> shapes{
@@ -89,11 +104,11 @@ int main() {
       {"784x128x512 (dW, At)", 784, 512, 128, true, false},   // dW = Xᵀ·dY
       {"128x512x784 (dX, Bt)", 128, 784, 512, false, true},   // dX = dY·Wᵀ
   };
-  double load[1] = {0};
 #ifndef __EMSCRIPTEN__
+  double load[1] = {0};
   getloadavg(load, 1);
-#endif
   std::printf("# load average (1 min) at start: %.2f\n", load[0]);
+#endif
   std::printf("%-22s %-16s %s %9s %9s %8s %8s\n", "shape (MxKxN)", "impl", "T", "median_ms",
               "best_ms", "GFLOP/s", "cpuGF/s");
   for (const Shape& s : shapes) {
@@ -107,7 +122,7 @@ int main() {
       fucina::kernels::gemm(ctx, s.trans_a, s.trans_b, s.m, s.n, s.k, a.data(), lda, b.data(),
                             ldb, c.data(), s.n, false);
     };
-    for (int threads : {1, 2}) {
+    for (int threads : kThreadCounts) {
       fucina::ExecContext ctx(fucina::ExecOptions{.threads = threads});
       report(s, std::string("fucina ") + fucina::kernels::detail::gemmTargetName(), threads,
              timeIt([&] { fucinaRun(ctx); }));
@@ -117,7 +132,7 @@ int main() {
     // processor also has AVX-512.
     if (hwy::SupportedTargets() & (HWY_AVX3 | HWY_AVX3_DL)) {
       hwy::DisableTargets(HWY_AVX3 | HWY_AVX3_DL);
-      for (int threads : {1, 2}) {
+      for (int threads : kThreadCounts) {
         fucina::ExecContext ctx(fucina::ExecOptions{.threads = threads});
         report(s, std::string("fucina ") + fucina::kernels::detail::gemmTargetName(), threads,
                timeIt([&] { fucinaRun(ctx); }));
