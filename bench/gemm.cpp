@@ -20,6 +20,7 @@
 #include <emscripten.h>
 #else
 #include <hwy/targets.h>
+#include <immintrin.h>
 #endif
 #ifdef FUCINA_BENCH_OPENBLAS
 #include <cblas.h>
@@ -90,6 +91,26 @@ void report(const Shape& s, const std::string& impl, int threads, const Timing& 
 
 }  // namespace
 
+#if !defined(__EMSCRIPTEN__) && defined(__x86_64__)
+// The AVX2 FMA peak of one core, in thread CPU time: 12 independent 8-lane FMA chains (enough to
+// cover the FMA latency on two pipes), the ceiling the GEMM's AVX2 path is compared with.
+__attribute__((target("avx2,fma"))) double fmaPeakGflops() {
+  constexpr int kChains = 12;
+  constexpr int64_t kIters = 50'000'000;
+  __m256 acc[kChains];
+  for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_ps(static_cast<float>(i) * 1e-3f);
+  const __m256 mul = _mm256_set1_ps(0.999999f), add = _mm256_set1_ps(1e-7f);
+  const double c0 = threadCpuMs();
+  for (int64_t it = 0; it < kIters; ++it)
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm256_fmadd_ps(acc[i], mul, add);
+  const double ms = threadCpuMs() - c0;
+  float sink = 0;
+  for (int i = 0; i < kChains; ++i) sink += _mm256_cvtss_f32(acc[i]);
+  if (sink == 12345.f) std::printf(" ");  // keeps the chains live
+  return 2.0 * 8 * kChains * static_cast<double>(kIters) / (ms * 1e-3) * 1e-9;
+}
+#endif
+
 // Thread counts to time: the single-threaded wasm variant cannot start a pool.
 #if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
 const std::vector<int> kThreadCounts{1};
@@ -108,6 +129,10 @@ int main() {
   double load[1] = {0};
   getloadavg(load, 1);
   std::printf("# load average (1 min) at start: %.2f\n", load[0]);
+#endif
+#if !defined(__EMSCRIPTEN__) && defined(__x86_64__)
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    std::printf("# AVX2 FMA peak, one core (thread CPU time): %.1f GFLOP/s\n", fmaPeakGflops());
 #endif
   std::printf("%-22s %-16s %s %9s %9s %8s %8s\n", "shape (MxKxN)", "impl", "T", "median_ms",
               "best_ms", "GFLOP/s", "cpuGF/s");
