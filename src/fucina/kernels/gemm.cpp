@@ -1,41 +1,75 @@
 #include "fucina/kernels/gemm.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
+#include <vector>
 
 #include "fucina/core/error.h"
 #include "fucina/exec/context.h"
 #include "fucina/kernels/copy.h"
+#include "fucina/kernels/gemm_simd.h"
 
 namespace fucina::kernels {
 
 using internal::RawTensor;
 
-void gemmRef(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
-             bool accumulate) {
-  if (!accumulate && m * n > 0) std::memset(c, 0, sizeof(float) * static_cast<size_t>(m * n));
+void gemmRef(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
+             int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+  if (!accumulate)
+    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.f);
   constexpr int64_t kBlock = 256;  // keeps a slab of B in cache while rows of A stream past
   for (int64_t k0 = 0; k0 < k; k0 += kBlock) {
     const int64_t k1 = std::min(k, k0 + kBlock);
     for (int64_t i = 0; i < m; ++i) {
-      float* ci = c + i * n;
-      const float* ai = a + i * k;
+      float* ci = c + i * ldc;
       for (int64_t p = k0; p < k1; ++p) {
-        const float av = ai[p];
-        const float* bp = b + p * n;
-        for (int64_t j = 0; j < n; ++j) ci[j] += av * bp[j];
+        const float av = trans_a ? a[p * lda + i] : a[i * lda + p];
+        if (trans_b) {
+          for (int64_t j = 0; j < n; ++j) ci[j] += av * b[j * ldb + p];
+        } else {
+          const float* bp = b + p * ldb;
+          for (int64_t j = 0; j < n; ++j) ci[j] += av * bp[j];
+        }
       }
     }
   }
 }
 
-void gemm(ExecContext& ctx, int64_t m, int64_t n, int64_t k, const float* a, const float* b,
-          float* c, bool accumulate) {
-  // Rows per chunk so that each chunk does ~1M multiply-adds.
-  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(1, n * k));
-  ctx.parallelFor(m, grain, [&](int64_t begin, int64_t end) {
-    gemmRef(end - begin, n, k, a + begin * k, b, c + begin * n, accumulate);
-  });
+void gemmSerial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
+                int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+  const detail::GemmArgs g{trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate};
+  detail::gemmBlock(g, 0, m, 0, n);
+}
+
+void gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+          const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
+          bool accumulate) {
+  if (m <= 0 || n <= 0) return;
+  const detail::GemmArgs g{trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate};
+  // Pieces are whole tiles for every target (MR 4, 6 or 8 rows; NR 8 to 32 columns), and each
+  // thread gets at least kMinWork multiply-adds, so small products stay on the calling thread.
+  constexpr int64_t kRowUnit = 24, kColUnit = 32, kMinWork = int64_t{1} << 21;
+  const int64_t depth = std::max<int64_t>(k, 1);
+  if (ctx.threads() <= 1 || m * n * depth < 2 * kMinWork) {
+    detail::gemmBlock(g, 0, m, 0, n);
+    return;
+  }
+  // Split the longer side of C: each piece re-packs all of the other operand's panels, so this
+  // duplicates the smaller share of the packing.
+  if (m >= n) {
+    const int64_t units = (m + kRowUnit - 1) / kRowUnit;
+    const int64_t grain = std::max<int64_t>(1, kMinWork / (kRowUnit * n * depth));
+    ctx.parallelFor(units, grain, [&](int64_t begin, int64_t end) {
+      detail::gemmBlock(g, begin * kRowUnit, std::min(m, end * kRowUnit), 0, n);
+    });
+  } else {
+    const int64_t units = (n + kColUnit - 1) / kColUnit;
+    const int64_t grain = std::max<int64_t>(1, kMinWork / (kColUnit * m * depth));
+    ctx.parallelFor(units, grain, [&](int64_t begin, int64_t end) {
+      detail::gemmBlock(g, 0, m, begin * kColUnit, std::min(n, end * kColUnit));
+    });
+  }
 }
 
 namespace {
@@ -49,6 +83,61 @@ int64_t productOf(const RawTensor& t, const Tags& tags, Extents* extents) {
     p *= e;
   }
   return p;
+}
+
+// Stride of a group of axes folded into one (axes in memory-nesting order), kAnyStride when the
+// group has no axis longer than 1, kNoFold when the group is not one strided run.
+constexpr int64_t kAnyStride = INT64_MIN, kNoFold = INT64_MIN + 1;
+int64_t foldedStride(const RawTensor& t, const Tags& group) {
+  int64_t stride = kAnyStride, next = 0;
+  for (auto it = group.rbegin(); it != group.rend(); ++it) {
+    const int64_t e = t.extent(*it);
+    if (e == 1) continue;
+    const int64_t s = t.strides()[t.axis(*it)];
+    if (stride == kAnyStride) stride = s;
+    else if (s != next) return kNoFold;
+    next = s * e;
+  }
+  return stride;
+}
+
+// An operand seen as a batch of rows × cols matrices for gemm: a view of its own storage when
+// each group folds into one stride and one group has unit stride (a transposed operand becomes
+// trans = true), else a contiguous copy laid out [batch, rows, cols].
+struct MatrixOperand {
+  RawTensor storage;  // the tensor data points into (the copy, when one was made)
+  const float* data = nullptr;
+  int64_t ld = 0;
+  bool trans = false;
+  std::vector<int64_t> batch_offsets;  // row-major over the batch axes
+};
+
+MatrixOperand asMatrices(ExecContext& ctx, const RawTensor& t, const Tags& batch, const Tags& rows,
+                         const Tags& cols) {
+  MatrixOperand op;
+  op.storage = t;
+  const int64_t rs = foldedStride(t, rows), cs = foldedStride(t, cols);
+  const int64_t ncols = productOf(t, cols, nullptr);
+  if (rs != kNoFold && (cs == kAnyStride || cs == 1)) {
+    op.ld = rs == kAnyStride ? ncols : rs;
+  } else if (cs != kNoFold && rs == 1) {
+    op.trans = true;
+    op.ld = cs;
+  } else {
+    op.storage = t.permuted(joinTags({batch, rows, cols})).contiguous(ctx);
+    op.ld = ncols;
+  }
+  op.data = op.storage.f32();
+  op.batch_offsets = {0};
+  for (Tag tag : batch) {
+    const int64_t e = op.storage.extent(tag), s = op.storage.strides()[op.storage.axis(tag)];
+    std::vector<int64_t> next;
+    next.reserve(op.batch_offsets.size() * static_cast<size_t>(e));
+    for (int64_t o : op.batch_offsets)
+      for (int64_t x = 0; x < e; ++x) next.push_back(o + x * s);
+    op.batch_offsets.swap(next);
+  }
+  return op;
 }
 
 }  // namespace
@@ -85,21 +174,21 @@ RawTensor contract(ExecContext& ctx, const RawTensor& a, const RawTensor& b,
   const int64_t n = productOf(b, b_free, &n_shape);
   const int64_t k = productOf(a, contracted, nullptr);
 
-  // Lay both operands out as [batch, m, k] and [batch, k, n]; copies only when strided.
-  const RawTensor ap = a.permuted(joinTags({batch, a_free, contracted})).contiguous(ctx);
-  const RawTensor bp = b.permuted(joinTags({batch, contracted, b_free})).contiguous(ctx);
+  // Both operands as [batch] matrices op(A)[m, k] and op(B)[k, n]; copies only when a group of
+  // axes does not fold into one stride.
+  const MatrixOperand ma = asMatrices(ctx, a, batch, a_free, contracted);
+  const MatrixOperand mb = asMatrices(ctx, b, batch, contracted, b_free);
   Extents gemm_shape = batch_shape;
   gemm_shape.insert(gemm_shape.end(), m_shape.begin(), m_shape.end());
   gemm_shape.insert(gemm_shape.end(), n_shape.begin(), n_shape.end());
   const Tags gemm_tags = joinTags({batch, a_free, b_free});
   RawTensor out = RawTensor::empty(ctx, gemm_tags, gemm_shape, DType::f32);
-  const float* pa = ap.f32();
-  const float* pb = bp.f32();
   float* pc = out.f32();
   const bool accumulate = initial.valid();
   if (accumulate) copyConvert(initial.broadcastView(gemm_tags, gemm_shape), out);
   for (int64_t i = 0; i < nb; ++i)
-    gemm(ctx, m, n, k, pa + i * m * k, pb + i * k * n, pc + i * m * n, accumulate);
+    gemm(ctx, ma.trans, mb.trans, m, n, k, ma.data + ma.batch_offsets[i], ma.ld,
+         mb.data + mb.batch_offsets[i], mb.ld, pc + i * m * n, n, accumulate);
 
   // Result order: a's remaining axes (batch and free, as they stand in a), then b_free.
   Tags order;

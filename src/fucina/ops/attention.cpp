@@ -1,7 +1,7 @@
 // Grouped-query attention, softmax(scale·q·kᵀ [+ causal mask])·v, and its VJP. Operands are
 // copied once into contiguous {batch..., heads, time, dim} layouts; work items are (batch, head)
-// tiles run on ctx's pool, each calling the reference GEMM (gemmRef) on its own per-head slices,
-// since the tiles already spread the work over the threads (no nested parallelism).
+// tiles run on ctx's pool, each calling the SIMD GEMM on the calling thread (gemmSerial) on its
+// own per-head slices, since the tiles already spread the work over the threads.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -119,13 +119,6 @@ Geometry geometry(const Tensor& q, const Tensor& k, const Tensor& v, const Atten
 }
 
 // t (contiguous) read as n tiles of [rows, cols], copied to n tiles of [cols, rows].
-RawTensor transposedTiles(ExecContext& ctx, const RawTensor& t, int64_t n, int64_t rows, int64_t cols) {
-  const Extents shape{n, rows, cols};
-  return RawTensor::view(t.storage(), DType::f32, {"n", "r", "c"}, shape, contiguousStrides(shape), t.offset())
-      .permuted({"n", "c", "r"})
-      .contiguous(ctx);
-}
-
 // Tiles per pool task so that each task does roughly a million multiply-adds.
 int64_t tileGrain(int64_t flops_per_tile) {
   return std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(1, flops_per_tile));
@@ -151,7 +144,8 @@ Tensor Tensor::groupedAttention(ExecContext& ctx, const Tensor& q, const Tensor&
     for (int64_t n = begin; n < end; ++n) {
       const int64_t kv = n / g.H * g.Hkv + n % g.H / g.group();
       float* s = pp + n * g.Tq * g.Tk;
-      kernels::gemmRef(g.Tq, g.Tk, g.D, pq + n * g.Tq * g.D, pk + kv * g.D * g.Tk, s, false);
+      kernels::gemmSerial(false, false, g.Tq, g.Tk, g.D, pq + n * g.Tq * g.D, g.D, pk + kv * g.D * g.Tk, g.Tk, s,
+                          g.Tk, false);
       for (int64_t i = 0; i < g.Tq; ++i) {
         float* row = s + i * g.Tk;
         const int64_t seen = g.visible(i);
@@ -159,7 +153,8 @@ Tensor Tensor::groupedAttention(ExecContext& ctx, const Tensor& q, const Tensor&
         kernels::softmaxRows(ctx, row, row, 1, seen, false);  // one row: runs inline
         std::fill(row + seen, row + g.Tk, 0.0f);
       }
-      kernels::gemmRef(g.Tq, g.Dv, g.Tk, s, pv + kv * g.Tk * g.Dv, po + n * g.Tq * g.Dv, false);
+      kernels::gemmSerial(false, false, g.Tq, g.Dv, g.Tk, s, g.Tk, pv + kv * g.Tk * g.Dv, g.Dv,
+                          po + n * g.Tq * g.Dv, g.Dv, false);
     }
   });
   const auto work = static_cast<size_t>(2 * g.B * g.H * g.Tq * g.Tk * (g.D + g.Dv));
@@ -183,7 +178,8 @@ Tensor Tensor::groupedAttention(ExecContext& ctx, const Tensor& q, const Tensor&
             const int64_t kv = n / g.H * g.Hkv + n % g.H / g.group();
             float* ds = pds + n * g.Tq * g.Tk;
             const float* p = pp + n * g.Tq * g.Tk;
-            kernels::gemmRef(g.Tq, g.Tk, g.Dv, pdo + n * g.Tq * g.Dv, Vt.f32() + kv * g.Dv * g.Tk, ds, false);
+            kernels::gemmSerial(false, false, g.Tq, g.Tk, g.Dv, pdo + n * g.Tq * g.Dv, g.Dv,
+                                Vt.f32() + kv * g.Dv * g.Tk, g.Tk, ds, g.Tk, false);
             for (int64_t i = 0; i < g.Tq; ++i) {  // dS = P∘(dP − rowsum(dP∘P)), masked entries 0
               float* dr = ds + i * g.Tk;
               const float* pr = p + i * g.Tk;
@@ -192,15 +188,15 @@ Tensor Tensor::groupedAttention(ExecContext& ctx, const Tensor& q, const Tensor&
               for (int64_t j = 0; j < g.Tk; ++j) dr[j] = g.scale * pr[j] * (dr[j] - static_cast<float>(dot));
             }
             if (needs[0])
-              kernels::gemmRef(g.Tq, g.D, g.Tk, ds, K.f32() + kv * g.Tk * g.D, dQ.f32() + n * g.Tq * g.D, false);
+              kernels::gemmSerial(false, false, g.Tq, g.D, g.Tk, ds, g.Tk, K.f32() + kv * g.Tk * g.D, g.D,
+                                  dQ.f32() + n * g.Tq * g.D, g.D, false);
           }
         });
         if (needs[0]) grads[0] = std::move(dQ);
       }
       if (!needs[1] && !needs[2]) return;
-      // dK = Σ_group dSᵀ·Q and dV = Σ_group Pᵀ·dO, one task per kv head so that sums don't race.
-      const RawTensor dSt = needs[1] ? transposedTiles(c, dS, g.B * g.H, g.Tq, g.Tk) : RawTensor();
-      const RawTensor Pt = needs[2] ? transposedTiles(c, P, g.B * g.H, g.Tq, g.Tk) : RawTensor();
+      // dK = Σ_group dSᵀ·Q and dV = Σ_group Pᵀ·dO, one task per kv head so that sums don't race;
+      // dS and P tiles ([Tq, Tk]) are read transposed in place.
       RawTensor dK = needs[1] ? RawTensor::zeros(c, rows_layout, g.extents(g.Hkv, g.Tk, g.D)) : RawTensor();
       RawTensor dV = needs[2] ? RawTensor::zeros(c, rows_layout, g.extents(g.Hkv, g.Tk, g.Dv)) : RawTensor();
       c.parallelFor(g.B * g.Hkv, tileGrain(g.group() * g.Tq * g.Tk * (g.D + g.Dv)), [&](int64_t begin, int64_t end) {
@@ -208,11 +204,11 @@ Tensor Tensor::groupedAttention(ExecContext& ctx, const Tensor& q, const Tensor&
           for (int64_t h = 0; h < g.group(); ++h) {
             const int64_t n = m / g.Hkv * g.H + m % g.Hkv * g.group() + h;
             if (needs[1])
-              kernels::gemmRef(g.Tk, g.D, g.Tq, dSt.f32() + n * g.Tk * g.Tq, Qs.f32() + n * g.Tq * g.D,
-                               dK.f32() + m * g.Tk * g.D, true);
+              kernels::gemmSerial(true, false, g.Tk, g.D, g.Tq, dS.f32() + n * g.Tq * g.Tk, g.Tk,
+                                  Qs.f32() + n * g.Tq * g.D, g.D, dK.f32() + m * g.Tk * g.D, g.D, true);
             if (needs[2])
-              kernels::gemmRef(g.Tk, g.Dv, g.Tq, Pt.f32() + n * g.Tk * g.Tq, pdo + n * g.Tq * g.Dv,
-                               dV.f32() + m * g.Tk * g.Dv, true);
+              kernels::gemmSerial(true, false, g.Tk, g.Dv, g.Tq, pp + n * g.Tq * g.Tk, g.Tk,
+                                  pdo + n * g.Tq * g.Dv, g.Dv, dV.f32() + m * g.Tk * g.Dv, g.Dv, true);
           }
         }
       });

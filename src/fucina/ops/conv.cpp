@@ -64,12 +64,6 @@ Tags otherAxes(const RawTensor& a, std::initializer_list<Tag> spatial, Extents* 
   return out;
 }
 
-// out[c, r] = in[r, c] for an r x c matrix.
-void transposeMatrix(const float* in, float* out, int64_t rows, int64_t cols) {
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) out[c * rows + r] = in[r * cols + c];
-}
-
 // ---------------------------------------------------------------- pooling setup
 
 struct PoolSetup {
@@ -195,13 +189,11 @@ Tensor Tensor::conv2d(ExecContext& ctx, const Tensor& weight, const Conv2dOption
       const int64_t C = g.channels, OC = OCg * G, HW = g.height * g.width;
       if (needs[0]) {
         RawTensor gx = RawTensor::zeros(c, x_tags, x_shape);
-        RawTensor wt = scratch(c, OC * CgK);  // per group: [CgK, OCg]
-        for (int64_t gi = 0; gi < G; ++gi) transposeMatrix(w.f32() + gi * OCg * CgK, wt.f32() + gi * OCg * CgK, OCg, CgK);
         RawTensor dcols = scratch(c, C * g.kh * g.kw * P);
         for (int64_t n = 0; n < N; ++n) {
-          for (int64_t gi = 0; gi < G; ++gi)
-            kernels::gemm(c, CgK, P, OCg, wt.f32() + gi * OCg * CgK, pg + (n * OC + gi * OCg) * P,
-                          dcols.f32() + gi * CgK * P, false);
+          for (int64_t gi = 0; gi < G; ++gi)  // W_g is [OCg, CgK]: read transposed in place
+            kernels::gemm(c, true, false, CgK, P, OCg, w.f32() + gi * OCg * CgK, CgK,
+                          pg + (n * OC + gi * OCg) * P, P, dcols.f32() + gi * CgK * P, P, false);
           kernels::col2imAdd(g, dcols.f32(), gx.f32() + n * C * HW);
         }
         out[0] = std::move(gx);
@@ -209,14 +201,11 @@ Tensor Tensor::conv2d(ExecContext& ctx, const Tensor& weight, const Conv2dOption
       if (needs[1]) {
         RawTensor gw = RawTensor::zeros(c, w_tags, w_shape);
         RawTensor cols = scratch(c, C * g.kh * g.kw * P);
-        RawTensor colsT = scratch(c, CgK * P);
         for (int64_t n = 0; n < N; ++n) {
           kernels::im2col(g, x.f32() + n * C * HW, cols.f32());
-          for (int64_t gi = 0; gi < G; ++gi) {
-            transposeMatrix(cols.f32() + gi * CgK * P, colsT.f32(), CgK, P);
-            kernels::gemm(c, OCg, CgK, P, pg + (n * OC + gi * OCg) * P, colsT.f32(),
-                          gw.f32() + gi * OCg * CgK, true);
-          }
+          for (int64_t gi = 0; gi < G; ++gi)  // cols_g is [CgK, P]: read transposed in place
+            kernels::gemm(c, false, true, OCg, CgK, P, pg + (n * OC + gi * OCg) * P, P,
+                          cols.f32() + gi * CgK * P, P, gw.f32() + gi * OCg * CgK, CgK, true);
         }
         out[1] = std::move(gw);
       }

@@ -1,0 +1,186 @@
+// W4 (BENCHMARKS.md): times kernels::gemm on the raw GEMM shapes with 1 and 2 threads, the scalar
+// gemmRef for comparison and, when the build found it, OpenBLAS in the same run. Prints the
+// median and best time of the repeats and GFLOP/s = 2·M·N·K / median. See bench/README.md.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <fucina/fucina.h>
+#include "fucina/kernels/gemm.h"
+#include "fucina/kernels/gemm_simd.h"
+
+#ifdef __EMSCRIPTEN__
+#include <emscripten.h>
+#else
+#include <hwy/targets.h>
+#include <immintrin.h>
+#endif
+#ifdef FUCINA_BENCH_OPENBLAS
+#include <cblas.h>
+extern "C" void openblas_set_num_threads(int);
+#endif
+
+namespace {
+
+struct Shape {
+  const char* name;
+  int64_t m, n, k;
+  bool trans_a, trans_b;
+};
+
+struct Timing {
+  double median_ms, best_ms, cpu_median_ms;
+};
+
+// CPU time of the calling thread: on a shared, overloaded machine the wall clock also counts
+// time slices given to other processes, so one-thread runs also report this. wasm has no thread
+// CPU clock; Node's process.cpuUsage() stands in (the other threads are idle during a run).
+#ifdef __EMSCRIPTEN__
+EM_JS(double, threadCpuMs, (), {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+});
+#else
+double threadCpuMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+}
+#endif
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Warm-up, then repeats sized to ~0.6 s (at least 5, at most 50); median and best.
+Timing timeIt(const std::function<void()>& run) {
+  using Clock = std::chrono::steady_clock;
+  std::vector<double> wall, cpu;
+  auto once = [&] {
+    const double c0 = threadCpuMs();
+    const auto t0 = Clock::now();
+    run();
+    wall.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    cpu.push_back(threadCpuMs() - c0);
+  };
+  once();
+  once();
+  const int reps = std::clamp(static_cast<int>(600.0 / std::max(wall[0], 1e-3)), 5, 50);
+  wall.clear();
+  cpu.clear();
+  for (int r = 0; r < reps; ++r) once();
+  return {median(wall), *std::min_element(wall.begin(), wall.end()), median(cpu)};
+}
+
+void report(const Shape& s, const std::string& impl, int threads, const Timing& t) {
+  const double gflop = 2.0 * static_cast<double>(s.m * s.n * s.k) * 1e-9;
+  std::printf("%-22s %-16s %d %9.3f %9.3f %8.1f", s.name, impl.c_str(), threads, t.median_ms,
+              t.best_ms, gflop / (t.median_ms * 1e-3));
+  if (threads == 1) std::printf(" %8.1f", gflop / (t.cpu_median_ms * 1e-3));
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+#if !defined(__EMSCRIPTEN__) && defined(__x86_64__)
+// The AVX2 FMA peak of one core, in thread CPU time: 12 independent 8-lane FMA chains (enough to
+// cover the FMA latency on two pipes), the ceiling the GEMM's AVX2 path is compared with.
+__attribute__((target("avx2,fma"))) double fmaPeakGflops() {
+  constexpr int kChains = 12;
+  constexpr int64_t kIters = 50'000'000;
+  __m256 acc[kChains];
+  for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_ps(static_cast<float>(i) * 1e-3f);
+  const __m256 mul = _mm256_set1_ps(0.999999f), add = _mm256_set1_ps(1e-7f);
+  const double c0 = threadCpuMs();
+  for (int64_t it = 0; it < kIters; ++it)
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm256_fmadd_ps(acc[i], mul, add);
+  const double ms = threadCpuMs() - c0;
+  float sink = 0;
+  for (int i = 0; i < kChains; ++i) sink += _mm256_cvtss_f32(acc[i]);
+  if (sink == 12345.f) std::printf(" ");  // keeps the chains live
+  return 2.0 * 8 * kChains * static_cast<double>(kIters) / (ms * 1e-3) * 1e-9;
+}
+#endif
+
+// Thread counts to time: the single-threaded wasm variant cannot start a pool.
+#if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
+const std::vector<int> kThreadCounts{1};
+#else
+const std::vector<int> kThreadCounts{1, 2};
+#endif
+
+int main() {
+  const std::vector<Shape> shapes{
+      {"1024x1024x1024", 1024, 1024, 1024, false, false},
+      {"128x784x512 (W1 fwd)", 128, 512, 784, false, false},  // M=128, K=784, N=512
+      {"784x128x512 (dW, At)", 784, 512, 128, true, false},   // dW = Xᵀ·dY
+      {"128x512x784 (dX, Bt)", 128, 784, 512, false, true},   // dX = dY·Wᵀ
+  };
+#ifndef __EMSCRIPTEN__
+  double load[1] = {0};
+  getloadavg(load, 1);
+  std::printf("# load average (1 min) at start: %.2f\n", load[0]);
+#endif
+#if !defined(__EMSCRIPTEN__) && defined(__x86_64__)
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    std::printf("# AVX2 FMA peak, one core (thread CPU time): %.1f GFLOP/s\n", fmaPeakGflops());
+#endif
+  std::printf("%-22s %-16s %s %9s %9s %8s %8s\n", "shape (MxKxN)", "impl", "T", "median_ms",
+              "best_ms", "GFLOP/s", "cpuGF/s");
+  for (const Shape& s : shapes) {
+    // Stored layouts: A is [M,K] or, transposed, [K,M]; B is [K,N] or [N,K]; C is [M,N].
+    std::vector<float> a(static_cast<size_t>(s.m * s.k)), b(static_cast<size_t>(s.k * s.n));
+    std::vector<float> c(static_cast<size_t>(s.m * s.n));
+    for (size_t i = 0; i < a.size(); ++i) a[i] = std::sin(0.1f * static_cast<float>(i));
+    for (size_t i = 0; i < b.size(); ++i) b[i] = std::cos(0.3f * static_cast<float>(i));
+    const int64_t lda = s.trans_a ? s.m : s.k, ldb = s.trans_b ? s.k : s.n;
+    auto fucinaRun = [&](fucina::ExecContext& ctx) {
+      fucina::kernels::gemm(ctx, s.trans_a, s.trans_b, s.m, s.n, s.k, a.data(), lda, b.data(),
+                            ldb, c.data(), s.n, false);
+    };
+    for (int threads : kThreadCounts) {
+      fucina::ExecContext ctx(fucina::ExecOptions{.threads = threads});
+      report(s, std::string("fucina ") + fucina::kernels::detail::gemmTargetName(), threads,
+             timeIt([&] { fucinaRun(ctx); }));
+    }
+#ifndef __EMSCRIPTEN__
+    // The same kernel restricted to AVX2 (the benchmark machines' best target) when this
+    // processor also has AVX-512.
+    if (hwy::SupportedTargets() & (HWY_AVX3 | HWY_AVX3_DL)) {
+      hwy::DisableTargets(HWY_AVX3 | HWY_AVX3_DL);
+      for (int threads : kThreadCounts) {
+        fucina::ExecContext ctx(fucina::ExecOptions{.threads = threads});
+        report(s, std::string("fucina ") + fucina::kernels::detail::gemmTargetName(), threads,
+               timeIt([&] { fucinaRun(ctx); }));
+      }
+      hwy::DisableTargets(0);
+    }
+#endif
+#ifdef FUCINA_BENCH_OPENBLAS
+    for (int threads : {1, 2}) {
+      openblas_set_num_threads(threads);
+      report(s, "openblas", threads, timeIt([&] {
+               cblas_sgemm(CblasRowMajor, s.trans_a ? CblasTrans : CblasNoTrans,
+                           s.trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(s.m),
+                           static_cast<int>(s.n), static_cast<int>(s.k), 1.f, a.data(),
+                           static_cast<int>(lda), b.data(), static_cast<int>(ldb), 0.f, c.data(),
+                           static_cast<int>(s.n));
+             }));
+    }
+#endif
+    report(s, "gemmRef (scalar)", 1, timeIt([&] {
+             fucina::kernels::gemmRef(s.trans_a, s.trans_b, s.m, s.n, s.k, a.data(), lda,
+                                      b.data(), ldb, c.data(), s.n, false);
+           }));
+  }
+  return 0;
+}

@@ -1,0 +1,218 @@
+// Packed, register-blocked f32 GEMM written once with Highway (docs/design-notes.md, "GEMM").
+// Goto/BLIS structure: for each NC-column block and KC-deep slice, B is packed into NR-wide
+// panels; for each MC-row block A is packed into MR-tall panels; the microkernel then keeps an
+// MR×NR tile of C in registers over the whole slice. Packing absorbs both transposes and any
+// leading dimension, so the microkernel only ever reads unit-stride, zero-padded panels.
+// Native builds compile this file once per x86 target (foreach_target.h) and pick the best at
+// run time; wasm compiles it once for SIMD128 (HWY_COMPILE_ONLY_STATIC).
+#ifndef FUCINA_KERNELS_GEMM_SIMD_SHARED
+#define FUCINA_KERNELS_GEMM_SIMD_SHARED
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "fucina/kernels/gemm_simd.h"
+
+namespace fucina::kernels::detail {
+namespace {
+
+// Per-thread packing buffer that only grows, 64-byte aligned: no allocation in steady state.
+float* scratch(int slot, size_t floats) {
+  thread_local std::vector<float> buffers[2];
+  std::vector<float>& buf = buffers[slot];
+  if (buf.size() < floats + 16) buf.resize(floats + 16);
+  const auto addr = reinterpret_cast<uintptr_t>(buf.data());
+  return reinterpret_cast<float*>((addr + 63) & ~uintptr_t{63});
+}
+
+int64_t roundUp(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+}  // namespace
+}  // namespace fucina::kernels::detail
+
+#endif  // FUCINA_KERNELS_GEMM_SIMD_SHARED
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "fucina/kernels/gemm_simd.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace fucina::kernels::detail {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using D = hn::ScalableTag<float>;
+using V = hn::Vec<D>;
+
+// Tile: kMR rows × kNV vectors of C held in registers (kMR·kNV accumulators).
+#if HWY_TARGET == HWY_WASM || HWY_TARGET == HWY_WASM_EMU256
+// V8 gives wasm 15 vector registers: 8 accumulators + 2 B vectors + 1 splat (TOOLCHAIN.md §k).
+constexpr int64_t kMR = 4, kNV = 2;
+#elif HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+constexpr int64_t kMR = 8, kNV = 2;  // 16 of 32 zmm registers for C
+#elif HWY_TARGET == HWY_SCALAR || HWY_TARGET == HWY_EMU128
+constexpr int64_t kMR = 4, kNV = 2;
+#else
+constexpr int64_t kMR = 6, kNV = 2;  // AVX2/SSE: 12 accumulators + 2 B + 1 broadcast of 16
+#endif
+constexpr int64_t kLanes = static_cast<int64_t>(hn::MaxLanes(D()));
+constexpr int64_t kNR = kNV * kLanes;
+// Cache blocking: a KC×NR panel of B stays in L1 while MC/MR panels of A (an MC×KC block, in L2)
+// stream past it; a KC×NC block of B sits in L2/L3. KC 128/256/384 and MC 8/16/32 panels were
+// within a few % of each other (thread CPU time, 1024³ and 128×784×512); KC = 128 was best on AVX2.
+constexpr int64_t kKC = 128;
+constexpr int64_t kMC = kMR * 16;
+constexpr int64_t kNC = kNR * 64;
+
+// C tile (mr ≤ kMR rows, nr ≤ kNR columns at c) = or += packed A panel · packed B panel.
+HWY_NOINLINE void MicroKernel(int64_t kc, const float* HWY_RESTRICT pa,
+                              const float* HWY_RESTRICT pb, float* HWY_RESTRICT c, int64_t ldc,
+                              int64_t mr, int64_t nr, bool overwrite) {
+  const D d;
+  V acc[kMR][kNV];
+  for (int64_t i = 0; i < kMR; ++i)
+    for (int64_t v = 0; v < kNV; ++v) acc[i][v] = hn::Zero(d);
+  // The K loop stays rolled: V8 hoists an unrolled body's loads and spills (TOOLCHAIN.md §k).
+#if HWY_TARGET == HWY_WASM || HWY_TARGET == HWY_WASM_EMU256
+#pragma clang loop unroll(disable)
+#endif
+  for (int64_t p = 0; p < kc; ++p) {
+    V b[kNV];
+    for (int64_t v = 0; v < kNV; ++v) b[v] = hn::Load(d, pb + v * kLanes);
+    for (int64_t i = 0; i < kMR; ++i) {
+      const V a = hn::Set(d, pa[i]);
+      for (int64_t v = 0; v < kNV; ++v) acc[i][v] = hn::MulAdd(a, b[v], acc[i][v]);
+    }
+    pa += kMR;
+    pb += kNR;
+  }
+  if (mr == kMR && nr == kNR) {
+    for (int64_t i = 0; i < kMR; ++i)
+      for (int64_t v = 0; v < kNV; ++v) {
+        float* ci = c + i * ldc + v * kLanes;
+        hn::StoreU(overwrite ? acc[i][v] : hn::Add(hn::LoadU(d, ci), acc[i][v]), d, ci);
+      }
+    return;
+  }
+  HWY_ALIGN float tile[kMR * kNR];
+  for (int64_t i = 0; i < kMR; ++i)
+    for (int64_t v = 0; v < kNV; ++v) hn::Store(acc[i][v], d, tile + i * kNR + v * kLanes);
+  for (int64_t i = 0; i < mr; ++i)
+    for (int64_t j = 0; j < nr; ++j)
+      c[i * ldc + j] = overwrite ? tile[i * kNR + j] : c[i * ldc + j] + tile[i * kNR + j];
+}
+
+// Both packers read the source along its rows (unit stride, one row after another): walking
+// down a column one row per step touches a new page per row once ld reaches 1024 floats, and
+// the TLB misses made packing as slow as the multiply (measured: perf, 128×1024×784).
+
+// op(A)[m0 : m0+mc, p0 : p0+kc] as kMR-row panels: panel r holds, for each p, kMR values.
+void PackA(const GemmArgs& g, int64_t m0, int64_t mc, int64_t p0, int64_t kc, float* dst) {
+  const int64_t panels = (mc + kMR - 1) / kMR;
+  if (g.trans_a) {  // op(A)(i, p) = a[p·lda + i]: row p of a feeds every panel
+    for (int64_t p = 0; p < kc; ++p) {
+      const float* src = g.a + (p0 + p) * g.lda + m0;
+      for (int64_t r0 = 0; r0 < panels; ++r0) {
+        float* out = dst + r0 * kc * kMR + p * kMR;
+        const int64_t rows = std::min(kMR, mc - r0 * kMR);
+        for (int64_t r = 0; r < rows; ++r) out[r] = src[r0 * kMR + r];
+        for (int64_t r = rows; r < kMR; ++r) out[r] = 0.f;
+      }
+    }
+    return;
+  }
+  for (int64_t r0 = 0; r0 < panels; ++r0) {  // op(A)(i, p) = a[i·lda + p]: one row at a time
+    float* out = dst + r0 * kc * kMR;
+    const int64_t rows = std::min(kMR, mc - r0 * kMR);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* src = g.a + (m0 + r0 * kMR + r) * g.lda + p0;
+      for (int64_t p = 0; p < kc; ++p) out[p * kMR + r] = src[p];
+    }
+    for (int64_t r = rows; r < kMR; ++r)
+      for (int64_t p = 0; p < kc; ++p) out[p * kMR + r] = 0.f;
+  }
+}
+
+// op(B)[p0 : p0+kc, n0 : n0+nc] as kNR-column panels: panel j holds, for each p, kNR values.
+void PackB(const GemmArgs& g, int64_t p0, int64_t kc, int64_t n0, int64_t nc, float* dst) {
+  const int64_t panels = (nc + kNR - 1) / kNR;
+  if (!g.trans_b) {  // op(B)(p, j) = b[p·ldb + j]: row p of b feeds every panel
+    for (int64_t p = 0; p < kc; ++p) {
+      const float* src = g.b + (p0 + p) * g.ldb + n0;
+      for (int64_t j0 = 0; j0 < panels; ++j0) {
+        float* out = dst + j0 * kc * kNR + p * kNR;
+        const int64_t cols = std::min(kNR, nc - j0 * kNR);
+        if (cols == kNR) {
+          std::memcpy(out, src + j0 * kNR, sizeof(float) * kNR);
+        } else {
+          for (int64_t j = 0; j < cols; ++j) out[j] = src[j0 * kNR + j];
+          for (int64_t j = cols; j < kNR; ++j) out[j] = 0.f;
+        }
+      }
+    }
+    return;
+  }
+  for (int64_t j0 = 0; j0 < panels; ++j0) {  // op(B)(p, j) = b[j·ldb + p]: one row at a time
+    float* out = dst + j0 * kc * kNR;
+    const int64_t cols = std::min(kNR, nc - j0 * kNR);
+    for (int64_t j = 0; j < cols; ++j) {
+      const float* src = g.b + (n0 + j0 * kNR + j) * g.ldb + p0;
+      for (int64_t p = 0; p < kc; ++p) out[p * kNR + j] = src[p];
+    }
+    for (int64_t j = cols; j < kNR; ++j)
+      for (int64_t p = 0; p < kc; ++p) out[p * kNR + j] = 0.f;
+  }
+}
+
+void GemmBlock(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+  if (m0 >= m1 || n0 >= n1) return;
+  if (g.k == 0) {  // no products: C = 0, or C unchanged when accumulating
+    if (!g.accumulate)
+      for (int64_t i = m0; i < m1; ++i)
+        std::memset(g.c + i * g.ldc + n0, 0, sizeof(float) * static_cast<size_t>(n1 - n0));
+    return;
+  }
+  const int64_t kc_max = std::min(kKC, g.k);
+  float* pa = scratch(0, static_cast<size_t>(roundUp(std::min(kMC, m1 - m0), kMR) * kc_max));
+  float* pb = scratch(1, static_cast<size_t>(roundUp(std::min(kNC, n1 - n0), kNR) * kc_max));
+  for (int64_t jc = n0; jc < n1; jc += kNC) {
+    const int64_t nc = std::min(kNC, n1 - jc);
+    for (int64_t pc = 0; pc < g.k; pc += kKC) {
+      const int64_t kc = std::min(kKC, g.k - pc);
+      const bool overwrite = pc == 0 && !g.accumulate;
+      PackB(g, pc, kc, jc, nc, pb);
+      for (int64_t ic = m0; ic < m1; ic += kMC) {
+        const int64_t mc = std::min(kMC, m1 - ic);
+        PackA(g, ic, mc, pc, kc, pa);
+        for (int64_t jr = 0; jr < nc; jr += kNR)
+          for (int64_t ir = 0; ir < mc; ir += kMR)
+            MicroKernel(kc, pa + ir * kc, pb + jr * kc, g.c + (ic + ir) * g.ldc + jc + jr, g.ldc,
+                        std::min(kMR, mc - ir), std::min(kNR, nc - jr), overwrite);
+      }
+    }
+  }
+}
+
+const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
+
+}  // namespace HWY_NAMESPACE
+}  // namespace fucina::kernels::detail
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace fucina::kernels::detail {
+
+HWY_EXPORT(GemmBlock);
+HWY_EXPORT(TargetName);
+
+void gemmBlock(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+  HWY_DYNAMIC_DISPATCH(GemmBlock)(g, m0, m1, n0, n1);
+}
+
+const char* gemmTargetName() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
+
+}  // namespace fucina::kernels::detail
+#endif  // HWY_ONCE

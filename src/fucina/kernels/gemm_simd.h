@@ -1,0 +1,29 @@
+// The packed, register-blocked SIMD GEMM (gemm_simd.cpp, Highway): the single-threaded worker
+// behind kernels::gemm, which splits C over the pool and calls it once per piece.
+#pragma once
+
+#include <cstdint>
+
+namespace fucina::kernels::detail {
+
+// C[M,N] (+)= op(A)·op(B) in the layout of kernels::gemm (gemm.h).
+struct GemmArgs {
+  bool trans_a, trans_b;
+  int64_t m, n, k;
+  const float* a;
+  int64_t lda;
+  const float* b;
+  int64_t ldb;
+  float* c;
+  int64_t ldc;
+  bool accumulate;
+};
+
+// Computes the block rows [m0, m1) × columns [n0, n1) of C, all of K. Thread-safe: the packing
+// buffers are per thread.
+void gemmBlock(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1);
+
+// Name of the SIMD target the dispatcher chose ("AVX2", "AVX3", "WASM", ...): for benchmarks.
+const char* gemmTargetName();
+
+}  // namespace fucina::kernels::detail
