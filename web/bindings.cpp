@@ -572,10 +572,7 @@ EMSCRIPTEN_BINDINGS(fucina) {
   // ---- structure ops taking several tensors (ops/structure.cpp) ----
   function("concat", +[](val tensors, std::string axis, bool stack) {
     return guard([&] {
-      if (!tensors.isArray()) invalid("tensors must be an array of Tensors");
-      std::vector<Tensor> ts;
-      const int n = tensors["length"].as<int>();
-      for (int i = 0; i < n; ++i) ts.push_back(tensorOf(tensors[i], "tensor"));
+      const std::vector<Tensor> ts = tensorsOf(tensors, "tensors");
       return wrap(stack ? Tensor::stack(ctx(), ts, fucina::Tag(axis)) : Tensor::concat(ctx(), ts, fucina::Tag(axis)));
     });
   });
@@ -657,3 +654,58 @@ EMSCRIPTEN_BINDINGS(fucina_optim) {
   function("optimClipGradNorm", &optimClipGradNorm);
 }
 // ================================================================ optim (fc.optim): END
+
+// ---- safetensors (fucina/io/safetensors.h): bytes in and out as Uint8Arrays
+namespace {
+
+std::vector<uint8_t> bytesOf(const val& bytes) {
+  if (!bytes.instanceof(val::global("Uint8Array"))) invalid("safetensors bytes must be a Uint8Array");
+  return emscripten::convertJSArrayToNumberVector<uint8_t>(bytes);
+}
+
+val toUint8Array(const std::vector<uint8_t>& bytes) {
+  return val(emscripten::typed_memory_view(bytes.size(), bytes.data())).call<val>("slice");
+}
+
+}  // namespace
+
+EMSCRIPTEN_BINDINGS(fucina_io) {
+  function("encodeSafetensors", +[](val names, val tensors, val metadata) {
+    return guard([&] {
+      const std::vector<Tensor> ts = tensorsOf(tensors, "tensors");
+      fucina::io::NamedTensors named;
+      for (size_t i = 0; i < ts.size(); ++i) named.emplace_back(names[i].as<std::string>(), ts[i]);
+      fucina::io::Metadata meta;
+      const val keys = val::global("Object").call<val>("keys", metadata);
+      for (int i = 0; i < keys["length"].as<int>(); ++i) {
+        const std::string k = keys[i].as<std::string>();
+        if (!metadata[k].isString()) invalid("safetensors metadata values must be strings");
+        meta[k] = metadata[k].as<std::string>();
+      }
+      return toUint8Array(fucina::io::encodeSafetensors(ctx(), named, meta));
+    });
+  });
+  function("loadParameters", +[](val params, val bytes) {
+    guard([&] {
+      const auto loaded = fucina::io::decodeSafetensors(ctx(), bytesOf(bytes));
+      fucina::nn::loadParameters(ctx(), loaded, tensorsOf(params, "params"), "the bytes");
+    });
+  });
+  function("decodeSafetensors", +[](val bytes) {
+    return guard([&] {
+      fucina::io::Metadata meta;
+      const auto named = fucina::io::decodeSafetensors(ctx(), bytesOf(bytes), &meta);
+      val names = val::array(), tensors = val::array(), metadata = val::object();
+      for (const auto& [name, t] : named) {
+        names.call<void>("push", name);
+        tensors.call<void>("push", val(wrap(t)));
+      }
+      for (const auto& [k, v] : meta) metadata.set(k, v);
+      val out = val::object();
+      out.set("names", names);
+      out.set("tensors", tensors);
+      out.set("metadata", metadata);
+      return out;
+    });
+  });
+}

@@ -323,6 +323,10 @@ export interface Nn {
   /** W3: tokens{batch, "t"} (i32) -> logits{batch, "t", "vocab"}; loss() is next-token cross-entropy. */
   Gpt: new (config?: GptConfig, seed?: number) => Module & { loss(tokens: Tensor): Tensor; readonly config: Required<GptConfig> };
   subSeed(seed: number, index: number): number;
+  /** params (a model's parameters(), in order) as safetensors bytes named "param.0", "param.1", ... */
+  saveParameters(params: Tensor[], metadata?: Record<string, string>): Uint8Array;
+  /** Reads saveParameters' bytes (or a file of C++'s nn::saveParameters) into params, in place. */
+  loadParameters(params: Tensor[], bytes: Uint8Array): void;
 }
 
 export interface Fucina {
@@ -338,6 +342,10 @@ export interface Fucina {
   ones(tags: string[], shape: number[], dtype?: DType): Tensor;
   full(tags: string[], shape: number[], value: number, dtype?: DType): Tensor;
   scalar(value: number, dtype?: DType): Tensor;
+  /** Encodes named tensors in the safetensors format; axis names travel in the metadata. */
+  encodeSafetensors(tensors: Record<string, Tensor>, metadata?: Record<string, string>): Uint8Array;
+  /** Decodes safetensors bytes (from fucina, torch, ...); axes without names are d0, d1, ... */
+  decodeSafetensors(bytes: Uint8Array): { tensors: Record<string, Tensor>; metadata: Record<string, string> };
   /** Seeded constants: element i is a pure function of (seed, i), equal to C++'s Tensor::uniform. */
   uniform(tags: string[], shape: number[], lo: number, hi: number, seed: number): Tensor;
   /** Seeded N(mean, std^2) constants, equal to C++'s Tensor::normal. */

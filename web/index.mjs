@@ -157,6 +157,24 @@ class Fucina {
     return this._wrap(this._call((M) => M.random(checkTags(tags), checkShape(shape), kind, ...args)));
   }
 
+  // ---- safetensors: bytes (a Uint8Array) in and out; axis names travel in the metadata
+  /** Encodes { name: Tensor } (and string metadata) in the safetensors format. */
+  encodeSafetensors(tensors, metadata = {}) {
+    if (typeof tensors !== 'object' || tensors === null) throw invalid('encodeSafetensors: tensors must be an object of named Tensors');
+    const names = Object.keys(tensors);
+    const hs = names.map((n) => asTensor(tensors[n], 'encodeSafetensors')._handle);
+    return this._call((M) => M.encodeSafetensors(names, hs, metadata));
+  }
+  /** Decodes safetensors bytes into { tensors: { name: Tensor }, metadata }. */
+  decodeSafetensors(bytes) {
+    const { names, tensors, metadata } = this._call((M) => M.decodeSafetensors(bytes));
+    return { tensors: Object.fromEntries(names.map((n, i) => [n, this._wrap(tensors[i])])), metadata };
+  }
+  _loadParameters(params, bytes) {  // fc.nn.loadParameters: in place, like an optimizer update
+    const hs = handlesOf(params, 'loadParameters: params');
+    this._call((M) => M.loadParameters(hs, bytes));
+  }
+
   // ---- structure ops over several tensors
   concat(tensors, axis) { return this.#join(tensors, axis, 'concat', false); }
   stack(tensors, axis) { return this.#join(tensors, axis, 'stack', true); }

@@ -164,5 +164,12 @@ export function makeNn(fc) {
     }
   }
 
-  return { Linear, Conv2d, LayerNorm, Embedding, Mlp, Cnn, Gpt, subSeed };
+  /** params (a model's parameters(), in order) as safetensors bytes: "param.0", "param.1", ... */
+  function saveParameters(params, metadata = {}) {
+    return fc.encodeSafetensors(Object.fromEntries(params.map((p, i) => [`param.${i}`, p])), metadata);
+  }
+  /** Reads saveParameters' bytes (or C++ nn::saveParameters' file) into params in place. */
+  function loadParameters(params, bytes) { fc._loadParameters(params, bytes); }
+
+  return { Linear, Conv2d, LayerNorm, Embedding, Mlp, Cnn, Gpt, subSeed, saveParameters, loadParameters };
 }

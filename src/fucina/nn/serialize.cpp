@@ -18,7 +18,11 @@ void saveParameters(ExecContext& ctx, const std::string& path, std::span<const T
 }
 
 void loadParameters(ExecContext& ctx, const std::string& path, std::span<const Tensor> params) {
-  const io::NamedTensors loaded = io::loadSafetensors(ctx, path);
+  loadParameters(ctx, io::loadSafetensors(ctx, path), params, path);
+}
+
+void loadParameters(ExecContext& ctx, const io::NamedTensors& loaded, std::span<const Tensor> params,
+                    const std::string& path) {
   if (loaded.size() != params.size())
     fail(ErrorCode::InvalidArgument, path + " holds " + std::to_string(loaded.size()) + " tensors, the model has " +
                                          std::to_string(params.size()) + " parameters");
