@@ -132,6 +132,7 @@ struct Result {
   Timing timing;
   double gflop = 0;  // per step
   fucina::MemoryStats before, after;  // around the timed steps (peak reset before them)
+  std::optional<size_t> saved_bytes;  // training workloads
   std::string note;
 };
 
@@ -145,6 +146,18 @@ Result measure(ExecContext& ctx, const std::function<void()>& step, bool quick) 
   return r;
 }
 
+// measure() of a training step, plus the bytes one forward leaves alive for backward (what the
+// graph saved: the figure torch's saved-tensor hooks give), from one more, untimed forward.
+Result measureTraining(ExecContext& ctx, optim::Optimizer& opt, const std::function<Tensor()>& loss, bool quick) {
+  Result r = measure(ctx, trainingStep(ctx, opt, loss), quick);
+  ExecScope scope(ctx);
+  opt.zeroGrad();
+  const size_t before = ctx.memory().live_bytes;
+  const Tensor l = loss();
+  r.saved_bytes = ctx.memory().live_bytes - before;
+  return r;
+}
+
 Result run(const Args& a, ExecContext& ctx) {
   const std::string& w = a.workload;
   if (w == "w1") {
@@ -153,7 +166,7 @@ Result run(const Args& a, ExecContext& ctx) {
     optim::Sgd opt(model.parameters(), {.lr = 0.01});
     const Tensor x = Tensor::normal(ctx, {"batch", "in"}, {kBatch, 784}, 0, 1, 2);
     const Tensor y = Tensor::fromInts(ctx, {"batch"}, {kBatch}, labelPattern(kBatch, 10));
-    Result r = measure(ctx, trainingStep(ctx, opt, [&] { return model(ctx, x).crossEntropy(ctx, y, "class"); }), a.quick);
+    Result r = measureTraining(ctx, opt, [&] { return model(ctx, x).crossEntropy(ctx, y, "class"); }, a.quick);
     r.gflop = 6.0 * kBatch * (784 * 512 + 512 * 256 + 256 * 10) / 1e9;
     return r;
   }
@@ -163,7 +176,7 @@ Result run(const Args& a, ExecContext& ctx) {
     optim::Sgd opt(model.parameters(), {.lr = 0.01});
     const Tensor x = Tensor::normal(ctx, {"batch", "h", "w"}, {kBatch, 28, 28}, 0, 1, 2);
     const Tensor y = Tensor::fromInts(ctx, {"batch"}, {kBatch}, labelPattern(kBatch, 10));
-    Result r = measure(ctx, trainingStep(ctx, opt, [&] { return model(ctx, x).crossEntropy(ctx, y, "class"); }), a.quick);
+    Result r = measureTraining(ctx, opt, [&] { return model(ctx, x).crossEntropy(ctx, y, "class"); }, a.quick);
     r.gflop = 3.0 * kBatch * 2 * (26 * 26 * 32 * 9 + 11 * 11 * 64 * 288 + 1600 * 128 + 128 * 10) / 1e9;
     r.note = "NCHW";
     return r;
@@ -177,7 +190,7 @@ Result run(const Args& a, ExecContext& ctx) {
     // T + 1 = 129 tokens per sequence: Gpt::loss predicts the last 128 from the first 128, so a
     // step trains on 16 · 128 = 2,048 predicted tokens.
     const Tensor tokens = Tensor::fromInts(ctx, {"batch", "t"}, {kBatch, kT + 1}, labelPattern(kBatch * (kT + 1), 256));
-    Result r = measure(ctx, trainingStep(ctx, opt, [&] { return model.loss(ctx, tokens); }), a.quick);
+    Result r = measureTraining(ctx, opt, [&] { return model.loss(ctx, tokens); }, a.quick);
     int64_t params = 0;
     for (const Tensor& p : model.parameters()) params += p.numel();
     const double tokens_per_step = kBatch * kT;
@@ -227,20 +240,23 @@ int main(int argc, char** argv) {
   // peak_bytes: the most tensor storage alive during the timed steps (parameters, optimizer state
   // and data included); step_bytes: the part a step added on top of what lived before it.
   const size_t step_bytes = r.after.peak_bytes - r.before.live_bytes;
+  const std::string saved = r.saved_bytes ? "\"saved_bytes\":" + std::to_string(*r.saved_bytes) + "," : "";
   if (a.json) {
     std::printf("{\"workload\":\"%s\",\"impl\":\"fucina-native\",\"threads\":%d,\"median_ms\":%.4f,"
                 "\"min_ms\":%.4f,\"max_ms\":%.4f,\"gflops_median\":%.3f,\"reduced_protocol\":%s,"
                 "\"load_avg_1m\":%.2f,\"warmup\":%d,\"steps\":%zu,\"peak_bytes\":%zu,\"step_bytes\":%zu,"
-                "\"allocs_per_step\":%.2f,\"note\":\"%s\"}\n",
+                "\"allocs_per_step\":%.2f,%s\"note\":\"%s\"}\n",
                 a.workload.c_str(), a.threads, median, t.ms.front(), t.ms.back(), gflops,
                 t.reduced ? "true" : "false", load, t.warmup, steps, r.after.peak_bytes, step_bytes,
-                allocs, r.note.c_str());
+                allocs, saved.c_str(), r.note.c_str());
   } else {
+    char saved_mib[48] = "";
+    if (r.saved_bytes) std::snprintf(saved_mib, sizeof saved_mib, ", saved %.1f MiB", static_cast<double>(*r.saved_bytes) / 1048576.0);
     std::printf("%-8s fucina-native %d thr  median %9.3f ms  (min %.3f, max %.3f)  %7.2f GFLOP/s  "
-                "peak %.1f MiB (step %.1f MiB)  %.1f allocs/step  load %.2f%s%s%s\n",
+                "peak %.1f MiB (step %.1f MiB%s)  %.1f allocs/step  load %.2f%s%s%s\n",
                 a.workload.c_str(), a.threads, median, t.ms.front(), t.ms.back(), gflops,
                 static_cast<double>(r.after.peak_bytes) / 1048576.0, static_cast<double>(step_bytes) / 1048576.0,
-                allocs, load, t.reduced ? "  [reduced protocol]" : "", r.note.empty() ? "" : "  ", r.note.c_str());
+                saved_mib, allocs, load, t.reduced ? "  [reduced protocol]" : "", r.note.empty() ? "" : "  ", r.note.c_str());
   }
   return 0;
 }

@@ -146,7 +146,7 @@ const NAMES = { w1: 'W1 mlp', w2: 'W2 cnn', w3: 'W3 gpt', 'w3-ckpt': 'W3 gpt, ch
   'w4-1024': 'W4 GEMM 1024x1024x1024', 'w4-fc': 'W4 GEMM 128x784x512' };
 for (const w of workloads) {
   console.log(`\n${NAMES[w]}  (${gflopPerStep(w).toFixed(3)} GFLOP per step; medians of ${rounds} rounds${quick ? ', --quick' : ''})`);
-  console.log(`  ${'impl'.padEnd(17)} thr  ${'median ms'.padStart(10)}  ${'min-max ms'.padStart(19)}  ${'GFLOP/s'.padStart(8)}  memory            load 1m`);
+  console.log(`  ${'impl'.padEnd(17)} thr  ${'median ms'.padStart(10)}  ${'min-max ms'.padStart(19)}  ${'GFLOP/s'.padStart(8)}  memory                       load 1m`);
   for (const s of summary.values()) {
     if (s.workload !== w) continue;
     const head = `  ${s.impl.padEnd(17)} ${String(s.threads).padStart(3)}  `;
@@ -154,10 +154,10 @@ for (const w of workloads) {
       console.log(`${head}fails: ${s.error}`);
       continue;
     }
-    const memory = s.step_bytes !== undefined ? `step ${mib(s.step_bytes)}` : s.saved_bytes !== undefined ? `saved ${mib(s.saved_bytes)}`
-      : s.peak_bytes !== undefined ? `peak ${mib(s.peak_bytes)}` : '';
+    const memory = [s.step_bytes !== undefined ? `step ${mib(s.step_bytes)}` : s.peak_bytes !== undefined ? `peak ${mib(s.peak_bytes)}` : '',
+      s.saved_bytes !== undefined && s.workload.startsWith('w3') ? `saved ${mib(s.saved_bytes)}` : ''].filter(Boolean).join(', ');
     console.log(`${head}${s.median_ms.toFixed(2).padStart(10)}  ${`${s.min_ms.toFixed(2)}-${s.max_ms.toFixed(2)}`.padStart(19)}  ` +
-      `${s.gflops_median.toFixed(2).padStart(8)}  ${memory.padEnd(16)}  ${s.load_avg_1m.map((l) => l.toFixed(2)).join(' ')}` +
+      `${s.gflops_median.toFixed(2).padStart(8)}  ${memory.padEnd(27)}  ${s.load_avg_1m.map((l) => l.toFixed(2)).join(' ')}` +
       `${s.reduced_protocol ? '  [reduced protocol]' : ''}`);
   }
   const ratios = [];
@@ -169,8 +169,8 @@ for (const w of workloads) {
     for (const s of summary.values()) {
       const plain = get('w3', s.impl, s.threads);
       if (s.workload !== 'w3-ckpt' || !s.median_ms || !plain?.median_ms) continue;
-      const bytes = s.step_bytes !== undefined ? 'step_bytes' : 'saved_bytes';
-      const saving = plain[bytes] && s[bytes] ? `, ${bytes} ${(plain[bytes] / s[bytes]).toFixed(2)}x smaller` : '';
+      const saving = ['saved_bytes', 'step_bytes'].filter((b) => plain[b] && s[b])
+        .map((b) => `, ${b} ${(plain[b] / s[b]).toFixed(2)}x smaller`).join('');
       ratios.push(`${s.impl} ${s.threads} thr checkpointed / plain time = ${(s.median_ms / plain.median_ms).toFixed(2)}${saving}`);
     }
   }
