@@ -35,6 +35,8 @@ for (const w of workloads) {
   }
 }
 const say = (msg) => console.error(msg);  // progress and notes on stderr, results on stdout
+const notes = [];  // peers skipped: repeated under the table
+const note = (msg) => (notes.push(msg), say(`bench: ${msg}`));
 
 // ---- what can run
 const nativeBin = join(resolve(root, process.env.FUCINA_BUILD_DIR ?? 'build/native'), 'bench', 'fucina_bench');
@@ -62,14 +64,14 @@ if (compare) {
       { impl: 'tfjs-wasm-xt', threads: 1, cmd: [...tfjs, '--grads', 'xt'], only: (w) => w === 'w1' },
       { impl: 'tfjs-wasm-onehot', threads: 1, cmd: [...tfjs, '--embedding', 'onehot'], only: (w) => w === 'w3' });
   } else {
-    say('bench: TensorFlow.js is not installed (npm install adds the devDependencies); skipping tfjs-wasm');
+    note('TensorFlow.js is not installed (npm install adds the devDependencies); tfjs-wasm skipped');
   }
   if (spawnSync('python3', ['-c', 'import torch'], { stdio: 'ignore' }).status === 0) {
     const torch = ['python3', join(root, 'bench', 'peers', 'torch_bench.py')];
     configs.push({ impl: 'torch', threads: 1, cmd: [...torch, '--threads', '1'] },
       { impl: 'torch', threads: 2, cmd: [...torch, '--threads', '2'] });
   } else {
-    say('bench: PyTorch is not installed (python3 -c "import torch" fails; Debian: apt-get install python3-torch); skipping torch');
+    note('PyTorch is not installed (python3 -c "import torch" fails; Debian: apt-get install python3-torch); torch skipped');
   }
 }
 
@@ -176,3 +178,4 @@ for (const w of workloads) {
   }
   if (ratios.length) console.log(`  ratios of ms/step (< 1: the first is faster):\n    ${ratios.join('\n    ')}`);
 }
+if (notes.length) console.log(`\n${notes.map((n) => `note: ${n}`).join('\n')}`);
