@@ -1,0 +1,262 @@
+// fucina_bench: times ONE configuration of ../shared/BENCHMARKS.md's workloads natively, with its
+// protocol, and prints a table line or (--json) one JSON object. bench/run.mjs runs every
+// configuration in a fresh process; this program never loops over configurations itself.
+//
+//   fucina_bench --workload w1|w2|w3|w3-ckpt|w4-1024|w4-fc --threads N [--json] [--quick]
+//                [--gemm-layout kn|nk]
+//
+// A training step is: open a scope, zero the gradients, forward + loss, backward, optimizer
+// update, read the loss to the host (loss.item()), close the scope. W4 times one Tensor::dot.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <fucina/fucina.h>
+
+namespace {
+
+using fucina::ExecContext;
+using fucina::ExecScope;
+using fucina::Tensor;
+namespace nn = fucina::nn;
+namespace optim = fucina::optim;
+
+struct Args {
+  std::string workload;
+  int threads = 1;
+  bool json = false;
+  bool quick = false;        // a smoke test: 2 warm-up and 3 timed steps
+  std::string layout = "kn";  // W4: b is {k, n} (contracted axis first) or {n, k} (a weight)
+};
+
+[[noreturn]] void usage(const std::string& why) {
+  std::fprintf(stderr,
+               "fucina_bench: %s\nusage: fucina_bench --workload w1|w2|w3|w3-ckpt|w4-1024|w4-fc "
+               "--threads N [--json] [--quick] [--gemm-layout kn|nk]\n",
+               why.c_str());
+  std::exit(2);
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string s = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage(s + " needs a value");
+      return argv[++i];
+    };
+    if (s == "--workload") a.workload = value();
+    else if (s == "--threads") a.threads = std::atoi(value().c_str());
+    else if (s == "--json") a.json = true;
+    else if (s == "--quick") a.quick = true;
+    else if (s == "--gemm-layout") a.layout = value();
+    else usage("unknown argument " + s);
+  }
+  if (a.workload.empty()) usage("--workload is required");
+  if (a.threads < 1) usage("--threads must be >= 1");
+  if (a.layout != "kn" && a.layout != "nk") usage("--gemm-layout is kn or nk");
+  return a;
+}
+
+double loadAverage1m() {
+  std::ifstream f("/proc/loadavg");
+  double l = -1;
+  f >> l;
+  return l;
+}
+
+struct Timing {
+  std::vector<double> ms;  // the timed steps, sorted
+  int warmup = 0;
+  bool reduced = false;
+  double median() const {
+    const size_t n = ms.size();
+    return n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
+  }
+};
+
+double timeOne(const std::function<void()>& step) {
+  const auto t0 = std::chrono::steady_clock::now();
+  step();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// BENCHMARKS.md: 10 warm-up steps then 50 timed one by one; 5 + 20 when the second warm-up step
+// takes more than 400 ms. `afterWarmup` runs between the two phases (memory baselines).
+Timing runProtocol(const std::function<void()>& step, bool quick, const std::function<void()>& afterWarmup) {
+  Timing t;
+  int warmup = quick ? 2 : 10, steps = quick ? 3 : 50;
+  timeOne(step);
+  const double second = timeOne(step);
+  if (!quick && second > 400.0) warmup = 5, steps = 20, t.reduced = true;
+  for (int i = 2; i < warmup; ++i) step();
+  t.warmup = warmup;
+  afterWarmup();
+  for (int i = 0; i < steps; ++i) t.ms.push_back(timeOne(step));
+  std::sort(t.ms.begin(), t.ms.end());
+  return t;
+}
+
+// A fixed pseudo-random pattern of n integers in [0, classes).
+std::vector<int64_t> labelPattern(int64_t n, int64_t classes) {
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  uint64_t s = 0x9e3779b97f4a7c15u;
+  for (auto& x : v) {
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;  // xorshift64
+    x = static_cast<int64_t>(s % static_cast<uint64_t>(classes));
+  }
+  return v;
+}
+
+// One training step of `loss` under `opt`, as the protocol defines it.
+std::function<void()> trainingStep(ExecContext& ctx, optim::Optimizer& opt, std::function<Tensor()> loss) {
+  return [&ctx, &opt, loss = std::move(loss)] {
+    ExecScope scope(ctx);
+    opt.zeroGrad();
+    const Tensor l = loss();
+    l.backward(ctx);
+    opt.step(ctx);
+    volatile float sink = l.item();
+    (void)sink;
+  };
+}
+
+struct Result {
+  Timing timing;
+  double gflop = 0;  // per step
+  fucina::MemoryStats before, after;  // around the timed steps (peak reset before them)
+  std::optional<size_t> saved_bytes;  // training workloads
+  std::string note;
+};
+
+Result measure(ExecContext& ctx, const std::function<void()>& step, bool quick) {
+  Result r;
+  r.timing = runProtocol(step, quick, [&] {
+    ctx.resetPeak();
+    r.before = ctx.memory();
+  });
+  r.after = ctx.memory();
+  return r;
+}
+
+// measure() of a training step, plus the bytes one forward leaves alive for backward (what the
+// graph saved: the figure torch's saved-tensor hooks give), from one more, untimed forward.
+Result measureTraining(ExecContext& ctx, optim::Optimizer& opt, const std::function<Tensor()>& loss, bool quick) {
+  Result r = measure(ctx, trainingStep(ctx, opt, loss), quick);
+  ExecScope scope(ctx);
+  opt.zeroGrad();
+  const size_t before = ctx.memory().live_bytes;
+  const Tensor l = loss();
+  r.saved_bytes = ctx.memory().live_bytes - before;
+  return r;
+}
+
+Result run(const Args& a, ExecContext& ctx) {
+  const std::string& w = a.workload;
+  if (w == "w1") {
+    constexpr int64_t kBatch = 128;
+    const nn::Mlp model(ctx, nn::MlpConfig{}, 1);
+    optim::Sgd opt(model.parameters(), {.lr = 0.01});
+    const Tensor x = Tensor::normal(ctx, {"batch", "in"}, {kBatch, 784}, 0, 1, 2);
+    const Tensor y = Tensor::fromInts(ctx, {"batch"}, {kBatch}, labelPattern(kBatch, 10));
+    Result r = measureTraining(ctx, opt, [&] { return model(ctx, x).crossEntropy(ctx, y, "class"); }, a.quick);
+    r.gflop = 6.0 * kBatch * (784 * 512 + 512 * 256 + 256 * 10) / 1e9;
+    return r;
+  }
+  if (w == "w2") {
+    constexpr int64_t kBatch = 64;
+    const nn::Cnn model(ctx, nn::CnnConfig{}, 1);
+    optim::Sgd opt(model.parameters(), {.lr = 0.01});
+    const Tensor x = Tensor::normal(ctx, {"batch", "h", "w"}, {kBatch, 28, 28}, 0, 1, 2);
+    const Tensor y = Tensor::fromInts(ctx, {"batch"}, {kBatch}, labelPattern(kBatch, 10));
+    Result r = measureTraining(ctx, opt, [&] { return model(ctx, x).crossEntropy(ctx, y, "class"); }, a.quick);
+    r.gflop = 3.0 * kBatch * 2 * (26 * 26 * 32 * 9 + 11 * 11 * 64 * 288 + 1600 * 128 + 128 * 10) / 1e9;
+    r.note = "NCHW";
+    return r;
+  }
+  if (w == "w3" || w == "w3-ckpt") {
+    constexpr int64_t kBatch = 16, kT = 128;
+    nn::GptConfig config;
+    config.checkpoint_blocks = w == "w3-ckpt";
+    const nn::Gpt model(ctx, config, 1);
+    optim::AdamW opt(model.parameters(), {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.01});
+    // T + 1 = 129 tokens per sequence: Gpt::loss predicts the last 128 from the first 128, so a
+    // step trains on 16 · 128 = 2,048 predicted tokens.
+    const Tensor tokens = Tensor::fromInts(ctx, {"batch", "t"}, {kBatch, kT + 1}, labelPattern(kBatch * (kT + 1), 256));
+    Result r = measureTraining(ctx, opt, [&] { return model.loss(ctx, tokens); }, a.quick);
+    int64_t params = 0;
+    for (const Tensor& p : model.parameters()) params += p.numel();
+    const double tokens_per_step = kBatch * kT;
+    const double attention = 3.0 * config.layers * kBatch * 2 * (2.0 * kT * kT * config.d_model);  // QKᵀ, AV
+    r.gflop = (6.0 * tokens_per_step * static_cast<double>(params - kT * config.d_model) + attention) / 1e9;
+    r.note = "129 tokens per sequence, 128 predicted";
+    return r;
+  }
+  if (w == "w4-1024" || w == "w4-fc") {
+    const int64_t m = w == "w4-1024" ? 1024 : 128, k = w == "w4-1024" ? 1024 : 784, n = w == "w4-1024" ? 1024 : 512;
+    const Tensor lhs = Tensor::normal(ctx, {"m", "k"}, {m, k}, 0, 1, 1);
+    const Tensor rhs = a.layout == "kn" ? Tensor::normal(ctx, {"k", "n"}, {k, n}, 0, 1, 2)
+                                        : Tensor::normal(ctx, {"n", "k"}, {n, k}, 0, 1, 2);
+    Result r = measure(ctx, [&] {
+      ExecScope scope(ctx);
+      const Tensor c = lhs.dot(ctx, rhs, "k");
+      volatile float sink = c.dataConst()[0];
+      (void)sink;
+    }, a.quick);
+    r.gflop = 2.0 * static_cast<double>(m * n * k) / 1e9;
+    r.note = a.layout == "kn" ? "a{m,k}.dot(b{k,n}, k)" : "a{m,k}.dot(b{n,k}, k)";
+    return r;
+  }
+  usage("unknown workload " + w);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args a = parse(argc, argv);
+  const double load = loadAverage1m();
+  ExecContext ctx(fucina::ExecOptions{.threads = a.threads});
+  Result r;
+  try {
+    r = run(a, ctx);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fucina_bench %s: %s\n", a.workload.c_str(), e.what());
+    if (a.json)
+      std::printf("{\"workload\":\"%s\",\"impl\":\"fucina-native\",\"threads\":%d,\"error\":\"fails\"}\n",
+                  a.workload.c_str(), a.threads);
+    return 1;
+  }
+  const Timing& t = r.timing;
+  const double median = t.median(), gflops = r.gflop / (median / 1e3);
+  const size_t steps = t.ms.size();
+  const double allocs = static_cast<double>(r.after.allocations - r.before.allocations) / static_cast<double>(steps);
+  // peak_bytes: the most tensor storage alive during the timed steps (parameters, optimizer state
+  // and data included); step_bytes: the part a step added on top of what lived before it.
+  const size_t step_bytes = r.after.peak_bytes - r.before.live_bytes;
+  const std::string saved = r.saved_bytes ? "\"saved_bytes\":" + std::to_string(*r.saved_bytes) + "," : "";
+  if (a.json) {
+    std::printf("{\"workload\":\"%s\",\"impl\":\"fucina-native\",\"threads\":%d,\"median_ms\":%.4f,"
+                "\"min_ms\":%.4f,\"max_ms\":%.4f,\"gflops_median\":%.3f,\"reduced_protocol\":%s,"
+                "\"load_avg_1m\":%.2f,\"warmup\":%d,\"steps\":%zu,\"peak_bytes\":%zu,\"step_bytes\":%zu,"
+                "\"allocs_per_step\":%.2f,%s\"note\":\"%s\"}\n",
+                a.workload.c_str(), a.threads, median, t.ms.front(), t.ms.back(), gflops,
+                t.reduced ? "true" : "false", load, t.warmup, steps, r.after.peak_bytes, step_bytes,
+                allocs, saved.c_str(), r.note.c_str());
+  } else {
+    char saved_mib[48] = "";
+    if (r.saved_bytes) std::snprintf(saved_mib, sizeof saved_mib, ", saved %.1f MiB", static_cast<double>(*r.saved_bytes) / 1048576.0);
+    std::printf("%-8s fucina-native %d thr  median %9.3f ms  (min %.3f, max %.3f)  %7.2f GFLOP/s  "
+                "peak %.1f MiB (step %.1f MiB%s)  %.1f allocs/step  load %.2f%s%s%s\n",
+                a.workload.c_str(), a.threads, median, t.ms.front(), t.ms.back(), gflops,
+                static_cast<double>(r.after.peak_bytes) / 1048576.0, static_cast<double>(step_bytes) / 1048576.0,
+                saved_mib, allocs, load, t.reduced ? "  [reduced protocol]" : "", r.note.empty() ? "" : "  ", r.note.c_str());
+  }
+  return 0;
+}

@@ -1,0 +1,67 @@
+// Times ONE configuration of ../shared/BENCHMARKS.md's workloads on the built npm package (wasm),
+// with the protocol of protocol.mjs, and prints a table line or (--json) one JSON object:
+//   node bench/bench.mjs --workload w1|w2|w3|w3-ckpt|w4-1024|w4-fc --variant threaded-simd|simd
+//                        [--threads N] [--json] [--quick]
+// impl is "fucina-wasm-mt" (threaded-simd, N threads) or "fucina-wasm-st" (simd, one thread).
+// The models are fc.nn's (web/nn.mjs), the same definitions tests/js/models.test.mjs trains.
+import { init } from 'fucina';
+import { GEMM_SHAPES, labelPattern, loadAverage1m, parseArgs, record, report, runProtocol } from './protocol.mjs';
+
+const args = parseArgs(process.argv.slice(2), ['variant']);
+const variant = args.variant ?? 'threaded-simd';
+if (variant === 'simd' && args.threads !== 1) throw new Error('the simd variant runs on one thread');
+const impl = variant === 'simd' ? 'fucina-wasm-st' : 'fucina-wasm-mt';
+const load = loadAverage1m();
+const fc = await init({ variant, threads: variant === 'simd' ? undefined : args.threads });
+
+/** A training step as the protocol defines it: zero, forward + loss, backward, update, loss.item(). */
+const trainingStep = (opt, lossOf) => () => fc.scope(() => {
+  opt.zeroGrad();
+  const loss = lossOf();
+  loss.backward();
+  opt.step();
+  return void loss.item();
+});
+
+function setUp(workload) {
+  if (workload === 'w1') {
+    const model = new fc.nn.Mlp({}, 1);
+    const opt = fc.optim.sgd(model.parameters(), { lr: 0.01 });
+    const x = fc.normal(['batch', 'in'], [128, 784], 0, 1, 2);
+    const y = fc.constant(['batch'], [128], labelPattern(128, 10), 'i32');
+    return { step: trainingStep(opt, () => model.forward(x).crossEntropy(y, 'class')) };
+  }
+  if (workload === 'w2') {
+    const model = new fc.nn.Cnn({}, 1);
+    const opt = fc.optim.sgd(model.parameters(), { lr: 0.01 });
+    const x = fc.normal(['batch', 'h', 'w'], [64, 28, 28], 0, 1, 2);
+    const y = fc.constant(['batch'], [64], labelPattern(64, 10), 'i32');
+    return { step: trainingStep(opt, () => model.forward(x).crossEntropy(y, 'class')), note: 'NCHW' };
+  }
+  if (workload === 'w3' || workload === 'w3-ckpt') {
+    const model = new fc.nn.Gpt({ checkpointBlocks: workload === 'w3-ckpt' }, 1);
+    const opt = fc.optim.adamw(model.parameters(), { lr: 1e-3, betas: [0.9, 0.999], eps: 1e-8, weightDecay: 0.01 });
+    // 129 tokens per sequence: loss predicts the last 128 from the first 128 (2,048 tokens a step).
+    const tokens = fc.constant(['batch', 't'], [16, 129], labelPattern(16 * 129, 256), 'i32');
+    return { step: trainingStep(opt, () => model.loss(tokens)), note: '129 tokens per sequence, 128 predicted' };
+  }
+  const [m, k, n] = GEMM_SHAPES[workload];
+  const a = fc.normal(['m', 'k'], [m, k], 0, 1, 1), b = fc.normal(['k', 'n'], [k, n], 0, 1, 2);
+  return { step: () => fc.scope(() => void a.dot(b, 'k')), note: 'a{m,k}.dot(b{k,n}, k)' };
+}
+
+let result;
+try {
+  const { step, note } = setUp(args.workload);
+  let before;
+  const timing = runProtocol(step, { quick: args.quick, afterWarmup: () => { fc.resetPeak(); before = fc.memory(); } });
+  const after = fc.memory();
+  // peak_bytes: the most tensor storage alive during the timed steps (parameters, optimizer state
+  // and data included); step_bytes: what a step added on top of what lived before it.
+  result = record(args.workload, impl, fc.threads, timing, load,
+    { peak_bytes: after.peakBytes, step_bytes: after.peakBytes - before.liveBytes, ...(note ? { note } : {}) });
+} catch (e) {
+  result = { workload: args.workload, impl, threads: fc.threads, error: String(e.message ?? e).split('\n')[0], load_avg_1m: load };
+}
+report(result, args.json);
+process.exit(result.error ? 1 : 0);  // the threaded variant's workers would keep Node alive

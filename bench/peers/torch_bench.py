@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Peer: PyTorch (CPU) on the workloads of ../../shared/BENCHMARKS.md, with the protocol of
+../protocol.mjs. One configuration per process:
+    python3 bench/peers/torch_bench.py --workload W --threads N [--json] [--quick]
+Prints a table line or one JSON object (impl "torch"). OMP_WAIT_POLICY=PASSIVE is set before torch
+loads (without it 2 threads are slower than 1 on this machine kind). W3 also reports the bytes of
+the activations autograd saves in one forward (parameters excluded), as BENCHMARKS.md measures."""
+import argparse
+import json
+import os
+import resource
+import sys
+import time
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch.utils.checkpoint import checkpoint  # noqa: E402
+
+GEMM_SHAPES = {"w4-1024": (1024, 1024, 1024), "w4-fc": (128, 784, 512)}
+
+
+def gflop_per_step(w):
+    if w == "w1":
+        return 6 * 128 * (784 * 512 + 512 * 256 + 256 * 10) / 1e9
+    if w == "w2":
+        return 3 * 64 * 2 * (26 * 26 * 32 * 9 + 11 * 11 * 64 * 288 + 1600 * 128 + 128 * 10) / 1e9
+    if w in ("w3", "w3-ckpt"):
+        attention = 3 * 2 * 16 * 2 * (2 * 128 * 128 * 128)
+        return (6 * 16 * 128 * (445952 - 128 * 128) + attention) / 1e9
+    m, k, n = GEMM_SHAPES[w]
+    return 2 * m * n * k / 1e9
+
+
+def label_pattern(n, classes):
+    """The fixed pseudo-random pattern of protocol.mjs / bench.cpp (xorshift64)."""
+    out, s, mask = [], 0x9E3779B97F4A7C15, (1 << 64) - 1
+    for _ in range(n):
+        s ^= (s << 13) & mask
+        s ^= s >> 7
+        s ^= (s << 17) & mask
+        out.append(s % classes)
+    return out
+
+
+class Block(nn.Module):
+    def __init__(self, d=128, heads=4, mlp=512):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d, eps=1e-5), nn.LayerNorm(d, eps=1e-5)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc, self.out = nn.Linear(d, mlp), nn.Linear(mlp, d)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        hd = d // self.heads
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+        q, k, v = (z.view(b, t, self.heads, hd).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / hd ** 0.5)
+        causal = torch.ones(t, t, dtype=torch.bool).triu(1)
+        att = F.softmax(att.masked_fill(causal, float("-inf")), dim=-1)
+        x = x + self.proj((att @ v).transpose(1, 2).reshape(b, t, d))
+        return x + self.out(F.gelu(self.fc(self.ln2(x))))  # exact erf GELU
+
+
+class Gpt(nn.Module):
+    def __init__(self, vocab=256, context=128, d=128, layers=2, checkpoint_blocks=False):
+        super().__init__()
+        self.te, self.pe = nn.Embedding(vocab, d), nn.Embedding(context, d)
+        self.blocks = nn.ModuleList(Block(d) for _ in range(layers))
+        self.lnf = nn.LayerNorm(d, eps=1e-5)
+        self.checkpoint_blocks = checkpoint_blocks
+
+    def forward(self, idx):
+        x = self.te(idx) + self.pe(torch.arange(idx.shape[1]))
+        for b in self.blocks:
+            x = checkpoint(b, x) if self.checkpoint_blocks else b(x)
+        return self.lnf(x) @ self.te.weight.t()  # tied head
+
+
+def set_up(w):
+    torch.manual_seed(1)
+    if w in ("w1", "w2"):
+        if w == "w1":
+            model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 10))
+            x, batch = torch.randn(128, 784), 128
+        else:
+            model = nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(32, 64, 3), nn.ReLU(),
+                                  nn.MaxPool2d(2), nn.Flatten(), nn.Linear(1600, 128), nn.ReLU(), nn.Linear(128, 10))
+            x, batch = torch.randn(64, 1, 28, 28), 64
+        y = torch.tensor(label_pattern(batch, 10))
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        return model, opt, lambda: F.cross_entropy(model(x), y), ("NCHW" if w == "w2" else "")
+    if w in ("w3", "w3-ckpt"):
+        model = Gpt(checkpoint_blocks=w == "w3-ckpt")
+        tokens = torch.tensor(label_pattern(16 * 129, 256)).view(16, 129)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
+        loss = lambda: F.cross_entropy(model(tokens[:, :-1]).reshape(-1, 256), tokens[:, 1:].reshape(-1))  # noqa: E731
+        return model, opt, loss, "129 tokens per sequence, 128 predicted"
+    m, k, n = GEMM_SHAPES[w]
+    a, b = torch.randn(m, k), torch.randn(k, n)
+    return None, None, lambda: torch.mm(a, b), "torch.mm(a[m,k], b[k,n])"
+
+
+def saved_activation_bytes(model, loss_of):
+    """Bytes autograd saves for backward in one forward, parameters excluded."""
+    params = {p.data_ptr() for p in model.parameters()}
+    seen, total = set(), [0]
+
+    def pack(t):
+        key = (t.data_ptr(), t.numel())
+        if t.data_ptr() not in params and key not in seen:
+            seen.add(key)
+            total[0] += t.numel() * t.element_size()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        loss_of()
+    return total[0]
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--workload", required=True, choices=["w1", "w2", "w3", "w3-ckpt", "w4-1024", "w4-fc"])
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--quick", action="store_true")
+    args = p.parse_args()
+    load = os.getloadavg()[0]
+    torch.set_num_threads(args.threads)
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    model, opt, loss_of, note = set_up(args.workload)
+
+    def step():
+        if opt is None:
+            loss_of()
+            return
+        opt.zero_grad(set_to_none=True)
+        loss = loss_of()
+        loss.backward()
+        opt.step()
+        loss.item()
+
+    def timed():
+        t0 = time.perf_counter()
+        step()
+        return (time.perf_counter() - t0) * 1e3
+
+    warmup, steps, reduced = (2, 3, False) if args.quick else (10, 50, False)
+    timed()
+    if timed() > 400 and not args.quick:
+        warmup, steps, reduced = 5, 20, True
+    for _ in range(warmup - 2):
+        step()
+    ms = sorted(timed() for _ in range(steps))
+    n = len(ms)
+    median = ms[n // 2] if n % 2 else (ms[n // 2 - 1] + ms[n // 2]) / 2
+    r = {"workload": args.workload, "impl": "torch", "threads": args.threads, "median_ms": median,
+         "min_ms": ms[0], "max_ms": ms[-1], "gflops_median": gflop_per_step(args.workload) / (median / 1e3),
+         "reduced_protocol": reduced, "load_avg_1m": load, "warmup": warmup, "steps": steps,
+         "rss_increase_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - rss0}
+    if model is not None and args.workload.startswith("w3"):
+        r["saved_bytes"] = saved_activation_bytes(model, loss_of)
+    if note:
+        r["note"] = note
+    if args.json:
+        print(json.dumps(r))
+    else:
+        print(f"{r['workload']:<8} torch {r['threads']} thr  median {median:9.3f} ms  (min {ms[0]:.3f}, max {ms[-1]:.3f})"
+              f"  {r['gflops_median']:7.2f} GFLOP/s  load {load:.2f}{'  [reduced protocol]' if reduced else ''}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

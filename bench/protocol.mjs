@@ -1,0 +1,107 @@
+// The timing protocol of ../shared/BENCHMARKS.md, shared by every JavaScript benchmark (fucina's
+// bench.mjs and the peers in peers/): 10 warm-up steps, then 50 steps timed one by one; 5 + 20
+// when the second warm-up step takes more than 400 ms (reduced_protocol: true); --quick is a
+// smoke test of 2 + 3. Plus the workloads' FLOP counts and the command line they all share.
+import { loadavg } from 'node:os';
+import { performance } from 'node:perf_hooks';
+
+export const WORKLOADS = ['w1', 'w2', 'w3', 'w3-ckpt', 'w4-1024', 'w4-fc'];
+
+/** GEMM shapes of W4: [M, K, N]. */
+export const GEMM_SHAPES = { 'w4-1024': [1024, 1024, 1024], 'w4-fc': [128, 784, 512] };
+
+const W3_PARAMS = 445952, W3_T = 128, W3_D = 128, W3_LAYERS = 2, W3_BATCH = 16;
+
+/** FLOPs of one step, in GFLOP (as BENCHMARKS.md counts them). */
+export function gflopPerStep(workload) {
+  if (workload === 'w1') return (6 * 128 * (784 * 512 + 512 * 256 + 256 * 10)) / 1e9;
+  if (workload === 'w2') return (3 * 64 * 2 * (26 * 26 * 32 * 9 + 11 * 11 * 64 * 288 + 1600 * 128 + 128 * 10)) / 1e9;
+  if (workload === 'w3' || workload === 'w3-ckpt') {
+    const attention = 3 * W3_LAYERS * W3_BATCH * 2 * (2 * W3_T * W3_T * W3_D);  // QKᵀ and AV, ×3 with backward
+    return (6 * W3_BATCH * W3_T * (W3_PARAMS - W3_T * W3_D) + attention) / 1e9;
+  }
+  const [m, k, n] = GEMM_SHAPES[workload];
+  return (2 * m * n * k) / 1e9;
+}
+
+/** Parses `--workload W --threads N [--json] [--quick]` plus any extra `--name value` flags. */
+export function parseArgs(argv, extraFlags = []) {
+  const args = { threads: 1, json: false, quick: false };
+  for (let i = 0; i < argv.length; ++i) {
+    const a = argv[i];
+    if (a === '--json') args.json = true;
+    else if (a === '--quick') args.quick = true;
+    else if (a === '--workload') args.workload = argv[++i];
+    else if (a === '--threads') args.threads = Number(argv[++i]);
+    else if (extraFlags.includes(a.slice(2))) args[a.slice(2)] = argv[++i];
+    else throw new Error(`unknown argument ${a}`);
+  }
+  if (!WORKLOADS.includes(args.workload)) throw new Error(`--workload is one of ${WORKLOADS.join(', ')}`);
+  if (!Number.isInteger(args.threads) || args.threads < 1) throw new Error('--threads must be an integer >= 1');
+  return args;
+}
+
+const median = (sorted) => {
+  const n = sorted.length;
+  return n % 2 ? sorted[(n - 1) / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+};
+
+function timeOne(step) {
+  const t0 = performance.now();
+  step();
+  return performance.now() - t0;
+}
+
+/** Runs the protocol on a synchronous step(); afterWarmup() runs between warm-up and timing. */
+export function runProtocol(step, { quick = false, afterWarmup = () => {} } = {}) {
+  let warmup = quick ? 2 : 10, steps = quick ? 3 : 50, reduced = false;
+  timeOne(step);
+  if (timeOne(step) > 400 && !quick) [warmup, steps, reduced] = [5, 20, true];
+  for (let i = 2; i < warmup; ++i) step();
+  afterWarmup();
+  const ms = [];
+  for (let i = 0; i < steps; ++i) ms.push(timeOne(step));
+  ms.sort((a, b) => a - b);
+  return { median_ms: median(ms), min_ms: ms[0], max_ms: ms[ms.length - 1], reduced_protocol: reduced, warmup, steps };
+}
+
+/** The JSON record of one configuration (extra fields after the documented ones). */
+export function record(workload, impl, threads, timing, load, extra = {}) {
+  const { median_ms, min_ms, max_ms, reduced_protocol, warmup, steps } = timing;
+  return { workload, impl, threads, median_ms, min_ms, max_ms,
+    gflops_median: gflopPerStep(workload) / (median_ms / 1e3), reduced_protocol, load_avg_1m: load,
+    warmup, steps, ...extra };
+}
+
+export const loadAverage1m = () => loadavg()[0];
+
+/** Prints r as a JSON line or a table line. */
+export function report(r, json) {
+  if (json) {
+    console.log(JSON.stringify(r));
+    return;
+  }
+  if (r.error) {
+    console.log(`${r.workload.padEnd(8)} ${r.impl} ${r.threads} thr  fails: ${r.error}`);
+    return;
+  }
+  const mib = (b) => (b / 1048576).toFixed(1);
+  const memory = r.peak_bytes !== undefined ? `  peak ${mib(r.peak_bytes)} MiB` : '';
+  console.log(`${r.workload.padEnd(8)} ${r.impl} ${r.threads} thr  median ${r.median_ms.toFixed(3).padStart(9)} ms` +
+    `  (min ${r.min_ms.toFixed(3)}, max ${r.max_ms.toFixed(3)})  ${r.gflops_median.toFixed(2).padStart(7)} GFLOP/s${memory}` +
+    `  load ${r.load_avg_1m.toFixed(2)}${r.reduced_protocol ? '  [reduced protocol]' : ''}${r.note ? `  ${r.note}` : ''}`);
+}
+
+/** A fixed pseudo-random pattern of n integers in [0, classes) (xorshift, as bench.cpp). */
+export function labelPattern(n, classes) {
+  const out = new Array(n);
+  let s = 0x9e3779b97f4a7c15n;
+  const mask = (1n << 64n) - 1n;
+  for (let i = 0; i < n; ++i) {
+    s ^= (s << 13n) & mask;
+    s ^= s >> 7n;
+    s ^= (s << 17n) & mask;
+    out[i] = Number(s % BigInt(classes));
+  }
+  return out;
+}

@@ -1,0 +1,181 @@
+// The benchmark driver behind `npm run bench` and `npm run bench:compare`: runs every
+// configuration (implementation × threads × workload) of ../shared/BENCHMARKS.md in a FRESH
+// process, the whole set `--rounds` times (default 2) interleaved, and prints per workload the
+// median over rounds of each configuration's median ms/step, and the ratios between them.
+//   node bench/run.mjs [--compare] [--json] [--quick] [--workloads w1,w4-1024] [--rounds N]
+// --compare adds the peers that are installed: TensorFlow.js's wasm backend (peers/tfjs_bench.mjs)
+// and PyTorch (peers/torch_bench.py). --json prints one JSON object per run (with its "round")
+// and one per configuration with "round": "median". It builds nothing: the binaries come from
+// scripts/build (build/native, or $FUCINA_BUILD_DIR) and scripts/build-wasm (dist/).
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { WORKLOADS, gflopPerStep } from './protocol.mjs';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const argv = process.argv.slice(2);
+const flag = (name) => argv.includes(name);
+const option = (name, fallback) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : fallback);
+const known = ['--compare', '--json', '--quick', '--workloads', '--rounds'];
+for (let i = 0; i < argv.length; ++i) {
+  if (!known.includes(argv[i])) {
+    console.error(`bench: unknown argument ${argv[i]}\nusage: node bench/run.mjs [--compare] [--json] [--quick] [--workloads ${WORKLOADS.join(',')}] [--rounds N]`);
+    process.exit(2);
+  }
+  if (argv[i] === '--workloads' || argv[i] === '--rounds') ++i;
+}
+const json = flag('--json'), quick = flag('--quick'), compare = flag('--compare');
+const rounds = Number(option('--rounds', '2'));
+const workloads = option('--workloads', WORKLOADS.join(',')).split(',');
+for (const w of workloads) {
+  if (!WORKLOADS.includes(w)) {
+    console.error(`bench: unknown workload ${w} (use ${WORKLOADS.join(', ')})`);
+    process.exit(2);
+  }
+}
+const say = (msg) => console.error(msg);  // progress and notes on stderr, results on stdout
+const notes = [];  // peers skipped: repeated under the table
+const note = (msg) => (notes.push(msg), say(`bench: ${msg}`));
+
+// ---- what can run
+const nativeBin = join(resolve(root, process.env.FUCINA_BUILD_DIR ?? 'build/native'), 'bench', 'fucina_bench');
+const missing = [];
+if (!existsSync(nativeBin)) missing.push(`${nativeBin} (run scripts/build)`);
+for (const v of ['threaded-simd', 'simd'])
+  if (!existsSync(join(root, 'dist', v, 'fucina.wasm'))) missing.push(`dist/${v}/fucina.wasm (run scripts/build-wasm)`);
+if (missing.length) {
+  say(`bench: missing ${missing.join(', ')}.\nBuild first: scripts/build && scripts/build-wasm (bench builds nothing itself).`);
+  process.exit(1);
+}
+
+const node = process.execPath, benchMjs = join(root, 'bench', 'bench.mjs');
+const configs = [  // impl, threads, the command minus the workload flags, and which workloads
+  { impl: 'fucina-native', threads: 1, cmd: [nativeBin, '--threads', '1'] },
+  { impl: 'fucina-native', threads: 2, cmd: [nativeBin, '--threads', '2'] },
+  { impl: 'fucina-wasm-mt', threads: 1, cmd: [node, benchMjs, '--variant', 'threaded-simd', '--threads', '1'] },
+  { impl: 'fucina-wasm-mt', threads: 2, cmd: [node, benchMjs, '--variant', 'threaded-simd', '--threads', '2'] },
+  { impl: 'fucina-wasm-st', threads: 1, cmd: [node, benchMjs, '--variant', 'simd', '--threads', '1'] },
+];
+if (compare) {
+  if (existsSync(join(root, 'node_modules', '@tensorflow', 'tfjs-backend-wasm'))) {
+    const tfjs = [node, join(root, 'bench', 'peers', 'tfjs_bench.mjs'), '--threads', '1'];
+    configs.push({ impl: 'tfjs-wasm', threads: 1, cmd: tfjs, only: (w) => w !== 'w3-ckpt' },
+      { impl: 'tfjs-wasm-xt', threads: 1, cmd: [...tfjs, '--grads', 'xt'], only: (w) => w === 'w1' },
+      { impl: 'tfjs-wasm-onehot', threads: 1, cmd: [...tfjs, '--embedding', 'onehot'], only: (w) => w === 'w3' });
+  } else {
+    note('TensorFlow.js is not installed (npm install adds the devDependencies); tfjs-wasm skipped');
+  }
+  if (spawnSync('python3', ['-c', 'import torch'], { stdio: 'ignore' }).status === 0) {
+    const torch = ['python3', join(root, 'bench', 'peers', 'torch_bench.py')];
+    configs.push({ impl: 'torch', threads: 1, cmd: [...torch, '--threads', '1'] },
+      { impl: 'torch', threads: 2, cmd: [...torch, '--threads', '2'] });
+  } else {
+    note('PyTorch is not installed (python3 -c "import torch" fails; Debian: apt-get install python3-torch); torch skipped');
+  }
+}
+
+// ---- run: rounds × workloads × configurations, each in a fresh process
+function runOne(config, workload) {
+  const args = [...config.cmd.slice(1), '--workload', workload, '--json', ...(quick ? ['--quick'] : [])];
+  const p = spawnSync(config.cmd[0], args, { cwd: root, encoding: 'utf8', timeout: 30 * 60 * 1000, env: { ...process.env, OMP_WAIT_POLICY: 'PASSIVE' } });
+  const line = (p.stdout ?? '').split('\n').find((l) => l.startsWith('{'));
+  if (line) return JSON.parse(line);
+  const why = p.error?.message ?? (p.stderr ?? '').trim().split('\n').pop() ?? `exit ${p.status}`;
+  return { workload, impl: config.impl, threads: config.threads, error: why || `exit ${p.status}` };
+}
+
+const runs = [];
+for (let round = 1; round <= rounds; ++round) {
+  for (const workload of workloads) {
+    for (const config of configs) {
+      if (config.only && !config.only(workload)) continue;
+      say(`bench: round ${round}/${rounds}  ${workload}  ${config.impl} ${config.threads} thr`);
+      const r = { ...runOne(config, workload), round };
+      runs.push(r);
+      if (json) console.log(JSON.stringify(r));
+    }
+  }
+}
+
+// ---- medians of rounds
+const median = (v) => {
+  const s = [...v].sort((a, b) => a - b), n = s.length;
+  return n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+};
+const key = (r) => `${r.workload}|${r.impl}|${r.threads}`;
+const groups = new Map();
+for (const r of runs) groups.set(key(r), [...(groups.get(key(r)) ?? []), r]);
+const summary = new Map();
+for (const [k, rs] of groups) {
+  const ok = rs.filter((r) => !r.error);
+  const [workload, impl] = k.split('|');
+  const base = { workload, impl, threads: rs[0].threads, round: 'median', rounds: ok.length };
+  if (!ok.length) {
+    summary.set(k, { ...base, error: rs[0].error });
+    continue;
+  }
+  const m = median(ok.map((r) => r.median_ms));
+  const s = { ...base, median_ms: m, min_ms: Math.min(...ok.map((r) => r.min_ms)), max_ms: Math.max(...ok.map((r) => r.max_ms)),
+    gflops_median: gflopPerStep(workload) / (m / 1e3), reduced_protocol: ok.some((r) => r.reduced_protocol),
+    load_avg_1m: ok.map((r) => r.load_avg_1m) };
+  for (const f of ['peak_bytes', 'step_bytes', 'allocs_per_step', 'saved_bytes', 'rss_increase_bytes'])
+    if (ok[0][f] !== undefined) s[f] = median(ok.map((r) => r[f]));
+  summary.set(k, s);
+}
+if (json) {
+  for (const s of summary.values()) console.log(JSON.stringify(s));
+  process.exit(0);
+}
+
+// ---- the table
+const get = (workload, impl, threads) => summary.get(`${workload}|${impl}|${threads}`);
+const mib = (b) => `${(b / 1048576).toFixed(1)} MiB`;
+// [numerator, denominator, what the ratio says]: ms/step ratios, < 1 means the first is faster.
+const RATIOS = [
+  [['fucina-native', 2], ['fucina-native', 1], 'native 2 thr / 1 thr'],
+  [['fucina-wasm-mt', 2], ['fucina-wasm-mt', 1], 'wasm-mt 2 thr / 1 thr'],
+  [['fucina-wasm-st', 1], ['fucina-native', 1], 'wasm-st / native (1 thr)'],
+  [['fucina-wasm-mt', 1], ['fucina-wasm-st', 1], 'wasm-mt 1 thr / wasm-st'],
+  [['fucina-native', 1], ['torch', 1], 'native / torch (1 thr)'],
+  [['fucina-native', 2], ['torch', 2], 'native / torch (2 thr)'],
+  [['fucina-wasm-st', 1], ['tfjs-wasm', 1], 'wasm-st / tfjs-wasm'],
+  [['fucina-wasm-st', 1], ['tfjs-wasm-xt', 1], 'wasm-st / tfjs-wasm explicit-transpose'],
+  [['fucina-wasm-st', 1], ['tfjs-wasm-onehot', 1], 'wasm-st / tfjs-wasm one-hot embedding'],
+  [['fucina-wasm-st', 1], ['torch', 1], 'wasm-st / torch native (1 thr)'],
+];
+const NAMES = { w1: 'W1 mlp', w2: 'W2 cnn', w3: 'W3 gpt', 'w3-ckpt': 'W3 gpt, checkpointed blocks',
+  'w4-1024': 'W4 GEMM 1024x1024x1024', 'w4-fc': 'W4 GEMM 128x784x512' };
+for (const w of workloads) {
+  console.log(`\n${NAMES[w]}  (${gflopPerStep(w).toFixed(3)} GFLOP per step; medians of ${rounds} rounds${quick ? ', --quick' : ''})`);
+  console.log(`  ${'impl'.padEnd(17)} thr  ${'median ms'.padStart(10)}  ${'min-max ms'.padStart(19)}  ${'GFLOP/s'.padStart(8)}  memory                       load 1m`);
+  for (const s of summary.values()) {
+    if (s.workload !== w) continue;
+    const head = `  ${s.impl.padEnd(17)} ${String(s.threads).padStart(3)}  `;
+    if (s.error) {
+      console.log(`${head}fails: ${s.error}`);
+      continue;
+    }
+    const memory = [s.step_bytes !== undefined ? `step ${mib(s.step_bytes)}` : s.peak_bytes !== undefined ? `peak ${mib(s.peak_bytes)}` : '',
+      s.saved_bytes !== undefined && s.workload.startsWith('w3') ? `saved ${mib(s.saved_bytes)}` : ''].filter(Boolean).join(', ');
+    console.log(`${head}${s.median_ms.toFixed(2).padStart(10)}  ${`${s.min_ms.toFixed(2)}-${s.max_ms.toFixed(2)}`.padStart(19)}  ` +
+      `${s.gflops_median.toFixed(2).padStart(8)}  ${memory.padEnd(27)}  ${s.load_avg_1m.map((l) => l.toFixed(2)).join(' ')}` +
+      `${s.reduced_protocol ? '  [reduced protocol]' : ''}`);
+  }
+  const ratios = [];
+  for (const [[ai, at], [bi, bt], label] of RATIOS) {
+    const a = get(w, ai, at), b = get(w, bi, bt);
+    if (a?.median_ms && b?.median_ms) ratios.push(`${label} = ${(a.median_ms / b.median_ms).toFixed(2)}`);
+  }
+  if (w === 'w3-ckpt') {  // checkpointing's cost in time and its saving in memory, per implementation
+    for (const s of summary.values()) {
+      const plain = get('w3', s.impl, s.threads);
+      if (s.workload !== 'w3-ckpt' || !s.median_ms || !plain?.median_ms) continue;
+      const saving = ['saved_bytes', 'step_bytes'].filter((b) => plain[b] && s[b])
+        .map((b) => `, ${b} ${(plain[b] / s[b]).toFixed(2)}x smaller`).join('');
+      ratios.push(`${s.impl} ${s.threads} thr checkpointed / plain time = ${(s.median_ms / plain.median_ms).toFixed(2)}${saving}`);
+    }
+  }
+  if (ratios.length) console.log(`  ratios of ms/step (< 1: the first is faster):\n    ${ratios.join('\n    ')}`);
+}
+if (notes.length) console.log(`\n${notes.map((n) => `note: ${n}`).join('\n')}`);

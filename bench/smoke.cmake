@@ -1,0 +1,21 @@
+# ctest bench_smoke: runs `fucina_bench --workload w1 --threads 1 --quick --json` and checks that
+# its one JSON line has the documented fields with the right types. Timings are not checked.
+execute_process(COMMAND ${BENCH} --workload w1 --threads 1 --quick --json
+  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "fucina_bench exited with ${rc}: ${err}")
+endif()
+string(STRIP "${out}" line)
+foreach(key IN ITEMS median_ms min_ms max_ms gflops_median load_avg_1m peak_bytes threads)
+  string(JSON type ERROR_VARIABLE bad TYPE "${line}" ${key})
+  if(bad OR NOT type STREQUAL "NUMBER")
+    message(FATAL_ERROR "field ${key} is not a number in: ${line}")
+  endif()
+endforeach()
+string(JSON workload GET "${line}" workload)
+string(JSON impl GET "${line}" impl)
+string(JSON reduced TYPE "${line}" reduced_protocol)
+if(NOT workload STREQUAL "w1" OR NOT impl STREQUAL "fucina-native" OR NOT reduced STREQUAL "BOOLEAN")
+  message(FATAL_ERROR "unexpected workload/impl/reduced_protocol in: ${line}")
+endif()
+message(STATUS "bench_smoke: ${line}")

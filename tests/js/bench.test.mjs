@@ -1,0 +1,21 @@
+// bench/ must not rot: one quick W1 run of bench/bench.mjs (the simd variant) prints one JSON line
+// with the documented fields. Only the shape is checked, never a timing.
+import { test } from 'node:test';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import assert from 'node:assert/strict';
+
+test('bench.mjs --quick --json prints one well-formed record', () => {
+  const script = fileURLToPath(new URL('../../bench/bench.mjs', import.meta.url));
+  const out = execFileSync(process.execPath, [script, '--workload', 'w1', '--variant', 'simd', '--quick', '--json'], { encoding: 'utf8' });
+  const lines = out.trim().split('\n');
+  assert.equal(lines.length, 1, out);
+  const r = JSON.parse(lines[0]);
+  assert.equal(r.workload, 'w1');
+  assert.equal(r.impl, 'fucina-wasm-st');
+  assert.equal(r.threads, 1);
+  for (const f of ['median_ms', 'min_ms', 'max_ms', 'gflops_median', 'load_avg_1m', 'peak_bytes'])
+    assert.equal(typeof r[f], 'number', `${f} in ${lines[0]}`);
+  assert.equal(typeof r.reduced_protocol, 'boolean');
+  assert.ok(r.min_ms <= r.median_ms && r.median_ms <= r.max_ms);
+});
