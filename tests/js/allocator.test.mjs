@@ -1,7 +1,7 @@
 // The caching allocator seen from JS: fc.memory()'s allocation counters, fc.trimCache(), and a
 // long training loop whose wasm memory stops growing after warm-up.
 import { describe, test } from 'node:test';
-import { VARIANTS, engine, assert } from './helpers.mjs';
+import { VARIANTS, engine, throwsCode, assert } from './helpers.mjs';
 
 for (const variant of VARIANTS) {
   describe(variant, () => {
@@ -19,6 +19,9 @@ for (const variant of VARIANTS) {
       assert.ok(m1.heapBytes > 0);
       fc.trimCache();
       assert.equal(fc.memory().cachedBytes, 0);
+      // 8 GiB: more than wasm32 can address; the byte count must not wrap around.
+      throwsCode(() => fc.zeros(['i'], [2 ** 31]), 'OutOfMemory');
+      assert.equal(fc.memory().liveBytes, m1.liveBytes);
     });
 
     test('10,000 small training steps keep the wasm memory flat after warm-up', async () => {

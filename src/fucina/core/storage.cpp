@@ -1,6 +1,7 @@
 #include "fucina/core/storage.h"
 
 #include <bit>
+#include <limits>
 #include <new>
 #include <string>
 
@@ -15,8 +16,8 @@ void* systemAllocate(size_t block) noexcept {
 
 void systemFree(void* p) noexcept { ::operator delete(p, std::align_val_t(MemoryAccount::kAlign)); }
 
-// Above this a request cannot be served (and its block size would overflow).
-constexpr size_t kMaxBytes = size_t{1} << 62;
+// Above this a request cannot be served (its block size would overflow; 2 GiB on wasm32).
+constexpr size_t kMaxBytes = std::numeric_limits<size_t>::max() / 2 + 1;
 
 }  // namespace
 
