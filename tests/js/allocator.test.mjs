@@ -7,10 +7,10 @@ for (const variant of VARIANTS) {
   describe(variant, () => {
     test('memory() counts system allocations, cache hits and cached bytes; trimCache empties the cache', async () => {
       const fc = await engine(variant);
-      fc.scope(() => fc.zeros(['i'], [1000]));
+      fc.scope(() => { fc.zeros(['i'], [1000]); });
       const m0 = fc.memory();
       assert.ok(m0.cachedBytes >= 4000);
-      fc.scope(() => fc.zeros(['i'], [1000]));  // the freed buffer comes back
+      fc.scope(() => { fc.zeros(['i'], [1000]); });  // the freed buffer comes back
       const m1 = fc.memory();
       assert.equal(m1.systemAllocations, m0.systemAllocations);
       assert.equal(m1.cacheHits, m0.cacheHits + 1);
