@@ -203,7 +203,8 @@ Tensor pointwiseLoss(ExecContext& ctx, std::string_view op, const Tensor& input,
   RawTensor out = kernels::map2(ctx, op, x, t, loss);
   if (reduction != Reduction::none) {
     double total = 0;
-    for (float v : out.toVector()) total += v;
+    const float* o = out.f32();  // map2's result is contiguous
+    for (int64_t i = 0; i < out.numel(); ++i) total += o[i];
     if (reduction == Reduction::mean) total /= static_cast<double>(x.numel());
     out = RawTensor::full(ctx, {}, {}, total);
   }
