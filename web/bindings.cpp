@@ -5,6 +5,7 @@
 // callback's own JS exception is parked in Module.pendingError and rethrown as is.
 #include <emscripten.h>
 #include <emscripten/bind.h>
+#include <emscripten/heap.h>
 #include <emscripten/val.h>
 
 #include <cmath>
@@ -280,6 +281,11 @@ val memory() {
     o.set("liveTensors", static_cast<double>(m.live_tensors));
     o.set("liveBytes", static_cast<double>(m.live_bytes));
     o.set("peakBytes", static_cast<double>(m.peak_bytes));
+    o.set("allocations", static_cast<double>(m.allocations));
+    o.set("systemAllocations", static_cast<double>(m.system_allocations));
+    o.set("cacheHits", static_cast<double>(m.cache_hits));
+    o.set("cachedBytes", static_cast<double>(m.cached_bytes));
+    o.set("heapBytes", static_cast<double>(emscripten_get_heap_size()));  // the wasm memory
     return o;
   });
 }
@@ -566,6 +572,7 @@ EMSCRIPTEN_BINDINGS(fucina) {
   function("variableOf", +[](Handle& h) { return guard([&] { return wrap(Tensor::variable(ctx(), h.t)); }); });
   function("memory", &memory);
   function("resetPeak", +[]() { guard([&] { ctx().resetPeak(); }); });
+  function("trimCache", +[]() { guard([&] { ctx().trimCache(); }); });
   function("noGradPush", +[]() { g_no_grad.push_back(fucina::noGrad()); });
   function("noGradPop", +[]() { if (!g_no_grad.empty()) g_no_grad.pop_back(); });
   function("isGradEnabled", &fucina::isGradEnabled);

@@ -22,6 +22,16 @@ export interface MemoryInfo {
   liveTensors: number;
   liveBytes: number;
   peakBytes: number;
+  /** Buffers handed out so far: systemAllocations + cacheHits. */
+  allocations: number;
+  /** Buffers that had to be allocated from the heap; flat once training reaches steady state. */
+  systemAllocations: number;
+  /** Buffers served from the cache of freed buffers. */
+  cacheHits: number;
+  /** Bytes of freed buffers held for reuse (fc.trimCache() releases them). */
+  cachedBytes: number;
+  /** Size of the WebAssembly memory (it grows, never shrinks). */
+  heapBytes: number;
 }
 
 export interface GradcheckOptions {
@@ -371,6 +381,7 @@ export interface Fucina {
   scope<T>(fn: () => T): T;
   memory(): MemoryInfo;
   resetPeak(): void;
+  trimCache(): void;
   /** The block runs grad-free now and again during backward; it receives the inputs, then extra. */
   checkpoint<E = undefined>(block: (...args: any[]) => Tensor, inputs: Tensor[], extra?: E): Tensor;
   customVjp<E = undefined>(spec: CustomVjpSpec<E>, inputs: Tensor[], extra?: E): Tensor;

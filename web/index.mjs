@@ -245,6 +245,9 @@ class Fucina {
 
   memory() { return this._call((M) => M.memory()); }
   resetPeak() { this._call((M) => M.resetPeak()); }
+  // Gives the buffers the allocator keeps for reuse back to the heap (wasm memory never shrinks,
+  // but the heap can hand them to other sizes).
+  trimCache() { this._call((M) => M.trimCache()); }
 
   // ---- checkpoint, custom VJPs, gradcheck: JS callbacks the engine calls back
   // Wraps a user callback for C++: raw handles in, a raw handle (or array) out, exceptions parked.

@@ -926,6 +926,69 @@ TEST_CASE("parallel backward gives the same gradients as backwardGradSerial") {
   CHECK(serial_on_pool.dw == serial.dw);
 }
 
+TEST_CASE("independent heavy branches run concurrently on the pool") {
+  // Two records above the threshold, ready together: each waits (bounded) for the other to
+  // start, which only happens when they are in flight at the same time.
+  ExecContext ctx(ExecOptions{.threads = 2});
+  Tensor x = Tensor::variableFromSlice(ctx, {"d"}, {2}, {1, 2});
+  std::atomic<int> started{0};
+  std::atomic<bool> overlapped{true};
+  auto meet = [&](ExecContext& c, const RawTensor& gy, std::span<const bool> needs,
+                  std::span<std::optional<RawTensor>> out) {
+    started.fetch_add(1);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (started.load() < 2 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (started.load() < 2) overlapped = false;
+    if (needs[0]) out[0] = gy.clone(c);
+  };
+  std::vector<Tensor> branches;
+  for (int i = 0; i < 2; ++i)
+    branches.push_back(makeNode(ctx, x.value().clone(ctx), {x}, meet, fucina::kBackwardAsyncWorkThreshold));
+  sumOfAll(ctx, branches).backward(ctx);
+  CHECK(overlapped.load());
+  CHECK(gradOf(ctx, x) == Floats{2, 2});
+}
+
+namespace {
+
+// Two independent branches of real heavy records (dot, addDot) over a shared input: their
+// records report work above the threshold, so with 2 threads they run concurrently.
+struct HeavyGrads {
+  Floats dx, dw1, dw2, db;
+};
+
+HeavyGrads heavyBranches(ExecContext& ctx, bool serial) {
+  const int64_t m = 64, k = 2048, n = 1024;  // 2*m*k*n = 2^28 work units per dot
+  Tensor x = Tensor::variableFromSlice(ctx, {"m", "k"}, {m, k}, test::wave(m * k, 1.0f, 0.1f, 0.37f));
+  Tensor w1 = Tensor::variableFromSlice(ctx, {"k", "n"}, {k, n}, test::wave(k * n, 0.05f, 0.3f, 0.11f));
+  Tensor w2 = Tensor::variableFromSlice(ctx, {"n", "k"}, {n, k}, test::wave(k * n, 0.05f, 0.7f, 0.13f));
+  Tensor b = Tensor::variableFromSlice(ctx, {"n"}, {n}, test::wave(n, 0.5f, 0.2f, 0.9f));
+  Tensor h1 = x.dot(ctx, w1, "k");
+  Tensor h2 = x.addDot(ctx, w2, "k", b);
+  for (const Tensor* h : {&h1, &h2})
+    CHECK(h->gradState()->gradFn()->estimatedWork() >= fucina::kBackwardAsyncWorkThreshold);
+  Tensor loss = h1.tanh(ctx).sumAll(ctx).add(ctx, h2.mul(ctx, h2).sumAll(ctx));
+  std::vector<Tensor> outputs = {loss};
+  if (serial)
+    fucina::ag::backwardGradSerial(ctx, outputs);
+  else
+    fucina::ag::backwardGrad(ctx, outputs);
+  return {gradOf(ctx, x), gradOf(ctx, w1), gradOf(ctx, w2), gradOf(ctx, b)};
+}
+
+}  // namespace
+
+TEST_CASE("heavy dot and addDot branches: parallel and serial backward agree bit for bit") {
+  ExecContext ctx(ExecOptions{.threads = 2});
+  const HeavyGrads parallel = heavyBranches(ctx, /*serial=*/false);
+  const HeavyGrads serial = heavyBranches(ctx, /*serial=*/true);
+  CHECK(parallel.dx == serial.dx);
+  CHECK(parallel.dw1 == serial.dw1);
+  CHECK(parallel.dw2 == serial.dw2);
+  CHECK(parallel.db == serial.db);
+}
+
 TEST_CASE("concurrent accumulation into one leaf is exact") {
   // Many cheap branches, all ready at once, all feeding the same small leaf: the threads spend
   // most of their time accumulating, so an unsynchronized accumulator loses updates.

@@ -1,6 +1,7 @@
 #include "fucina/core/raw_tensor.h"
 
 #include <cstring>
+#include <limits>
 
 #include "fucina/core/error.h"
 #include "fucina/exec/context.h"
@@ -21,9 +22,13 @@ void requireElementType(DType dtype, std::string_view what) {
 RawTensor RawTensor::empty(ExecContext& ctx, Tags tags, Extents shape, DType dtype) {
   validateShape(tags, shape, "tensor");
   requireElementType(dtype, "tensor");
+  // In 64 bits: on wasm32 a large shape's byte count would wrap around size_t.
+  const uint64_t bytes = static_cast<uint64_t>(numelOf(shape)) * elementSize(dtype);
+  if (bytes > std::numeric_limits<size_t>::max())
+    fail(ErrorCode::OutOfMemory, "tensor " + fucina::describe(tags, shape) + " needs " +
+                                     std::to_string(bytes) + " bytes, more than the address space");
   RawTensor t;
-  t.storage_ = std::make_shared<Storage>(
-      ctx.account(), static_cast<size_t>(numelOf(shape)) * elementSize(dtype));
+  t.storage_ = std::make_shared<Storage>(ctx.account(), static_cast<size_t>(bytes));
   t.dtype_ = dtype;
   t.strides_ = contiguousStrides(shape);
   t.tags_ = std::move(tags);

@@ -1,20 +1,73 @@
 #include "fucina/core/storage.h"
 
-#include <cstdlib>
+#include <bit>
+#include <limits>
 #include <new>
 #include <string>
 
 #include "fucina/core/error.h"
 
 namespace fucina {
+namespace {
+
+void* systemAllocate(size_t block) noexcept {
+  return ::operator new(block, std::align_val_t(MemoryAccount::kAlign), std::nothrow);
+}
+
+void systemFree(void* p) noexcept { ::operator delete(p, std::align_val_t(MemoryAccount::kAlign)); }
+
+// Above this a request cannot be served (its block size would overflow; 2 GiB on wasm32).
+constexpr size_t kMaxBytes = std::numeric_limits<size_t>::max() / 2 + 1;
+
+}  // namespace
+
+size_t MemoryAccount::blockSize(size_t bytes) noexcept {
+  if (bytes == 0) return 0;
+  if (bytes > kMaxBytes) return bytes;  // unservable; allocate() reports it
+  const size_t r = (bytes + kAlign - 1) / kAlign * kAlign;
+  if (r <= kSubSteps * kAlign) return r;  // 64, 128, 192, 256: exact
+  const int e = std::bit_width(r - 1) - 1;  // r in (2^e, 2^(e+1)]
+  const size_t step = size_t{1} << (e - 2);
+  return (r + step - 1) / step * step;      // 1.25, 1.5, 1.75 or 2 times 2^e
+}
+
+int MemoryAccount::classOf(size_t block) noexcept {
+  if (block <= kSubSteps * kAlign) return static_cast<int>(block / kAlign) - 1;
+  const int e = std::bit_width(block - 1) - 1;
+  const size_t step = size_t{1} << (e - 2);
+  return kSubSteps + (e - 8) * kSubSteps + static_cast<int>(block / step) - 5;
+}
+
+MemoryAccount::~MemoryAccount() { trimCache(); }
 
 void* MemoryAccount::allocate(size_t bytes) {
-  constexpr size_t kAlign = 64;
-  const size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
-  void* p = rounded == 0 ? nullptr : ::operator new(rounded, std::align_val_t(kAlign), std::nothrow);
-  if (rounded != 0 && p == nullptr)
-    fail(ErrorCode::OutOfMemory, "could not allocate " + std::to_string(bytes) + " bytes");
   allocations_.fetch_add(1, std::memory_order_relaxed);
+  void* p = nullptr;
+  if (bytes > 0) {
+    if (bytes > kMaxBytes)
+      fail(ErrorCode::OutOfMemory, "could not allocate " + std::to_string(bytes) + " bytes");
+    const size_t block = blockSize(bytes);
+    {
+      std::lock_guard lock(cache_mutex_);
+      std::vector<void*>& list = free_[classOf(block)];
+      if (!list.empty()) {
+        p = list.back();
+        list.pop_back();
+        cached_bytes_.fetch_sub(block, std::memory_order_relaxed);
+        cache_hits_.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+    if (p == nullptr) {
+      p = systemAllocate(block);
+      if (p == nullptr) {  // cached buffers of other classes may be what stands in the way
+        trimCache();
+        p = systemAllocate(block);
+      }
+      if (p == nullptr)
+        fail(ErrorCode::OutOfMemory, "could not allocate " + std::to_string(bytes) + " bytes");
+      system_allocations_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
   const size_t live = live_bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
   size_t peak = peak_bytes_.load(std::memory_order_relaxed);
   while (live > peak && !peak_bytes_.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
@@ -23,12 +76,45 @@ void* MemoryAccount::allocate(size_t bytes) {
 }
 
 void MemoryAccount::release(void* ptr, size_t bytes) noexcept {
-  if (ptr != nullptr) ::operator delete(ptr, std::align_val_t(64));
   live_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+  if (ptr == nullptr) return;
+  const size_t block = blockSize(bytes);
+  {
+    std::lock_guard lock(cache_mutex_);
+    if (cached_bytes_.load(std::memory_order_relaxed) + block <= cacheLimit()) {
+      try {
+        free_[classOf(block)].push_back(ptr);
+        cached_bytes_.fetch_add(block, std::memory_order_relaxed);
+        return;
+      } catch (...) {  // no room to remember it: give it back instead
+      }
+    }
+  }
+  systemFree(ptr);
 }
 
+void MemoryAccount::trimCache() noexcept {
+  std::array<std::vector<void*>, kClasses> lists;
+  {
+    std::lock_guard lock(cache_mutex_);
+    lists.swap(free_);
+    cached_bytes_.store(0, std::memory_order_relaxed);
+  }
+  for (const auto& list : lists)
+    for (void* p : list) systemFree(p);
+}
+
+void MemoryAccount::setCacheLimit(size_t bytes) noexcept {
+  cache_limit_.store(bytes, std::memory_order_relaxed);
+  if (cached_bytes_.load(std::memory_order_relaxed) > bytes) trimCache();
+}
+
+void MemoryAccount::detach() noexcept { setCacheLimit(0); }
+
 MemoryStats MemoryAccount::stats() const noexcept {
-  return {live_bytes_.load(), peak_bytes_.load(), live_tensors_.load(), allocations_.load()};
+  return {live_bytes_.load(),         peak_bytes_.load(), live_tensors_.load(),
+          allocations_.load(),        system_allocations_.load(),
+          cache_hits_.load(),         cached_bytes_.load()};
 }
 
 void MemoryAccount::resetPeak() noexcept { peak_bytes_.store(live_bytes_.load()); }

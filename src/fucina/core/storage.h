@@ -2,33 +2,75 @@
 // Views share it (shared_ptr); the account sees every byte that is live.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <type_traits>
+#include <vector>
 
 namespace fucina {
 
 struct MemoryStats {
-  size_t live_bytes = 0;    // bytes of tensor storage alive now (values, gradients, saved views)
-  size_t peak_bytes = 0;    // highest live_bytes since creation or the last resetPeak()
-  size_t live_tensors = 0;  // Tensor handles alive and not disposed
-  size_t allocations = 0;   // buffers requested from the system so far
+  size_t live_bytes = 0;          // bytes of tensor storage alive now (values, gradients, saved views)
+  size_t peak_bytes = 0;          // highest live_bytes since creation or the last resetPeak()
+  size_t live_tensors = 0;        // Tensor handles alive and not disposed
+  size_t allocations = 0;         // buffers handed out so far (system allocations + cache hits)
+  size_t system_allocations = 0;  // buffers that had to be allocated from the system
+  size_t cache_hits = 0;          // buffers served from the cache of freed buffers
+  size_t cached_bytes = 0;        // bytes held in the cache, free for reuse
 };
 
-// Accounting of one context's buffers. Shared by every Storage it made, so a buffer that
-// outlives its context still has somewhere to report its release.
+// Note [Caching allocator]: a freed buffer goes back to a free list of its size class and the
+// next request of that class takes it, so once a training step has run a few times its
+// buffers recirculate and it makes no system allocations. Classes are powers of two split in
+// four sub-steps (waste below 25%; see docs/design-notes.md). The cache holds at most
+// cacheLimit() bytes; a buffer freed beyond that, or bigger than it, goes back to the system.
+//
+// Accounting and cache of one context's buffers. Shared by every Storage it made, so a buffer
+// that outlives its context still has somewhere to report its release: once the context is
+// gone (detach()) buffers go straight back to the system.
 class MemoryAccount {
  public:
-  void* allocate(size_t bytes);  // throws OutOfMemory
+  static constexpr size_t kAlign = 64;  // a cache line; enough for any SIMD load
+  static constexpr size_t kDefaultCacheLimit = size_t{1} << 30;
+
+  MemoryAccount() = default;
+  ~MemoryAccount();
+  MemoryAccount(const MemoryAccount&) = delete;
+  MemoryAccount& operator=(const MemoryAccount&) = delete;
+
+  void* allocate(size_t bytes);  // throws OutOfMemory; null for zero bytes
   void release(void* ptr, size_t bytes) noexcept;
   void tensorCreated() noexcept { live_tensors_.fetch_add(1, std::memory_order_relaxed); }
   void tensorReleased() noexcept { live_tensors_.fetch_sub(1, std::memory_order_relaxed); }
   MemoryStats stats() const noexcept;
   void resetPeak() noexcept;
 
+  // Returns every cached buffer to the system.
+  void trimCache() noexcept;
+  // Caps the cached bytes (trimming now if the cache holds more).
+  void setCacheLimit(size_t bytes) noexcept;
+  size_t cacheLimit() const noexcept { return cache_limit_.load(std::memory_order_relaxed); }
+  // The owning context is gone: empty the cache and stop caching.
+  void detach() noexcept;
+
+  // The size of the block that serves a request of `bytes` (its size class), 0 for 0 bytes.
+  static size_t blockSize(size_t bytes) noexcept;
+
  private:
+  static constexpr int kSubSteps = 4;   // classes per power of two
+  static constexpr int kClasses = 64 * kSubSteps;
+  static int classOf(size_t block) noexcept;
+
   std::atomic<size_t> live_bytes_{0}, peak_bytes_{0}, live_tensors_{0}, allocations_{0};
+  std::atomic<size_t> system_allocations_{0}, cache_hits_{0}, cached_bytes_{0};
+  std::atomic<size_t> cache_limit_{kDefaultCacheLimit};
+  std::mutex cache_mutex_;
+  std::array<std::vector<void*>, kClasses> free_;  // per size class, under cache_mutex_
 };
 
 class Storage {
@@ -45,6 +87,30 @@ class Storage {
   std::shared_ptr<MemoryAccount> account_;
   std::byte* data_;
   size_t bytes_;
+};
+
+// A typed temporary array for a kernel (or saved for its VJP), drawn from the context's cache
+// like tensor storage so that per-step scratch recirculates too, and accounted as live while
+// it exists. Copies share the buffer.
+template <class T>
+class Scratch {
+  static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>);
+
+ public:
+  Scratch(const std::shared_ptr<MemoryAccount>& account, size_t n)
+      : storage_(std::make_shared<Storage>(account, n * sizeof(T))), size_(n) {}
+  Scratch(const std::shared_ptr<MemoryAccount>& account, size_t n, T init) : Scratch(account, n) {
+    std::fill(begin(), end(), init);
+  }
+  T* data() const { return reinterpret_cast<T*>(storage_->data()); }
+  size_t size() const { return size_; }
+  T& operator[](size_t i) const { return data()[i]; }
+  T* begin() const { return data(); }
+  T* end() const { return data() + size_; }
+
+ private:
+  std::shared_ptr<Storage> storage_;
+  size_t size_;
 };
 
 }  // namespace fucina

@@ -17,6 +17,7 @@ ExecContext::ExecContext(ExecOptions options) : account_(std::make_shared<Memory
   int threads = options.threads;
   if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (threads > 1) pool_ = std::make_unique<WorkPool>(threads);
+  account_->setCacheLimit(options.cache_limit);
 }
 
 ExecContext::~ExecContext() {
@@ -30,6 +31,8 @@ ExecContext::~ExecContext() {
     }
     scope->close();
   }
+  // Buffers that outlive the context (tensors the caller still holds) are freed, not cached.
+  account_->detach();
 }
 
 void ExecContext::parallelFor(int64_t n, int64_t grain,

@@ -16,6 +16,7 @@ class ExecScope;
 
 struct ExecOptions {
   int threads = 0;  // 0 = hardware concurrency; 1 = no worker threads
+  size_t cache_limit = MemoryAccount::kDefaultCacheLimit;  // bytes of freed buffers kept for reuse
 };
 
 class ExecContext {
@@ -27,6 +28,9 @@ class ExecContext {
 
   MemoryStats memory() const { return account_->stats(); }
   void resetPeak() { account_->resetPeak(); }
+  // Gives the buffers cached for reuse back to the system (Note [Caching allocator]).
+  void trimCache() { account_->trimCache(); }
+  void setCacheLimit(size_t bytes) { account_->setCacheLimit(bytes); }
   int threads() const { return pool_ ? pool_->size() : 1; }
 
   // --- engine internals (public so that ops, kernels and bindings can reach them) ---

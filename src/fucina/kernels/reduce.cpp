@@ -22,7 +22,7 @@ RawTensor sumAxes(ExecContext& ctx, const RawTensor& a, const Tags& axes) {
   }
   RawTensor out = RawTensor::empty(ctx, kept_tags, kept_shape, DType::f32);
   const int64_t out_n = out.numel();
-  std::vector<double> acc(static_cast<size_t>(out_n), 0.0);
+  const Scratch<double> acc(ctx.account(), static_cast<size_t>(out_n), 0.0);
   if (a.numel() > 0) {
     // Strides of the accumulator seen from a's axes: 0 along reduced axes.
     const std::vector<int64_t> kept_strides = contiguousStrides(kept_shape);

@@ -228,13 +228,13 @@ Tensor Tensor::maxPool2d(ExecContext& ctx, int64_t kernel_h, int64_t kernel_w, i
                          int64_t pad, Tag h, Tag w) const {
   PoolSetup s = poolSetup(ctx, "maxPool2d", *this, kernel_h, kernel_w, stride_h, stride_w, pad, h, w);
   RawTensor y = RawTensor::empty(ctx, s.order, s.out_shape);
-  auto argmax = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(y.numel()));
-  kernels::maxPool2dPlanes(s.g, s.x.f32(), y.f32(), argmax->data());
+  const Scratch<int64_t> argmax(ctx.account(), static_cast<size_t>(y.numel()));  // saved for the VJP
+  kernels::maxPool2dPlanes(s.g, s.x.f32(), y.f32(), argmax.data());
   return ops::finishOp(ctx, "maxPool2d", y.permuted(value().tags()), {this}, [&] {
     return [g = s.g, argmax, order = s.order, x_shape = s.x.shape()](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads out) {
       const RawTensor gyc = gy.permuted(order).contiguous(c);
       RawTensor gx = RawTensor::zeros(c, order, x_shape);
-      kernels::maxPool2dBackward(g, gyc.f32(), argmax->data(), gx.f32());
+      kernels::maxPool2dBackward(g, gyc.f32(), argmax.data(), gx.f32());
       out[0] = std::move(gx);
     };
   }, static_cast<size_t>(y.numel() * kernel_h * kernel_w));

@@ -41,16 +41,15 @@ Tensor Tensor::indexSelect(ExecContext& ctx, Tag axis, const Tensor& indices) co
     }
   }
   const int64_t n = a.shape()[p];
-  std::vector<int64_t> idx;
-  const std::vector<float> raw = ix.toVector();  // row-major over the indices' axes
-  idx.reserve(raw.size());
-  for (size_t i = 0; i < raw.size(); ++i) {
-    const auto v = static_cast<int64_t>(raw[i]);
+  // Row-major over the indices' axes, through ctx so that per-step indices come from its cache.
+  const RawTensor idx_values = ix.to(ctx, DType::i64);
+  const std::span<const int64_t> idx(idx_values.data<int64_t>(), static_cast<size_t>(idx_values.numel()));
+  for (size_t i = 0; i < idx.size(); ++i) {
+    const int64_t v = idx[i];
     if (v < 0 || v >= n)
       fail(ErrorCode::IndexOutOfRange, "indexSelect along " + name_q + ": index " + std::to_string(v) +
                                            " at position " + std::to_string(i) + " is outside [0, " +
                                            std::to_string(n) + ")");
-    idx.push_back(v);
   }
   int64_t outer = 1, inner = 1;
   for (size_t i = 0; i < p; ++i) outer *= a.shape()[i];
@@ -66,7 +65,7 @@ Tensor Tensor::indexSelect(ExecContext& ctx, Tag axis, const Tensor& indices) co
         for (int64_t v = 0; v < inner; ++v) o[(u * k + j) * inner + v] = s[(u * n + idx[j]) * inner + v];
   }
   return ops::finishOp(ctx, "indexSelect", out, {this}, [&] {
-    return [in_tags = a.tags(), in_shape = a.shape(), out_tags = tags, idx, outer, inner, n](
+    return [in_tags = a.tags(), in_shape = a.shape(), out_tags = tags, idx_values, idx, outer, inner, n](
                ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
       RawTensor full = RawTensor::zeros(c, in_tags, in_shape);
       const RawTensor gc = gy.permuted(out_tags).contiguous(c);

@@ -19,13 +19,17 @@ using ops::NeedsGrad;
 namespace {
 
 // Integer labels aligned with the logits' rows: one label per row of axisLast(logits, class).
+// Read through ctx (i64, contiguous) so that per-step label buffers come from the cache.
 struct Labels {
-  std::vector<int64_t> values;
-  Tags tags;      // the row axes, in the order of the logits
+  RawTensor values;  // i64, row-major over tags
+  Tags tags;         // the row axes, in the order of the logits
   Extents shape;
+  int64_t rows() const { return values.numel(); }
+  int64_t operator[](int64_t r) const { return values.data<int64_t>()[r]; }
 };
 
-Labels readLabels(std::string_view op, const RawTensor& logits, const Tensor& labels, Tag class_axis) {
+Labels readLabels(ExecContext& ctx, std::string_view op, const RawTensor& logits, const Tensor& labels,
+                  Tag class_axis) {
   const RawTensor& l = labels.value();
   if (l.dtype() != DType::i32 && l.dtype() != DType::i64)
     fail(ErrorCode::DTypeMismatch, std::string(op) + ": labels must be i32 or i64, got " +
@@ -45,15 +49,14 @@ Labels readLabels(std::string_view op, const RawTensor& logits, const Tensor& la
     fail(ErrorCode::ShapeMismatch, std::string(op) + ": labels " + l.describe() +
                                        " must have the logits' axes without '" +
                                        std::string(class_axis.name()) + "': " + describe(out.tags, out.shape));
-  const std::vector<float> v = l.permuted(out.tags).toVector();  // exact for |label| < 2^24
+  out.values = l.permuted(out.tags).to(ctx, DType::i64);
   const int64_t classes = logits.extent(class_axis);
-  for (size_t i = 0; i < v.size(); ++i) {
-    const auto label = static_cast<int64_t>(v[i]);
+  for (int64_t i = 0; i < out.rows(); ++i) {
+    const int64_t label = out[i];
     if (label < 0 || label >= classes)
       fail(ErrorCode::IndexOutOfRange, std::string(op) + ": label " + std::to_string(label) +
                                            " at position " + std::to_string(i) + " is outside [0, " +
                                            std::to_string(classes) + ")");
-    out.values.push_back(label);
   }
   return out;
 }
@@ -63,7 +66,7 @@ float reductionScale(Reduction r, int64_t rows) {
 }
 
 // Reduces per-row losses (tags/shape of the rows) as asked.
-RawTensor reduceRows(ExecContext& ctx, const std::vector<double>& loss, const Labels& labels, Reduction r) {
+RawTensor reduceRows(ExecContext& ctx, const Scratch<double>& loss, const Labels& labels, Reduction r) {
   if (r == Reduction::none) {
     RawTensor out = RawTensor::empty(ctx, labels.tags, labels.shape);
     float* o = out.f32();
@@ -77,9 +80,9 @@ RawTensor reduceRows(ExecContext& ctx, const std::vector<double>& loss, const La
 }
 
 // Per-row upstream gradient factor: gy (a scalar, or one value per row for Reduction::none).
-std::vector<float> rowFactors(const RawTensor& gy, const Labels& labels, Reduction r, int64_t rows) {
-  if (r == Reduction::none) return gy.permuted(labels.tags).toVector();
-  return std::vector<float>(static_cast<size_t>(rows), gy.toVector()[0] * reductionScale(r, rows));
+RawTensor rowFactors(ExecContext& ctx, const RawTensor& gy, const Labels& labels, Reduction r, int64_t rows) {
+  if (r == Reduction::none) return gy.permuted(labels.tags).contiguous(ctx);
+  return RawTensor::full(ctx, {"row"}, {rows}, *gy.contiguous(ctx).f32() * reductionScale(r, rows));
 }
 
 void requireRows(std::string_view op, int64_t rows, Reduction r) {
@@ -98,12 +101,12 @@ Tensor Tensor::crossEntropy(ExecContext& ctx, const Tensor& labels, Tag class_ax
   const RawTensor in = kernels::axisLast(ctx, value(), class_axis);
   const int64_t classes = in.extent(class_axis);
   if (classes == 0) fail(ErrorCode::InvalidArgument, "crossEntropy: the class axis is empty");
-  Labels lab = readLabels("crossEntropy", value(), labels, class_axis);
-  const int64_t rows = static_cast<int64_t>(lab.values.size());
+  Labels lab = readLabels(ctx, "crossEntropy", value(), labels, class_axis);
+  const int64_t rows = lab.rows();
   requireRows("crossEntropy", rows, options.reduction);
   RawTensor logp = RawTensor::empty(ctx, in.tags(), in.shape());
   kernels::softmaxRows(ctx, in.f32(), logp.f32(), rows, classes, /*log=*/true);
-  std::vector<double> loss(static_cast<size_t>(rows));
+  const Scratch<double> loss(ctx.account(), static_cast<size_t>(rows));
   const float* lp = logp.f32();
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = lp + r * classes;
@@ -112,7 +115,7 @@ Tensor Tensor::crossEntropy(ExecContext& ctx, const Tensor& labels, Tag class_ax
       for (int64_t c = 0; c < classes; ++c) mean_logp += row[c];
       mean_logp /= static_cast<double>(classes);
     }
-    loss[static_cast<size_t>(r)] = -((1 - eps) * row[lab.values[static_cast<size_t>(r)]] + eps * mean_logp);
+    loss[static_cast<size_t>(r)] = -((1 - eps) * row[lab[r]] + eps * mean_logp);
   }
   RawTensor out = reduceRows(ctx, loss, lab, options.reduction);
   return ops::finishOp(ctx, "crossEntropy", out, {this, &labels}, [&] {
@@ -120,16 +123,17 @@ Tensor Tensor::crossEntropy(ExecContext& ctx, const Tensor& labels, Tag class_ax
     return [logp, lab = std::move(lab), options, classes, rows](ExecContext& c, const RawTensor& gy,
                                                                 NeedsGrad needs, Grads g) {
       if (!needs[0]) return;
-      const std::vector<float> f = rowFactors(gy, lab, options.reduction, rows);
+      const RawTensor factors = rowFactors(c, gy, lab, options.reduction, rows);
+      const float* f = factors.f32();
       RawTensor gx = RawTensor::empty(c, logp.tags(), logp.shape());
       const float* lp = logp.f32();
       float* o = gx.f32();
       const auto smooth = static_cast<float>(options.label_smoothing / static_cast<double>(classes));
       const auto keep = static_cast<float>(1 - options.label_smoothing);
       for (int64_t r = 0; r < rows; ++r) {
-        const float fr = f[static_cast<size_t>(r)];
+        const float fr = f[r];
         for (int64_t k = 0; k < classes; ++k) o[r * classes + k] = (std::exp(lp[r * classes + k]) - smooth) * fr;
-        o[r * classes + lab.values[static_cast<size_t>(r)]] -= keep * fr;
+        o[r * classes + lab[r]] -= keep * fr;
       }
       g[0] = std::move(gx);
     };
@@ -140,21 +144,22 @@ Tensor Tensor::nllLoss(ExecContext& ctx, const Tensor& labels, Tag class_axis, R
   ops::requireF32("nllLoss", *this);
   const RawTensor in = kernels::axisLast(ctx, value(), class_axis);
   const int64_t classes = in.extent(class_axis);
-  Labels lab = readLabels("nllLoss", value(), labels, class_axis);
-  const int64_t rows = static_cast<int64_t>(lab.values.size());
+  Labels lab = readLabels(ctx, "nllLoss", value(), labels, class_axis);
+  const int64_t rows = lab.rows();
   requireRows("nllLoss", rows, reduction);
-  std::vector<double> loss(static_cast<size_t>(rows));
+  const Scratch<double> loss(ctx.account(), static_cast<size_t>(rows));
   const float* p = in.f32();
-  for (int64_t r = 0; r < rows; ++r) loss[static_cast<size_t>(r)] = -p[r * classes + lab.values[static_cast<size_t>(r)]];
+  for (int64_t r = 0; r < rows; ++r) loss[static_cast<size_t>(r)] = -p[r * classes + lab[r]];
   RawTensor out = reduceRows(ctx, loss, lab, reduction);
   return ops::finishOp(ctx, "nllLoss", out, {this, &labels}, [&] {
     return [tags = in.tags(), shape = in.shape(), lab = std::move(lab), reduction, classes, rows](
                ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads g) {
       if (!needs[0]) return;
-      const std::vector<float> f = rowFactors(gy, lab, reduction, rows);
+      const RawTensor factors = rowFactors(c, gy, lab, reduction, rows);
+      const float* f = factors.f32();
       RawTensor gx = RawTensor::zeros(c, tags, shape);
       float* o = gx.f32();
-      for (int64_t r = 0; r < rows; ++r) o[r * classes + lab.values[static_cast<size_t>(r)]] = -f[static_cast<size_t>(r)];
+      for (int64_t r = 0; r < rows; ++r) o[r * classes + lab[r]] = -f[r];
       g[0] = std::move(gx);
     };
   });
@@ -198,7 +203,8 @@ Tensor pointwiseLoss(ExecContext& ctx, std::string_view op, const Tensor& input,
   RawTensor out = kernels::map2(ctx, op, x, t, loss);
   if (reduction != Reduction::none) {
     double total = 0;
-    for (float v : out.toVector()) total += v;
+    const float* o = out.f32();  // map2's result is contiguous
+    for (int64_t i = 0; i < out.numel(); ++i) total += o[i];
     if (reduction == Reduction::mean) total /= static_cast<double>(x.numel());
     out = RawTensor::full(ctx, {}, {}, total);
   }

@@ -32,8 +32,8 @@ Tensor normalize(ExecContext& ctx, const char* name, const Tensor& x, Tag axis, 
   if (m == 0) fail(ErrorCode::InvalidArgument, std::string(name) + ": the axis '" + std::string(axis.name()) + "' is empty");
   const int64_t rows = in.numel() / m;
   RawTensor y = RawTensor::empty(ctx, in.tags(), in.shape());
-  std::vector<float> inv(static_cast<size_t>(rows));
-  std::vector<uint8_t> clamped(static_cast<size_t>(rows), 0);  // l2 only: norm <= eps
+  Scratch<float> inv(ctx.account(), static_cast<size_t>(rows));
+  Scratch<uint8_t> clamped(ctx.account(), static_cast<size_t>(rows), 0);  // l2 only: norm <= eps
   const float* px = in.f32();
   float* py = y.f32();
   ctx.parallelFor(rows, std::max<int64_t>(1, 8192 / m), [&](int64_t b, int64_t e) {

@@ -52,9 +52,8 @@ Tensor extremum(ExecContext& ctx, std::string_view name, const Tensor& x, Tag ax
   return ops::finishOp(ctx, name, out, {&x}, [&] {
     return [index, tags = a.tags(), shape = a.shape(), axis, n](ExecContext& c, const RawTensor& gy,
                                                                  NeedsGrad, Grads g) {
-      std::vector<float> pos(static_cast<size_t>(n));
-      for (int64_t i = 0; i < n; ++i) pos[static_cast<size_t>(i)] = static_cast<float>(i);
-      const RawTensor iota = RawTensor::fromSlice(c, {axis}, {n}, pos);
+      const RawTensor iota = RawTensor::empty(c, {axis}, {n});
+      for (int64_t i = 0; i < n; ++i) iota.f32()[i] = static_cast<float>(i);
       g[0] = kernels::map<3>(c, tags, shape, {&gy, &index, &iota},
                              [](float gv, float at, float p) { return p == at ? gv : 0.0f; });
     };
