@@ -109,62 +109,50 @@ HWY_NOINLINE void MicroKernel(int64_t kc, const float* HWY_RESTRICT pa,
 // down a column one row per step touches a new page per row once ld reaches 1024 floats, and
 // the TLB misses made packing as slow as the multiply (measured: perf, 128×1024×784).
 
-// op(A)[m0 : m0+mc, p0 : p0+kc] as kMR-row panels: panel r holds, for each p, kMR values.
-void PackA(const GemmArgs& g, int64_t m0, int64_t mc, int64_t p0, int64_t kc, float* dst) {
-  const int64_t panels = (mc + kMR - 1) / kMR;
-  if (g.trans_a) {  // op(A)(i, p) = a[p·lda + i]: row p of a feeds every panel
+// Packs `count` lines of a matrix view (line i, depth p at src[i·ls + p·ps]; one of the strides
+// is 1) into W-wide panels: panel q holds, for each p < kc, the W values of lines q·W .. q·W+W-1,
+// zero-padded past `count`. A's panels are its rows (W = kMR), B's its columns (W = kNR).
+template <int64_t W>
+void PackPanels(const float* src, int64_t ls, int64_t ps, int64_t count, int64_t kc, float* dst) {
+  const int64_t panels = (count + W - 1) / W;
+  if (ls == 1) {  // lines are contiguous: walk depth-major, copying W values at a time
     for (int64_t p = 0; p < kc; ++p) {
-      const float* src = g.a + (p0 + p) * g.lda + m0;
-      for (int64_t r0 = 0; r0 < panels; ++r0) {
-        float* out = dst + r0 * kc * kMR + p * kMR;
-        const int64_t rows = std::min(kMR, mc - r0 * kMR);
-        for (int64_t r = 0; r < rows; ++r) out[r] = src[r0 * kMR + r];
-        for (int64_t r = rows; r < kMR; ++r) out[r] = 0.f;
-      }
-    }
-    return;
-  }
-  for (int64_t r0 = 0; r0 < panels; ++r0) {  // op(A)(i, p) = a[i·lda + p]: one row at a time
-    float* out = dst + r0 * kc * kMR;
-    const int64_t rows = std::min(kMR, mc - r0 * kMR);
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* src = g.a + (m0 + r0 * kMR + r) * g.lda + p0;
-      for (int64_t p = 0; p < kc; ++p) out[p * kMR + r] = src[p];
-    }
-    for (int64_t r = rows; r < kMR; ++r)
-      for (int64_t p = 0; p < kc; ++p) out[p * kMR + r] = 0.f;
-  }
-}
-
-// op(B)[p0 : p0+kc, n0 : n0+nc] as kNR-column panels: panel j holds, for each p, kNR values.
-void PackB(const GemmArgs& g, int64_t p0, int64_t kc, int64_t n0, int64_t nc, float* dst) {
-  const int64_t panels = (nc + kNR - 1) / kNR;
-  if (!g.trans_b) {  // op(B)(p, j) = b[p·ldb + j]: row p of b feeds every panel
-    for (int64_t p = 0; p < kc; ++p) {
-      const float* src = g.b + (p0 + p) * g.ldb + n0;
-      for (int64_t j0 = 0; j0 < panels; ++j0) {
-        float* out = dst + j0 * kc * kNR + p * kNR;
-        const int64_t cols = std::min(kNR, nc - j0 * kNR);
-        if (cols == kNR) {
-          std::memcpy(out, src + j0 * kNR, sizeof(float) * kNR);
+      const float* row = src + p * ps;
+      for (int64_t q = 0; q < panels; ++q) {
+        float* out = dst + q * kc * W + p * W;
+        const int64_t n = std::min(W, count - q * W);
+        if (n == W) {
+          std::memcpy(out, row + q * W, sizeof(float) * W);
         } else {
-          for (int64_t j = 0; j < cols; ++j) out[j] = src[j0 * kNR + j];
-          for (int64_t j = cols; j < kNR; ++j) out[j] = 0.f;
+          for (int64_t j = 0; j < n; ++j) out[j] = row[q * W + j];
+          for (int64_t j = n; j < W; ++j) out[j] = 0.f;
         }
       }
     }
     return;
   }
-  for (int64_t j0 = 0; j0 < panels; ++j0) {  // op(B)(p, j) = b[j·ldb + p]: one row at a time
-    float* out = dst + j0 * kc * kNR;
-    const int64_t cols = std::min(kNR, nc - j0 * kNR);
-    for (int64_t j = 0; j < cols; ++j) {
-      const float* src = g.b + (n0 + j0 * kNR + j) * g.ldb + p0;
-      for (int64_t p = 0; p < kc; ++p) out[p * kNR + j] = src[p];
+  for (int64_t q = 0; q < panels; ++q) {  // depth is contiguous: one line at a time
+    float* out = dst + q * kc * W;
+    const int64_t n = std::min(W, count - q * W);
+    for (int64_t j = 0; j < n; ++j) {
+      const float* line = src + (q * W + j) * ls;
+      for (int64_t p = 0; p < kc; ++p) out[p * W + j] = line[p * ps];
     }
-    for (int64_t j = cols; j < kNR; ++j)
-      for (int64_t p = 0; p < kc; ++p) out[p * kNR + j] = 0.f;
+    for (int64_t j = n; j < W; ++j)
+      for (int64_t p = 0; p < kc; ++p) out[p * W + j] = 0.f;
   }
+}
+
+// op(A)[m0 : m0+mc, p0 : p0+kc] as kMR-row panels (op(A)(i, p) = a[i·lda + p], or a[p·lda + i]).
+void PackA(const GemmArgs& g, int64_t m0, int64_t mc, int64_t p0, int64_t kc, float* dst) {
+  if (g.trans_a) PackPanels<kMR>(g.a + p0 * g.lda + m0, 1, g.lda, mc, kc, dst);
+  else PackPanels<kMR>(g.a + m0 * g.lda + p0, g.lda, 1, mc, kc, dst);
+}
+
+// op(B)[p0 : p0+kc, n0 : n0+nc] as kNR-column panels (op(B)(p, j) = b[p·ldb + j], or b[j·ldb + p]).
+void PackB(const GemmArgs& g, int64_t p0, int64_t kc, int64_t n0, int64_t nc, float* dst) {
+  if (g.trans_b) PackPanels<kNR>(g.b + n0 * g.ldb + p0, g.ldb, 1, nc, kc, dst);
+  else PackPanels<kNR>(g.b + p0 * g.ldb + n0, 1, g.ldb, nc, kc, dst);
 }
 
 void GemmBlock(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
