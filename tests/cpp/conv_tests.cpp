@@ -332,3 +332,23 @@ TEST_CASE("conv2d and pooling: an empty batch gives empty results and gradients"
   CHECK(test::gradOf(ctx, x).empty());
   CHECK(test::gradOf(ctx, w) == std::vector<float>(54, 0.0f));
 }
+
+TEST_CASE("conv2d: values and gradients are bit-identical on 1 and 2 threads (images in chunks)") {
+  // 11 images: more than the chunk count and not a multiple of it; groups and stride too.
+  auto run = [](int threads) {
+    ExecContext ctx(fucina::ExecOptions{.threads = threads});
+    Tensor x = Tensor::variable(ctx, Tensor::normal(ctx, {"b", "c", "h", "w"}, {11, 4, 9, 8}, 0, 1, 1));
+    Tensor w = Tensor::variable(ctx, Tensor::normal(ctx, {"out", "c", "kh", "kw"}, {6, 2, 3, 3}, 0, 1, 2));
+    fucina::Conv2dOptions o;
+    o.groups = 2;
+    o.stride_h = 2;
+    o.pad_w = 1;
+    const Tensor y = x.conv2d(ctx, w, o);
+    y.mul(ctx, y).sumAll(ctx).backward(ctx);
+    return std::vector<std::vector<float>>{y.toVector(), x.grad(ctx)->toVector(), w.grad(ctx)->toVector()};
+  };
+  const auto one = run(1), two = run(2);
+  CHECK(one[0] == two[0]);
+  CHECK(one[1] == two[1]);
+  CHECK(one[2] == two[2]);
+}

@@ -3,6 +3,7 @@
 // (kernels/conv.h) and returns a view in the input's axis order; VJPs return gradients in the
 // internal layout and let the engine permute them back (as the axis-last row-wise ops do).
 // conv2d lowers to GEMM through im2col: per image and group, y_g = W_g · cols_g.
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +24,35 @@ namespace {
 // Scratch buffers (im2col columns, transposes) go through the context's allocator like every
 // other buffer, so ctx.memory() sees them.
 RawTensor scratch(ExecContext& ctx, int64_t n) { return RawTensor::empty(ctx, {"scratch"}, {n}); }
+
+// Images are independent, so conv2d's per-image loops run in chunks on the pool, each chunk with
+// its own im2col buffer and single-threaded GEMMs. The chunking depends on the image count only,
+// never on the thread count, so per-chunk partial sums (the weight gradient) add up in one fixed
+// order and results are bit-identical on any number of threads. One image keeps the threaded GEMM.
+constexpr int64_t kImageChunks = 8;
+
+int64_t imageChunks(int64_t images) { return std::min(images, kImageChunks); }
+
+// body(chunk, image, cols, serial) for every image; `serial`: call GEMMs single-threaded.
+template <class Body>
+void forEachImage(ExecContext& ctx, int64_t images, int64_t cols_floats, const Body& body) {
+  const int64_t chunks = imageChunks(images);
+  auto run = [&](int64_t chunk) {
+    RawTensor cols = scratch(ctx, cols_floats);
+    for (int64_t n = chunk * images / chunks; n < (chunk + 1) * images / chunks; ++n)
+      body(chunk, n, cols.f32(), chunks > 1);
+  };
+  if (chunks == 1) return run(0);
+  ctx.parallelFor(chunks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t chunk = begin; chunk < end; ++chunk) run(chunk);
+  });
+}
+
+void convGemm(ExecContext& ctx, bool serial, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+              const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+  if (serial) kernels::gemmSerial(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+  else kernels::gemm(ctx, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+}
 
 std::string str(Tag t) { return "'" + std::string(t.name()) + "'"; }
 std::string num(int64_t v) { return std::to_string(v); }
@@ -162,16 +192,15 @@ Tensor Tensor::conv2d(ExecContext& ctx, const Tensor& weight, const Conv2dOption
   const Conv2dGeometry g{C, H, W, KH, KW, o.stride_h, o.stride_w, o.pad_h, o.pad_w, o.dilation_h, o.dilation_w, OH, OW};
   const int64_t P = OH * OW, CgK = (C / G) * KH * KW, OCg = OC / G;
   {
-    RawTensor cols = scratch(ctx, C * KH * KW * P);
     const float* px = x.f32();
     const float* pw = w.f32();
     float* py = y.f32();
-    for (int64_t n = 0; n < N; ++n) {
-      kernels::im2col(g, px + n * C * H * W, cols.f32());
+    forEachImage(ctx, N, C * KH * KW * P, [&](int64_t, int64_t n, float* cols, bool serial) {
+      kernels::im2col(g, px + n * C * H * W, cols);
       for (int64_t gi = 0; gi < G; ++gi)
-        kernels::gemm(ctx, OCg, P, CgK, pw + gi * OCg * CgK, cols.f32() + gi * CgK * P,
-                      py + (n * OC + gi * OCg) * P, false);
-    }
+        convGemm(ctx, serial, false, false, OCg, P, CgK, pw + gi * OCg * CgK, CgK, cols + gi * CgK * P, P,
+                 py + (n * OC + gi * OCg) * P, P, false);
+    });
   }
   Tags result_order = a.tags();
   for (Tag& t : result_order)
@@ -189,23 +218,30 @@ Tensor Tensor::conv2d(ExecContext& ctx, const Tensor& weight, const Conv2dOption
       const int64_t C = g.channels, OC = OCg * G, HW = g.height * g.width;
       if (needs[0]) {
         RawTensor gx = RawTensor::zeros(c, x_tags, x_shape);
-        RawTensor dcols = scratch(c, C * g.kh * g.kw * P);
-        for (int64_t n = 0; n < N; ++n) {
+        forEachImage(c, N, C * g.kh * g.kw * P, [&](int64_t, int64_t n, float* dcols, bool serial) {
           for (int64_t gi = 0; gi < G; ++gi)  // W_g is [OCg, CgK]: read transposed in place
-            kernels::gemm(c, true, false, CgK, P, OCg, w.f32() + gi * OCg * CgK, CgK,
-                          pg + (n * OC + gi * OCg) * P, P, dcols.f32() + gi * CgK * P, P, false);
-          kernels::col2imAdd(g, dcols.f32(), gx.f32() + n * C * HW);
-        }
+            convGemm(c, serial, true, false, CgK, P, OCg, w.f32() + gi * OCg * CgK, CgK,
+                     pg + (n * OC + gi * OCg) * P, P, dcols + gi * CgK * P, P, false);
+          kernels::col2imAdd(g, dcols, gx.f32() + n * C * HW);
+        });
         out[0] = std::move(gx);
       }
       if (needs[1]) {
+        // One partial gradient per image chunk, summed in chunk order afterwards.
+        const int64_t chunks = imageChunks(N), size = OC * CgK;
+        RawTensor partial = chunks == 1 ? RawTensor() : RawTensor::zeros(c, {"chunk", "w"}, {chunks, size});
         RawTensor gw = RawTensor::zeros(c, w_tags, w_shape);
-        RawTensor cols = scratch(c, C * g.kh * g.kw * P);
-        for (int64_t n = 0; n < N; ++n) {
-          kernels::im2col(g, x.f32() + n * C * HW, cols.f32());
+        forEachImage(c, N, C * g.kh * g.kw * P, [&](int64_t chunk, int64_t n, float* cols, bool serial) {
+          float* acc = chunks == 1 ? gw.f32() : partial.f32() + chunk * size;
+          kernels::im2col(g, x.f32() + n * C * HW, cols);
           for (int64_t gi = 0; gi < G; ++gi)  // cols_g is [CgK, P]: read transposed in place
-            kernels::gemm(c, false, true, OCg, CgK, P, pg + (n * OC + gi * OCg) * P, P,
-                          cols.f32() + gi * CgK * P, P, gw.f32() + gi * OCg * CgK, CgK, true);
+            convGemm(c, serial, false, true, OCg, CgK, P, pg + (n * OC + gi * OCg) * P, P, cols + gi * CgK * P, P,
+                     acc + gi * OCg * CgK, CgK, true);
+        });
+        for (int64_t chunk = 0; chunks > 1 && chunk < chunks; ++chunk) {
+          float* dst = gw.f32();
+          const float* src = partial.f32() + chunk * size;
+          for (int64_t i = 0; i < size; ++i) dst[i] += src[i];
         }
         out[1] = std::move(gw);
       }
