@@ -32,6 +32,8 @@ std::string describe(const Tags& tags, const Extents& extents) {
 
 std::string describe(const Tags& tags) { return describe(tags, {}); }
 
+std::string quoted(Tag tag) { return "'" + std::string(tag.name()) + "'"; }
+
 void validateShape(const Tags& tags, const Extents& extents, std::string_view what) {
   if (tags.size() != extents.size())
     fail(ErrorCode::ShapeMismatch, std::string(what) + ": " + std::to_string(tags.size()) +

@@ -21,6 +21,8 @@ bool hasTag(const Tags& tags, Tag tag);
 // "{batch=2, in=3}" — how shapes appear in error messages.
 std::string describe(const Tags& tags, const Extents& extents);
 std::string describe(const Tags& tags);
+// "'batch'" — how one axis appears in error messages.
+std::string quoted(Tag tag);
 // Throws ShapeMismatch/InvalidArgument unless tags are distinct, lengths agree and extents >= 0.
 void validateShape(const Tags& tags, const Extents& extents, std::string_view what);
 // The tag lists one after another (no de-duplication).

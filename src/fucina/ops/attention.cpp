@@ -42,8 +42,6 @@ struct Geometry {
   }
 };
 
-std::string quoted(Tag t) { return "'" + std::string(t.name()) + "'"; }
-
 Geometry geometry(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o) {
   for (const Tensor* t : {&q, &k, &v}) ops::requireF32("groupedAttention", *t);
   if (o.heads == o.time || o.heads == o.dim || o.time == o.dim)

@@ -16,8 +16,6 @@ using ops::NeedsGrad;
 
 namespace {
 
-std::string quoted(Tag t) { return "'" + std::string(t.name()) + "'"; }
-
 // The result axes of contract(a, b, contracted): a's other axes in a's order, then b's axes
 // that a lacks (see kernels::contract).
 Tags contractedTags(const RawTensor& a, const RawTensor& b, const Tags& contracted) {

@@ -54,21 +54,20 @@ void convGemm(ExecContext& ctx, bool serial, bool trans_a, bool trans_b, int64_t
   else kernels::gemm(ctx, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 }
 
-std::string str(Tag t) { return "'" + std::string(t.name()) + "'"; }
 std::string num(int64_t v) { return std::to_string(v); }
 
 void requireDistinct(std::string_view op, std::initializer_list<Tag> tags) {
   for (auto i = tags.begin(); i != tags.end(); ++i)
     for (auto j = i + 1; j != tags.end(); ++j)
       if (*i == *j)
-        fail(ErrorCode::InvalidArgument, std::string(op) + ": axis " + str(*i) + " is named twice in the options");
+        fail(ErrorCode::InvalidArgument, std::string(op) + ": axis " + quoted(*i) + " is named twice in the options");
 }
 
 void requireAxes(std::string_view op, const char* what, const RawTensor& a, std::initializer_list<Tag> tags) {
   for (Tag t : tags)
     if (!hasTag(a.tags(), t)) {
       std::string names;
-      for (Tag u : tags) names += (names.empty() ? "" : ", ") + str(u);
+      for (Tag u : tags) names += (names.empty() ? "" : ", ") + quoted(u);
       fail(ErrorCode::ShapeMismatch, std::string(op) + ": the " + what + " needs axes " + names +
                                          ", got " + a.describe());
     }
@@ -125,7 +124,7 @@ PoolSetup poolSetup(ExecContext& ctx, std::string_view op, const Tensor& t, int6
   const int64_t ow = kernels::convOutExtent(W, kw, sw, pad, 1);
   if (oh < 1 || ow < 1)
     fail(ErrorCode::ShapeMismatch, std::string(op) + ": kernel " + num(kh) + "x" + num(kw) + " is larger than the padded input " +
-                                       str(h) + "=" + num(H) + "+2*" + num(pad) + ", " + str(w) + "=" + num(W) + "+2*" + num(pad));
+                                       quoted(h) + "=" + num(H) + "+2*" + num(pad) + ", " + quoted(w) + "=" + num(W) + "+2*" + num(pad));
   s.order.push_back(h);
   s.order.push_back(w);
   s.out_shape.push_back(oh);
@@ -148,11 +147,11 @@ Tensor Tensor::conv2d(ExecContext& ctx, const Tensor& weight, const Conv2dOption
   requireDistinct(op, {o.channels, o.height, o.width, o.out_channels, o.kernel_h, o.kernel_w});
   requireAxes(op, "input", a, {o.channels, o.height, o.width});
   if (hasTag(a.tags(), o.out_channels))
-    fail(ErrorCode::ShapeMismatch, "conv2d: the input " + a.describe() + " already has the output axis " + str(o.out_channels));
+    fail(ErrorCode::ShapeMismatch, "conv2d: the input " + a.describe() + " already has the output axis " + quoted(o.out_channels));
   if (wv.rank() != 4 || !hasTag(wv.tags(), o.out_channels) || !hasTag(wv.tags(), o.channels) ||
       !hasTag(wv.tags(), o.kernel_h) || !hasTag(wv.tags(), o.kernel_w))
-    fail(ErrorCode::ShapeMismatch, "conv2d: the weight needs exactly the axes " + str(o.out_channels) + ", " +
-                                       str(o.channels) + ", " + str(o.kernel_h) + ", " + str(o.kernel_w) + ", got " + wv.describe());
+    fail(ErrorCode::ShapeMismatch, "conv2d: the weight needs exactly the axes " + quoted(o.out_channels) + ", " +
+                                       quoted(o.channels) + ", " + quoted(o.kernel_h) + ", " + quoted(o.kernel_w) + ", got " + wv.describe());
   requirePositive(op, "stride_h", o.stride_h);
   requirePositive(op, "stride_w", o.stride_w);
   requirePositive(op, "dilation_h", o.dilation_h);
@@ -164,10 +163,10 @@ Tensor Tensor::conv2d(ExecContext& ctx, const Tensor& weight, const Conv2dOption
   const int64_t C = a.extent(o.channels), H = a.extent(o.height), W = a.extent(o.width);
   const int64_t OC = wv.extent(o.out_channels), KH = wv.extent(o.kernel_h), KW = wv.extent(o.kernel_w);
   if (C % G != 0 || OC % G != 0)
-    fail(ErrorCode::InvalidArgument, "conv2d: groups=" + num(G) + " must divide the input's " + str(o.channels) + "=" +
-                                         num(C) + " and the weight's " + str(o.out_channels) + "=" + num(OC));
+    fail(ErrorCode::InvalidArgument, "conv2d: groups=" + num(G) + " must divide the input's " + quoted(o.channels) + "=" +
+                                         num(C) + " and the weight's " + quoted(o.out_channels) + "=" + num(OC));
   if (wv.extent(o.channels) != C / G)
-    fail(ErrorCode::ShapeMismatch, "conv2d: the weight's " + str(o.channels) + " must be the input's " + num(C) + " / groups " +
+    fail(ErrorCode::ShapeMismatch, "conv2d: the weight's " + quoted(o.channels) + " must be the input's " + num(C) + " / groups " +
                                        num(G) + " = " + num(C / G) + ", got weight " + wv.describe() + " and input " + a.describe());
   requirePositive(op, "the kernel's height", KH);
   requirePositive(op, "the kernel's width", KW);
@@ -175,9 +174,9 @@ Tensor Tensor::conv2d(ExecContext& ctx, const Tensor& weight, const Conv2dOption
   const int64_t OW = kernels::convOutExtent(W, KW, o.stride_w, o.pad_w, o.dilation_w);
   if (OH < 1 || OW < 1)
     fail(ErrorCode::ShapeMismatch,
-         "conv2d: the kernel " + str(o.kernel_h) + "=" + num(KH) + " (dilation " + num(o.dilation_h) + "), " + str(o.kernel_w) +
-             "=" + num(KW) + " (dilation " + num(o.dilation_w) + ") is larger than the padded input " + str(o.height) + "=" +
-             num(H) + "+2*" + num(o.pad_h) + ", " + str(o.width) + "=" + num(W) + "+2*" + num(o.pad_w));
+         "conv2d: the kernel " + quoted(o.kernel_h) + "=" + num(KH) + " (dilation " + num(o.dilation_h) + "), " + quoted(o.kernel_w) +
+             "=" + num(KW) + " (dilation " + num(o.dilation_w) + ") is larger than the padded input " + quoted(o.height) + "=" +
+             num(H) + "+2*" + num(o.pad_h) + ", " + quoted(o.width) + "=" + num(W) + "+2*" + num(o.pad_w));
 
   Extents batch_shape;
   int64_t N = 0;
@@ -253,7 +252,7 @@ Tensor Tensor::conv2d(ExecContext& ctx, const Tensor& weight, const Tensor& bias
   Tensor y = conv2d(ctx, weight, o);
   const RawTensor& b = bias.value();
   if (b.rank() != 1 || !(b.tags()[0] == o.out_channels) || b.shape()[0] != weight.extent(o.out_channels))
-    fail(ErrorCode::ShapeMismatch, "conv2d: the bias must have the single axis " + str(o.out_channels) + "=" +
+    fail(ErrorCode::ShapeMismatch, "conv2d: the bias must have the single axis " + quoted(o.out_channels) + "=" +
                                        num(weight.extent(o.out_channels)) + ", got " + b.describe());
   return y.add(ctx, bias);
 }

@@ -20,7 +20,7 @@ Tensor Tensor::indexSelect(ExecContext& ctx, Tag axis, const Tensor& indices) co
   const RawTensor& a = value();
   const RawTensor& ix = indices.value();
   const size_t p = a.axis(axis);
-  const std::string name_q = "'" + std::string(axis.name()) + "'";
+  const std::string name_q = quoted(axis);
   if (ix.dtype() != DType::i32 && ix.dtype() != DType::i64)
     fail(ErrorCode::DTypeMismatch, "indexSelect along " + name_q + ": indices must be i32 or i64, got " +
                                        std::string(name(ix.dtype())) + " " + ix.describe());
@@ -92,8 +92,6 @@ struct IndexMap {
   std::vector<int64_t> index_strides;
   size_t axis = 0;
 };
-
-std::string quoted(Tag t) { return "'" + std::string(t.name()) + "'"; }
 
 const RawTensor& requireIndices(std::string_view op, Tag axis, const Tensor& indices) {
   const RawTensor& ix = indices.value();

@@ -18,8 +18,6 @@ using ops::NeedsGrad;
 
 namespace {
 
-std::string quoted(Tag t) { return "'" + std::string(t.name()) + "'"; }
-
 // concat along an existing axis; `op` names the public op in errors.
 Tensor concatImpl(ExecContext& ctx, std::string_view op, std::span<const Tensor> ts, Tag axis) {
   if (ts.empty()) fail(ErrorCode::InvalidArgument, std::string(op) + ": no tensors to join");

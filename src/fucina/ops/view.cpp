@@ -78,8 +78,6 @@ Tensor Tensor::contiguous(ExecContext& ctx) const {
 
 namespace {
 
-std::string tagName(Tag t) { return "'" + std::string(t.name()) + "'"; }
-
 RawTensor makeView(const RawTensor& a, Tags tags, Extents shape, std::vector<int64_t> strides,
                    int64_t offset) {
   return RawTensor::view(a.storage(), a.dtype(), std::move(tags), std::move(shape),
@@ -142,7 +140,7 @@ RawTensor splitAxis(std::string_view op, const RawTensor& a, Tag axis, const Tag
     prod *= e;
   }
   if (prod != a.shape()[p])
-    fail(ErrorCode::ShapeMismatch, std::string(op) + " " + tagName(axis) + " of " + a.describe() +
+    fail(ErrorCode::ShapeMismatch, std::string(op) + " " + quoted(axis) + " of " + a.describe() +
                                        " into " + describe(into, extents) + ": the extents multiply to " +
                                        std::to_string(prod) + ", not " + std::to_string(a.shape()[p]));
   Tags tags;
@@ -202,11 +200,11 @@ RawTensor insertUnitAxis(const RawTensor& a, Tag name, size_t p) {
 Tensor Tensor::insertAxis(ExecContext& ctx, Tag name, size_t position) const {
   const RawTensor& a = value();
   if (position > a.rank())
-    fail(ErrorCode::IndexOutOfRange, "insertAxis " + tagName(name) + " at position " +
+    fail(ErrorCode::IndexOutOfRange, "insertAxis " + quoted(name) + " at position " +
                                          std::to_string(position) + " of " + a.describe() +
                                          ": positions run from 0 to " + std::to_string(a.rank()));
   if (hasTag(a.tags(), name))
-    fail(ErrorCode::ShapeMismatch, "insertAxis: " + a.describe() + " already has an axis " + tagName(name));
+    fail(ErrorCode::ShapeMismatch, "insertAxis: " + a.describe() + " already has an axis " + quoted(name));
   RawTensor out = insertUnitAxis(a, name, position);
   return ops::finishOp(ctx, "insertAxis", out, {this}, [&] {
     return [tags = out.tags(), name](ExecContext&, const RawTensor& gy, NeedsGrad, Grads g) {
@@ -220,7 +218,7 @@ Tensor Tensor::squeeze(ExecContext& ctx, Tag axis) const {
   const RawTensor& a = value();
   const size_t p = a.axis(axis);
   if (a.shape()[p] != 1)
-    fail(ErrorCode::InvalidArgument, "squeeze " + tagName(axis) + " of " + a.describe() +
+    fail(ErrorCode::InvalidArgument, "squeeze " + quoted(axis) + " of " + a.describe() +
                                          ": only an axis of extent 1 can be removed");
   RawTensor out = dropUnitAxis(a, p);
   return ops::finishOp(ctx, "squeeze", out, {this}, [&] {
@@ -233,12 +231,12 @@ Tensor Tensor::squeeze(ExecContext& ctx, Tag axis) const {
 Tensor Tensor::merge(ExecContext& ctx, const Tags& axes, Tag into) const {
   const RawTensor& a = value();
   if (axes.empty())
-    fail(ErrorCode::InvalidArgument, "merge into " + tagName(into) + ": no axes to merge in " + a.describe());
+    fail(ErrorCode::InvalidArgument, "merge into " + quoted(into) + ": no axes to merge in " + a.describe());
   size_t first = a.rank();
   for (Tag t : axes) {
     first = std::min(first, a.axis(t));
     if (std::count(axes.begin(), axes.end(), t) > 1)
-      fail(ErrorCode::ShapeMismatch, "merge " + describe(axes) + ": axis " + tagName(t) + " listed twice");
+      fail(ErrorCode::ShapeMismatch, "merge " + describe(axes) + ": axis " + quoted(t) + " listed twice");
   }
   // The merged group goes where its first axis was; other axes keep their order.
   Tags order;
@@ -248,8 +246,8 @@ Tensor Tensor::merge(ExecContext& ctx, const Tags& axes, Tag into) const {
   }
   for (size_t i = 0; i < a.rank(); ++i)
     if (!hasTag(axes, a.tags()[i]) && a.tags()[i] == into)
-      fail(ErrorCode::ShapeMismatch, "merge " + describe(axes) + " into " + tagName(into) + ": " +
-                                         a.describe() + " already has an axis " + tagName(into));
+      fail(ErrorCode::ShapeMismatch, "merge " + describe(axes) + " into " + quoted(into) + ": " +
+                                         a.describe() + " already has an axis " + quoted(into));
   RawTensor out = mergeRun(ctx, a.permuted(order), first, axes.size(), into);
   Extents extents;
   for (Tag t : axes) extents.push_back(a.extent(t));
@@ -299,7 +297,7 @@ Tensor Tensor::select(ExecContext& ctx, Tag axis, int64_t index) const {
   const int64_t n = a.shape()[p];
   if (index < -n || index >= n)
     fail(ErrorCode::IndexOutOfRange, "select index " + std::to_string(index) + " of axis " +
-                                         tagName(axis) + " in " + a.describe() + ": valid indices are [" +
+                                         quoted(axis) + " in " + a.describe() + ": valid indices are [" +
                                          std::to_string(-n) + ", " + std::to_string(n) + ")");
   const int64_t i = index < 0 ? index + n : index;
   RawTensor out = dropUnitAxis(a.narrowed(axis, i, 1), p);
@@ -328,10 +326,10 @@ Tensor Tensor::slice(ExecContext& ctx, Tag axis, int64_t start, int64_t end, int
   const size_t p = a.axis(axis);
   const int64_t n = a.shape()[p];
   if (step < 1)
-    fail(ErrorCode::InvalidArgument, "slice " + tagName(axis) + " of " + a.describe() + ": step " +
+    fail(ErrorCode::InvalidArgument, "slice " + quoted(axis) + " of " + a.describe() + ": step " +
                                          std::to_string(step) + " must be at least 1");
   if (start < 0 || end < start || end > n)
-    fail(ErrorCode::IndexOutOfRange, "slice " + tagName(axis) + " of " + a.describe() + " to [" +
+    fail(ErrorCode::IndexOutOfRange, "slice " + quoted(axis) + " of " + a.describe() + " to [" +
                                          std::to_string(start) + ", " + std::to_string(end) +
                                          "): need 0 <= start <= end <= " + std::to_string(n));
   RawTensor out = strided(a, p, start, end, step);
