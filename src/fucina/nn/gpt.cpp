@@ -1,6 +1,7 @@
 // W3's byte-level GPT (see models.h). Axes: batch, "t" time, "e" model width, "head"/"hd"
 // attention heads, "qkv" the fused projection, "ao" the attention output before its
 // projection, "mlp" the feed-forward width, "vocab" bytes.
+#include <array>
 #include <string>
 
 #include "fucina/ag/checkpoint.h"
@@ -9,13 +10,18 @@
 
 namespace fucina::nn {
 
-std::vector<Tensor*> Gpt::Block::slots() {
-  return {&ln1.weight, &ln1.bias, &qkv.weight, &qkv.bias, &proj.weight, &proj.bias,
-          &ln2.weight, &ln2.bias, &fc.weight,  &fc.bias,  &out.weight,  &out.bias};
+namespace {
+// A block's parameters in their one fixed order (collect() and the checkpoint rebinding share it;
+// web/nn.mjs uses the same order). Pointers to const for a const block.
+template <class B>
+auto blockSlots(B& b) {
+  return std::array{&b.ln1.weight, &b.ln1.bias, &b.qkv.weight, &b.qkv.bias, &b.proj.weight, &b.proj.bias,
+                    &b.ln2.weight, &b.ln2.bias, &b.fc.weight,  &b.fc.bias,  &b.out.weight,  &b.out.bias};
 }
+}  // namespace
 
 void Gpt::Block::collect(std::vector<Tensor>& params) const {
-  for (Tensor* t : const_cast<Block*>(this)->slots()) params.push_back(*t);
+  for (const Tensor* t : blockSlots(*this)) params.push_back(*t);
 }
 
 Gpt::Gpt(ExecContext& ctx, const GptConfig& c, uint64_t seed)
@@ -68,7 +74,7 @@ Tensor Gpt::operator()(ExecContext& ctx, const Tensor& tokens) const {
     b.collect(inputs);
     x = checkpointErased(ctx, [this, b](ExecContext& c, const std::vector<Tensor>& xs) {
       Block local = b;
-      const auto slots = local.slots();
+      const auto slots = blockSlots(local);
       for (size_t i = 0; i < slots.size(); ++i) *slots[i] = xs[i + 1];
       return block(c, local, xs[0]);
     }, inputs);

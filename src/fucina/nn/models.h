@@ -66,7 +66,6 @@ class Gpt {
   struct Block {
     LayerNorm ln1, ln2;
     Linear qkv, proj, fc, out;
-    std::vector<Tensor*> slots();  // every parameter, in collect() order
     void collect(std::vector<Tensor>& params) const;
   };
   Tensor block(ExecContext& ctx, const Block& b, const Tensor& x) const;
