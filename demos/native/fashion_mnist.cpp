@@ -62,7 +62,7 @@ void progress(int epoch, int epochs, int64_t step, int64_t steps, double loss, d
 }
 
 // Pixels standardized with the training split's mean and standard deviation.
-Tensor standardize(ExecContext& ctx, const Tensor& images) { return images.subScalar(ctx, 0.2860).divScalar(ctx, 0.3530); }
+Tensor standardize(ExecContext& ctx, const Tensor& images) { return images.subScalar(ctx, data::kFashionMnistMean).divScalar(ctx, data::kFashionMnistStd); }
 
 template <class Model, class Input>
 int run(ExecContext& ctx, const Options& o, const Model& model, Input input, int64_t batch, double lr) {

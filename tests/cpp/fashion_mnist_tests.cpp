@@ -22,7 +22,7 @@ bool haveDataset() {
 }
 
 // Pixels standardized with the training split's mean and standard deviation.
-Tensor standardize(ExecContext& ctx, const Tensor& images) { return images.subScalar(ctx, 0.2860).divScalar(ctx, 0.3530); }
+Tensor standardize(ExecContext& ctx, const Tensor& images) { return images.subScalar(ctx, data::kFashionMnistMean).divScalar(ctx, data::kFashionMnistStd); }
 
 // One epoch over the training split in shuffled batches, then the test accuracy.
 template <class Model, class Input>

@@ -32,6 +32,8 @@ struct Split {
 };
 
 inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
+// Mean and standard deviation of the training split's pixels (in [0, 1]), for standardizing.
+inline constexpr double kFashionMnistMean = 0.2860, kFashionMnistStd = 0.3530;
 // Loads train-* or t10k-* {images,labels}-idx?-ubyte[.gz] from dir.
 Split loadFashionMnist(ExecContext& ctx, const std::string& dir = kFashionMnistDir, bool train = true);
 // Images from raw IDX arrays (checks that the counts agree).
