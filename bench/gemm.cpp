@@ -1,5 +1,5 @@
 // W4 (BENCHMARKS.md): times kernels::gemm on the raw GEMM shapes with 1 and 2 threads, the scalar
-// gemmRef for comparison and, when the build found it, OpenBLAS in the same run. Prints the
+// gemmRef for comparison and, when the build found them, OpenBLAS and XNNPACK in the same run. Prints the
 // median and best time of the repeats and GFLOP/s = 2·M·N·K / median. See bench/README.md.
 #include <algorithm>
 #include <chrono>
@@ -25,6 +25,10 @@
 #ifdef FUCINA_BENCH_OPENBLAS
 #include <cblas.h>
 extern "C" void openblas_set_num_threads(int);
+#endif
+#ifdef FUCINA_BENCH_XNNPACK
+#include <pthreadpool.h>
+#include <xnnpack.h>
 #endif
 
 namespace {
@@ -119,6 +123,12 @@ const std::vector<int> kThreadCounts{1, 2};
 #endif
 
 int main() {
+#ifdef FUCINA_BENCH_XNNPACK
+  if (xnn_initialize(nullptr) != xnn_status_success) {
+    std::fprintf(stderr, "xnn_initialize failed\n");
+    return 1;
+  }
+#endif
   const std::vector<Shape> shapes{
       {"1024x1024x1024", 1024, 1024, 1024, false, false},
       {"128x784x512 (W1 fwd)", 128, 512, 784, false, false},  // M=128, K=784, N=512
@@ -175,6 +185,47 @@ int main() {
                            static_cast<int>(lda), b.data(), static_cast<int>(ldb), 0.f, c.data(),
                            static_cast<int>(s.n));
              }));
+    }
+#endif
+#ifdef FUCINA_BENCH_XNNPACK
+    // XNNPACK's fully-connected operator computes C = A·Bᵀ (B as [N,K], or [K,N] with
+    // XNN_FLAG_TRANSPOSE_WEIGHTS) and packs B when the operator is created. Two timings:
+    // "packed" reuses one operator (inference: constant weights); "+pack" creates it per call, as
+    // training must since B changes every step. It has no transposed A: that case pays a copy.
+    std::vector<float> a_rows(s.trans_a ? static_cast<size_t>(s.m * s.k) : 0);
+    auto rowsOfA = [&]() -> const float* {
+      if (!s.trans_a) return a.data();
+      for (int64_t i = 0; i < s.m; ++i)
+        for (int64_t p = 0; p < s.k; ++p) a_rows[i * s.k + p] = a[p * s.m + i];
+      return a_rows.data();
+    };
+    auto createOp = [&] {
+      xnn_operator_t op = nullptr;
+      if (xnn_create_fully_connected_nc_f32(static_cast<size_t>(s.k), static_cast<size_t>(s.n),
+                                            static_cast<size_t>(s.k), static_cast<size_t>(s.n),
+                                            b.data(), nullptr, -INFINITY, INFINITY,
+                                            s.trans_b ? 0 : XNN_FLAG_TRANSPOSE_WEIGHTS,
+                                            &op) != xnn_status_success) {
+        std::fprintf(stderr, "xnn_create_fully_connected_nc_f32 failed\n");
+        std::exit(1);
+      }
+      return op;
+    };
+    auto runOp = [&](xnn_operator_t op, pthreadpool_t pool) {
+      xnn_setup_fully_connected_nc_f32(op, static_cast<size_t>(s.m), rowsOfA(), c.data(), pool);
+      xnn_run_operator(op, pool);
+    };
+    for (int threads : {1, 2}) {
+      pthreadpool_t pool = threads > 1 ? pthreadpool_create(static_cast<size_t>(threads)) : nullptr;
+      xnn_operator_t op = createOp();
+      report(s, "xnnpack packed", threads, timeIt([&] { runOp(op, pool); }));
+      xnn_delete_operator(op);
+      report(s, "xnnpack +pack", threads, timeIt([&] {
+               xnn_operator_t fresh = createOp();
+               runOp(fresh, pool);
+               xnn_delete_operator(fresh);
+             }));
+      if (pool != nullptr) pthreadpool_destroy(pool);
     }
 #endif
     report(s, "gemmRef (scalar)", 1, timeIt([&] {

@@ -66,12 +66,15 @@ if (compare) {
   } else {
     note('TensorFlow.js is not installed (npm install adds the devDependencies); tfjs-wasm skipped');
   }
-  if (spawnSync('python3', ['-c', 'import torch'], { stdio: 'ignore' }).status === 0) {
-    const torch = ['python3', join(root, 'bench', 'peers', 'torch_bench.py')];
+  // Debian's python3-torch lives in /usr/bin/python3, which a pyenv or venv `python3` on PATH hides.
+  const python = ['python3', '/usr/bin/python3']
+    .find((py) => spawnSync(py, ['-c', 'import torch'], { stdio: 'ignore' }).status === 0);
+  if (python) {
+    const torch = [python, join(root, 'bench', 'peers', 'torch_bench.py')];
     configs.push({ impl: 'torch', threads: 1, cmd: [...torch, '--threads', '1'] },
       { impl: 'torch', threads: 2, cmd: [...torch, '--threads', '2'] });
   } else {
-    note('PyTorch is not installed (python3 -c "import torch" fails; Debian: apt-get install python3-torch); torch skipped');
+    note('PyTorch is not installed (neither python3 nor /usr/bin/python3 imports torch; Debian: apt-get install python3-torch); torch skipped');
   }
 }
 
