@@ -6,7 +6,7 @@
 //   chart.append('train', step, loss);
 
 const PALETTE = ['#5b9cff', '#ffb454', '#4cd08a', '#f0707b', '#b58cff'];
-const PAD = { left: 54, right: 14, top: 26, bottom: 34 };
+const PAD = { left: 54, right: 14, top: 30, bottom: 34 };
 
 export class LineChart {
   /** options: { series: [{ name, color? }], xLabel = 'step', yLabel = '', logY = false, yMin?, yMax? } */
@@ -65,7 +65,10 @@ export class LineChart {
     } else if (!(yHi > yLo)) [yLo, yHi] = [yLo - 0.5, yHi + 0.5];
 
     const yTicks = o.logY ? logTicks(yLo, yHi) : niceTicks(yLo, yHi, Math.max(2, Math.floor(plot.h / 40)));
-    if (!o.logY) [yLo, yHi] = [Math.min(yLo, yTicks[0]), Math.max(yHi, yTicks.at(-1))];
+    if (o.logY) {
+      // Widen to the ticks just outside the data, so the curve never touches the frame.
+      [yLo, yHi] = [o.yMin ?? Math.max(...yTicks.filter((t) => t <= yLo)), o.yMax ?? Math.min(...yTicks.filter((t) => t >= yHi))];
+    } else [yLo, yHi] = [Math.min(yLo, yTicks[0]), Math.max(yHi, yTicks.at(-1))];
     const xTicks = niceTicks(0, xMax, Math.max(2, Math.floor(plot.w / 80)));
     const xEnd = Math.max(xMax, xTicks.at(-1));
     const yv = o.logY ? Math.log10 : (v) => v;
@@ -142,7 +145,7 @@ export function niceTicks(lo, hi, n) {
 /** Powers of ten over [lo, hi], with 2× and 5× in between when the range spans few decades. */
 export function logTicks(lo, hi) {
   const a = Math.floor(Math.log10(lo)), b = Math.ceil(Math.log10(hi));
-  const mults = b - a <= 1 ? [1, 2, 3, 5] : b - a <= 3 ? [1, 2, 5] : [1];
+  const mults = b - a <= 2 ? [1, 2, 3, 5] : [1];
   const ticks = [];
   for (let e = a; e <= b; ++e) for (const m of mults) ticks.push(+(m * 10 ** e).toPrecision(12));
   return ticks;

@@ -84,8 +84,7 @@ engine.on('ready', (m) => {
   Object.assign(demo, { variant: m.variant, threads: m.threads, model: info.model });
   setText('variant', m.variant);
   setText('threads', m.threads);
-  setText('status', `${info.parameters.toLocaleString('en')} parameters · batch ${info.batch} · Adam, lr ${info.lr} · ` +
-    `${info.trainCount.toLocaleString('en')} training images`);
+  setText('status', `${Math.round(info.parameters / 1000)}k parameters · batch ${info.batch} · Adam, lr ${info.lr}`);
   shown = info.shown;
   drawSamples(shown);
   showPredictions(info.predictions);

@@ -19,7 +19,11 @@ function loadData() {
   if (!data) {
     self.postMessage({ type: 'status', text: 'Loading Fashion-MNIST (30 MB)…' });
     const base = '/data/fashion-mnist';  // fetched (and gunzipped) by the facade
-    data = Promise.all([loadFashionMnist({ base, train: true }), loadFashionMnist({ base, train: false })]);
+    data = Promise.all([loadFashionMnist({ base, train: true }), loadFashionMnist({ base, train: false })]).catch((e) => {
+      data = null;  // a later config tries again
+      throw new Error(`${e.message}\nThe demos server maps ${base}/ to Debian's dataset-fashion-mnist ` +
+        '(apt-get install dataset-fashion-mnist); start it with `npm run demos`.');
+    });
   }
   return data;
 }
