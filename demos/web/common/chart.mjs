@@ -69,8 +69,8 @@ export class LineChart {
       // Widen to the ticks just outside the data, so the curve never touches the frame.
       [yLo, yHi] = [o.yMin ?? Math.max(...yTicks.filter((t) => t <= yLo)), o.yMax ?? Math.min(...yTicks.filter((t) => t >= yHi))];
     } else [yLo, yHi] = [Math.min(yLo, yTicks[0]), Math.max(yHi, yTicks.at(-1))];
-    // The x axis ends at the last point (the curve reaches the right edge as it grows).
-    const xTicks = niceTicks(0, xMax, Math.max(2, Math.floor(plot.w / 80))).filter((t) => t <= xMax);
+    // The x axis (steps: whole numbers) ends at the last point, so the curve reaches the right edge.
+    const xTicks = niceTicks(0, xMax, Math.max(2, Math.floor(plot.w / 80))).filter((t) => t <= xMax && Number.isInteger(t));
     const xEnd = xMax;
     const yv = o.logY ? Math.log10 : (v) => v;
     const px = (x) => plot.x + (x / xEnd) * plot.w;

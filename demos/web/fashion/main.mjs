@@ -77,7 +77,7 @@ $('model').onchange = () => configure();
 /** The browser test's hook: switch to this model, train it for this many steps, then set demo.done. */
 demo.run = (model, steps) => { $('model').value = model; configure(steps, true); };
 
-engine.on('error', (m) => showError(m.message));
+engine.on('error', (m) => { showError(m.message); setText('status', 'Stopped by an error (above).'); });
 engine.on('status', (m) => setText('status', m.text));
 engine.on('ready', (m) => {
   ({ info } = m);
