@@ -3,7 +3,8 @@
 //   fashion_mnist [--model mlp|cnn] [--epochs N] [--threads N] [--data DIR] [--steps N]
 //                 [--save FILE] [--load FILE]
 // --steps caps the steps per epoch (a smoke test). --save writes the trained parameters as
-// safetensors; --load reads them first (then --epochs 0 only evaluates).
+// safetensors; --load reads them first (then --epochs 0 only evaluates). A downstream program of
+// the installed package (demos/native/CMakeLists.txt, README.md there); the main build compiles it too.
 #include <unistd.h>
 
 #include <algorithm>
@@ -115,8 +116,8 @@ int run(ExecContext& ctx, const Options& o, const Model& model, Input input, int
       correct += std::max_element(row, row + 10) - row == static_cast<int64_t>(labels[static_cast<size_t>(begin + i)]);
     }
   }
-  std::printf("trained %d epoch%s in %.1f s; test accuracy %.2f%%\n", o.epochs, o.epochs == 1 ? "" : "s", train_seconds,
-              100.0 * static_cast<double>(correct) / static_cast<double>(count));
+  if (o.epochs > 0) std::printf("trained %d epoch%s in %.1f s; ", o.epochs, o.epochs == 1 ? "" : "s", train_seconds);
+  std::printf("test accuracy %.2f%%\n", 100.0 * static_cast<double>(correct) / static_cast<double>(count));
   std::printf("peak tensor memory %.1f MiB\n", static_cast<double>(ctx.memory().peak_bytes) / (1 << 20));
   return 0;
 }
