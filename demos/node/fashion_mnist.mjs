@@ -94,3 +94,5 @@ console.log(`trained ${epochs} epoch${epochs > 1 ? 's' : ''} in ${trainSeconds.t
 console.log(CLASSES.map((c, i) => `  ${c.padEnd(12)} ${(100 * correctByClass[i] / countByClass[i]).toFixed(1)}%`).join('\n'));
 const peak = fc.memory().peakBytes;
 console.log(`peak tensor memory ${(peak / 2 ** 20).toFixed(1)} MiB`);
+console.log('\nThe same engine trains in a browser: `npm run demos`, then open http://127.0.0.1:8080/ ' +
+  '(Fashion-MNIST MLP/CNN, a tiny GPT, a 2-D playground; demos/web/README.md).');

@@ -14,5 +14,6 @@ for (const variant of ['threaded-simd', 'simd']) {
     assert.match(out, /fucina (threaded-simd|simd) \(\d+ threads?\): MLP on Fashion-MNIST/);
     assert.match(out, /epoch 1\/1 \[#+\] 5\/5/);
     assert.match(out, /test accuracy \d+\.\d+%/);
+    assert.match(out, /npm run demos/);
   });
 }
