@@ -3,7 +3,9 @@
 // Every response carries COOP/COEP/CORP headers, so pages are cross-origin isolated and get
 // SharedArrayBuffer (the threaded-simd build). Paths under /plain/ map to the same files with the
 // prefix stripped and are served WITHOUT those headers, so the same page there is not isolated
-// (the facade falls back to the simd build).
+// (the facade falls back to the simd build). Two options serve things outside root: `files` maps
+// exact URL paths to files (nothing else under those URLs resolves, so nothing can escape), and
+// `redirects` maps exact URL paths to other URLs (demos/web/server.mjs uses both).
 //
 //   node web/server.mjs [port]        serves the repository root on http://127.0.0.1:port/
 //   import { startServer } from './server.mjs';
@@ -65,11 +67,15 @@ function send(res, status, headers, body) {
   res.end(body);
 }
 
-async function handle(root, req, res) {
+async function handle(root, routes, req, res) {
   const url = new URL(req.url, 'http://localhost');
   // The raw path, not url.pathname: URL parsing would silently resolve '..' and '%2e%2e' away.
   const rawPath = req.url.split(/[?#]/, 1)[0];
-  const mapped = rawPath.startsWith('/') ? mapPath(root, rawPath) : null;
+  if (routes.redirects.has(rawPath) && (req.method === 'GET' || req.method === 'HEAD')) {
+    return send(res, 302, { ...ISOLATION_HEADERS, Location: routes.redirects.get(rawPath) }, '');
+  }
+  const mapped = routes.files.has(rawPath) ? { file: routes.files.get(rawPath), isolated: true }
+    : rawPath.startsWith('/') ? mapPath(root, rawPath) : null;
   const baseHeaders = mapped && !mapped.isolated ? {} : ISOLATION_HEADERS;
   if (req.method !== 'GET' && req.method !== 'HEAD') {
     return send(res, 405, { ...baseHeaders, Allow: 'GET, HEAD' }, 'method not allowed\n');
@@ -108,14 +114,17 @@ async function handle(root, req, res) {
  * Starts the server on 127.0.0.1. port 0 picks a free port.
  * Resolves to { url, port, close() }; url ends with '/', and close() resolves once it has stopped.
  * onRequest(method, path, status), optional, is called for each response (tests use it).
+ * files { '/url/path': '/abs/file' } and redirects { '/url/path': '/other/url' }: exact paths.
  */
-export function startServer({ root, port = 0, onRequest } = {}) {
+export function startServer({ root, port = 0, onRequest, files = {}, redirects = {} } = {}) {
   if (!root) throw new Error('startServer: root is required');
   const absRoot = resolve(root);
+  const routes = { files: new Map(Object.entries(files).map(([u, f]) => [u, resolve(f)])),
+    redirects: new Map(Object.entries(redirects)) };
   const sockets = new Set();
   const server = createServer((req, res) => {
     if (onRequest) res.on('finish', () => onRequest(req.method, req.url, res.statusCode));
-    handle(absRoot, req, res).catch((e) => {
+    handle(absRoot, routes, req, res).catch((e) => {
       if (!res.headersSent) send(res, 500, ISOLATION_HEADERS, `internal error: ${e.message}\n`);
       else res.destroy();
     });

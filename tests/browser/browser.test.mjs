@@ -9,20 +9,13 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { startServer } from '../../web/server.mjs';
+import { ROOT, skipReason, launchBrowser, openPage } from './helpers.mjs';
 
-const CHROMIUM = '/usr/bin/chromium';
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const OUT = join(ROOT, 'test-output', 'browser');
 const RESULT_TIMEOUT_MS = 90_000;
-
-const haveChromium = existsSync(CHROMIUM);
-const skipReason = !haveChromium && !process.env.CI
-  ? `${CHROMIUM} not found (install it with 'apt-get install -y chromium' or scripts/bootstrap); skipped outside CI`
-  : false;
 
 let server;
 let browser;
@@ -30,21 +23,9 @@ const requests = [];  // [method, path, status] as the server saw them
 
 before(async () => {
   if (skipReason) return;
-  assert.ok(haveChromium, `${CHROMIUM} is required under CI (apt-get install -y chromium)`);
-  assert.ok(existsSync(join(ROOT, 'dist', 'index.mjs')), 'dist/ is missing: run scripts/build-wasm first');
-  let chromium;
-  try {
-    ({ chromium } = await import('playwright-core'));
-  } catch (e) {
-    throw new Error(`playwright-core is not installed (npm ci): ${e.message}`);
-  }
   mkdirSync(OUT, { recursive: true });
   server = await startServer({ root: ROOT, port: 0, onRequest: (m, p, s) => requests.push([m, p, s]) });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
-      '--disable-quic', '--no-first-run', '--disable-sync'],
-  });
+  browser = await launchBrowser();
 });
 
 after(async () => {
@@ -54,18 +35,7 @@ after(async () => {
 
 /** Opens path in a fresh context; returns { result, error, problems } once the page reports. */
 async function runPage(path, screenshotName) {
-  const context = await browser.newContext({ viewport: { width: 900, height: 520 } });
-  const page = await context.newPage();
-  // Console errors and uncaught page errors. Playwright reports a worker's console messages both on
-  // the worker and on the page: listen to both (in case), keep each message once.
-  const seen = new Set();
-  const problems = [];
-  const problem = (text) => { if (!seen.has(text)) { seen.add(text); problems.push(text); } };
-  const onConsole = (msg) => { if (msg.type() === 'error') problem(`console.error: ${msg.text()}`); };
-  page.on('console', onConsole);
-  page.on('worker', (w) => w.on('console', onConsole));
-  page.on('pageerror', (e) => problem(`pageerror: ${e.stack || e.message}`));
-  page.on('crash', () => problem('page crashed'));
+  const { context, page, problems } = await openPage(browser);
   try {
     await page.goto(server.url + path.replace(/^\//, ''), { waitUntil: 'load' });
     // Poll on a timer: headless Chromium's virtual time and rAF polling are unreliable with workers.
