@@ -27,9 +27,15 @@ function draw(p, u) {
   return p.length - 1;
 }
 
+/** Bytes as text: printable ASCII and line breaks as they are, any other byte as '\u00b7' (an
+ * untrained model emits all 256 byte values, most of them not valid UTF-8 on their own). */
+export function printable(bytes) {
+  return String.fromCharCode(...bytes.map((b) => (b === 10 || (b >= 32 && b < 127) ? b : 0xb7)));
+}
+
 /**
  * A trainer over the bytes of a text (a Uint8Array).
- * step() trains once and returns { step, loss, peakBytes, liveBytes, checkpointing }: peakBytes is
+ * step() trains once and returns { step, loss, peakBytes, liveBytes, checkpointing, ms }: peakBytes is
  * the most tensor storage alive from just before the step to the end of backward (parameters,
  * optimizer state, batch and everything the backward pass keeps), liveBytes what lived before it.
  */
@@ -56,6 +62,7 @@ export function createTrainer(fc, bytes, { model: modelConfig = MODEL, training 
   }
 
   function step() {
+    const started = performance.now();
     opt.lr = schedule(steps);
     const liveBytes = fc.memory().liveBytes;
     fc.resetPeak();
@@ -69,12 +76,12 @@ export function createTrainer(fc, bytes, { model: modelConfig = MODEL, training 
       return { loss: l.item(), peakBytes: peak };
     });
     steps += 1;
-    return { step: steps, loss, peakBytes, liveBytes, checkpointing: model.config.checkpointBlocks };
+    return { step: steps, loss, peakBytes, liveBytes, checkpointing: model.config.checkpointBlocks, ms: performance.now() - started };
   }
 
   /**
    * prompt (a string) continued by `length` bytes, each drawn from softmax(logits / temperature) of
-   * the last position (temperature 0: the most likely byte). Returns only the continuation.
+   * the last position (temperature 0: the most likely byte). Returns only the continuation, printable().
    */
   function sample(prompt, length, { temperature = 0.8, seed = steps } = {}) {
     const rand = makeRandom(seed + 0x5eed);
@@ -94,7 +101,7 @@ export function createTrainer(fc, bytes, { model: modelConfig = MODEL, training 
         out.push(next);
       }
     });
-    return new TextDecoder().decode(new Uint8Array(out));
+    return printable(out);
   }
 
   return {
