@@ -135,6 +135,7 @@ engine.on('ready', (m) => {
 });
 engine.on('started', () => setText('status', 'training…'));
 engine.on('progress', (m) => {
+  if (!ready) return;  // a report of the model a reset just replaced
   demo.losses.push(m.loss);
   demo.steps = m.step;
   demo.liveTensors.push(m.liveTensors);
@@ -157,7 +158,7 @@ engine.on('progress', (m) => {
   setText('ms', Math.round(stepMs));
   setText('tokens', Math.round((1000 * batchTokens) / stepMs).toLocaleString('en'));
 });
-engine.on('sample', (m) => addSample(m));
+engine.on('sample', (m) => { if (ready) addSample(m); });
 engine.on('stopped', () => {
   setRunning(false);
   rate.reset();
