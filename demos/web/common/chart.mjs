@@ -6,7 +6,7 @@
 //   chart.append('train', step, loss);
 
 const PALETTE = ['#5b9cff', '#ffb454', '#4cd08a', '#f0707b', '#b58cff'];
-const PAD = { left: 54, right: 14, top: 26, bottom: 34 };
+const PAD = { left: 54, right: 14, top: 30, bottom: 34 };
 
 export class LineChart {
   /** options: { series: [{ name, color? }], xLabel = 'step', yLabel = '', logY = false, yMin?, yMax? } */
@@ -55,21 +55,23 @@ export class LineChart {
     g.font = `12px ${css.fontFamily}`;
 
     const plot = { x: PAD.left, y: PAD.top, w: width - PAD.left - PAD.right, h: height - PAD.top - PAD.bottom };
-    const all = (k) => this.series.flatMap((s) => s[k]);
-    const xs = all('xs'), ys = all('ys');
-    const xMax = Math.max(1, ...xs);
-    let yLo = o.yMin ?? (ys.length ? Math.min(...ys) : 0), yHi = o.yMax ?? (ys.length ? Math.max(...ys) : 1);
+    const xMax = Math.max(1, ...this.series.map((s) => s.xs.at(-1) ?? 0));  // x only grows
+    const [dataLo, dataHi] = range(this.series.map((s) => s.ys));
+    let yLo = o.yMin ?? (dataLo ?? 0), yHi = o.yMax ?? (dataHi ?? 1);
     if (o.logY) {
       if (!(yLo > 0)) yLo = 0.1;
       if (!(yHi > yLo)) yHi = yLo * 10;
     } else if (!(yHi > yLo)) [yLo, yHi] = [yLo - 0.5, yHi + 0.5];
 
     const yTicks = o.logY ? logTicks(yLo, yHi) : niceTicks(yLo, yHi, Math.max(2, Math.floor(plot.h / 40)));
-    if (!o.logY) [yLo, yHi] = [Math.min(yLo, yTicks[0]), Math.max(yHi, yTicks.at(-1))];
-    const xTicks = niceTicks(0, xMax, Math.max(2, Math.floor(plot.w / 80)));
-    const xEnd = Math.max(xMax, xTicks.at(-1));
+    if (o.logY) {
+      // Widen to the ticks just outside the data, so the curve never touches the frame.
+      [yLo, yHi] = [o.yMin ?? Math.max(...yTicks.filter((t) => t <= yLo)), o.yMax ?? Math.min(...yTicks.filter((t) => t >= yHi))];
+    } else [yLo, yHi] = [Math.min(yLo, yTicks[0]), Math.max(yHi, yTicks.at(-1))];
+    // The x axis (steps: whole numbers) ends at the last point, so the curve reaches the right edge.
+    const xTicks = niceTicks(0, xMax, Math.max(2, Math.floor(plot.w / 80))).filter((t) => t <= xMax && Number.isInteger(t));
     const yv = o.logY ? Math.log10 : (v) => v;
-    const px = (x) => plot.x + (x / xEnd) * plot.w;
+    const px = (x) => plot.x + (x / xMax) * plot.w;
     const py = (y) => plot.y + plot.h - ((yv(y) - yv(yLo)) / (yv(yHi) - yv(yLo))) * plot.h;
 
     // Grid and tick labels.
@@ -106,7 +108,10 @@ export class LineChart {
     for (const s of this.series) {
       g.strokeStyle = s.color;
       g.beginPath();
-      s.xs.forEach((x, i) => (i ? g.lineTo(px(x), py(s.ys[i])) : g.moveTo(px(x), py(s.ys[i]))));
+      // At most about two points per pixel column: long runs stay cheap to draw.
+      const stride = Math.max(1, Math.floor(s.xs.length / (2 * plot.w)));
+      for (let i = 0; i < s.xs.length; i += stride) g.lineTo(px(s.xs[i]), py(s.ys[i]));
+      if (s.xs.length) g.lineTo(px(s.xs.at(-1)), py(s.ys.at(-1)));
       g.stroke();
       if (s.xs.length === 1) { g.fillStyle = s.color; g.fillRect(px(s.xs[0]) - 2, py(s.ys[0]) - 2, 4, 4); }
     }
@@ -129,6 +134,14 @@ export class LineChart {
   }
 }
 
+/** [min, max] over several arrays ([undefined, undefined] when all are empty); no spread, so no
+ * argument-count limit however long the run. */
+function range(arrays) {
+  let lo, hi;
+  for (const a of arrays) for (const v of a) { if (!(v >= lo)) lo = v; if (!(v <= hi)) hi = v; }
+  return [lo, hi];
+}
+
 /** About n round-number ticks covering [lo, hi] (steps of 1, 2 or 5 times a power of ten). */
 export function niceTicks(lo, hi, n) {
   const raw = (hi - lo) / n;
@@ -142,7 +155,7 @@ export function niceTicks(lo, hi, n) {
 /** Powers of ten over [lo, hi], with 2× and 5× in between when the range spans few decades. */
 export function logTicks(lo, hi) {
   const a = Math.floor(Math.log10(lo)), b = Math.ceil(Math.log10(hi));
-  const mults = b - a <= 1 ? [1, 2, 3, 5] : b - a <= 3 ? [1, 2, 5] : [1];
+  const mults = b - a <= 2 ? [1, 2, 3, 5] : [1];
   const ticks = [];
   for (let e = a; e <= b; ++e) for (const m of mults) ticks.push(+(m * 10 ** e).toPrecision(12));
   return ticks;

@@ -2,7 +2,7 @@
 // controls. Changing the data, noise or width rebuilds the model; the learning rate changes live.
 import { Engine } from '../common/engine.mjs';
 import { LineChart } from '../common/chart.mjs';
-import { autostart, stepLimit, demo, showError, RateMeter, setText } from '../common/page.mjs';
+import { params, autostart, stepLimit, demo, showError, RateMeter, setText } from '../common/page.mjs';
 
 const POINTS = 400;
 const COLORS = [[91, 156, 255], [255, 180, 84]];   // class 0, class 1 (style.css --accent, --accent-2)
@@ -13,7 +13,8 @@ const plane = $('plane');
 const chart = new LineChart($('loss'), { series: [{ name: 'loss' }], yLabel: 'cross-entropy', logY: true });
 const rate = new RateMeter();
 const engine = new Engine(new URL('./worker.mjs', import.meta.url));
-let seed = 1, data = null, heatmap = null, extent = 1.5, running = false;
+let seed = 1, data = null, heatmap = null, extent = 1.25, running = false;
+if (params.has('dataset')) $('dataset').value = params.get('dataset');
 Object.assign(demo, { losses: [], accuracy: null, steps: 0 });
 
 // ---- data: two interleaved spirals or two moons in [-1, 1]², with Gaussian noise
@@ -54,21 +55,22 @@ function draw() {
     small.width = small.height = n;
     const image = new ImageData(n, n);
     heatmap.forEach((p, i) => {
-      const c = COLORS[p > 0.5 ? 1 : 0], strength = 0.1 + 0.4 * Math.abs(2 * p - 1);
+      const c = COLORS[p > 0.5 ? 1 : 0], strength = 0.08 + 0.3 * Math.abs(2 * p - 1);
       for (let j = 0; j < 3; ++j) image.data[4 * i + j] = BACKGROUND[j] + (c[j] - BACKGROUND[j]) * strength;
       image.data[4 * i + 3] = 255;
     });
     small.getContext('2d').putImageData(image, 0, 0);
     g.imageSmoothingEnabled = true;
+    g.imageSmoothingQuality = 'high';
     g.drawImage(small, 0, 0, size, size);
   }
   const toPx = (v, flip) => ((flip ? -v : v) + extent) / (2 * extent) * size;
-  g.lineWidth = size / 360;
-  g.strokeStyle = 'rgba(255, 255, 255, 0.85)';
+  g.lineWidth = size / 300;
+  g.strokeStyle = 'rgba(8, 10, 14, 0.9)';
   for (let i = 0; i < data.labels.length; ++i) {
     g.fillStyle = `rgb(${COLORS[data.labels[i]]})`;
     g.beginPath();
-    g.arc(toPx(data.xy[2 * i]), toPx(data.xy[2 * i + 1], true), size / 150, 0, 2 * Math.PI);
+    g.arc(toPx(data.xy[2 * i]), toPx(data.xy[2 * i + 1], true), size / 130, 0, 2 * Math.PI);
     g.fill();
     g.stroke();
   }

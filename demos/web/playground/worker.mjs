@@ -3,8 +3,8 @@
 // on a GRID x GRID lattice over the plot's square, which the page draws as the decision heatmap.
 import { serveTrainer } from '../common/worker-loop.mjs';
 
-const GRID = 64;        // heatmap resolution (the page smooths it when scaling up)
-const EXTENT = 1.5;     // the square [-EXTENT, EXTENT]² the page shows
+const GRID = 96;        // heatmap resolution (the page smooths it when scaling up)
+const EXTENT = 1.25;    // the square [-EXTENT, EXTENT]² the page shows
 const REPORT_EVERY = 10;
 const HEATMAP_EVERY = 40;
 
