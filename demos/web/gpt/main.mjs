@@ -5,11 +5,11 @@ import { LineChart } from '../common/chart.mjs';
 import { autostart, stepLimit, params, demo, showError, RateMeter, setText } from '../common/page.mjs';
 
 const SMOOTHING = 0.9;       // the smoothed curve: an exponential moving average, bias-corrected
-const MAX_SAMPLES = 8;       // samples kept on the page, newest first
+const MAX_SAMPLES = 6;       // samples kept on the page, newest first
 const MB = 1024 * 1024;
 
 const $ = (id) => document.getElementById(id);
-const lossChart = new LineChart($('loss'), { series: [{ name: 'loss' }, { name: 'smoothed', color: '#ffb454' }], yLabel: 'cross-entropy (nats / byte)' });
+const lossChart = new LineChart($('loss'), { series: [{ name: 'per step', color: '#41679e' }, { name: 'smoothed', color: '#ffb454' }], yLabel: 'cross-entropy (nats / byte)' });
 const memoryChart = new LineChart($('memory'), {
   series: [{ name: 'off', color: '#5b9cff' }, { name: 'on', color: '#4cd08a' }], yLabel: 'peak MB', yMin: 0 });
 const rate = new RateMeter();
@@ -144,7 +144,7 @@ engine.on('progress', (m) => {
   ema = SMOOTHING * ema + (1 - SMOOTHING) * m.loss;
   emaWeight = SMOOTHING * emaWeight + (1 - SMOOTHING);
   const smoothed = ema / emaWeight;
-  lossChart.append('loss', m.step, m.loss);
+  lossChart.append('per step', m.step, m.loss);
   lossChart.append('smoothed', m.step, smoothed);
   const key = m.checkpointing ? 'on' : 'off';
   peaks[key] = { peakBytes: m.peakBytes, liveBytes: m.liveBytes };

@@ -15,7 +15,7 @@ serveTrainer(async (fc, { checkpointing = false, settings: initial = {} }) => {
   const bytes = new Uint8Array(await response.arrayBuffer());
   const trainer = createTrainer(fc, bytes);
   trainer.checkpointing = checkpointing;
-  const settings = { prompt: 'The fox ', temperature: 0.8, length: 160, sampleEvery: 100, ...initial };
+  const settings = { prompt: 'The fox ', temperature: 0.6, length: 160, sampleEvery: 100, ...initial };
   let stopAt = Infinity;
 
   const sample = () => {
