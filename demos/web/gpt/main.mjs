@@ -161,6 +161,7 @@ engine.on('progress', (m) => {
 engine.on('sample', (m) => { if (ready) addSample(m); });
 engine.on('stopped', () => {
   setRunning(false);
+  if (demo.steps >= stepLimit) demo.done = true;  // page.mjs's test hook: a run of ?steps=N ended
   rate.reset();
   if (ready) setText('status', `stopped at step ${demo.steps}`);
 });
