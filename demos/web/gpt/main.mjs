@@ -9,7 +9,7 @@ const MAX_SAMPLES = 6;       // samples kept on the page, newest first
 const MB = 1024 * 1024;
 
 const $ = (id) => document.getElementById(id);
-const lossChart = new LineChart($('loss'), { series: [{ name: 'per step', color: '#41679e' }, { name: 'smoothed', color: '#ffb454' }], yLabel: 'cross-entropy (nats / byte)' });
+const lossChart = new LineChart($('loss'), { series: [{ name: 'per step', color: '#41679e' }, { name: 'smoothed', color: '#ffb454' }], yLabel: 'cross-entropy' });
 const memoryChart = new LineChart($('memory'), {
   series: [{ name: 'off', color: '#5b9cff' }, { name: 'on', color: '#4cd08a' }], yLabel: 'peak MB', yMin: 0 });
 const rate = new RateMeter();
