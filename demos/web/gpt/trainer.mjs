@@ -2,13 +2,13 @@
 // run it too: a byte-level fc.nn.Gpt learns text.txt from random windows with AdamW, measures the
 // tensor memory of each step, and samples text from a prompt.
 
-/** The model: small enough to train visibly in a browser on two cores. */
-// (Measured on two busy cores: a wider or deeper model, or larger batches, learn less per second.)
+// The model: small enough to train visibly in a browser on two cores (measured there: a wider or
+// deeper model, or larger batches, learn less per second of training).
 export const MODEL = { vocab: 256, context: 64, dModel: 64, heads: 4, layers: 3, mlp: 256 };
 export const TRAINING = { batch: 8, lr: 5e-3, warmupSteps: 30, weightDecay: 0.01, clip: 1, seed: 1 };
 
 /** A small seeded generator (mulberry32): the same windows and samples on every run. */
-export function makeRandom(seed) {
+function makeRandom(seed) {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
@@ -30,7 +30,7 @@ function draw(p, u) {
 
 /** Bytes as text: printable ASCII and line breaks as they are, any other byte as '\u00b7' (an
  * untrained model emits all 256 byte values, most of them not valid UTF-8 on their own). */
-export function printable(bytes) {
+function printable(bytes) {
   return String.fromCharCode(...bytes.map((b) => (b === 10 || (b >= 32 && b < 127) ? b : 0xb7)));
 }
 
@@ -49,17 +49,17 @@ export function createTrainer(fc, bytes, { model: modelConfig = MODEL, training 
   const opt = fc.optim.adamw(params, { lr: t.lr, weightDecay: t.weightDecay });
   const schedule = (step) => (step < t.warmupSteps ? (t.lr * (step + 1)) / t.warmupSteps : t.lr);
   const random = makeRandom(t.seed);
-  const window = cfg.context + 1;  // model.loss predicts the last `context` bytes from the first
+  const span = cfg.context + 1;  // model.loss predicts the last `context` bytes from the first
   let steps = 0, samples = 0;
 
   // batch random windows of the text as tokens{batch, t} (i32).
   function batchTokens() {
-    const ids = new Int32Array(t.batch * window);
+    const ids = new Int32Array(t.batch * span);
     for (let b = 0; b < t.batch; ++b) {
-      const start = Math.floor(random() * (bytes.length - window));
-      ids.set(bytes.subarray(start, start + window), b * window);
+      const start = Math.floor(random() * (bytes.length - span));
+      ids.set(bytes.subarray(start, start + span), b * span);
     }
-    return fc.constant(['batch', 't'], [t.batch, window], ids, 'i32');
+    return fc.constant(['batch', 't'], [t.batch, span], ids, 'i32');
   }
 
   function step() {
