@@ -1,0 +1,124 @@
+// The Tiny GPT demo's model and training loop, apart from the page and the worker so that Node can
+// run it too: a byte-level fc.nn.Gpt learns text.txt from random windows with AdamW, measures the
+// tensor memory of each step, and samples text from a prompt.
+
+// The model: small enough to train visibly in a browser on two cores (measured there: a wider or
+// deeper model, or larger batches, learn less per second of training).
+export const MODEL = { vocab: 256, context: 64, dModel: 64, heads: 4, layers: 3, mlp: 256 };
+export const TRAINING = { batch: 8, lr: 5e-3, warmupSteps: 30, weightDecay: 0.01, clip: 1, seed: 1 };
+
+/** A small seeded generator (mulberry32): the same windows and samples on every run. */
+function makeRandom(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), a | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Index drawn from probabilities p (they sum to about 1). */
+function draw(p, u) {
+  let acc = 0;
+  for (let i = 0; i < p.length; ++i) {
+    acc += p[i];
+    if (u < acc) return i;
+  }
+  return p.length - 1;
+}
+
+/** Bytes as text: printable ASCII and line breaks as they are, any other byte as '\u00b7' (an
+ * untrained model emits all 256 byte values, most of them not valid UTF-8 on their own). */
+function printable(bytes) {
+  return String.fromCharCode(...bytes.map((b) => (b === 10 || (b >= 32 && b < 127) ? b : 0xb7)));
+}
+
+/**
+ * A trainer over the bytes of a text (a Uint8Array).
+ * step() trains once and returns { step, loss, peakBytes, liveBytes, checkpointing, ms }: peakBytes is
+ * the most tensor storage alive from just before the step to the end of backward (parameters,
+ * optimizer state, batch and everything the backward pass keeps), liveBytes what lived before it.
+ */
+export function createTrainer(fc, bytes, { model: modelConfig = MODEL, training = TRAINING } = {}) {
+  const cfg = { ...MODEL, ...modelConfig };
+  const t = { ...TRAINING, ...training };
+  if (bytes.length < cfg.context + 2) throw new Error(`the text is too short (${bytes.length} bytes)`);
+  const model = new fc.nn.Gpt({ ...cfg, checkpointBlocks: false }, t.seed);
+  const params = model.parameters();
+  const opt = fc.optim.adamw(params, { lr: t.lr, weightDecay: t.weightDecay });
+  const schedule = (step) => (step < t.warmupSteps ? (t.lr * (step + 1)) / t.warmupSteps : t.lr);
+  const random = makeRandom(t.seed);
+  const span = cfg.context + 1;  // model.loss predicts the last `context` bytes from the first
+  let steps = 0, samples = 0;
+
+  // batch random windows of the text as tokens{batch, t} (i32).
+  function batchTokens() {
+    const ids = new Int32Array(t.batch * span);
+    for (let b = 0; b < t.batch; ++b) {
+      const start = Math.floor(random() * (bytes.length - span));
+      ids.set(bytes.subarray(start, start + span), b * span);
+    }
+    return fc.constant(['batch', 't'], [t.batch, span], ids, 'i32');
+  }
+
+  function step() {
+    const started = performance.now();
+    opt.lr = schedule(steps);
+    const liveBytes = fc.memory().liveBytes;
+    fc.resetPeak();
+    const { loss, peakBytes } = fc.scope(() => {
+      opt.zeroGrad();
+      const l = model.loss(batchTokens());
+      l.backward();
+      const peak = fc.memory().peakBytes;
+      fc.optim.clipGradNorm(params, t.clip);
+      opt.step();
+      return { loss: l.item(), peakBytes: peak };
+    });
+    steps += 1;
+    return { step: steps, loss, peakBytes, liveBytes, checkpointing: model.config.checkpointBlocks, ms: performance.now() - started };
+  }
+
+  /**
+   * prompt (a string) continued by `length` bytes, each drawn from softmax(logits / temperature) of
+   * the last position (temperature 0: the most likely byte). Returns only the continuation, printable().
+   */
+  function sample(prompt, length, { temperature = 0.8, seed = samples } = {}) {
+    samples += 1;
+    const rand = makeRandom(seed + 0x5eed);
+    const context = [...new TextEncoder().encode(prompt)];
+    if (context.length === 0) context.push(10);  // an empty prompt starts at a line break
+    const out = [];
+    fc.noGrad(() => {
+      for (let i = 0; i < length; ++i) {
+        const ids = context.slice(-cfg.context);
+        const next = fc.scope(() => {
+          const logits = model.forward(fc.constant(['batch', 't'], [1, ids.length], ids, 'i32'))
+            .select('batch', 0).select('t', ids.length - 1);  // {vocab}
+          if (temperature <= 0) return logits.toArray().reduce((best, v, j, a) => (v > a[best] ? j : best), 0);
+          return draw(logits.scale(1 / temperature).softmax('vocab').toArray(), rand());
+        });
+        context.push(next);
+        out.push(next);
+      }
+    });
+    return printable(out);
+  }
+
+  return {
+    config: cfg,
+    training: t,
+    parameterCount: params.reduce((n, p) => n + p.shape.reduce((a, b) => a * b, 1), 0),
+    get steps() { return steps; },
+    get checkpointing() { return model.config.checkpointBlocks; },
+    // nn.mjs reads config.checkpointBlocks on every forward: switching it keeps the weights.
+    set checkpointing(on) { model.config.checkpointBlocks = Boolean(on); },
+    step,
+    sample,
+    dispose() {
+      opt.dispose();
+      params.forEach((p) => p.dispose());
+    },
+  };
+}
