@@ -9,10 +9,13 @@ namespace fucina {
 
 using namespace ops::reads;
 using ops::unaryOp;
+using kernels::VecMap;
+using Op = kernels::vec::Op;
 
 Tensor Tensor::neg(ExecContext& ctx) const {
   return unaryOp(ctx, "neg", *this, [](float a) { return -a; },
-                 kNone, [](float g, float, float) { return -g; });
+                 kNone, [](float g, float, float) { return -g; },
+                 {VecMap{Op::neg}, VecMap{Op::neg}, VecMap{}});
 }
 
 // abs: the subgradient at 0 is 0 (torch's sign(0) = 0).
@@ -55,7 +58,8 @@ Tensor Tensor::sigmoid(ExecContext& ctx) const {
 // relu: gradient 0 at 0, as in torch.
 Tensor Tensor::relu(ExecContext& ctx) const {
   return unaryOp(ctx, "relu", *this, [](float a) { return a > 0 ? a : 0.0f; },
-                 kA, [](float g, float a, float) { return a > 0 ? g : 0.0f; });
+                 kA, [](float g, float a, float) { return a > 0 ? g : 0.0f; },
+                 {VecMap{Op::relu}, VecMap{Op::reluGrad, 1, 0}, VecMap{}});
 }
 
 namespace {
