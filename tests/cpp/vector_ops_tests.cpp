@@ -209,6 +209,7 @@ TEST_CASE("pooling, convolution and sums match the scalar path on awkward geomet
       const auto count = static_cast<size_t>(g.n * g.c * g.h * g.w);
       auto xv = wave(count, 2, 0.3f, 0.61f);
       for (size_t i = 0; i < count; i += 5) xv[i] = xv[(i + 1) % count];  // ties
+      if (count > 20) xv[17] = std::numeric_limits<float>::quiet_NaN();
       Tensor x = Tensor::variableFromSlice(ctx, {"n", "c", "h", "w"}, {g.n, g.c, g.h, g.w}, xv);
       Tensor p = x.permuteTo(ctx, {"h", "n", "w", "c"}).maxPool2d(ctx, g.k, g.k, g.stride, g.stride, g.pad);
       const auto pn = static_cast<size_t>(p.numel());

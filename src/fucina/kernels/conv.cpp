@@ -5,6 +5,8 @@
 #include <limits>
 #include <utility>
 
+#include "fucina/kernels/vector_ops.h"
+
 namespace fucina::kernels {
 
 namespace {
@@ -84,6 +86,9 @@ void col2imAdd(const Conv2dGeometry& g, const float* cols, float* x) {
 
 void maxPool2dPlanes(const Conv2dGeometry& g, const float* x, float* y, int64_t* argmax) {
   if (g.pad_h == 0 && g.pad_w == 0) {  // every window lies inside the plane: no bounds checks
+    if (vec::enabled() && g.height * g.width < (int64_t{1} << 31))
+      return vec::maxPoolPlanes(x, g.channels, g.height, g.width, g.out_h, g.out_w, g.kh, g.kw, g.stride_h,
+                                g.stride_w, y, argmax);
     for (int64_t p = 0; p < g.channels; ++p) {
       const float* plane = x + p * g.height * g.width;
       for (int64_t oy = 0; oy < g.out_h; ++oy) {

@@ -7,9 +7,11 @@
 #ifndef FUCINA_KERNELS_VECTOR_OPS_SHARED
 #define FUCINA_KERNELS_VECTOR_OPS_SHARED
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "fucina/kernels/vector_ops.h"
 
@@ -244,6 +246,53 @@ void AddToF64(const float* x, int64_t n, double* acc) {
   for (int64_t i = 0; i < n; ++i) acc[i] += x[i];
 }
 
+void MaxPoolPlanes(const float* x, int64_t planes, int64_t height, int64_t width, int64_t out_h, int64_t out_w,
+                   int64_t kh, int64_t kw, int64_t sh, int64_t sw, float* y, int64_t* argmax) {
+  const D d;
+  const hn::RebindToSigned<D> di;
+  using VI = hn::Vec<decltype(di)>;
+  const int64_t L = Lanes(), outs = out_h * out_w;
+  // Outputs are taken L at a time in row-major order, so narrow planes (W2's 13 and 5 columns)
+  // still fill whole vectors: each lane gathers its own window, from its corner's in-plane index.
+  // The table is padded to whole vectors with corner 0 (a valid window, results not stored).
+  thread_local std::vector<int32_t> corners;
+  corners.assign(static_cast<size_t>((outs + L - 1) / L * L), 0);
+  for (int64_t o = 0; o < outs; ++o)
+    corners[static_cast<size_t>(o)] = static_cast<int32_t>(o / out_w * sh * width + o % out_w * sw);
+  HWY_ALIGN float best_lanes[kMaxLanes] = {};
+  HWY_ALIGN int32_t at_lanes[kMaxLanes] = {};
+  for (int64_t p = 0; p < planes; ++p) {
+    const float* plane = x + p * height * width;
+    float* yp = y + p * outs;
+    int64_t* ap = argmax + p * outs;
+    for (int64_t o = 0; o < outs; o += L) {
+      const VI first = hn::LoadU(di, corners.data() + o);
+      V best = hn::GatherIndex(d, plane, first);
+      VI at = first;
+      for (int64_t i = 0; i < kh; ++i) {
+        for (int64_t j = 0; j < kw; ++j) {
+          if (i == 0 && j == 0) continue;
+          const VI idx = hn::Add(first, hn::Set(di, static_cast<int32_t>(i * width + j)));
+          const V v = hn::GatherIndex(d, plane, idx);
+          // v > best, or v is NaN and best is not: NaN propagates, ties keep the first.
+          const auto take = hn::Or(hn::Gt(v, best), hn::AndNot(hn::IsNaN(best), hn::IsNaN(v)));
+          best = hn::IfThenElse(take, v, best);
+          at = hn::IfThenElse(hn::RebindMask(di, take), idx, at);
+        }
+      }
+      const int64_t n = std::min(L, outs - o);
+      if (n == L) {
+        hn::StoreU(best, d, yp + o);
+      } else {
+        hn::Store(best, d, best_lanes);
+        for (int64_t l = 0; l < n; ++l) yp[o + l] = best_lanes[l];
+      }
+      hn::Store(at, di, at_lanes);
+      for (int64_t l = 0; l < n; ++l) ap[o + l] = at_lanes[l];
+    }
+  }
+}
+
 void Adam(const AdamStep& s, float* p, const float* g, float* m, float* v, int64_t n) {
   const D d;
   const V b1 = hn::Set(d, s.b1), b2 = hn::Set(d, s.b2), one_b1 = hn::Set(d, s.one_b1), one_b2 = hn::Set(d, s.one_b2);
@@ -296,6 +345,7 @@ HWY_EXPORT(SumAndDot);
 HWY_EXPORT(NormGradRow);
 HWY_EXPORT(ExpShiftScaleRow);
 HWY_EXPORT(AddToF64);
+HWY_EXPORT(MaxPoolPlanes);
 HWY_EXPORT(Adam);
 
 void run(Op op, int64_t n, const float* x, int64_t sx, const float* y, int64_t sy, float* out) {
@@ -322,6 +372,10 @@ void expShiftScaleRow(const float* x, int64_t n, float shift, float scale, float
   HWY_DYNAMIC_DISPATCH(ExpShiftScaleRow)(x, n, shift, scale, out);
 }
 void addToF64(const float* x, int64_t n, double* acc) { HWY_DYNAMIC_DISPATCH(AddToF64)(x, n, acc); }
+void maxPoolPlanes(const float* x, int64_t planes, int64_t height, int64_t width, int64_t out_h, int64_t out_w,
+                   int64_t kh, int64_t kw, int64_t sh, int64_t sw, float* y, int64_t* argmax) {
+  HWY_DYNAMIC_DISPATCH(MaxPoolPlanes)(x, planes, height, width, out_h, out_w, kh, kw, sh, sw, y, argmax);
+}
 void adam(const AdamStep& s, float* p, const float* g, float* m, float* v, int64_t n) {
   if (n > 0) HWY_DYNAMIC_DISPATCH(Adam)(s, p, g, m, v, n);
 }

@@ -47,6 +47,13 @@ void expShiftScaleRow(const float* x, int64_t n, float shift, float scale, float
 // acc[i] += x[i] in f64 (column sums of a reduction).
 void addToF64(const float* x, int64_t n, double* acc);
 
+// --- pooling ---
+// Max pooling of `planes` contiguous [height, width] planes without padding (every window inside
+// its plane), as kernels::maxPool2dPlanes: y [planes, out_h, out_w] and, per output, the in-plane
+// index of its window's first maximum (NaN wins). Branch-free; planes below 2^31 elements.
+void maxPoolPlanes(const float* x, int64_t planes, int64_t height, int64_t width, int64_t out_h, int64_t out_w,
+                   int64_t kh, int64_t kw, int64_t sh, int64_t sw, float* y, int64_t* argmax);
+
 // --- optimizer ---
 struct AdamStep {
   float b1, b2, one_b1, one_b2, step_size, inv_sqrt_bc2, eps, l2, shrink;
