@@ -21,7 +21,8 @@ enum class Op : uint8_t {
   copy, neg, relu,
   // binary: f(x, y)
   add, sub, mul,
-  reluGrad,  // x > 0 ? y : 0  (x the input, y the incoming gradient)
+  reluGrad,     // x > 0 ? y : 0  (x the input, y the incoming gradient)
+  geluErfGrad,  // y·(Φ(x) + x·φ(x)): Φ by the scalar erf (Highway 1.0.3 has none), φ by Exp
 };
 constexpr bool isBinary(Op op) { return op >= Op::add; }
 

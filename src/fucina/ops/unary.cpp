@@ -91,7 +91,8 @@ Tensor Tensor::gelu(ExecContext& ctx) const {
 // geluErf, exact: x·Φ(x) (ops/activation.h).
 Tensor Tensor::geluErf(ExecContext& ctx) const {
   return unaryOp(ctx, "geluErf", *this, ops::act::geluErf,
-                 kA, [](float g, float a, float) { return g * ops::act::geluErfGrad(a); });
+                 kA, [](float g, float a, float) { return g * ops::act::geluErfGrad(a); },
+                 {VecMap{}, VecMap{Op::geluErfGrad, 1, 0}, VecMap{}});
 }
 
 // quickGelu: x·σ(1.702x).
