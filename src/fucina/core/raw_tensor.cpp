@@ -165,7 +165,7 @@ RawTensor RawTensor::contiguous(ExecContext& ctx) const {
 
 RawTensor RawTensor::to(ExecContext& ctx, DType dtype) const {
   RawTensor out = empty(ctx, tags_, shape_, dtype);
-  kernels::copyConvert(*this, out);
+  kernels::copyConvert(*this, out, &ctx);
   return out;
 }
 

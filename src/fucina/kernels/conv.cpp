@@ -1,9 +1,22 @@
 #include "fucina/kernels/conv.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
+#include <utility>
+
+#include "fucina/kernels/vector_ops.h"
 
 namespace fucina::kernels {
+
+namespace {
+// Output columns [lo, hi) whose input column ox + shift lies in [0, width).
+std::pair<int64_t, int64_t> unitStrideSpan(int64_t out_w, int64_t shift, int64_t width) {
+  const int64_t lo = std::clamp<int64_t>(-shift, 0, out_w);
+  const int64_t hi = std::clamp<int64_t>(width - shift, lo, out_w);
+  return {lo, hi};
+}
+}  // namespace
 
 int64_t convOutExtent(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation) {
   const int64_t span = in + 2 * pad - dilation * (kernel - 1) - 1;
@@ -23,6 +36,14 @@ void im2col(const Conv2dGeometry& g, const float* x, float* cols) {
           float* r = row + oy * g.out_w;
           if (y < 0 || y >= g.height) {
             std::memset(r, 0, sizeof(float) * static_cast<size_t>(g.out_w));
+            continue;
+          }
+          if (g.stride_w == 1) {  // the in-bounds columns are one contiguous run of the input row
+            const int64_t shift = j * g.dilation_w - g.pad_w;  // xx = ox + shift
+            const auto [lo, hi] = unitStrideSpan(g.out_w, shift, g.width);
+            std::fill(r, r + lo, 0.0f);
+            std::copy(plane + y * g.width + lo + shift, plane + y * g.width + hi + shift, r + lo);
+            std::fill(r + hi, r + g.out_w, 0.0f);
             continue;
           }
           for (int64_t ox = 0; ox < g.out_w; ++ox) {
@@ -46,6 +67,13 @@ void col2imAdd(const Conv2dGeometry& g, const float* cols, float* x) {
           const int64_t y = oy * g.stride_h - g.pad_h + i * g.dilation_h;
           if (y < 0 || y >= g.height) continue;
           const float* r = row + oy * g.out_w;
+          if (g.stride_w == 1) {
+            const int64_t shift = j * g.dilation_w - g.pad_w;
+            const auto [lo, hi] = unitStrideSpan(g.out_w, shift, g.width);
+            float* dst = plane + y * g.width + shift;
+            for (int64_t ox = lo; ox < hi; ++ox) dst[ox] += r[ox];
+            continue;
+          }
           for (int64_t ox = 0; ox < g.out_w; ++ox) {
             const int64_t xx = ox * g.stride_w - g.pad_w + j * g.dilation_w;
             if (xx >= 0 && xx < g.width) plane[y * g.width + xx] += r[ox];
@@ -57,6 +85,35 @@ void col2imAdd(const Conv2dGeometry& g, const float* cols, float* x) {
 }
 
 void maxPool2dPlanes(const Conv2dGeometry& g, const float* x, float* y, int64_t* argmax) {
+  if (g.pad_h == 0 && g.pad_w == 0) {  // every window lies inside the plane: no bounds checks
+    if (vec::enabled() && g.height * g.width < (int64_t{1} << 31))
+      return vec::maxPoolPlanes(x, g.channels, g.height, g.width, g.out_h, g.out_w, g.kh, g.kw, g.stride_h,
+                                g.stride_w, y, argmax);
+    for (int64_t p = 0; p < g.channels; ++p) {
+      const float* plane = x + p * g.height * g.width;
+      for (int64_t oy = 0; oy < g.out_h; ++oy) {
+        for (int64_t ox = 0; ox < g.out_w; ++ox) {
+          const int64_t corner = oy * g.stride_h * g.width + ox * g.stride_w;
+          float best = plane[corner];
+          int64_t at = corner;
+          for (int64_t i = 0; i < g.kh; ++i) {
+            for (int64_t j = 0; j < g.kw; ++j) {
+              const int64_t k = corner + i * g.width + j;
+              const float v = plane[k];
+              if (v > best || (v != v && best == best)) {  // NaN propagates; ties keep the first
+                best = v;
+                at = k;
+              }
+            }
+          }
+          const int64_t o = (p * g.out_h + oy) * g.out_w + ox;
+          y[o] = best;
+          argmax[o] = at;
+        }
+      }
+    }
+    return;
+  }
   for (int64_t p = 0; p < g.channels; ++p) {
     const float* plane = x + p * g.height * g.width;
     for (int64_t oy = 0; oy < g.out_h; ++oy) {

@@ -1,10 +1,12 @@
 #include "fucina/kernels/copy.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
 #include "fucina/core/error.h"
+#include "fucina/exec/context.h"
 #include "fucina/kernels/strided.h"
 
 namespace fucina::kernels {
@@ -53,30 +55,47 @@ std::byte* bytesAt(const RawTensor& t) {
   return t.storage()->data() + t.offset() * static_cast<int64_t>(elementSize(t.dtype()));
 }
 
-// The one strided copy loop: src and dst described by base pointer, dtype and strides.
+// The one strided copy loop: src and dst described by base pointer, dtype and strides; rows (or
+// parts of long rows) spread over ctx's pool when there is one.
 void copyStrided(const std::byte* s, DType sdt, const std::vector<int64_t>& sstrides, std::byte* d,
-                 DType ddt, const std::vector<int64_t>& dstrides, const Extents& shape) {
+                 DType ddt, const std::vector<int64_t>& dstrides, const Extents& shape,
+                 const ExecContext* ctx = nullptr) {
+  constexpr int64_t kGrain = 64 * 1024;  // elements per parallel chunk
   const auto plan = planStrided<2>(shape, {&sstrides, &dstrides});
   const size_t es = elementSize(sdt);
-  forEachRow(plan, 0, plan.outer(), [&](auto off, int64_t n, auto st) {
-    if (sdt == ddt && st[0] == 1 && st[1] == 1) {
-      std::memcpy(d + off[1] * es, s + off[0] * es, static_cast<size_t>(n) * es);
-      return;
-    }
-    for (int64_t i = 0; i < n; ++i) store(d, ddt, off[1] + i * st[1], load(s, sdt, off[0] + i * st[0]));
-  });
+  const bool f32 = sdt == DType::f32 && ddt == DType::f32;
+  auto rows = [&](int64_t pieces, int64_t begin, int64_t end) {
+    forEachRowPiece(plan, pieces, begin, end, [&](auto off, int64_t n, auto st) {
+      if (sdt == ddt && st[0] == 1 && st[1] == 1) {
+        std::memcpy(d + off[1] * es, s + off[0] * es, static_cast<size_t>(n) * es);
+        return;
+      }
+      if (f32) {  // permutes and broadcasts of f32 tensors: no dtype switch per element
+        const float* src = reinterpret_cast<const float*>(s) + off[0];
+        float* dst = reinterpret_cast<float*>(d) + off[1];
+        for (int64_t i = 0; i < n; ++i) dst[i * st[1]] = src[i * st[0]];
+        return;
+      }
+      for (int64_t i = 0; i < n; ++i) store(d, ddt, off[1] + i * st[1], load(s, sdt, off[0] + i * st[0]));
+    });
+  };
+  const int64_t pieces = std::max<int64_t>(1, plan.inner() / kGrain);
+  const int64_t items = plan.outer() * pieces;
+  if (!ctx || items * (plan.inner() / pieces) < 2 * kGrain) return rows(pieces, 0, items);
+  const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, plan.inner() / pieces));
+  ctx->parallelFor(items, grain, [&](int64_t begin, int64_t end) { rows(pieces, begin, end); });
 }
 
 }  // namespace
 
-void copyConvert(const RawTensor& src, const RawTensor& dst) {
+void copyConvert(const RawTensor& src, const RawTensor& dst, const ExecContext* ctx) {
   if (src.shape() != dst.shape())
     fail(ErrorCode::ShapeMismatch, "copy from " + src.describe() + " into " + dst.describe());
   if (src.dtype() == DType::q8_0 || dst.dtype() == DType::q8_0)
     fail(ErrorCode::DTypeMismatch, "q8_0 tensors have no element-wise representation");
   if (src.numel() == 0) return;
   copyStrided(bytesAt(src), src.dtype(), src.strides(), bytesAt(dst), dst.dtype(), dst.strides(),
-              src.shape());
+              src.shape(), ctx);
 }
 
 void copyToF32(const RawTensor& src, float* out) {

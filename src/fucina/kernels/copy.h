@@ -6,8 +6,10 @@
 namespace fucina::kernels {
 
 // dst[i] = convert(src[i]) for every logical index; dst and src must have equal extents in the
-// same axis order (tags are not consulted). q8_0 is not an element type and is rejected.
-void copyConvert(const internal::RawTensor& src, const internal::RawTensor& dst);
+// same axis order (tags are not consulted). q8_0 is not an element type and is rejected. Large
+// copies run on ctx's pool when one is given.
+void copyConvert(const internal::RawTensor& src, const internal::RawTensor& dst,
+                 const ExecContext* ctx = nullptr);
 // Writes src's values in logical row-major order, converted to f32, to out[0, numel).
 void copyToF32(const internal::RawTensor& src, float* out);
 // Reads numel f32 values in logical row-major order from in, converting into dst.

@@ -10,6 +10,7 @@
 #include "fucina/core/raw_tensor.h"
 #include "fucina/exec/context.h"
 #include "fucina/kernels/strided.h"
+#include "fucina/kernels/vector_ops.h"
 
 namespace fucina::kernels {
 
@@ -26,11 +27,18 @@ AlignedShape alignShapes(std::string_view op, const internal::RawTensor& a,
 // Elements per parallel chunk: below this, threads cost more than they save.
 inline constexpr int64_t kElementwiseGrain = 32 * 1024;
 
+// The SIMD twin of a map's scalar function (vector_ops.h), if it has one: `op` applied to input
+// x (and input y when the op is binary). Runs where those inputs have stride 0 or 1 use it.
+struct VecMap {
+  vec::Op op = vec::Op::none;
+  uint8_t x = 0, y = 1;
+};
+
 // out[i] = f(in_0[i], ..., in_{K-1}[i]) over out's axes. Each input's axes must be a subset of
 // out's with the same extents (ops check this first with alignShapes for good messages).
 template <size_t K, class F>
 internal::RawTensor map(ExecContext& ctx, const Tags& tags, const Extents& shape,
-                        const std::array<const internal::RawTensor*, K>& ins, F f) {
+                        const std::array<const internal::RawTensor*, K>& ins, F f, VecMap simd = {}) {
   internal::RawTensor out = internal::RawTensor::empty(ctx, tags, shape, DType::f32);
   if (out.numel() == 0) return out;
   std::array<internal::RawTensor, K> views;
@@ -44,11 +52,20 @@ internal::RawTensor map(ExecContext& ctx, const Tags& tags, const Extents& shape
   strides[K] = &out.strides();
   const auto plan = planStrided<K + 1>(shape, strides);
   float* dst = out.f32();
-  const int64_t rows = plan.outer();
-  const int64_t grain_rows = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, plan.inner()));
-  ctx.parallelFor(rows, grain_rows, [&](int64_t begin, int64_t end) {
-    forEachRow(plan, begin, end, [&](const auto& off, int64_t n, const auto& st) {
+  // Work items are rows, or parts of rows longer than a grain (any split gives the same values).
+  const int64_t pieces = std::max<int64_t>(1, plan.inner() / kElementwiseGrain);
+  const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, plan.inner() / pieces));
+  const bool use_simd = simd.op != vec::Op::none && vec::enabled();
+  const bool binary = vec::isBinary(simd.op);
+  ctx.parallelFor(plan.outer() * pieces, grain, [&](int64_t begin, int64_t end) {
+    forEachRowPiece(plan, pieces, begin, end, [&](const auto& off, int64_t n, const auto& st) {
       float* o = dst + off[K];
+      if (use_simd && st[K] == 1 && (st[simd.x] == 0 || st[simd.x] == 1) &&
+          (!binary || st[simd.y] == 0 || st[simd.y] == 1)) {
+        vec::run(simd.op, n, base[simd.x] + off[simd.x], st[simd.x],
+                 binary ? base[simd.y] + off[simd.y] : nullptr, binary ? st[simd.y] : 0, o);
+        return;
+      }
       bool unit = true;
       for (size_t k = 0; k < K; ++k) unit = unit && st[k] == 1;
       if (unit) {  // the common case, kept simple so the compiler vectorizes it
@@ -70,16 +87,16 @@ internal::RawTensor map(ExecContext& ctx, const Tags& tags, const Extents& shape
 
 // Unary convenience: same axes as a.
 template <class F>
-internal::RawTensor map1(ExecContext& ctx, const internal::RawTensor& a, F f) {
-  return map<1>(ctx, a.tags(), a.shape(), {&a}, f);
+internal::RawTensor map1(ExecContext& ctx, const internal::RawTensor& a, F f, VecMap simd = {}) {
+  return map<1>(ctx, a.tags(), a.shape(), {&a}, f, simd);
 }
 
 // Binary convenience: axes aligned by tag (see alignShapes).
 template <class F>
 internal::RawTensor map2(ExecContext& ctx, std::string_view op, const internal::RawTensor& a,
-                         const internal::RawTensor& b, F f) {
+                         const internal::RawTensor& b, F f, VecMap simd = {}) {
   const AlignedShape s = alignShapes(op, a, b);
-  return map<2>(ctx, s.tags, s.shape, {&a, &b}, f);
+  return map<2>(ctx, s.tags, s.shape, {&a, &b}, f, simd);
 }
 
 // dst += src elementwise; dst contiguous f32 and exclusively owned, src the same axes/extents.

@@ -185,7 +185,7 @@ RawTensor contract(ExecContext& ctx, const RawTensor& a, const RawTensor& b,
   RawTensor out = RawTensor::empty(ctx, gemm_tags, gemm_shape, DType::f32);
   float* pc = out.f32();
   const bool accumulate = initial.valid();
-  if (accumulate) copyConvert(initial.broadcastView(gemm_tags, gemm_shape), out);
+  if (accumulate) copyConvert(initial.broadcastView(gemm_tags, gemm_shape), out, &ctx);
   for (int64_t i = 0; i < nb; ++i)
     gemm(ctx, ma.trans, mb.trans, m, n, k, ma.data + ma.batch_offsets[i], ma.ld,
          mb.data + mb.batch_offsets[i], mb.ld, pc + i * m * n, n, accumulate);

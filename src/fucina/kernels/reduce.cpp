@@ -6,10 +6,15 @@
 #include "fucina/core/error.h"
 #include "fucina/exec/context.h"
 #include "fucina/kernels/strided.h"
+#include "fucina/kernels/vector_ops.h"
 
 namespace fucina::kernels {
 
 using internal::RawTensor;
+
+namespace {
+constexpr int64_t kReduceGrain = 32 * 1024;  // elements per parallel chunk
+}  // namespace
 
 RawTensor sumAxes(ExecContext& ctx, const RawTensor& a, const Tags& axes) {
   Tags kept_tags;
@@ -31,16 +36,42 @@ RawTensor sumAxes(ExecContext& ctx, const RawTensor& a, const Tags& axes) {
       if (!hasTag(axes, a.tags()[i])) acc_strides[i] = kept_strides[j++];
     const auto plan = planStrided<2>(a.shape(), {&a.strides(), &acc_strides});
     const float* src = a.f32();
-    forEachRow(plan, 0, plan.outer(), [&](const auto& off, int64_t n, const auto& st) {
-      double* dst = acc.data() + off[1];
-      if (st[1] == 0) {
-        double s = 0;
-        for (int64_t i = 0; i < n; ++i) s += src[off[0] + i * st[0]];
-        *dst += s;
-      } else {
-        for (int64_t i = 0; i < n; ++i) dst[i * st[1]] += src[off[0] + i * st[0]];
-      }
-    });
+    const int64_t rows = plan.outer(), n = plan.inner();
+    const bool simd = vec::enabled();
+    if (plan.strides[1].back() == 0) {
+      // Each row sums into one output: row sums in parallel, then added in row order, so the
+      // result does not depend on the thread count.
+      const Scratch<double> sums(ctx.account(), static_cast<size_t>(rows));
+      const Scratch<int64_t> target(ctx.account(), static_cast<size_t>(rows));
+      ctx.parallelFor(rows, std::max<int64_t>(1, kReduceGrain / n), [&](int64_t begin, int64_t end) {
+        int64_t r = begin;
+        forEachRow(plan, begin, end, [&](const auto& off, int64_t len, const auto& st) {
+          double s = 0;
+          if (simd && st[0] == 1) {
+            s = vec::sumRow(src + off[0], len);
+          } else {
+            for (int64_t i = 0; i < len; ++i) s += src[off[0] + i * st[0]];
+          }
+          sums[static_cast<size_t>(r)] = s;
+          target[static_cast<size_t>(r)] = off[1];
+          ++r;
+        });
+      });
+      for (int64_t r = 0; r < rows; ++r) acc[static_cast<size_t>(target[static_cast<size_t>(r)])] += sums[static_cast<size_t>(r)];
+    } else {
+      // Each row adds into distinct outputs, one per column: columns split over threads, every
+      // output still summing its rows in order.
+      ctx.parallelFor(n, std::max<int64_t>(1, kReduceGrain / std::max<int64_t>(1, rows)), [&](int64_t c0, int64_t c1) {
+        forEachRow(plan, 0, rows, [&](const auto& off, int64_t, const auto& st) {
+          double* dst = acc.data() + off[1];
+          if (simd && st[0] == 1 && st[1] == 1) {
+            vec::addToF64(src + off[0] + c0, c1 - c0, dst + c0);
+          } else {
+            for (int64_t i = c0; i < c1; ++i) dst[i * st[1]] += src[off[0] + i * st[0]];
+          }
+        });
+      });
+    }
   }
   float* o = out.f32();
   for (int64_t i = 0; i < out_n; ++i) o[i] = static_cast<float>(acc[static_cast<size_t>(i)]);

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "fucina/exec/context.h"
+#include "fucina/kernels/vector_ops.h"
 
 namespace fucina::kernels {
 
@@ -12,8 +13,13 @@ using internal::RawTensor;
 
 void softmaxRows(ExecContext& ctx, const float* x, float* y, int64_t rows, int64_t n, bool log) {
   const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, n));
+  const bool simd = vec::enabled();
   ctx.parallelFor(rows, grain, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
+      if (simd) {
+        vec::softmaxRow(x + r * n, y + r * n, n, log);
+        continue;
+      }
       const float* xr = x + r * n;
       float* yr = y + r * n;
       float m = -std::numeric_limits<float>::infinity();

@@ -1,4 +1,5 @@
-// Row-wise softmax kernels: rows of length n, contiguous, max subtracted, sums in f64.
+// Row-wise softmax kernels: rows of length n, contiguous, max subtracted. The scalar reference
+// sums in f64; the SIMD path (vector_ops.h) sums in f32 lanes, then in f64.
 #pragma once
 
 #include <cstdint>

@@ -2,6 +2,7 @@
 // all operands are fused, then the innermost run is handed to a flat loop.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -72,6 +73,26 @@ void forEachRow(const StridedPlan<K>& plan, int64_t begin, int64_t end, Run&& ru
       index[d] = 0;
     }
   }
+}
+
+// forEachRow over work items that each cover a part of a row: item w is part w % pieces of row
+// w / pieces (the parts split the row evenly). A contiguous tensor fuses into one row, so this is
+// what lets its elements spread over threads.
+template <size_t K, class Run>
+void forEachRowPiece(const StridedPlan<K>& plan, int64_t pieces, int64_t begin, int64_t end, Run&& run) {
+  if (begin >= end) return;
+  const int64_t n = plan.inner();
+  const int64_t first = begin / pieces;
+  int64_t row = first;
+  forEachRow(plan, first, (end + pieces - 1) / pieces, [&](const auto& off, int64_t, const auto& st) {
+    const int64_t p0 = std::max<int64_t>(0, begin - row * pieces);
+    const int64_t p1 = std::min(pieces, end - row * pieces);
+    const int64_t i0 = n * p0 / pieces, i1 = n * p1 / pieces;
+    auto at = off;
+    for (size_t k = 0; k < K; ++k) at[k] += i0 * st[k];
+    run(at, i1 - i0, st);
+    ++row;
+  });
 }
 
 }  // namespace fucina::kernels

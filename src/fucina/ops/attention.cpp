@@ -8,6 +8,7 @@
 
 #include "fucina/kernels/gemm.h"
 #include "fucina/kernels/softmax.h"
+#include "fucina/kernels/vector_ops.h"
 #include "fucina/ops/finish_op.h"
 
 namespace fucina {
@@ -171,6 +172,7 @@ Tensor Tensor::groupedAttention(ExecContext& ctx, const Tensor& q, const Tensor&
         RawTensor dQ = needs[0] ? RawTensor::empty(c, rows_layout, g.extents(g.H, g.Tq, g.D)) : RawTensor();
         dS = RawTensor::empty(c, {"n", "i", "j"}, {g.B * g.H, g.Tq, g.Tk});
         float* pds = dS.f32();
+        const bool simd = kernels::vec::enabled();
         c.parallelFor(g.B * g.H, tileGrain(g.Tq * g.Tk * (g.D + g.Dv)), [&](int64_t begin, int64_t end) {
           for (int64_t n = begin; n < end; ++n) {
             const int64_t kv = n / g.H * g.Hkv + n % g.H / g.group();
@@ -181,6 +183,10 @@ Tensor Tensor::groupedAttention(ExecContext& ctx, const Tensor& q, const Tensor&
             for (int64_t i = 0; i < g.Tq; ++i) {  // dS = P∘(dP − rowsum(dP∘P)), masked entries 0
               float* dr = ds + i * g.Tk;
               const float* pr = p + i * g.Tk;
+              if (simd) {
+                kernels::vec::softmaxGradRow(pr, dr, g.Tk, g.scale);
+                continue;
+              }
               double dot = 0;
               for (int64_t j = 0; j < g.Tk; ++j) dot += static_cast<double>(dr[j]) * pr[j];
               for (int64_t j = 0; j < g.Tk; ++j) dr[j] = g.scale * pr[j] * (dr[j] - static_cast<float>(dot));

@@ -95,6 +95,18 @@ Tags otherAxes(const RawTensor& a, std::initializer_list<Tag> spatial, Extents* 
 
 // ---------------------------------------------------------------- pooling setup
 
+// Runs body(sub-geometry, first plane) over chunks of g's planes on the pool. Planes are
+// independent, so the split never changes a result.
+template <class Body>
+void forPlaneChunks(ExecContext& ctx, const Conv2dGeometry& g, const Body& body) {
+  const int64_t per_plane = std::max<int64_t>(1, g.height * g.width);
+  ctx.parallelFor(g.channels, std::max<int64_t>(1, (int64_t{16} << 10) / per_plane), [&](int64_t begin, int64_t end) {
+    Conv2dGeometry sub = g;
+    sub.channels = end - begin;
+    body(sub, begin);
+  });
+}
+
 struct PoolSetup {
   Tags order;            // internal layout: other axes, then h, w
   Extents out_shape;     // in that layout
@@ -264,12 +276,19 @@ Tensor Tensor::maxPool2d(ExecContext& ctx, int64_t kernel_h, int64_t kernel_w, i
   PoolSetup s = poolSetup(ctx, "maxPool2d", *this, kernel_h, kernel_w, stride_h, stride_w, pad, h, w);
   RawTensor y = RawTensor::empty(ctx, s.order, s.out_shape);
   const Scratch<int64_t> argmax(ctx.account(), static_cast<size_t>(y.numel()));  // saved for the VJP
-  kernels::maxPool2dPlanes(s.g, s.x.f32(), y.f32(), argmax.data());
+  const int64_t in_plane = s.g.height * s.g.width, out_plane = s.g.out_h * s.g.out_w;
+  forPlaneChunks(ctx, s.g, [&](const Conv2dGeometry& sub, int64_t p) {
+    kernels::maxPool2dPlanes(sub, s.x.f32() + p * in_plane, y.f32() + p * out_plane, argmax.data() + p * out_plane);
+  });
   return ops::finishOp(ctx, "maxPool2d", y.permuted(value().tags()), {this}, [&] {
     return [g = s.g, argmax, order = s.order, x_shape = s.x.shape()](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads out) {
       const RawTensor gyc = gy.permuted(order).contiguous(c);
       RawTensor gx = RawTensor::zeros(c, order, x_shape);
-      kernels::maxPool2dBackward(g, gyc.f32(), argmax.data(), gx.f32());
+      const int64_t in_plane = g.height * g.width, out_plane = g.out_h * g.out_w;
+      forPlaneChunks(c, g, [&](const Conv2dGeometry& sub, int64_t p) {
+        kernels::maxPool2dBackward(sub, gyc.f32() + p * out_plane, argmax.data() + p * out_plane,
+                                   gx.f32() + p * in_plane);
+      });
       out[0] = std::move(gx);
     };
   }, static_cast<size_t>(y.numel() * kernel_h * kernel_w));

@@ -25,19 +25,26 @@ struct SavedShape {
 // Keeps t when `needed`; otherwise an empty handle that the VJP replaces by gy (never read).
 inline RawTensor saveIf(bool needed, const RawTensor& t) { return needed ? t : RawTensor(); }
 
+// SIMD twins (kernels::VecMap) of an op's forward and partials, for the hot ops that have them.
+// The partials' inputs are numbered as their lambdas' arguments: unary (g, a, y), binary
+// (g, a, b, y).
+struct VecOps {
+  kernels::VecMap fwd, da, db;
+};
+
 // y = fwd(a) per element; dx(g, a, y) is the partial times g, reading what `reads` says.
 template <class Fwd, class Dx>
 Tensor unaryOp(ExecContext& ctx, std::string_view name, const Tensor& x, Fwd fwd, unsigned reads,
-               Dx dx) {
+               Dx dx, VecOps simd = {}) {
   requireF32(name, x);
   const RawTensor& a = x.value();
-  RawTensor out = kernels::map1(ctx, a, fwd);
+  RawTensor out = kernels::map1(ctx, a, fwd, simd.fwd);
   return finishOp(ctx, name, out, {&x}, [&] {
-    return [sa = saveIf(reads & reads::kA, a), sy = saveIf(reads & reads::kY, out), dx](
+    return [sa = saveIf(reads & reads::kA, a), sy = saveIf(reads & reads::kY, out), dx, simd](
                ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
       const RawTensor& va = sa.valid() ? sa : gy;
       const RawTensor& vy = sy.valid() ? sy : gy;
-      g[0] = kernels::map<3>(c, gy.tags(), gy.shape(), {&gy, &va, &vy}, dx);
+      g[0] = kernels::map<3>(c, gy.tags(), gy.shape(), {&gy, &va, &vy}, dx, simd.da);
     };
   }, static_cast<size_t>(out.numel()));
 }
@@ -46,26 +53,26 @@ Tensor unaryOp(ExecContext& ctx, std::string_view name, const Tensor& x, Fwd fwd
 // partials times g, each summed back to its operand's own axes.
 template <class Fwd, class Da, class Db>
 Tensor binaryOp(ExecContext& ctx, std::string_view name, const Tensor& x, const Tensor& y, Fwd fwd,
-                unsigned da_reads, Da da, unsigned db_reads, Db db) {
+                unsigned da_reads, Da da, unsigned db_reads, Db db, VecOps simd = {}) {
   requireF32(name, x);
   requireF32(name, y);
   const RawTensor& a = x.value();
   const RawTensor& b = y.value();
-  RawTensor out = kernels::map2(ctx, name, a, b, fwd);
+  RawTensor out = kernels::map2(ctx, name, a, b, fwd, simd.fwd);
   return finishOp(ctx, name, out, {&x, &y}, [&] {
     const unsigned need = (x.requiresGrad() ? da_reads : 0) | (y.requiresGrad() ? db_reads : 0);
     return [sa = saveIf(need & reads::kA, a), sb = saveIf(need & reads::kB, b),
             sy = saveIf(need & reads::kY, out), ma = SavedShape{a.tags(), a.shape()},
-            mb = SavedShape{b.tags(), b.shape()}, da,
-            db](ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads g) {
+            mb = SavedShape{b.tags(), b.shape()}, da, db,
+            simd](ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads g) {
       const RawTensor& va = sa.valid() ? sa : gy;
       const RawTensor& vb = sb.valid() ? sb : gy;
       const RawTensor& vy = sy.valid() ? sy : gy;
       const std::array<const RawTensor*, 4> ins{&gy, &va, &vb, &vy};
       if (needs[0])
-        g[0] = kernels::sumTo(c, kernels::map<4>(c, gy.tags(), gy.shape(), ins, da), ma.tags, ma.shape);
+        g[0] = kernels::sumTo(c, kernels::map<4>(c, gy.tags(), gy.shape(), ins, da, simd.da), ma.tags, ma.shape);
       if (needs[1])
-        g[1] = kernels::sumTo(c, kernels::map<4>(c, gy.tags(), gy.shape(), ins, db), mb.tags, mb.shape);
+        g[1] = kernels::sumTo(c, kernels::map<4>(c, gy.tags(), gy.shape(), ins, db, simd.db), mb.tags, mb.shape);
     };
   }, static_cast<size_t>(out.numel()));
 }

@@ -130,11 +130,18 @@ Tensor Tensor::crossEntropy(ExecContext& ctx, const Tensor& labels, Tag class_ax
       float* o = gx.f32();
       const auto smooth = static_cast<float>(options.label_smoothing / static_cast<double>(classes));
       const auto keep = static_cast<float>(1 - options.label_smoothing);
-      for (int64_t r = 0; r < rows; ++r) {
-        const float fr = f[r];
-        for (int64_t k = 0; k < classes; ++k) o[r * classes + k] = (std::exp(lp[r * classes + k]) - smooth) * fr;
-        o[r * classes + lab[r]] -= keep * fr;
-      }
+      const bool simd = kernels::vec::enabled();
+      c.parallelFor(rows, std::max<int64_t>(1, 16384 / classes), [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          const float fr = f[r];
+          if (simd) {
+            kernels::vec::expShiftScaleRow(lp + r * classes, classes, smooth, fr, o + r * classes);
+          } else {
+            for (int64_t k = 0; k < classes; ++k) o[r * classes + k] = (std::exp(lp[r * classes + k]) - smooth) * fr;
+          }
+          o[r * classes + lab[r]] -= keep * fr;
+        }
+      });
       g[0] = std::move(gx);
     };
   }, static_cast<size_t>(in.numel()) * 4);

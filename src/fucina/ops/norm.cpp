@@ -5,6 +5,7 @@
 #include <string>
 
 #include "fucina/kernels/softmax.h"
+#include "fucina/kernels/vector_ops.h"
 #include "fucina/ops/finish_op.h"
 
 namespace fucina {
@@ -36,9 +37,25 @@ Tensor normalize(ExecContext& ctx, const char* name, const Tensor& x, Tag axis, 
   Scratch<uint8_t> clamped(ctx.account(), static_cast<size_t>(rows), 0);  // l2 only: norm <= eps
   const float* px = in.f32();
   float* py = y.f32();
+  const bool simd = kernels::vec::enabled();
   ctx.parallelFor(rows, std::max<int64_t>(1, 8192 / m), [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       const float* xr = px + r * m;
+      if (simd) {  // the same steps in f32 lanes (the mean rounded to f32 once)
+        const float mean = kind == Kind::layer ? static_cast<float>(kernels::vec::sumRow(xr, m) / static_cast<double>(m)) : 0.0f;
+        const double sq = kernels::vec::sumSquaredDeviation(xr, m, mean);
+        double scale;
+        if (kind == Kind::l2) {
+          const double norm = std::sqrt(sq);
+          clamped[static_cast<size_t>(r)] = norm <= eps;
+          scale = 1.0 / std::max(norm, eps);
+        } else {
+          scale = 1.0 / std::sqrt(sq / static_cast<double>(m) + eps);
+        }
+        inv[static_cast<size_t>(r)] = static_cast<float>(scale);
+        kernels::vec::shiftScaleRow(xr, m, mean, static_cast<float>(scale), py + r * m);
+        continue;
+      }
       double mean = 0, sq = 0;
       if (kind == Kind::layer) {
         for (int64_t i = 0; i < m; ++i) mean += xr[i];
@@ -65,19 +82,28 @@ Tensor normalize(ExecContext& ctx, const char* name, const Tensor& x, Tag axis, 
       const float* pg = gl.f32();
       const float* py = y.f32();
       float* out = gx.f32();
+      const bool simd = kernels::vec::enabled();
       c.parallelFor(rows, std::max<int64_t>(1, 8192 / m), [&](int64_t b, int64_t e) {
         for (int64_t r = b; r < e; ++r) {
           const float* gr = pg + r * m;
           const float* yr = py + r * m;
           double sg = 0, sgy = 0;
-          for (int64_t i = 0; i < m; ++i) {
-            sg += gr[i];
-            sgy += static_cast<double>(gr[i]) * yr[i];
+          if (simd) {
+            kernels::vec::sumAndDot(gr, yr, m, &sg, &sgy);
+          } else {
+            for (int64_t i = 0; i < m; ++i) {
+              sg += gr[i];
+              sgy += static_cast<double>(gr[i]) * yr[i];
+            }
           }
           const double mg = kind == Kind::layer ? sg / static_cast<double>(m) : 0.0;
           double k = kind == Kind::l2 ? sgy : sgy / static_cast<double>(m);
           if (kind == Kind::l2 && clamped[static_cast<size_t>(r)]) k = 0;
           const float s = inv[static_cast<size_t>(r)];
+          if (simd) {
+            kernels::vec::normGradRow(gr, yr, m, s, static_cast<float>(mg), static_cast<float>(k), out + r * m);
+            continue;
+          }
           for (int64_t i = 0; i < m; ++i)
             out[r * m + i] = static_cast<float>(s * (gr[i] - mg - yr[i] * k));
         }

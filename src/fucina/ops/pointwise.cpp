@@ -9,23 +9,28 @@ namespace fucina {
 using namespace ops::reads;
 using ops::binaryOp;
 using ops::unaryOp;
+using kernels::VecMap;
+using Op = kernels::vec::Op;
 
 Tensor Tensor::add(ExecContext& ctx, const Tensor& y) const {
   return binaryOp(ctx, "add", *this, y, [](float a, float b) { return a + b; },
                   kNone, [](float g, float, float, float) { return g; },
-                  kNone, [](float g, float, float, float) { return g; });
+                  kNone, [](float g, float, float, float) { return g; },
+                  {VecMap{Op::add}, VecMap{Op::copy}, VecMap{Op::copy}});
 }
 
 Tensor Tensor::sub(ExecContext& ctx, const Tensor& y) const {
   return binaryOp(ctx, "sub", *this, y, [](float a, float b) { return a - b; },
                   kNone, [](float g, float, float, float) { return g; },
-                  kNone, [](float g, float, float, float) { return -g; });
+                  kNone, [](float g, float, float, float) { return -g; },
+                  {VecMap{Op::sub}, VecMap{Op::copy}, VecMap{Op::neg}});
 }
 
 Tensor Tensor::mul(ExecContext& ctx, const Tensor& y) const {
   return binaryOp(ctx, "mul", *this, y, [](float a, float b) { return a * b; },
                   kB, [](float g, float, float b, float) { return g * b; },
-                  kA, [](float g, float a, float, float) { return g * a; });
+                  kA, [](float g, float a, float, float) { return g * a; },
+                  {VecMap{Op::mul}, VecMap{Op::mul, 0, 2}, VecMap{Op::mul, 0, 1}});
 }
 
 Tensor Tensor::div(ExecContext& ctx, const Tensor& y) const {

@@ -9,10 +9,13 @@ namespace fucina {
 
 using namespace ops::reads;
 using ops::unaryOp;
+using kernels::VecMap;
+using Op = kernels::vec::Op;
 
 Tensor Tensor::neg(ExecContext& ctx) const {
   return unaryOp(ctx, "neg", *this, [](float a) { return -a; },
-                 kNone, [](float g, float, float) { return -g; });
+                 kNone, [](float g, float, float) { return -g; },
+                 {VecMap{Op::neg}, VecMap{Op::neg}, VecMap{}});
 }
 
 // abs: the subgradient at 0 is 0 (torch's sign(0) = 0).
@@ -55,7 +58,8 @@ Tensor Tensor::sigmoid(ExecContext& ctx) const {
 // relu: gradient 0 at 0, as in torch.
 Tensor Tensor::relu(ExecContext& ctx) const {
   return unaryOp(ctx, "relu", *this, [](float a) { return a > 0 ? a : 0.0f; },
-                 kA, [](float g, float a, float) { return a > 0 ? g : 0.0f; });
+                 kA, [](float g, float a, float) { return a > 0 ? g : 0.0f; },
+                 {VecMap{Op::relu}, VecMap{Op::reluGrad, 1, 0}, VecMap{}});
 }
 
 namespace {
@@ -87,7 +91,8 @@ Tensor Tensor::gelu(ExecContext& ctx) const {
 // geluErf, exact: x·Φ(x) (ops/activation.h).
 Tensor Tensor::geluErf(ExecContext& ctx) const {
   return unaryOp(ctx, "geluErf", *this, ops::act::geluErf,
-                 kA, [](float g, float a, float) { return g * ops::act::geluErfGrad(a); });
+                 kA, [](float g, float a, float) { return g * ops::act::geluErfGrad(a); },
+                 {VecMap{}, VecMap{Op::geluErfGrad, 1, 0}, VecMap{}});
 }
 
 // quickGelu: x·σ(1.702x).

@@ -4,6 +4,8 @@
 #include <string>
 
 #include "fucina/core/error.h"
+#include "fucina/exec/context.h"
+#include "fucina/kernels/vector_ops.h"
 
 namespace fucina::optim {
 
@@ -23,6 +25,8 @@ AdamOptions validated(AdamOptions o, const char* who) {
     bad(who, "weight_decay", "finite and >= 0", o.weight_decay);
   return o;
 }
+
+constexpr int64_t kParallelGrain = 32 * 1024;
 
 }  // namespace
 
@@ -51,14 +55,20 @@ void Adam::update(ExecContext& ctx, size_t index, int64_t t, float* p, const flo
   const float eps = static_cast<float>(options_.eps);
   const float l2 = decoupled_ ? 0.0f : static_cast<float>(options_.weight_decay);
   const float shrink = decoupled_ ? static_cast<float>(1.0 - lr * options_.weight_decay) : 1.0f;
-  for (int64_t i = 0; i < n; ++i) {
-    const float gi = g[i] + l2 * p[i];
-    const float pi = p[i] * shrink;
-    m[i] = b1 * m[i] + one_b1 * gi;
-    v[i] = b2 * v[i] + one_b2 * gi * gi;
-    const float denom = std::sqrt(v[i]) * inv_sqrt_bc2 + eps;
-    p[i] = pi - step_size * (m[i] / denom);
-  }
+  const kernels::vec::AdamStep s{b1, b2, one_b1, one_b2, step_size, inv_sqrt_bc2, eps, l2, shrink};
+  const bool simd = kernels::vec::enabled();
+  // Elements are independent: any split over threads gives the same values.
+  ctx.parallelFor(n, kParallelGrain, [&](int64_t begin, int64_t end) {
+    if (simd) return kernels::vec::adam(s, p + begin, g + begin, m + begin, v + begin, end - begin);
+    for (int64_t i = begin; i < end; ++i) {
+      const float gi = g[i] + l2 * p[i];
+      const float pi = p[i] * shrink;
+      m[i] = b1 * m[i] + one_b1 * gi;
+      v[i] = b2 * v[i] + one_b2 * gi * gi;
+      const float denom = std::sqrt(v[i]) * inv_sqrt_bc2 + eps;
+      p[i] = pi - step_size * (m[i] / denom);
+    }
+  });
 }
 
 }  // namespace fucina::optim

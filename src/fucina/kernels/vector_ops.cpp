@@ -1,0 +1,417 @@
+// The SIMD kernels of vector_ops.h, written once with Highway as gemm_simd.cpp is: native builds
+// compile this file once per x86 target (foreach_target.h) and dispatch at run time, wasm compiles
+// it once for SIMD128 (HWY_COMPILE_ONLY_STATIC). Exp comes from Highway's contrib math. Debian's
+// Highway 1.0.3 has no erf, so the exact gelu's erf stays the scalar std::erf (an Abramowitz &
+// Stegun 7.1.26 erf on top of Exp, |error| <= 1.5e-7, missed the 1e-6 relative agreement the gelu
+// tests ask of it); the rest of its gradient is vector code.
+#ifndef FUCINA_KERNELS_VECTOR_OPS_SHARED
+#define FUCINA_KERNELS_VECTOR_OPS_SHARED
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "fucina/kernels/vector_ops.h"
+
+namespace fucina::kernels::vec {
+namespace {
+std::atomic<bool> g_enabled{true};
+}  // namespace
+void setEnabled(bool on) { g_enabled.store(on, std::memory_order_relaxed); }
+bool enabled() { return g_enabled.load(std::memory_order_relaxed); }
+}  // namespace fucina::kernels::vec
+
+#endif  // FUCINA_KERNELS_VECTOR_OPS_SHARED
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "fucina/kernels/vector_ops.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+#include <hwy/contrib/math/math-inl.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace fucina::kernels::vec {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using D = hn::ScalableTag<float>;
+using V = hn::Vec<D>;
+constexpr int64_t kMaxLanes = static_cast<int64_t>(hn::MaxLanes(D()));
+
+int64_t Lanes() { return static_cast<int64_t>(hn::Lanes(D())); }
+
+// Highway's Exp is defined on [-104, 88.7]: NaN stays NaN and larger arguments give +inf here.
+HWY_INLINE V ExpAll(D d, V x) {
+  const V y = hn::IfThenElse(hn::Gt(x, hn::Set(d, 88.72283f)), hn::Set(d, std::numeric_limits<float>::infinity()),
+                             hn::Exp(d, x));
+  return hn::IfThenElse(hn::IsNaN(x), x, y);
+}
+
+HWY_INLINE V Apply(D d, Op op, V x, V y) {
+  switch (op) {
+    case Op::copy: return x;
+    case Op::neg: return hn::Neg(x);
+    case Op::relu: return hn::IfThenElseZero(hn::Gt(x, hn::Zero(d)), x);
+    case Op::add: return hn::Add(x, y);
+    case Op::sub: return hn::Sub(x, y);
+    case Op::mul: return hn::Mul(x, y);
+    case Op::reluGrad: return hn::IfThenElseZero(hn::Gt(x, hn::Zero(d)), y);
+    case Op::geluErfGrad: break;  // RunGeluErfGrad
+    case Op::none: break;
+  }
+  return x;
+}
+
+// gelu'(x)·y for L lanes at x (stride sx) and y (stride sy), n <= L of them valid: Φ(x) from the
+// scalar erf lane by lane (the reference's own expression), x·φ(x) and the product as vectors.
+HWY_INLINE V GeluErfGradLanes(D d, const float* x, int64_t sx, const float* y, int64_t sy, int64_t n) {
+  HWY_ALIGN float xs[kMaxLanes] = {}, ys[kMaxLanes] = {}, cdf[kMaxLanes] = {};
+  for (int64_t l = 0; l < n; ++l) {
+    xs[l] = x[l * sx];
+    ys[l] = y[l * sy];
+    cdf[l] = 0.5f * (1.0f + std::erf(xs[l] * 0.7071067811865476f));
+  }
+  const V a = hn::Load(d, xs);
+  const V gauss = ExpAll(d, hn::Mul(hn::Set(d, -0.5f), hn::Mul(a, a)));
+  const V dx = hn::MulAdd(hn::Mul(a, hn::Set(d, 0.3989422804014327f)), gauss, hn::Load(d, cdf));
+  return hn::Mul(hn::Load(d, ys), dx);
+}
+
+void RunGeluErfGrad(int64_t n, const float* x, int64_t sx, const float* y, int64_t sy, float* out) {
+  const D d;
+  const int64_t L = Lanes();
+  for (int64_t i = 0; i < n; i += L) {
+    const int64_t m = std::min(L, n - i);
+    const V r = GeluErfGradLanes(d, x + i * sx, sx, y + i * sy, sy, m);
+    if (m == L) {
+      hn::StoreU(r, d, out + i);
+    } else {
+      HWY_ALIGN float buf[kMaxLanes] = {};
+      hn::Store(r, d, buf);
+      for (int64_t l = 0; l < m; ++l) out[i + l] = buf[l];
+    }
+  }
+}
+
+// One switch per call, not per vector: the op is a template argument of the loop.
+template <Op kOp>
+void RunOp(int64_t n, const float* HWY_RESTRICT x, int64_t sx, const float* HWY_RESTRICT y, int64_t sy,
+           float* HWY_RESTRICT out) {
+  const D d;
+  const int64_t L = Lanes();
+  const V xs = hn::Set(d, sx == 0 ? x[0] : 0.0f);
+  const V ys = hn::Set(d, (isBinary(kOp) && sy == 0) ? y[0] : 0.0f);
+  int64_t i = 0;
+  for (; i + L <= n; i += L) {
+    const V a = sx == 0 ? xs : hn::LoadU(d, x + i);
+    const V b = isBinary(kOp) ? (sy == 0 ? ys : hn::LoadU(d, y + i)) : a;
+    hn::StoreU(Apply(d, kOp, a, b), d, out + i);
+  }
+  if (i == n) return;
+  // The tail through the same vector code, via padded copies.
+  HWY_ALIGN float bx[kMaxLanes] = {}, by[kMaxLanes] = {}, bo[kMaxLanes];
+  for (int64_t j = 0; j < n - i; ++j) {
+    bx[j] = x[sx * (i + j)];
+    if (isBinary(kOp)) by[j] = y[sy * (i + j)];
+  }
+  hn::Store(Apply(d, kOp, hn::Load(d, bx), hn::Load(d, by)), d, bo);
+  for (int64_t j = 0; j < n - i; ++j) out[i + j] = bo[j];
+}
+
+void Run(Op op, int64_t n, const float* x, int64_t sx, const float* y, int64_t sy, float* out) {
+  switch (op) {
+#define FUCINA_VEC_CASE(name) \
+  case Op::name: return RunOp<Op::name>(n, x, sx, y, sy, out);
+    FUCINA_VEC_CASE(copy)
+    FUCINA_VEC_CASE(neg)
+    FUCINA_VEC_CASE(relu)
+    FUCINA_VEC_CASE(add)
+    FUCINA_VEC_CASE(sub)
+    FUCINA_VEC_CASE(mul)
+    FUCINA_VEC_CASE(reluGrad)
+#undef FUCINA_VEC_CASE
+    case Op::geluErfGrad: return RunGeluErfGrad(n, x, sx, y, sy, out);
+    case Op::none: break;
+  }
+}
+
+// Lane partials summed in f64, lane by lane in order.
+HWY_INLINE double SumLanes(D d, V v) {
+  HWY_ALIGN float lanes[kMaxLanes] = {};
+  hn::Store(v, d, lanes);
+  double s = 0;
+  for (int64_t j = 0; j < Lanes(); ++j) s += lanes[j];
+  return s;
+}
+
+// f(acc, vector) over a row: full vectors, then the tail padded with `pad`.
+template <class F>
+HWY_INLINE V Fold(D d, const float* x, int64_t n, float pad, V acc, const F& f) {
+  const int64_t L = Lanes();
+  int64_t i = 0;
+  for (; i + L <= n; i += L) acc = f(acc, hn::LoadU(d, x + i));
+  if (i < n) {
+    HWY_ALIGN float buf[kMaxLanes] = {};
+    for (int64_t j = 0; j < L; ++j) buf[j] = i + j < n ? x[i + j] : pad;
+    acc = f(acc, hn::Load(d, buf));
+  }
+  return acc;
+}
+
+// out[i] = f(i-th vector of x, of y) over rows of n, tails padded with zeros.
+template <class F>
+HWY_INLINE void Zip(D d, const float* x, const float* y, int64_t n, float* out, const F& f) {
+  const int64_t L = Lanes();
+  int64_t i = 0;
+  for (; i + L <= n; i += L) hn::StoreU(f(hn::LoadU(d, x + i), hn::LoadU(d, y + i)), d, out + i);
+  if (i < n) {
+    HWY_ALIGN float bx[kMaxLanes] = {}, by[kMaxLanes] = {}, bo[kMaxLanes];
+    for (int64_t j = 0; j < n - i; ++j) {
+      bx[j] = x[i + j];
+      by[j] = y[i + j];
+    }
+    hn::Store(f(hn::Load(d, bx), hn::Load(d, by)), d, bo);
+    for (int64_t j = 0; j < n - i; ++j) out[i + j] = bo[j];
+  }
+}
+
+void SoftmaxRow(const float* x, float* y, int64_t n, bool log) {
+  const D d;
+  const float inf = std::numeric_limits<float>::infinity();
+  const V vmax = Fold(d, x, n, -inf, hn::Set(d, -inf), [](V a, V v) { return hn::Max(a, v); });
+  float m = hn::GetLane(hn::MaxOfLanes(d, vmax));
+  if (!std::isfinite(m)) m = 0;  // all -inf (or empty): avoid inf - inf
+  const V vm = hn::Set(d, m);
+  // exp(x − m) into y (the softmax case keeps it), lanes summed; padding adds exp(−inf) = 0.
+  V acc = hn::Zero(d);
+  const int64_t L = Lanes();
+  int64_t i = 0;
+  for (; i + L <= n; i += L) {
+    const V e = ExpAll(d, hn::Sub(hn::LoadU(d, x + i), vm));
+    if (!log) hn::StoreU(e, d, y + i);
+    acc = hn::Add(acc, e);
+  }
+  HWY_ALIGN float tail[kMaxLanes] = {};
+  if (i < n) {
+    for (int64_t j = 0; j < L; ++j) tail[j] = i + j < n ? x[i + j] : -inf;
+    const V e = ExpAll(d, hn::Sub(hn::Load(d, tail), vm));
+    hn::Store(e, d, tail);
+    acc = hn::Add(acc, e);
+  }
+  const double sum = SumLanes(d, acc);
+  if (log) {
+    const V lse = hn::Set(d, static_cast<float>(std::log(sum)));
+    Zip(d, x, x, n, y, [&](V a, V) { return hn::Sub(hn::Sub(a, vm), lse); });
+    return;
+  }
+  const V inv = hn::Set(d, static_cast<float>(1.0 / sum));
+  for (int64_t k = 0; k < i; k += L) hn::StoreU(hn::Mul(hn::LoadU(d, y + k), inv), d, y + k);
+  for (int64_t j = 0; i + j < n; ++j) y[i + j] = tail[j] * hn::GetLane(inv);
+}
+
+// Lanewise Σ a·b (tail padded with zeros).
+HWY_INLINE V DotLanes(D d, const float* a, const float* b, int64_t n) {
+  const int64_t L = Lanes();
+  V acc = hn::Zero(d);
+  int64_t i = 0;
+  for (; i + L <= n; i += L) acc = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), acc);
+  if (i < n) {
+    HWY_ALIGN float ba[kMaxLanes] = {}, bb[kMaxLanes] = {};
+    for (int64_t j = 0; j < n - i; ++j) {
+      ba[j] = a[i + j];
+      bb[j] = b[i + j];
+    }
+    acc = hn::MulAdd(hn::Load(d, ba), hn::Load(d, bb), acc);
+  }
+  return acc;
+}
+
+void SoftmaxGradRow(const float* p, float* dr, int64_t n, float scale) {
+  const D d;
+  const V dot = hn::Set(d, static_cast<float>(SumLanes(d, DotLanes(d, dr, p, n))));
+  const V s = hn::Set(d, scale);
+  Zip(d, p, dr, n, dr, [&](V pv, V dv) { return hn::Mul(hn::Mul(s, pv), hn::Sub(dv, dot)); });
+}
+
+double SumRow(const float* x, int64_t n) {
+  const D d;
+  return SumLanes(d, Fold(d, x, n, 0.0f, hn::Zero(d), [](V a, V v) { return hn::Add(a, v); }));
+}
+
+double SumSquaredDeviation(const float* x, int64_t n, float shift) {
+  const D d;
+  const V s = hn::Set(d, shift);
+  // Padding with the shift itself contributes 0.
+  return SumLanes(d, Fold(d, x, n, shift, hn::Zero(d), [&](V a, V v) {
+                    const V dv = hn::Sub(v, s);
+                    return hn::MulAdd(dv, dv, a);
+                  }));
+}
+
+void ShiftScaleRow(const float* x, int64_t n, float shift, float scale, float* y) {
+  const D d;
+  const V s = hn::Set(d, shift), k = hn::Set(d, scale);
+  Zip(d, x, x, n, y, [&](V a, V) { return hn::Mul(hn::Sub(a, s), k); });
+}
+
+void SumAndDot(const float* g, const float* y, int64_t n, double* sum_g, double* sum_gy) {
+  const D d;
+  *sum_g = SumLanes(d, Fold(d, g, n, 0.0f, hn::Zero(d), [](V a, V v) { return hn::Add(a, v); }));
+  *sum_gy = SumLanes(d, DotLanes(d, g, y, n));
+}
+
+void NormGradRow(const float* g, const float* y, int64_t n, float s, float shift, float k, float* out) {
+  const D d;
+  const V vs = hn::Set(d, s), vshift = hn::Set(d, shift), vk = hn::Set(d, k);
+  Zip(d, g, y, n, out, [&](V gv, V yv) { return hn::Mul(vs, hn::NegMulAdd(yv, vk, hn::Sub(gv, vshift))); });
+}
+
+void ExpShiftScaleRow(const float* x, int64_t n, float shift, float scale, float* out) {
+  const D d;
+  const V s = hn::Set(d, shift), k = hn::Set(d, scale);
+  Zip(d, x, x, n, out, [&](V a, V) { return hn::Mul(hn::Sub(ExpAll(d, a), s), k); });
+}
+
+void AddToF64(const float* x, int64_t n, double* acc) {
+  // Plain loop: the compiler vectorizes the widening add for each target.
+  for (int64_t i = 0; i < n; ++i) acc[i] += x[i];
+}
+
+void MaxPoolPlanes(const float* x, int64_t planes, int64_t height, int64_t width, int64_t out_h, int64_t out_w,
+                   int64_t kh, int64_t kw, int64_t sh, int64_t sw, float* y, int64_t* argmax) {
+  const D d;
+  const hn::RebindToSigned<D> di;
+  using VI = hn::Vec<decltype(di)>;
+  const int64_t L = Lanes(), outs = out_h * out_w;
+  // Outputs are taken L at a time in row-major order, so narrow planes (W2's 13 and 5 columns)
+  // still fill whole vectors: each lane gathers its own window, from its corner's in-plane index.
+  // The table is padded to whole vectors with corner 0 (a valid window, results not stored).
+  thread_local std::vector<int32_t> corners;
+  corners.assign(static_cast<size_t>((outs + L - 1) / L * L), 0);
+  for (int64_t o = 0; o < outs; ++o)
+    corners[static_cast<size_t>(o)] = static_cast<int32_t>(o / out_w * sh * width + o % out_w * sw);
+  HWY_ALIGN float best_lanes[kMaxLanes] = {};
+  HWY_ALIGN int32_t at_lanes[kMaxLanes] = {};
+  for (int64_t p = 0; p < planes; ++p) {
+    const float* plane = x + p * height * width;
+    float* yp = y + p * outs;
+    int64_t* ap = argmax + p * outs;
+    for (int64_t o = 0; o < outs; o += L) {
+      const VI first = hn::LoadU(di, corners.data() + o);
+      V best = hn::GatherIndex(d, plane, first);
+      VI at = first;
+      for (int64_t i = 0; i < kh; ++i) {
+        for (int64_t j = 0; j < kw; ++j) {
+          if (i == 0 && j == 0) continue;
+          const VI idx = hn::Add(first, hn::Set(di, static_cast<int32_t>(i * width + j)));
+          const V v = hn::GatherIndex(d, plane, idx);
+          // v > best, or v is NaN and best is not: NaN propagates, ties keep the first.
+          const auto take = hn::Or(hn::Gt(v, best), hn::AndNot(hn::IsNaN(best), hn::IsNaN(v)));
+          best = hn::IfThenElse(take, v, best);
+          at = hn::IfThenElse(hn::RebindMask(di, take), idx, at);
+        }
+      }
+      const int64_t n = std::min(L, outs - o);
+      if (n == L) {
+        hn::StoreU(best, d, yp + o);
+      } else {
+        hn::Store(best, d, best_lanes);
+        for (int64_t l = 0; l < n; ++l) yp[o + l] = best_lanes[l];
+      }
+      hn::Store(at, di, at_lanes);
+      for (int64_t l = 0; l < n; ++l) ap[o + l] = at_lanes[l];
+    }
+  }
+}
+
+void Adam(const AdamStep& s, float* p, const float* g, float* m, float* v, int64_t n) {
+  const D d;
+  const V b1 = hn::Set(d, s.b1), b2 = hn::Set(d, s.b2), one_b1 = hn::Set(d, s.one_b1), one_b2 = hn::Set(d, s.one_b2);
+  const V step = hn::Set(d, s.step_size), inv_bc2 = hn::Set(d, s.inv_sqrt_bc2), eps = hn::Set(d, s.eps);
+  const V l2 = hn::Set(d, s.l2), shrink = hn::Set(d, s.shrink);
+  const int64_t L = Lanes();
+  auto body = [&](float* pp, const float* gp, float* mp, float* vp) {
+    const V pv = hn::LoadU(d, pp);
+    const V gi = hn::MulAdd(l2, pv, hn::LoadU(d, gp));
+    const V mv = hn::MulAdd(one_b1, gi, hn::Mul(b1, hn::LoadU(d, mp)));
+    const V vv = hn::MulAdd(hn::Mul(one_b2, gi), gi, hn::Mul(b2, hn::LoadU(d, vp)));
+    const V denom = hn::MulAdd(hn::Sqrt(vv), inv_bc2, eps);
+    hn::StoreU(mv, d, mp);
+    hn::StoreU(vv, d, vp);
+    hn::StoreU(hn::NegMulAdd(step, hn::Div(mv, denom), hn::Mul(pv, shrink)), d, pp);
+  };
+  int64_t i = 0;
+  for (; i + L <= n; i += L) body(p + i, g + i, m + i, v + i);
+  if (i < n) {
+    HWY_ALIGN float bp[kMaxLanes] = {}, bg[kMaxLanes] = {}, bm[kMaxLanes] = {}, bv[kMaxLanes] = {};
+    for (int64_t j = 0; j < n - i; ++j) {
+      bp[j] = p[i + j];
+      bg[j] = g[i + j];
+      bm[j] = m[i + j];
+      bv[j] = v[i + j];
+    }
+    body(bp, bg, bm, bv);
+    for (int64_t j = 0; j < n - i; ++j) {
+      p[i + j] = bp[j];
+      m[i + j] = bm[j];
+      v[i + j] = bv[j];
+    }
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace fucina::kernels::vec
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace fucina::kernels::vec {
+
+HWY_EXPORT(Run);
+HWY_EXPORT(SoftmaxRow);
+HWY_EXPORT(SoftmaxGradRow);
+HWY_EXPORT(SumRow);
+HWY_EXPORT(SumSquaredDeviation);
+HWY_EXPORT(ShiftScaleRow);
+HWY_EXPORT(SumAndDot);
+HWY_EXPORT(NormGradRow);
+HWY_EXPORT(ExpShiftScaleRow);
+HWY_EXPORT(AddToF64);
+HWY_EXPORT(MaxPoolPlanes);
+HWY_EXPORT(Adam);
+
+void run(Op op, int64_t n, const float* x, int64_t sx, const float* y, int64_t sy, float* out) {
+  if (n > 0) HWY_DYNAMIC_DISPATCH(Run)(op, n, x, sx, y, sy, out);
+}
+void softmaxRow(const float* x, float* y, int64_t n, bool log) { HWY_DYNAMIC_DISPATCH(SoftmaxRow)(x, y, n, log); }
+void softmaxGradRow(const float* p, float* d, int64_t n, float scale) {
+  HWY_DYNAMIC_DISPATCH(SoftmaxGradRow)(p, d, n, scale);
+}
+double sumRow(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(SumRow)(x, n); }
+double sumSquaredDeviation(const float* x, int64_t n, float shift) {
+  return HWY_DYNAMIC_DISPATCH(SumSquaredDeviation)(x, n, shift);
+}
+void shiftScaleRow(const float* x, int64_t n, float shift, float scale, float* y) {
+  HWY_DYNAMIC_DISPATCH(ShiftScaleRow)(x, n, shift, scale, y);
+}
+void sumAndDot(const float* g, const float* y, int64_t n, double* sum_g, double* sum_gy) {
+  HWY_DYNAMIC_DISPATCH(SumAndDot)(g, y, n, sum_g, sum_gy);
+}
+void normGradRow(const float* g, const float* y, int64_t n, float s, float shift, float k, float* out) {
+  HWY_DYNAMIC_DISPATCH(NormGradRow)(g, y, n, s, shift, k, out);
+}
+void expShiftScaleRow(const float* x, int64_t n, float shift, float scale, float* out) {
+  HWY_DYNAMIC_DISPATCH(ExpShiftScaleRow)(x, n, shift, scale, out);
+}
+void addToF64(const float* x, int64_t n, double* acc) { HWY_DYNAMIC_DISPATCH(AddToF64)(x, n, acc); }
+void maxPoolPlanes(const float* x, int64_t planes, int64_t height, int64_t width, int64_t out_h, int64_t out_w,
+                   int64_t kh, int64_t kw, int64_t sh, int64_t sw, float* y, int64_t* argmax) {
+  HWY_DYNAMIC_DISPATCH(MaxPoolPlanes)(x, planes, height, width, out_h, out_w, kh, kw, sh, sw, y, argmax);
+}
+void adam(const AdamStep& s, float* p, const float* g, float* m, float* v, int64_t n) {
+  if (n > 0) HWY_DYNAMIC_DISPATCH(Adam)(s, p, g, m, v, n);
+}
+
+}  // namespace fucina::kernels::vec
+#endif  // HWY_ONCE
