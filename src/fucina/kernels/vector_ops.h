@@ -19,10 +19,11 @@ enum class Op : uint8_t {
   none,
   // unary: f(x)
   copy, neg, relu,
+  geluErf,      // x·Φ(x), Φ from a vector erfc with relative error < 1.2e-7 (vector_ops.cpp)
   // binary: f(x, y)
   add, sub, mul,
   reluGrad,     // x > 0 ? y : 0  (x the input, y the incoming gradient)
-  geluErfGrad,  // y·(Φ(x) + x·φ(x)): Φ by the scalar erf (Highway 1.0.3 has none), φ by Exp
+  geluErfGrad,  // y·(Φ(x) + x·φ(x))
 };
 constexpr bool isBinary(Op op) { return op >= Op::add; }
 

@@ -92,7 +92,7 @@ Tensor Tensor::gelu(ExecContext& ctx) const {
 Tensor Tensor::geluErf(ExecContext& ctx) const {
   return unaryOp(ctx, "geluErf", *this, ops::act::geluErf,
                  kA, [](float g, float a, float) { return g * ops::act::geluErfGrad(a); },
-                 {VecMap{}, VecMap{Op::geluErfGrad, 1, 0}, VecMap{}});
+                 {VecMap{Op::geluErf}, VecMap{Op::geluErfGrad, 1, 0}, VecMap{}});
 }
 
 // quickGelu: x·σ(1.702x).
