@@ -38,21 +38,25 @@ Tensor normalize(ExecContext& ctx, const char* name, const Tensor& x, Tag axis, 
   const float* px = in.f32();
   float* py = y.f32();
   const bool simd = kernels::vec::enabled();
+  // Row r's 1/norm from its sum of squared deviations, kept in inv (and, for l2, whether eps won).
+  auto scaleOf = [&](int64_t r, double sq) {
+    double scale;
+    if (kind == Kind::l2) {
+      const double norm = std::sqrt(sq);
+      clamped[static_cast<size_t>(r)] = norm <= eps;
+      scale = 1.0 / std::max(norm, eps);
+    } else {
+      scale = 1.0 / std::sqrt(sq / static_cast<double>(m) + eps);
+    }
+    inv[static_cast<size_t>(r)] = static_cast<float>(scale);
+    return scale;
+  };
   ctx.parallelFor(rows, std::max<int64_t>(1, 8192 / m), [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       const float* xr = px + r * m;
       if (simd) {  // the same steps in f32 lanes (the mean rounded to f32 once)
         const float mean = kind == Kind::layer ? static_cast<float>(kernels::vec::sumRow(xr, m) / static_cast<double>(m)) : 0.0f;
-        const double sq = kernels::vec::sumSquaredDeviation(xr, m, mean);
-        double scale;
-        if (kind == Kind::l2) {
-          const double norm = std::sqrt(sq);
-          clamped[static_cast<size_t>(r)] = norm <= eps;
-          scale = 1.0 / std::max(norm, eps);
-        } else {
-          scale = 1.0 / std::sqrt(sq / static_cast<double>(m) + eps);
-        }
-        inv[static_cast<size_t>(r)] = static_cast<float>(scale);
+        const double scale = scaleOf(r, kernels::vec::sumSquaredDeviation(xr, m, mean));
         kernels::vec::shiftScaleRow(xr, m, mean, static_cast<float>(scale), py + r * m);
         continue;
       }
@@ -62,15 +66,7 @@ Tensor normalize(ExecContext& ctx, const char* name, const Tensor& x, Tag axis, 
         mean /= static_cast<double>(m);
       }
       for (int64_t i = 0; i < m; ++i) sq += (xr[i] - mean) * (xr[i] - mean);
-      double scale;
-      if (kind == Kind::l2) {
-        const double norm = std::sqrt(sq);
-        clamped[static_cast<size_t>(r)] = norm <= eps;
-        scale = 1.0 / std::max(norm, eps);
-      } else {
-        scale = 1.0 / std::sqrt(sq / static_cast<double>(m) + eps);
-      }
-      inv[static_cast<size_t>(r)] = static_cast<float>(scale);
+      const double scale = scaleOf(r, sq);
       for (int64_t i = 0; i < m; ++i) py[r * m + i] = static_cast<float>((xr[i] - mean) * scale);
     }
   });
