@@ -769,6 +769,30 @@ TEST_CASE("WorkPool submit and helpUntil run every task") {
   CHECK(done.load() == 100);
 }
 
+TEST_CASE("WorkPool wakes workers that went to sleep after spinning, and stops them sleeping") {
+  // Workers spin ~200 us before sleeping (Note [Spin before sleeping]): idle past that, then give
+  // work whose chunks block until a second thread takes one, so a sleeper must be woken.
+  for (int round = 0; round < 5; ++round) {
+    fucina::WorkPool pool(2);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::atomic<int> entered{0};
+    pool.parallelFor(2, 1, [&](int64_t, int64_t) {
+      entered.fetch_add(1);
+      while (entered.load() < 2) std::this_thread::yield();  // needs the woken worker
+    });
+    CHECK(entered.load() == 2);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::atomic<int> done{0};
+    pool.submit([&] {
+      done.fetch_add(1);
+      pool.notifyAll();
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    pool.helpUntil([&] { return done.load() == 1; });
+    CHECK(done.load() == 1);
+  }  // the destructor stops workers asleep or spinning
+}
+
 TEST_CASE("ExecContext threads honour ExecOptions") {
   ExecContext one(ExecOptions{.threads = 1});
   CHECK(one.threads() == 1);

@@ -1,7 +1,9 @@
 // WorkPool: the only place fucina makes threads. The calling thread always takes part, so a
 // pool of size N has N-1 worker threads, and waiting never idles a thread that could help.
+// A thread with nothing to do spins briefly before it sleeps (Note [Spin before sleeping]).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -36,12 +38,19 @@ class WorkPool {
  private:
   void workerLoop();
   bool tryRunOne(std::unique_lock<std::mutex>& lock);
+  // Waits with `lock` released for epoch_ to move, for a bounded time; true if it moved.
+  bool spinForChange(std::unique_lock<std::mutex>& lock);
+  void sleep(std::unique_lock<std::mutex>& lock);
+  // Under mutex_: something a waiter may be waiting for happened; wakes sleepers if any.
+  void announce(bool all);
 
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::function<void()>> queue_;
   std::vector<std::thread> workers_;
   bool stopping_ = false;
+  int sleepers_ = 0;                 // threads blocked on wake_ (guarded by mutex_)
+  std::atomic<uint64_t> epoch_{0};   // bumped under mutex_ by every announce: what spinners watch
 };
 
 }  // namespace fucina
