@@ -43,3 +43,10 @@ export class RateMeter {
 export function setText(id, text) {
   document.getElementById(id).textContent = text;
 }
+
+/** On the worker's 'ready': the engine variant and thread count in the badges and in __demo. */
+export function showEngine({ variant, threads }) {
+  Object.assign(demo, { variant, threads });
+  setText('variant', variant);
+  setText('threads', threads);
+}

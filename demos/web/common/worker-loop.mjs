@@ -27,6 +27,17 @@ const nextTask = () => new Promise((resolve) => {
   channel.port2.postMessage(0);
 });
 
+/** One training step in a scope: zeroGrad, loss, backward, update; returns the loss value. */
+export function trainStep(fc, opt, lossOf) {
+  return fc.scope(() => {
+    opt.zeroGrad();
+    const l = lossOf();
+    l.backward();
+    opt.step();
+    return l.item();
+  });
+}
+
 export function serveTrainer(createTrainer) {
   let fc = null, trainer = null, running = false, loop = Promise.resolve();
   const engine = import('../../../dist/index.mjs').then(({ init }) => init());

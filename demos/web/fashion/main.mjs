@@ -2,7 +2,7 @@
 // curves, and a grid of test images captioned with the model's current guesses.
 import { Engine } from '../common/engine.mjs';
 import { LineChart } from '../common/chart.mjs';
-import { params, autostart, stepLimit, demo, showError, RateMeter, setText } from '../common/page.mjs';
+import { params, autostart, stepLimit, demo, showError, RateMeter, setText, showEngine } from '../common/page.mjs';
 
 const CLASSES = ['T-shirt/top', 'Trouser', 'Pullover', 'Dress', 'Coat', 'Sandal', 'Shirt', 'Sneaker', 'Bag', 'Ankle boot'];
 const SHORT = ['T-shirt', 'Trouser', 'Pullover', 'Dress', 'Coat', 'Sandal', 'Shirt', 'Sneaker', 'Bag', 'Boot'];
@@ -81,9 +81,8 @@ engine.on('error', (m) => { showError(m.message); setText('status', 'Stopped by 
 engine.on('status', (m) => setText('status', m.text));
 engine.on('ready', (m) => {
   ({ info } = m);
-  Object.assign(demo, { variant: m.variant, threads: m.threads, model: info.model });
-  setText('variant', m.variant);
-  setText('threads', m.threads);
+  showEngine(m);
+  demo.model = info.model;
   setText('status', `${Math.round(info.parameters / 1000)}k parameters · batch ${info.batch} · Adam, lr ${info.lr}`);
   shown = info.shown;
   drawSamples(shown);

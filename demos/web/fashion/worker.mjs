@@ -4,7 +4,7 @@
 // model classifies a fixed subset of the test split: its accuracy, and the predictions for the
 // first SHOWN images, which the page draws.
 import { loadFashionMnist, shuffledIndices, makeBatch } from '../../../dist/index.mjs';
-import { serveTrainer } from '../common/worker-loop.mjs';
+import { serveTrainer, trainStep } from '../common/worker-loop.mjs';
 
 const EVAL_COUNT = 1000;
 const EVAL_CHUNK = 250;  // images per forward pass when evaluating (bounds the CNN's activations)
@@ -72,13 +72,9 @@ serveTrainer(async (fc, { model: kind = 'mlp', steps = Infinity, evalEvery }) =>
     step() {
       const inEpoch = step % batchesPerEpoch;
       if (inEpoch === 0) order = shuffledIndices(train.count, step / batchesPerEpoch + 1);
-      const loss = fc.scope(() => {
+      const loss = trainStep(fc, opt, () => {
         const { images, labels } = makeBatch(fc, train, order, inEpoch * spec.batch, spec.batch);
-        opt.zeroGrad();
-        const l = model.forward(input(images)).crossEntropy(labels, 'class');
-        l.backward();
-        opt.step();
-        return l.item();
+        return model.forward(input(images)).crossEntropy(labels, 'class');
       });
       step += 1;
       const done = step >= steps;

@@ -2,7 +2,7 @@
 // the peak memory of each step with checkpointing off and on, and the text samples).
 import { Engine } from '../common/engine.mjs';
 import { LineChart } from '../common/chart.mjs';
-import { autostart, stepLimit, params, demo, showError, RateMeter, setText } from '../common/page.mjs';
+import { autostart, stepLimit, params, demo, showError, RateMeter, setText, showEngine } from '../common/page.mjs';
 
 const SMOOTHING = 0.9;       // the smoothed curve: an exponential moving average, bias-corrected
 const MAX_SAMPLES = 6;       // samples kept on the page, newest first
@@ -115,10 +115,9 @@ function addSample(m) {
 engine.on('error', (m) => showError(m.message));
 engine.on('ready', (m) => {
   const { model: c, training: t, parameters } = m.info;
-  Object.assign(demo, { variant: m.variant, threads: m.threads, parameters });
+  showEngine(m);
+  demo.parameters = parameters;
   batchTokens = t.batch * c.context;
-  setText('variant', m.variant);
-  setText('threads', m.threads);
   setText('step', '0');
   setText('loss-value', '–');
   setText('smoothed-value', '–');

@@ -2,7 +2,7 @@
 // controls. Changing the data, noise or width rebuilds the model; the learning rate changes live.
 import { Engine } from '../common/engine.mjs';
 import { LineChart } from '../common/chart.mjs';
-import { params, autostart, stepLimit, demo, showError, RateMeter, setText } from '../common/page.mjs';
+import { params, autostart, stepLimit, demo, showError, RateMeter, setText, showEngine } from '../common/page.mjs';
 
 const POINTS = 400;
 const COLORS = [[91, 156, 255], [255, 180, 84]];   // class 0, class 1 (style.css --accent, --accent-2)
@@ -102,9 +102,7 @@ $('noise').oninput();
 
 engine.on('error', (m) => showError(m.message));
 engine.on('ready', (m) => {
-  Object.assign(demo, { variant: m.variant, threads: m.threads });
-  setText('variant', m.variant);
-  setText('threads', m.threads);
+  showEngine(m);
   setText('step', '0');
   setText('loss-value', '–');
   setText('accuracy', '–');

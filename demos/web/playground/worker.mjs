@@ -1,7 +1,7 @@
 // The playground's trainer: a small ReLU MLP (fc.nn.Mlp, 2 -> hidden -> hidden -> 2) fitted to
 // the page's points with full-batch Adam. Every few steps it evaluates the class-1 probability
 // on a GRID x GRID lattice over the plot's square, which the page draws as the decision heatmap.
-import { serveTrainer } from '../common/worker-loop.mjs';
+import { serveTrainer, trainStep } from '../common/worker-loop.mjs';
 
 const GRID = 96;        // heatmap resolution (the page smooths it when scaling up)
 const EXTENT = 1.25;    // the square [-EXTENT, EXTENT]² the page shows
@@ -34,13 +34,7 @@ serveTrainer((fc, { xy, labels, hidden = 32, lr = 0.01, seed = 1, steps = Infini
   return {
     info: { grid: GRID, extent: EXTENT, heatmap: probabilities(grid), parameters: model.parameters().reduce((a, p) => a + p.shape.reduce((u, v) => u * v, 1), 0) },
     step() {
-      const loss = fc.scope(() => {
-        opt.zeroGrad();
-        const l = model.forward(x).crossEntropy(y, 'class');
-        l.backward();
-        opt.step();
-        return l.item();
-      });
+      const loss = trainStep(fc, opt, () => model.forward(x).crossEntropy(y, 'class'));
       step += 1;
       const done = step >= steps;
       if (step % REPORT_EVERY !== 0 && !done) return undefined;
