@@ -51,17 +51,17 @@ HWY_INLINE V ExpAll(D d, V x) {
   return hn::IfThenElse(hn::IsNaN(x), x, y);
 }
 
-// −x²/2 as hi + lo: with a fused multiply-add, lo is hi's rounding error (where MulAdd is not
-// fused, as in wasm, lo is 0). x is capped at ±20 first, beyond which φ and the tail of Φ are 0 in
-// float, so an infinite x gives no inf − inf.
+// |x| capped at 20, beyond which φ and the tail of Φ are 0 in float (so an infinite x gives no
+// inf − inf), and −x²/2 as hi + lo: with a fused multiply-add, lo is hi's rounding error (where
+// MulAdd is not fused, as in wasm, lo is 0).
 struct NegHalfSquare {
-  V hi, lo;
+  V abs, hi, lo;
 };
 HWY_INLINE NegHalfSquare NegHalfSquareOf(D d, V x) {
   const V a = hn::Min(hn::Abs(x), hn::Set(d, 20.0f));
   const V aa = hn::Mul(a, a);
   const V minus_half = hn::Set(d, -0.5f);
-  return {hn::Mul(minus_half, aa), hn::Mul(minus_half, hn::MulSub(a, a, aa))};
+  return {a, hn::Mul(minus_half, aa), hn::Mul(minus_half, hn::MulSub(a, a, aa))};
 }
 
 // φ(x), the standard normal density.
@@ -77,7 +77,7 @@ HWY_INLINE V NormalPdf(D d, NegHalfSquare e) {
 // float's 1 + erf(x/√2) cancels to nothing there.
 HWY_INLINE V NormalCdf(D d, V x, NegHalfSquare e) {
   const V one = hn::Set(d, 1.0f), half = hn::Set(d, 0.5f);
-  const V z = hn::Mul(hn::Min(hn::Abs(x), hn::Set(d, 20.0f)), hn::Set(d, 0.7071067811865476f));
+  const V z = hn::Mul(e.abs, hn::Set(d, 0.7071067811865476f));
   const V t = hn::Div(one, hn::MulAdd(half, z, one));
   V p = hn::Set(d, 0.17087277f);
   for (const float c : {-0.82215223f, 1.48851587f, -1.13520398f, 0.27886807f, -0.18628806f, 0.09678418f,
