@@ -3,7 +3,9 @@
 // configuration in a fresh process; this program never loops over configurations itself.
 //
 //   fucina_bench --workload w1|w2|w3|w3-ckpt|w4-1024|w4-fc --threads N [--json] [--quick]
-//                [--gemm-layout kn|nk]
+//                [--gemm-layout kn|nk] [--steps N]
+//
+// --steps N times N steps instead of the protocol's 50 (e.g. to run long enough under `perf record`).
 //
 // A training step is: open a scope, zero the gradients, forward + loss, backward, optimizer
 // update, read the loss to the host (loss.item()), close the scope. W4 times one Tensor::dot.
@@ -34,12 +36,13 @@ struct Args {
   bool json = false;
   bool quick = false;        // a smoke test: 2 warm-up and 3 timed steps
   std::string layout = "kn";  // W4: b is {k, n} (contracted axis first) or {n, k} (a weight)
+  int steps = 0;              // > 0: time this many steps (profiling), not the protocol's count
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr,
                "fucina_bench: %s\nusage: fucina_bench --workload w1|w2|w3|w3-ckpt|w4-1024|w4-fc "
-               "--threads N [--json] [--quick] [--gemm-layout kn|nk]\n",
+               "--threads N [--json] [--quick] [--gemm-layout kn|nk] [--steps N]\n",
                why.c_str());
   std::exit(2);
 }
@@ -57,10 +60,12 @@ Args parse(int argc, char** argv) {
     else if (s == "--json") a.json = true;
     else if (s == "--quick") a.quick = true;
     else if (s == "--gemm-layout") a.layout = value();
+    else if (s == "--steps") a.steps = std::atoi(value().c_str());
     else usage("unknown argument " + s);
   }
   if (a.workload.empty()) usage("--workload is required");
   if (a.threads < 1) usage("--threads must be >= 1");
+  if (a.steps < 0) usage("--steps must be >= 1");
   if (a.layout != "kn" && a.layout != "nk") usage("--gemm-layout is kn or nk");
   return a;
 }
@@ -90,12 +95,13 @@ double timeOne(const std::function<void()>& step) {
 
 // BENCHMARKS.md: 10 warm-up steps then 50 timed one by one; 5 + 20 when the second warm-up step
 // takes more than 400 ms. `afterWarmup` runs between the two phases (memory baselines).
-Timing runProtocol(const std::function<void()>& step, bool quick, const std::function<void()>& afterWarmup) {
+Timing runProtocol(const std::function<void()>& step, const Args& a, const std::function<void()>& afterWarmup) {
   Timing t;
-  int warmup = quick ? 2 : 10, steps = quick ? 3 : 50;
+  int warmup = a.quick ? 2 : 10, steps = a.quick ? 3 : 50;
   timeOne(step);
   const double second = timeOne(step);
-  if (!quick && second > 400.0) warmup = 5, steps = 20, t.reduced = true;
+  if (!a.quick && second > 400.0) warmup = 5, steps = 20, t.reduced = true;
+  if (a.steps > 0) steps = a.steps;
   for (int i = 2; i < warmup; ++i) step();
   t.warmup = warmup;
   afterWarmup();
@@ -136,9 +142,9 @@ struct Result {
   std::string note;
 };
 
-Result measure(ExecContext& ctx, const std::function<void()>& step, bool quick) {
+Result measure(ExecContext& ctx, const std::function<void()>& step, const Args& a) {
   Result r;
-  r.timing = runProtocol(step, quick, [&] {
+  r.timing = runProtocol(step, a, [&] {
     ctx.resetPeak();
     r.before = ctx.memory();
   });
@@ -148,8 +154,8 @@ Result measure(ExecContext& ctx, const std::function<void()>& step, bool quick) 
 
 // measure() of a training step, plus the bytes one forward leaves alive for backward (what the
 // graph saved: the figure torch's saved-tensor hooks give), from one more, untimed forward.
-Result measureTraining(ExecContext& ctx, optim::Optimizer& opt, const std::function<Tensor()>& loss, bool quick) {
-  Result r = measure(ctx, trainingStep(ctx, opt, loss), quick);
+Result measureTraining(ExecContext& ctx, optim::Optimizer& opt, const std::function<Tensor()>& loss, const Args& a) {
+  Result r = measure(ctx, trainingStep(ctx, opt, loss), a);
   ExecScope scope(ctx);
   opt.zeroGrad();
   const size_t before = ctx.memory().live_bytes;
@@ -166,7 +172,7 @@ Result run(const Args& a, ExecContext& ctx) {
     optim::Sgd opt(model.parameters(), {.lr = 0.01});
     const Tensor x = Tensor::normal(ctx, {"batch", "in"}, {kBatch, 784}, 0, 1, 2);
     const Tensor y = Tensor::fromInts(ctx, {"batch"}, {kBatch}, labelPattern(kBatch, 10));
-    Result r = measureTraining(ctx, opt, [&] { return model(ctx, x).crossEntropy(ctx, y, "class"); }, a.quick);
+    Result r = measureTraining(ctx, opt, [&] { return model(ctx, x).crossEntropy(ctx, y, "class"); }, a);
     r.gflop = 6.0 * kBatch * (784 * 512 + 512 * 256 + 256 * 10) / 1e9;
     return r;
   }
@@ -176,7 +182,7 @@ Result run(const Args& a, ExecContext& ctx) {
     optim::Sgd opt(model.parameters(), {.lr = 0.01});
     const Tensor x = Tensor::normal(ctx, {"batch", "h", "w"}, {kBatch, 28, 28}, 0, 1, 2);
     const Tensor y = Tensor::fromInts(ctx, {"batch"}, {kBatch}, labelPattern(kBatch, 10));
-    Result r = measureTraining(ctx, opt, [&] { return model(ctx, x).crossEntropy(ctx, y, "class"); }, a.quick);
+    Result r = measureTraining(ctx, opt, [&] { return model(ctx, x).crossEntropy(ctx, y, "class"); }, a);
     r.gflop = 3.0 * kBatch * 2 * (26 * 26 * 32 * 9 + 11 * 11 * 64 * 288 + 1600 * 128 + 128 * 10) / 1e9;
     r.note = "NCHW";
     return r;
@@ -190,7 +196,7 @@ Result run(const Args& a, ExecContext& ctx) {
     // T + 1 = 129 tokens per sequence: Gpt::loss predicts the last 128 from the first 128, so a
     // step trains on 16 · 128 = 2,048 predicted tokens.
     const Tensor tokens = Tensor::fromInts(ctx, {"batch", "t"}, {kBatch, kT + 1}, labelPattern(kBatch * (kT + 1), 256));
-    Result r = measureTraining(ctx, opt, [&] { return model.loss(ctx, tokens); }, a.quick);
+    Result r = measureTraining(ctx, opt, [&] { return model.loss(ctx, tokens); }, a);
     int64_t params = 0;
     for (const Tensor& p : model.parameters()) params += p.numel();
     const double tokens_per_step = kBatch * kT;
@@ -209,7 +215,7 @@ Result run(const Args& a, ExecContext& ctx) {
       const Tensor c = lhs.dot(ctx, rhs, "k");
       volatile float sink = c.dataConst()[0];
       (void)sink;
-    }, a.quick);
+    }, a);
     r.gflop = 2.0 * static_cast<double>(m * n * k) / 1e9;
     r.note = a.layout == "kn" ? "a{m,k}.dot(b{k,n}, k)" : "a{m,k}.dot(b{n,k}, k)";
     return r;
@@ -236,7 +242,7 @@ int main(int argc, char** argv) {
   const Timing& t = r.timing;
   const double median = t.median(), gflops = r.gflop / (median / 1e3);
   const size_t steps = t.ms.size();
-  const double allocs = static_cast<double>(r.after.allocations - r.before.allocations) / static_cast<double>(steps);
+  const double allocs = static_cast<double>(r.after.system_allocations - r.before.system_allocations) / static_cast<double>(steps);
   // peak_bytes: the most tensor storage alive during the timed steps (parameters, optimizer state
   // and data included); step_bytes: the part a step added on top of what lived before it.
   const size_t step_bytes = r.after.peak_bytes - r.before.live_bytes;
