@@ -26,8 +26,6 @@ AdamOptions validated(AdamOptions o, const char* who) {
   return o;
 }
 
-constexpr int64_t kParallelGrain = 32 * 1024;
-
 }  // namespace
 
 Adam::Adam(AdamOptions options) : Adam(options, false) {}
@@ -57,7 +55,6 @@ void Adam::update(ExecContext& ctx, size_t index, int64_t t, float* p, const flo
   const float shrink = decoupled_ ? static_cast<float>(1.0 - lr * options_.weight_decay) : 1.0f;
   const kernels::vec::AdamStep s{b1, b2, one_b1, one_b2, step_size, inv_sqrt_bc2, eps, l2, shrink};
   const bool simd = kernels::vec::enabled();
-  // Elements are independent: any split over threads gives the same values.
   ctx.parallelFor(n, kParallelGrain, [&](int64_t begin, int64_t end) {
     if (simd) return kernels::vec::adam(s, p + begin, g + begin, m + begin, v + begin, end - begin);
     for (int64_t i = begin; i < end; ++i) {

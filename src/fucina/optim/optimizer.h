@@ -45,6 +45,9 @@ class Optimizer {
   // The slot-th state buffer of parameter index: zeros shaped like the parameter, made on first
   // use through ctx (so ctx.memory() accounts it).
   float* stateBuffer(ExecContext& ctx, size_t index, size_t slot);
+  // Elements per pool task in update(): elements are independent, so any split over threads
+  // gives the same values.
+  static constexpr int64_t kParallelGrain = 32 * 1024;
 
  private:
   struct ParamState {

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "fucina/core/error.h"
+#include "fucina/exec/context.h"
 
 namespace fucina::optim {
 
@@ -37,20 +38,25 @@ void Sgd::update(ExecContext& ctx, size_t index, int64_t t, float* p, const floa
   const float mu = static_cast<float>(options_.momentum);
   const float keep = static_cast<float>(1.0 - options_.dampening);
   if (options_.momentum == 0) {
-    for (int64_t i = 0; i < n; ++i) {
-      const float d = g[i] + wd * p[i];
-      p[i] -= lr * d;
-    }
+    ctx.parallelFor(n, kParallelGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const float d = g[i] + wd * p[i];
+        p[i] -= lr * d;
+      }
+    });
     return;
   }
   float* buf = stateBuffer(ctx, index, 0);
   const bool first = t == 1;  // torch: the buffer starts as a copy of the first gradient
-  for (int64_t i = 0; i < n; ++i) {
-    float d = g[i] + wd * p[i];
-    buf[i] = first ? d : mu * buf[i] + keep * d;
-    d = options_.nesterov ? d + mu * buf[i] : buf[i];
-    p[i] -= lr * d;
-  }
+  const bool nesterov = options_.nesterov;
+  ctx.parallelFor(n, kParallelGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      float d = g[i] + wd * p[i];
+      buf[i] = first ? d : mu * buf[i] + keep * d;
+      d = nesterov ? d + mu * buf[i] : buf[i];
+      p[i] -= lr * d;
+    }
+  });
 }
 
 }  // namespace fucina::optim
