@@ -11,6 +11,11 @@
 
 #include <fucina/fucina.h>
 #include "fucina/kernels/gemm.h"
+#include "fucina/kernels/gemm_simd.h"
+
+#ifndef __EMSCRIPTEN__
+#include <hwy/targets.h>
+#endif
 
 using fucina::ExecContext;
 
@@ -96,6 +101,21 @@ TEST_CASE("gemm: packed SIMD kernel matches gemmRef on awkward sizes, transposes
   for (const Case& c : sampledCases()) checkAgainstRef(nullptr, c);  // gemmSerial
 }
 
+#ifndef __EMSCRIPTEN__
+TEST_CASE("gemm: every SIMD target this processor runs matches gemmRef", "[gemm]") {
+  // The dispatcher picks the best target; the others (e.g. AVX2's 6-row tiles on an AVX-512
+  // machine) run only on other hardware unless restricted here.
+  const int64_t supported = hwy::SupportedTargets();
+  for (int64_t bit = 1; bit != 0 && bit <= supported; bit <<= 1) {
+    if (!(supported & bit)) continue;
+    hwy::DisableTargets(supported & ~bit);
+    INFO("target " << fucina::kernels::detail::gemmTargetName());
+    for (const Case& c : sampledCases()) checkAgainstRef(nullptr, c);
+    hwy::DisableTargets(0);
+  }
+}
+#endif
+
 TEST_CASE("gemm: problems large enough to split over 2 threads, rows and columns", "[gemm]") {
   // m·n·k above the split threshold; the longer side of C is split, odd remainders included.
   const std::vector<Case> cases{
@@ -118,4 +138,49 @@ TEST_CASE("gemmRef: transposes and ld against a hand-computed product", "[gemm]"
   fucina::kernels::gemmRef(true, true, 3, 3, 2, at, 4, bt, 3, c, 4, false);
   const float want[] = {1, 2, 8, 7, 3, 4, 18, 7, 5, 6, 28, 7};
   for (int i = 0; i < 12; ++i) CHECK(c[i] == want[i]);
+}
+
+TEST_CASE("gemmSerial: causal bands skip only products that cannot matter", "[gemm]") {
+  using fucina::kernels::Band;
+  // Sizes around the register tiles (MR 4..8, NR 8..32) and the depth slices (KC 128).
+  const std::vector<int64_t> sizes{1, 7, 16, 33, 130};
+  int64_t checked = 0;
+  for (Band kind : {Band::kOutputLower, Band::kALower, Band::kAUpper})
+    for (int64_t m : sizes)
+      for (int64_t shift : {int64_t{0}, int64_t{5}})
+        for (int t = 0; t < 4; ++t) {
+          const bool ta = (t & 1) != 0, tb = (t & 2) != 0, acc = t == 1;
+          // A square-ish product, as attention's: depth = columns = m + shift (the keys).
+          const int64_t n = kind == Band::kOutputLower ? m + shift : 9, k = kind == Band::kOutputLower ? 11 : m + shift;
+          const int64_t lda = (ta ? m : k) + 2, ldb = (tb ? k : n) + 1, ldc = n + 3;
+          std::vector<float> a = wave(static_cast<size_t>((ta ? k : m) * lda), 0.2f);
+          const std::vector<float> b = wave(static_cast<size_t>((tb ? n : k) * ldb), 0.9f);
+          const std::vector<float> c0 = wave(static_cast<size_t>(m * ldc), 1.7f);
+          // The zeros a kALower / kAUpper operand promises.
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t p = 0; p < k; ++p) {
+              const bool zero = (kind == Band::kALower && p > i + shift) || (kind == Band::kAUpper && p < i - shift);
+              if (zero) a[static_cast<size_t>(ta ? p * lda + i : i * lda + p)] = 0.f;
+            }
+          std::vector<float> ref = c0, fast = c0;
+          fucina::kernels::gemmRef(ta, tb, m, n, k, a.data(), lda, b.data(), ldb, ref.data(), ldc, acc);
+          fucina::kernels::gemmSerial(ta, tb, m, n, k, a.data(), lda, b.data(), ldb, fast.data(), ldc, acc,
+                                      {kind, shift});
+          const float tol = 2e-6f * static_cast<float>(k + 1);
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < ldc; ++j) {
+              const size_t at = static_cast<size_t>(i * ldc + j);
+              const bool wanted = j < n && (kind != Band::kOutputLower || j <= i + shift);
+              // Unwanted entries of C keep their old value or get the true product (tiles that
+              // straddle the line are computed whole); padding is never written.
+              const bool ok = wanted ? std::abs(fast[at] - ref[at]) <= tol
+                                     : fast[at] == c0[at] || (j < n && std::abs(fast[at] - ref[at]) <= tol);
+              if (!ok)
+                FAIL_CHECK("band " << static_cast<int>(kind) << " m=" << m << " shift=" << shift << " ta=" << ta
+                                   << " tb=" << tb << " at (" << i << "," << j << "): " << fast[at] << " vs "
+                                   << ref[at]);
+              ++checked;
+            }
+        }
+  CHECK(checked > 0);
 }

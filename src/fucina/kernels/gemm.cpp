@@ -37,8 +37,9 @@ void gemmRef(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const 
 }
 
 void gemmSerial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
-                int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
-  const detail::GemmArgs g{trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate};
+                int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate,
+                GemmBand band) {
+  const detail::GemmArgs g{trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate, band};
   detail::gemmBlock(g, 0, m, 0, n);
 }
 

@@ -10,6 +10,22 @@ namespace fucina::kernels {
 // C[M,N] = op(A)[M,K] · op(B)[K,N] (+ C when accumulate), row-major with leading dimensions:
 // op(A)(i,p) is a[i·lda + p], or a[p·lda + i] when trans_a; op(B)(p,j) is b[p·ldb + j], or
 // b[j·ldb + p] when trans_b; C(i,j) is c[i·ldc + j]. Any ld ≥ 0 (0 broadcasts a row).
+//
+// A band says that one side of the product is lower-triangular, as in causal attention, so
+// that the kernel skips the tiles that cannot matter. With `shift`, row i of C sees
+// columns/depth up to i + shift (shift = Tk − Tq for an end-aligned causal mask):
+//   kOutputLower  only C(i, j) with j ≤ i + shift are wanted: register tiles wholly above that
+//                 line are not computed and C keeps whatever it held there;
+//   kALower       op(A)(i, p) = 0 for p > i + shift (e.g. probabilities times V): each row tile
+//                 stops its depth loop at its last row's limit;
+//   kAUpper       op(A)(i, p) = 0 for p < i − shift (e.g. the transposed probabilities of dV):
+//                 each row tile starts its depth loop at its first row's limit.
+// Entries the kernel does read must still hold those zeros (tiles are MR rows tall).
+enum class Band : uint8_t { kFull, kOutputLower, kALower, kAUpper };
+struct GemmBand {
+  Band kind = Band::kFull;
+  int64_t shift = 0;
+};
 // f32-gemm-ref: the scalar reference (i-k-j order), what the tests compare the fast path with.
 void gemmRef(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
              int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate);
@@ -22,7 +38,8 @@ void gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n, in
 // The fast kernel on the calling thread only: for callers whose work items already spread over
 // the pool (attention's per-head tiles), where a nested split would only add overhead.
 void gemmSerial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
-                int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate);
+                int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate,
+                GemmBand band = {});
 
 // The same with contiguous, untransposed operands: A[M,K], B[K,N], C[M,N].
 inline void gemmRef(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "fucina/kernels/gemm.h"
+
 namespace fucina::kernels::detail {
 
 // C[M,N] (+)= op(A)·op(B) in the layout of kernels::gemm (gemm.h).
@@ -17,6 +19,7 @@ struct GemmArgs {
   float* c;
   int64_t ldc;
   bool accumulate;
+  GemmBand band = {};
 };
 
 // Computes the block rows [m0, m1) × columns [n0, n1) of C, all of K. Thread-safe: the packing

@@ -29,6 +29,10 @@ struct Geometry {
   int64_t group() const { return H / Hkv; }
   // Keys query row i may see (end-aligned causal mask).
   int64_t visible(int64_t i) const { return causal ? std::min(Tk, i + Tk - Tq + 1) : Tk; }
+  // The causal mask as a GEMM band (kernels/gemm.h): row i sees keys up to i + Tk − Tq.
+  kernels::GemmBand band(kernels::Band kind) const {
+    return causal ? kernels::GemmBand{kind, Tk - Tq} : kernels::GemmBand{};
+  }
   Tags layout(const AttentionOptions& o, bool transposed) const {
     Tags t = batch;
     t.push_back(o.heads);
@@ -144,7 +148,7 @@ Tensor Tensor::groupedAttention(ExecContext& ctx, const Tensor& q, const Tensor&
       const int64_t kv = n / g.H * g.Hkv + n % g.H / g.group();
       float* s = pp + n * g.Tq * g.Tk;
       kernels::gemmSerial(false, false, g.Tq, g.Tk, g.D, pq + n * g.Tq * g.D, g.D, pk + kv * g.D * g.Tk, g.Tk, s,
-                          g.Tk, false);
+                          g.Tk, false, g.band(kernels::Band::kOutputLower));
       for (int64_t i = 0; i < g.Tq; ++i) {
         float* row = s + i * g.Tk;
         const int64_t seen = g.visible(i);
@@ -153,7 +157,7 @@ Tensor Tensor::groupedAttention(ExecContext& ctx, const Tensor& q, const Tensor&
         std::fill(row + seen, row + g.Tk, 0.0f);
       }
       kernels::gemmSerial(false, false, g.Tq, g.Dv, g.Tk, s, g.Tk, pv + kv * g.Tk * g.Dv, g.Dv,
-                          po + n * g.Tq * g.Dv, g.Dv, false);
+                          po + n * g.Tq * g.Dv, g.Dv, false, g.band(kernels::Band::kALower));
     }
   });
   const auto work = static_cast<size_t>(2 * g.B * g.H * g.Tq * g.Tk * (g.D + g.Dv));
@@ -179,21 +183,24 @@ Tensor Tensor::groupedAttention(ExecContext& ctx, const Tensor& q, const Tensor&
             float* ds = pds + n * g.Tq * g.Tk;
             const float* p = pp + n * g.Tq * g.Tk;
             kernels::gemmSerial(false, false, g.Tq, g.Tk, g.Dv, pdo + n * g.Tq * g.Dv, g.Dv,
-                                Vt.f32() + kv * g.Dv * g.Tk, g.Tk, ds, g.Tk, false);
+                                Vt.f32() + kv * g.Dv * g.Tk, g.Tk, ds, g.Tk, false,
+                                g.band(kernels::Band::kOutputLower));
             for (int64_t i = 0; i < g.Tq; ++i) {  // dS = P∘(dP − rowsum(dP∘P)), masked entries 0
               float* dr = ds + i * g.Tk;
               const float* pr = p + i * g.Tk;
+              const int64_t seen = g.visible(i);  // dP past it was not computed (band above)
+              std::fill(dr + seen, dr + g.Tk, 0.0f);
               if (simd) {
-                kernels::vec::softmaxGradRow(pr, dr, g.Tk, g.scale);
+                kernels::vec::softmaxGradRow(pr, dr, seen, g.scale);
                 continue;
               }
               double dot = 0;
-              for (int64_t j = 0; j < g.Tk; ++j) dot += static_cast<double>(dr[j]) * pr[j];
-              for (int64_t j = 0; j < g.Tk; ++j) dr[j] = g.scale * pr[j] * (dr[j] - static_cast<float>(dot));
+              for (int64_t j = 0; j < seen; ++j) dot += static_cast<double>(dr[j]) * pr[j];
+              for (int64_t j = 0; j < seen; ++j) dr[j] = g.scale * pr[j] * (dr[j] - static_cast<float>(dot));
             }
             if (needs[0])
               kernels::gemmSerial(false, false, g.Tq, g.D, g.Tk, ds, g.Tk, K.f32() + kv * g.Tk * g.D, g.D,
-                                  dQ.f32() + n * g.Tq * g.D, g.D, false);
+                                  dQ.f32() + n * g.Tq * g.D, g.D, false, g.band(kernels::Band::kALower));
           }
         });
         if (needs[0]) grads[0] = std::move(dQ);
@@ -209,10 +216,12 @@ Tensor Tensor::groupedAttention(ExecContext& ctx, const Tensor& q, const Tensor&
             const int64_t n = m / g.Hkv * g.H + m % g.Hkv * g.group() + h;
             if (needs[1])
               kernels::gemmSerial(true, false, g.Tk, g.D, g.Tq, dS.f32() + n * g.Tq * g.Tk, g.Tk,
-                                  Qs.f32() + n * g.Tq * g.D, g.D, dK.f32() + m * g.Tk * g.D, g.D, true);
+                                  Qs.f32() + n * g.Tq * g.D, g.D, dK.f32() + m * g.Tk * g.D, g.D, true,
+                                  g.band(kernels::Band::kAUpper));
             if (needs[2])
               kernels::gemmSerial(true, false, g.Tk, g.Dv, g.Tq, pp + n * g.Tq * g.Tk, g.Tk,
-                                  pdo + n * g.Tq * g.Dv, g.Dv, dV.f32() + m * g.Tk * g.Dv, g.Dv, true);
+                                  pdo + n * g.Tq * g.Dv, g.Dv, dV.f32() + m * g.Tk * g.Dv, g.Dv, true,
+                                  g.band(kernels::Band::kAUpper));
           }
         }
       });
