@@ -756,6 +756,40 @@ TEST_CASE("WorkPool nested parallelFor does not deadlock") {
   CHECK(total.load() == 800);
 }
 
+TEST_CASE("WorkPool parallelFor waits by running only its own chunks, so a lock may be held across it") {
+  fucina::WorkPool pool(2);
+  // The worker is held busy; a foreign task queues behind it; then the caller's parallelFor
+  // queues its second chunk behind the foreign task. The caller must run that chunk itself and
+  // return without touching the foreign task (which, in the engine, could take a lock the
+  // caller holds).
+  std::atomic<bool> release{false}, foreign_ran{false}, worker_busy{false};
+  std::atomic<int> waits_done{0};
+  pool.submit([&] {
+    worker_busy = true;
+    while (!release) std::this_thread::yield();
+    waits_done.fetch_add(1);
+    pool.notifyAll();
+  });
+  while (!worker_busy) std::this_thread::yield();
+  const auto caller = std::this_thread::get_id();
+  pool.submit([&] {
+    foreign_ran = true;
+    waits_done.fetch_add(1);
+    pool.notifyAll();
+  });
+  std::mutex held;
+  std::set<std::thread::id> chunk_threads;
+  {
+    std::lock_guard lock(held);
+    pool.parallelFor(2, 1, [&](int64_t, int64_t) { chunk_threads.insert(std::this_thread::get_id()); });
+  }
+  CHECK(chunk_threads == std::set<std::thread::id>{caller});
+  CHECK_FALSE(foreign_ran.load());
+  release = true;
+  pool.helpUntil([&] { return waits_done.load() == 2; });
+  CHECK(foreign_ran.load());
+}
+
 TEST_CASE("WorkPool submit and helpUntil run every task") {
   fucina::WorkPool pool(3);
   std::atomic<int> done{0};

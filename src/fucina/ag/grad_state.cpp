@@ -74,7 +74,7 @@ void GradState::accumulate(ExecContext& ctx, RawTensor contribution) {
   }
   if (!grad_->isExclusive() || !grad_->isContiguous() || grad_->dtype() != DType::f32)
     grad_ = grad_->to(ctx, DType::f32);  // private contiguous copy (leaves held views stale)
-  kernels::addInto(*grad_, contribution);
+  kernels::addInto(ctx, *grad_, contribution);
 }
 
 }  // namespace fucina

@@ -33,16 +33,15 @@ WorkPool::~WorkPool() {
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
-    announce(true);
+    announce();
   }
   for (auto& w : workers_) w.join();
 }
 
-void WorkPool::announce(bool all) {
+void WorkPool::announce() {
   epoch_.fetch_add(1);
-  if (sleepers_ == 0) return;
-  if (all) wake_.notify_all();
-  else wake_.notify_one();
+  // Every sleeper: one waiting only for its own chunks may not be able to use what changed.
+  if (sleepers_ > 0) wake_.notify_all();
 }
 
 bool WorkPool::spinForChange(std::unique_lock<std::mutex>& lock) {
@@ -71,44 +70,54 @@ void WorkPool::sleep(std::unique_lock<std::mutex>& lock) {
 void WorkPool::workerLoop() {
   std::unique_lock lock(mutex_);
   while (true) {
-    if (tryRunOne(lock)) continue;
+    if (tryRunOne(lock, nullptr)) continue;
     if (stopping_) return;
     if (spinForChange(lock) || !queue_.empty() || stopping_) continue;
     sleep(lock);
   }
 }
 
-bool WorkPool::tryRunOne(std::unique_lock<std::mutex>& lock) {
-  if (queue_.empty()) return false;
-  std::function<void()> task = std::move(queue_.front());
-  queue_.pop_front();
+bool WorkPool::tryRunOne(std::unique_lock<std::mutex>& lock, const void* owner) {
+  auto it = queue_.begin();
+  if (owner)
+    while (it != queue_.end() && it->owner != owner) ++it;
+  if (it == queue_.end()) return false;
+  std::function<void()> task = std::move(it->run);
+  queue_.erase(it);
   lock.unlock();
   task();  // tasks catch their own exceptions (see parallelFor and the backward engine)
   lock.lock();
   return true;
 }
 
-void WorkPool::submit(std::function<void()> task) {
+void WorkPool::submit(std::function<void()> task, const void* owner) {
   std::lock_guard lock(mutex_);
-  queue_.push_back(std::move(task));
-  announce(false);
+  queue_.push_back({std::move(task), owner});
+  announce();
 }
 
-void WorkPool::helpUntil(const std::function<bool()>& done) {
+void WorkPool::helpUntil(const std::function<bool()>& done, const void* owner) {
   std::unique_lock lock(mutex_);
   while (!done()) {
-    if (tryRunOne(lock)) continue;
-    // announce() runs under mutex_, and done() is checked under it before sleeping: no lost wake-up.
-    if (spinForChange(lock) || done() || !queue_.empty()) continue;
+    if (tryRunOne(lock, owner)) continue;
+    // announce() runs under mutex_, and done() is checked under it before sleeping: no lost
+    // wake-up. A filtered waiter re-checks after each change (it cannot tell whose task arrived).
+    if (spinForChange(lock) || done() || (!owner && !queue_.empty())) continue;
     sleep(lock);
   }
 }
 
 void WorkPool::notifyAll() {
   std::lock_guard lock(mutex_);
-  announce(true);
+  announce();
 }
 
+// Note [Only your own chunks]: while a parallelFor waits for its chunks it runs only its own
+// queued chunks, never another task from the queue. So a caller may hold a lock across a
+// parallelFor (GradState::accumulate adds a gradient under its mutex): a foreign task run in
+// the wait could otherwise try to take the same lock on the same thread (a backward task
+// accumulating into the same gradient). The caller still never idles while one of its own
+// chunks waits in the queue, so the wait always ends.
 void WorkPool::parallelFor(int64_t n, int64_t grain,
                            const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
@@ -132,11 +141,11 @@ void WorkPool::parallelFor(int64_t n, int64_t grain,
     // Last touch of the caller's frame happens under the mutex the caller waits with.
     std::lock_guard lock(mutex_);
     if (error && !shared.error) shared.error = error;
-    if (--shared.remaining == 0) announce(true);
+    if (--shared.remaining == 0) announce();
   };
-  for (int64_t c = 1; c < chunks; ++c) submit([runChunk, c] { runChunk(c); });
+  for (int64_t c = 1; c < chunks; ++c) submit([runChunk, c] { runChunk(c); }, &shared);
   runChunk(0);
-  helpUntil([&] { return shared.remaining == 0; });
+  helpUntil([&] { return shared.remaining == 0; }, &shared);
   if (shared.error) std::rethrow_exception(shared.error);
 }
 

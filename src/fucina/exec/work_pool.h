@@ -28,25 +28,31 @@ class WorkPool {
   void parallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
   // Queues a task. Tasks must not throw; the caller arranges to wait for them (helpUntil).
-  void submit(std::function<void()> task);
+  // `owner` tags the task for helpUntil's filter (null: nobody's in particular).
+  void submit(std::function<void()> task, const void* owner = nullptr);
   // Runs queued tasks on this thread until done() holds, sleeping when there is nothing to run.
-  // A waiting thread helps instead of blocking, so pool tasks may themselves wait safely.
-  void helpUntil(const std::function<bool()>& done);
+  // A waiting thread helps instead of blocking, so pool tasks may themselves wait safely. With an
+  // `owner`, it runs only the tasks submitted with that owner (Note [Only your own chunks]).
+  void helpUntil(const std::function<bool()>& done, const void* owner = nullptr);
   // Call after changing state a helpUntil predicate reads, so that waiters look again.
   void notifyAll();
 
  private:
   void workerLoop();
-  bool tryRunOne(std::unique_lock<std::mutex>& lock);
+  bool tryRunOne(std::unique_lock<std::mutex>& lock, const void* owner);
   // Waits with `lock` released for epoch_ to move, for a bounded time; true if it moved.
   bool spinForChange(std::unique_lock<std::mutex>& lock);
   void sleep(std::unique_lock<std::mutex>& lock);
   // Under mutex_: something a waiter may be waiting for happened; wakes sleepers if any.
-  void announce(bool all);
+  void announce();
 
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::deque<std::function<void()>> queue_;
+  struct Task {
+    std::function<void()> run;
+    const void* owner;
+  };
+  std::deque<Task> queue_;
   std::vector<std::thread> workers_;
   bool stopping_ = false;
   int sleepers_ = 0;                 // threads blocked on wake_ (guarded by mutex_)

@@ -21,20 +21,27 @@ AlignedShape alignShapes(std::string_view op, const RawTensor& a, const RawTenso
   return s;
 }
 
-void addInto(const RawTensor& dst, const RawTensor& src) {
+void addInto(ExecContext& ctx, const RawTensor& dst, const RawTensor& src) {
   if (dst.numel() == 0) return;
   const RawTensor view = src.broadcastView(dst.tags(), dst.shape());
   const auto plan = planStrided<2>(dst.shape(), {&view.strides(), &dst.strides()});
   const float* s = view.f32();
   float* d = dst.f32();
-  forEachRow(plan, 0, plan.outer(), [&](const auto& off, int64_t n, const auto& st) {
-    if (st[0] == 1 && st[1] == 1) {
-      const float* p = s + off[0];
+  // Split like map: the backward pass sums every fan-out (residual streams, tied weights, the
+  // slices of a fused projection) here, and on one thread it left the other idle (W3 perf).
+  const int64_t pieces = std::max<int64_t>(1, plan.inner() / kElementwiseGrain);
+  const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, plan.inner() / pieces));
+  const bool simd = vec::enabled();
+  ctx.parallelFor(plan.outer() * pieces, grain, [&](int64_t begin, int64_t end) {
+    forEachRowPiece(plan, pieces, begin, end, [&](const auto& off, int64_t n, const auto& st) {
       float* q = d + off[1];
-      for (int64_t i = 0; i < n; ++i) q[i] += p[i];
-    } else {
-      for (int64_t i = 0; i < n; ++i) d[off[1] + i * st[1]] += s[off[0] + i * st[0]];
-    }
+      if (st[1] == 1 && (st[0] == 0 || st[0] == 1)) {
+        if (simd) return vec::run(vec::Op::add, n, q, 1, s + off[0], st[0], q);
+        for (int64_t i = 0; i < n; ++i) q[i] += s[off[0] + i * st[0]];
+      } else {
+        for (int64_t i = 0; i < n; ++i) q[i * st[1]] += s[off[0] + i * st[0]];
+      }
+    });
   });
 }
 

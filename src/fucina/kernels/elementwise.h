@@ -100,6 +100,7 @@ internal::RawTensor map2(ExecContext& ctx, std::string_view op, const internal::
 }
 
 // dst += src elementwise; dst contiguous f32 and exclusively owned, src the same axes/extents.
-void addInto(const internal::RawTensor& dst, const internal::RawTensor& src);
+// Split over ctx's pool like map (any split gives the same values).
+void addInto(ExecContext& ctx, const internal::RawTensor& dst, const internal::RawTensor& src);
 
 }  // namespace fucina::kernels
