@@ -38,13 +38,17 @@ RawTensor RawTensor::empty(ExecContext& ctx, Tags tags, Extents shape, DType dty
 
 RawTensor RawTensor::zeros(ExecContext& ctx, Tags tags, Extents shape, DType dtype) {
   RawTensor t = empty(ctx, std::move(tags), std::move(shape), dtype);
-  if (t.storage_->bytes() > 0) std::memset(t.storage_->data(), 0, t.storage_->bytes());
+  if (dtype == DType::f32) {
+    kernels::fill(t, 0.0, &ctx);  // on the pool when large (a step's gradient buffers)
+  } else if (t.storage_->bytes() > 0) {
+    std::memset(t.storage_->data(), 0, t.storage_->bytes());
+  }
   return t;
 }
 
 RawTensor RawTensor::full(ExecContext& ctx, Tags tags, Extents shape, double value, DType dtype) {
   RawTensor t = empty(ctx, std::move(tags), std::move(shape), dtype);
-  kernels::fill(t, value);
+  kernels::fill(t, value, &ctx);
   return t;
 }
 

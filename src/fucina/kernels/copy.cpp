@@ -55,16 +55,26 @@ std::byte* bytesAt(const RawTensor& t) {
   return t.storage()->data() + t.offset() * static_cast<int64_t>(elementSize(t.dtype()));
 }
 
-// The one strided copy loop: src and dst described by base pointer, dtype and strides; rows (or
-// parts of long rows) spread over ctx's pool when there is one.
+// Calls rows(pieces, begin, end) over a plan's rows, or parts of rows longer than a grain, spread
+// over ctx's pool when there is one and the work is large enough.
+template <size_t K, class Rows>
+void overRows(const StridedPlan<K>& plan, const ExecContext* ctx, Rows&& rows) {
+  constexpr int64_t kGrain = 64 * 1024;  // elements per parallel chunk
+  const int64_t pieces = std::max<int64_t>(1, plan.inner() / kGrain);
+  const int64_t items = plan.outer() * pieces;
+  if (!ctx || items * (plan.inner() / pieces) < 2 * kGrain) return rows(pieces, 0, items);
+  const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, plan.inner() / pieces));
+  ctx->parallelFor(items, grain, [&](int64_t begin, int64_t end) { rows(pieces, begin, end); });
+}
+
+// The one strided copy loop: src and dst described by base pointer, dtype and strides.
 void copyStrided(const std::byte* s, DType sdt, const std::vector<int64_t>& sstrides, std::byte* d,
                  DType ddt, const std::vector<int64_t>& dstrides, const Extents& shape,
                  const ExecContext* ctx = nullptr) {
-  constexpr int64_t kGrain = 64 * 1024;  // elements per parallel chunk
   const auto plan = planStrided<2>(shape, {&sstrides, &dstrides});
   const size_t es = elementSize(sdt);
   const bool f32 = sdt == DType::f32 && ddt == DType::f32;
-  auto rows = [&](int64_t pieces, int64_t begin, int64_t end) {
+  overRows(plan, ctx, [&](int64_t pieces, int64_t begin, int64_t end) {
     forEachRowPiece(plan, pieces, begin, end, [&](auto off, int64_t n, auto st) {
       if (sdt == ddt && st[0] == 1 && st[1] == 1) {
         std::memcpy(d + off[1] * es, s + off[0] * es, static_cast<size_t>(n) * es);
@@ -78,12 +88,7 @@ void copyStrided(const std::byte* s, DType sdt, const std::vector<int64_t>& sstr
       }
       for (int64_t i = 0; i < n; ++i) store(d, ddt, off[1] + i * st[1], load(s, sdt, off[0] + i * st[0]));
     });
-  };
-  const int64_t pieces = std::max<int64_t>(1, plan.inner() / kGrain);
-  const int64_t items = plan.outer() * pieces;
-  if (!ctx || items * (plan.inner() / pieces) < 2 * kGrain) return rows(pieces, 0, items);
-  const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, plan.inner() / pieces));
-  ctx->parallelFor(items, grain, [&](int64_t begin, int64_t end) { rows(pieces, begin, end); });
+  });
 }
 
 }  // namespace
@@ -110,12 +115,19 @@ void copyFromF32(const float* in, const RawTensor& dst) {
               bytesAt(dst), dst.dtype(), dst.strides(), dst.shape());
 }
 
-void fill(const RawTensor& dst, double value) {
+void fill(const RawTensor& dst, double value, const ExecContext* ctx) {
   if (dst.numel() == 0) return;
   const auto plan = planStrided<1>(dst.shape(), {&dst.strides()});
   std::byte* d = bytesAt(dst);
-  forEachRow(plan, 0, plan.outer(), [&](auto off, int64_t n, auto st) {
-    for (int64_t i = 0; i < n; ++i) store(d, dst.dtype(), off[0] + i * st[0], value);
+  const bool f32 = dst.dtype() == DType::f32;
+  overRows(plan, ctx, [&](int64_t pieces, int64_t begin, int64_t end) {
+    forEachRowPiece(plan, pieces, begin, end, [&](auto off, int64_t n, auto st) {
+      if (f32 && st[0] == 1) {  // the common case: no per-element dtype dispatch
+        std::fill_n(reinterpret_cast<float*>(d) + off[0], n, static_cast<float>(value));
+        return;
+      }
+      for (int64_t i = 0; i < n; ++i) store(d, dst.dtype(), off[0] + i * st[0], value);
+    });
   });
 }
 

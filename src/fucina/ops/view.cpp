@@ -304,8 +304,12 @@ Tensor Tensor::select(ExecContext& ctx, Tag axis, int64_t index) const {
   return ops::finishOp(ctx, "select", out, {this}, [&] {
     return [tags = a.tags(), shape = a.shape(), out_tags = out.tags(), axis, i, p](
                ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
-      RawTensor full = RawTensor::zeros(c, tags, shape);
-      kernels::copyConvert(gy.permuted(out_tags), dropUnitAxis(full.narrowed(axis, i, 1), p));
+      // Each element written once: gy into its slice, zeros on either side (a zeroed buffer
+      // then the copy wrote the slice twice; W3 takes q, k and v from one projection this way).
+      RawTensor full = RawTensor::empty(c, tags, shape);
+      kernels::copyConvert(gy.permuted(out_tags), dropUnitAxis(full.narrowed(axis, i, 1), p), &c);
+      if (i > 0) kernels::fill(full.narrowed(axis, 0, i), 0.0, &c);
+      if (i + 1 < shape[p]) kernels::fill(full.narrowed(axis, i + 1, shape[p] - i - 1), 0.0, &c);
       g[0] = std::move(full);
     };
   });
