@@ -128,6 +128,38 @@ TEST_CASE("gemm: problems large enough to split over 2 threads, rows and columns
   }
 }
 
+TEST_CASE("gemm: a fused bias equals gemmRef accumulating onto bias rows", "[gemm]") {
+  for (int threads : {1, 2}) {
+    ExecContext ctx(fucina::ExecOptions{.threads = threads});
+    std::vector<Case> cases = sampledCases();
+    cases.push_back({300, 130, 131, false, false, false, 2});  // split over threads
+    cases.push_back({33, 1001, 257, true, true, false, 0});
+    for (Case c : cases) {
+      if (c.m == 0 || c.n == 0) continue;
+      const int64_t lda = (c.trans_a ? c.m : c.k) + c.pad, ldb = (c.trans_b ? c.k : c.n) + c.pad, ldc = c.n + c.pad;
+      const std::vector<float> a = wave(static_cast<size_t>(std::max<int64_t>(1, (c.trans_a ? c.k : c.m) * lda)), 0.4f);
+      const std::vector<float> b = wave(static_cast<size_t>(std::max<int64_t>(1, (c.trans_b ? c.n : c.k) * ldb)), 1.1f);
+      const std::vector<float> bias = wave(static_cast<size_t>(c.n), 2.3f);
+      std::vector<float> ref = wave(static_cast<size_t>(c.m * ldc), 0.5f), fast = ref;
+      for (int64_t i = 0; i < c.m; ++i) std::copy(bias.begin(), bias.end(), ref.begin() + i * ldc);
+      fucina::kernels::gemmRef(c.trans_a, c.trans_b, c.m, c.n, c.k, a.data(), lda, b.data(), ldb, ref.data(), ldc, true);
+      fucina::kernels::gemm(ctx, c.trans_a, c.trans_b, c.m, c.n, c.k, a.data(), lda, b.data(), ldb, fast.data(), ldc,
+                            false, bias.data());
+      const float tol = 2e-6f * static_cast<float>(c.k + 2);
+      int64_t bad = 0;
+      for (int64_t i = 0; i < c.m; ++i)
+        for (int64_t j = 0; j < ldc; ++j) {
+          const size_t at = static_cast<size_t>(i * ldc + j);
+          if (j < c.n ? std::abs(fast[at] - ref[at]) > tol : fast[at] != ref[at]) ++bad;  // padding kept
+        }
+      CHECK(bad == 0);
+    }
+  }
+  ExecContext ctx;
+  float c[1] = {0}, bias[1] = {1}, x[1] = {1};
+  REQUIRE_THROWS_AS(fucina::kernels::gemm(ctx, false, false, 1, 1, 1, x, 1, x, 1, c, 1, true, bias), fucina::Error);
+}
+
 TEST_CASE("gemmRef: transposes and ld against a hand-computed product", "[gemm]") {
   // op(A) = [[1,2],[3,4],[5,6]] stored transposed with ld 4; op(B) = [[1,0,2],[0,1,3]] stored
   // transposed with ld 3; C has ld 4 and its padding is kept.

@@ -45,9 +45,10 @@ void gemmSerial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, con
 
 void gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
           const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
-          bool accumulate) {
+          bool accumulate, const float* bias) {
   if (m <= 0 || n <= 0) return;
-  const detail::GemmArgs g{trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate};
+  if (bias && accumulate) fail(ErrorCode::InvalidArgument, "gemm: a bias is added only when not accumulating");
+  const detail::GemmArgs g{trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate, {}, bias};
   // Pieces are whole tiles for every target (MR 4, 6 or 8 rows; NR 8 to 32 columns), and each
   // thread gets at least kMinWork multiply-adds, so small products stay on the calling thread.
   constexpr int64_t kRowUnit = 24, kColUnit = 32, kMinWork = int64_t{1} << 21;
@@ -185,11 +186,16 @@ RawTensor contract(ExecContext& ctx, const RawTensor& a, const RawTensor& b,
   const Tags gemm_tags = joinTags({batch, a_free, b_free});
   RawTensor out = RawTensor::empty(ctx, gemm_tags, gemm_shape, DType::f32);
   float* pc = out.f32();
-  const bool accumulate = initial.valid();
+  // An `initial` over b's free axes alone, stored in their order (a Linear's bias), is fused into
+  // the GEMM's stores; any other is copied into the result first and the GEMM accumulates.
+  const bool fused_bias = initial.valid() && initial.tags() == b_free && initial.shape() == n_shape &&
+                          initial.isContiguous() && initial.dtype() == DType::f32;
+  const bool accumulate = initial.valid() && !fused_bias;
   if (accumulate) copyConvert(initial.broadcastView(gemm_tags, gemm_shape), out, &ctx);
   for (int64_t i = 0; i < nb; ++i)
     gemm(ctx, ma.trans, mb.trans, m, n, k, ma.data + ma.batch_offsets[i], ma.ld,
-         mb.data + mb.batch_offsets[i], mb.ld, pc + i * m * n, n, accumulate);
+         mb.data + mb.batch_offsets[i], mb.ld, pc + i * m * n, n, accumulate,
+         fused_bias ? initial.f32() : nullptr);
 
   // Result order: a's remaining axes (batch and free, as they stand in a), then b_free.
   Tags order;

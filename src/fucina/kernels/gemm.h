@@ -30,10 +30,11 @@ struct GemmBand {
 void gemmRef(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
              int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate);
 // The fast path: the packed SIMD kernel (gemm_simd.h), C's tile grid split over ctx's pool when
-// the work is large enough.
+// the work is large enough. A `bias` (n floats) makes it C = bias[j] + op(A)·op(B), fused into
+// the kernel's stores (addDot's bias); it requires accumulate == false.
 void gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
           const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
-          bool accumulate);
+          bool accumulate, const float* bias = nullptr);
 
 // The fast kernel on the calling thread only: for callers whose work items already spread over
 // the pool (attention's per-head tiles), where a nested split would only add overhead.

@@ -67,10 +67,11 @@ constexpr int64_t kKC = 128;
 constexpr int64_t kMC = kMR * 16;
 constexpr int64_t kNC = kNR * 64;
 
-// C tile (mr ≤ kMR rows, nr ≤ kNR columns at c) = or += packed A panel · packed B panel.
+// C tile (mr ≤ kMR rows, nr ≤ kNR columns at c) += packed A panel · packed B panel, or, when
+// overwrite, = the product plus bias[j] per column (bias null: plus 0).
 HWY_NOINLINE void MicroKernel(int64_t kc, const float* HWY_RESTRICT pa,
                               const float* HWY_RESTRICT pb, float* HWY_RESTRICT c, int64_t ldc,
-                              int64_t mr, int64_t nr, bool overwrite) {
+                              int64_t mr, int64_t nr, bool overwrite, const float* HWY_RESTRICT bias) {
   const D d;
   V acc[kMR][kNV];
   for (int64_t i = 0; i < kMR; ++i)
@@ -90,10 +91,12 @@ HWY_NOINLINE void MicroKernel(int64_t kc, const float* HWY_RESTRICT pa,
     pb += kNR;
   }
   if (mr == kMR && nr == kNR) {
+    V base[kNV];
+    for (int64_t v = 0; v < kNV; ++v) base[v] = bias ? hn::LoadU(d, bias + v * kLanes) : hn::Zero(d);
     for (int64_t i = 0; i < kMR; ++i)
       for (int64_t v = 0; v < kNV; ++v) {
         float* ci = c + i * ldc + v * kLanes;
-        hn::StoreU(overwrite ? acc[i][v] : hn::Add(hn::LoadU(d, ci), acc[i][v]), d, ci);
+        hn::StoreU(hn::Add(overwrite ? base[v] : hn::LoadU(d, ci), acc[i][v]), d, ci);
       }
     return;
   }
@@ -102,7 +105,7 @@ HWY_NOINLINE void MicroKernel(int64_t kc, const float* HWY_RESTRICT pa,
     for (int64_t v = 0; v < kNV; ++v) hn::Store(acc[i][v], d, tile + i * kNR + v * kLanes);
   for (int64_t i = 0; i < mr; ++i)
     for (int64_t j = 0; j < nr; ++j)
-      c[i * ldc + j] = overwrite ? tile[i * kNR + j] : c[i * ldc + j] + tile[i * kNR + j];
+      c[i * ldc + j] = (overwrite ? (bias ? bias[j] : 0.f) : c[i * ldc + j]) + tile[i * kNR + j];
 }
 
 // Both packers read the source along its rows (unit stride, one row after another): walking
@@ -187,12 +190,19 @@ void PackB(const GemmArgs& g, int64_t p0, int64_t kc, int64_t n0, int64_t nc, fl
   else PackPanels<kNR>(g.b + p0 * g.ldb + n0, 1, g.ldb, nc, kc, dst);
 }
 
+// C's rows [i0, i0 + rows) × columns [j0, j0 + cols) = the bias (or 0): a product with no terms.
+void FillRows(const GemmArgs& g, int64_t i0, int64_t rows, int64_t j0, int64_t cols) {
+  for (int64_t i = i0; i < i0 + rows; ++i) {
+    float* ci = g.c + i * g.ldc + j0;
+    if (g.bias) std::memcpy(ci, g.bias + j0, sizeof(float) * static_cast<size_t>(cols));
+    else std::memset(ci, 0, sizeof(float) * static_cast<size_t>(cols));
+  }
+}
+
 void GemmBlock(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   if (m0 >= m1 || n0 >= n1) return;
-  if (g.k == 0) {  // no products: C = 0, or C unchanged when accumulating
-    if (!g.accumulate)
-      for (int64_t i = m0; i < m1; ++i)
-        std::memset(g.c + i * g.ldc + n0, 0, sizeof(float) * static_cast<size_t>(n1 - n0));
+  if (g.k == 0) {  // no products: C = bias (or 0), or C unchanged when accumulating
+    if (!g.accumulate) FillRows(g, m0, m1 - m0, n0, n1 - n0);
     return;
   }
   const int64_t kc_max = std::min(kKC, g.k);
@@ -223,11 +233,11 @@ void GemmBlock(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1
               case Band::kAUpper: p0 = std::clamp<int64_t>(first_row - shift - pc, 0, kc); break;
             }
             if (p0 >= p1) {  // the tile's products in this slice are all zero
-              if (overwrite)
-                for (int64_t i = 0; i < mr; ++i) std::memset(c + i * g.ldc, 0, sizeof(float) * static_cast<size_t>(nr));
+              if (overwrite) FillRows(g, ic + ir, mr, jc + jr, nr);
               continue;
             }
-            MicroKernel(p1 - p0, pa + ir * kc + p0 * kMR, pb + jr * kc + p0 * kNR, c, g.ldc, mr, nr, overwrite);
+            MicroKernel(p1 - p0, pa + ir * kc + p0 * kMR, pb + jr * kc + p0 * kNR, c, g.ldc, mr, nr, overwrite,
+                        g.bias ? g.bias + jc + jr : nullptr);
           }
       }
     }

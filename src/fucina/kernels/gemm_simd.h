@@ -20,6 +20,7 @@ struct GemmArgs {
   int64_t ldc;
   bool accumulate;
   GemmBand band = {};
+  const float* bias = nullptr;  // per column of C, added when not accumulating (gemm.h)
 };
 
 // Computes the block rows [m0, m1) × columns [n0, n1) of C, all of K. Thread-safe: the packing
