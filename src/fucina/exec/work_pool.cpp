@@ -16,7 +16,11 @@ namespace fucina {
 // change a waiter can wait for bumps epoch_ and notifies sleepers under mutex_, and a thread
 // checks its condition under mutex_ before it sleeps.
 namespace {
+#ifdef __EMSCRIPTEN__
+constexpr auto kSpin = std::chrono::microseconds(2000);  // ops, and gaps, are ~4x longer in wasm
+#else
 constexpr auto kSpin = std::chrono::microseconds(200);
+#endif
 
 inline void cpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
