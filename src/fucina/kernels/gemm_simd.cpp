@@ -108,9 +108,13 @@ HWY_NOINLINE void MicroKernel(int64_t kc, const float* HWY_RESTRICT pa,
       c[i * ldc + j] = (overwrite ? (bias ? bias[j] : 0.f) : c[i * ldc + j]) + tile[i * kNR + j];
 }
 
-// Both packers read the source along its rows (unit stride, one row after another): walking
-// down a column one row per step touches a new page per row once ld reaches 1024 floats, and
-// the TLB misses made packing as slow as the multiply (measured: perf, 128×1024×784).
+// Packing order. Where the depth is contiguous (ps = 1) a panel is filled by 4×4 transposes of
+// four of its lines. Where the lines are contiguous (ls = 1) a panel is filled W floats from each
+// of its kc rows, one panel after another. A first version filled that case row by row across all
+// panels: sequential reads, but each store kc·W floats from the last (4 KiB at kc = 128, W = 8),
+// all in one L1 set (perf, W3: 30% of PackA's samples on that store). Reading down kc rows touches
+// a page per row once ld reaches 1024 floats, yet at 1024³ (ld = 1024) the panel order measured as
+// fast (gemm_bench, AVX-512: 188.8 against 183.0 GFLOP/s).
 
 #if HWY_TARGET != HWY_SCALAR
 // dst[c·ld_dst + r] = src[r·ld_src + c] for r, c < 4.
@@ -134,10 +138,7 @@ HWY_INLINE void Transpose4x4(const float* HWY_RESTRICT src, int64_t ld_src, floa
 template <int64_t W>
 void PackPanels(const float* src, int64_t ls, int64_t ps, int64_t count, int64_t kc, float* dst) {
   const int64_t panels = (count + W - 1) / W;
-  if (ls == 1) {  // lines are contiguous: W values at a time, one panel after another
-    // Panel by panel, so the writes are sequential: walking depth-major wrote W values to each
-    // panel in turn, kc·W floats apart, i.e. 4 KiB apart at kc = 128 for W = 8, and every store
-    // fell into the same L1 set (perf: 30% of PackA's samples on that one store).
+  if (ls == 1) {  // lines are contiguous: W values from each row, one panel after another
     for (int64_t q = 0; q < panels; ++q) {
       float* out = dst + q * kc * W;
       const float* col = src + q * W;
@@ -158,8 +159,8 @@ void PackPanels(const float* src, int64_t ls, int64_t ps, int64_t count, int64_t
     const int64_t n = std::min(W, count - q * W);
     int64_t j = 0;
 #if HWY_TARGET != HWY_SCALAR
-    // Four lines at a time, in 4×4 blocks through 128-bit registers: the scalar loop stored
-    // one float per cycle, and packing then cost a quarter of the multiply on AVX-512 (W3 perf).
+    // Four lines at a time through 128-bit registers: a scalar loop stored one float per cycle,
+    // and packing then cost a quarter of the multiply on AVX-512 (W3 perf).
     if (ps == 1)
       for (; j + 4 <= n; j += 4) {
         const float* line = src + (q * W + j) * ls;
