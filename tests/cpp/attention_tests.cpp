@@ -236,6 +236,26 @@ TEST_CASE("groupedAttention matches the composed reference in value and gradient
   }
 }
 
+TEST_CASE("groupedAttention reads slices of a fused projection in place and takes a broadcast gradient") {
+  // q, k and v as slices of one {b, t, part, head, d} tensor (each tile strided in time), and the
+  // gradient of a plain sum, which reaches the op as a stride-0 broadcast.
+  ExecContext ctx(fucina::ExecOptions{.threads = 2});
+  Tensor qkv = makeInput(ctx, {"b", "t", "part", "head", "d"}, {2, 5, 3, 2, 4}, 0.4f, true);
+  for (bool causal : {true, false}) {
+    INFO("causal " << causal);
+    auto part = [&](int64_t i) { return qkv.select(ctx, "part", i); };  // fresh slices per graph
+    Tensor got = Tensor::groupedAttention(ctx, part(0), part(1), part(2), {.causal = causal});
+    Tensor want = composedAttention(ctx, part(0), part(1), part(2), causal, 0.5);
+    checkClose(got.toVector(), want.permuteTo(ctx, got.tags()).contiguous(ctx).toVector());
+    got.sumAll(ctx).backward(ctx);
+    const auto g_fast = test::gradOf(ctx, qkv);
+    qkv.zeroGrad();
+    want.sumAll(ctx).backward(ctx);
+    checkClose(g_fast, test::gradOf(ctx, qkv));
+    qkv.zeroGrad();
+  }
+}
+
 TEST_CASE("groupedAttention: causal with Tq = Tk keeps row 0 on key 0; non-causal rows see all keys") {
   ExecContext ctx;
   Tensor q = Tensor::fromSlice(ctx, {"head", "t", "d"}, {1, 2, 1}, {1, 1});

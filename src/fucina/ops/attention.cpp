@@ -1,7 +1,9 @@
-// Grouped-query attention, softmax(scale·q·kᵀ [+ causal mask])·v, and its VJP. Operands are
-// copied once into contiguous {batch..., heads, time, dim} layouts; work items are (batch, head)
-// tiles run on ctx's pool, each calling the SIMD GEMM on the calling thread (gemmSerial) on its
-// own per-head slices, since the tiles already spread the work over the threads.
+// Grouped-query attention, softmax(scale·q·kᵀ [+ causal mask])·v, and its VJP. Work items are
+// (batch, head) tiles run on ctx's pool, each calling the SIMD GEMM on the calling thread
+// (gemmSerial), since the tiles already spread the work over the threads. The GEMMs read each
+// operand's [time, dim] tiles where they lie (Tiles below: e.g. q, k and v as slices of one fused
+// projection) and write the output and gradients with dim innermost in the operands' own axis
+// order, so no permuted copies are made on either side (they were 8% of a W3 step).
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -33,17 +35,10 @@ struct Geometry {
   kernels::GemmBand band(kernels::Band kind) const {
     return causal ? kernels::GemmBand{kind, Tk - Tq} : kernels::GemmBand{};
   }
-  Tags layout(const AttentionOptions& o, bool transposed) const {
+  Tags layout(const AttentionOptions& o) const {  // {batch..., heads, time, dim}
     Tags t = batch;
-    t.push_back(o.heads);
-    t.push_back(transposed ? o.dim : o.time);
-    t.push_back(transposed ? o.time : o.dim);
+    t.insert(t.end(), {o.heads, o.time, o.dim});
     return t;
-  }
-  Extents extents(int64_t heads, int64_t rows, int64_t cols) const {
-    Extents e = batch_extents;
-    e.insert(e.end(), {heads, rows, cols});
-    return e;
   }
 };
 
@@ -121,7 +116,60 @@ Geometry geometry(const Tensor& q, const Tensor& k, const Tensor& v, const Atten
   return g;
 }
 
-// t (contiguous) read as n tiles of [rows, cols], copied to n tiles of [cols, rows].
+// An operand seen as n = B·heads tiles [time, dim] for the GEMMs: tile n (batch axes row-major in
+// q's batch order, then the head) at data + offset[n], element (t, d) at t·ts + d·ds. Either ds
+// or ts is 1 (the other may be 0: a broadcast); otherwise the operand is first copied into
+// {batch..., heads, time, dim}.
+struct Tiles {
+  RawTensor storage;  // keeps the data alive (the operand, or its copy)
+  float* data = nullptr;
+  int64_t ts = 0, ds = 1;
+  std::vector<int64_t> offset;
+  // As gemm's operand op(X)[time, dim] (A, or B with time as its depth), or op(X)[dim, time].
+  bool trans() const { return ds != 1; }
+  int64_t ld() const { return ds == 1 ? ts : ds; }
+  bool transT() const { return ds == 1; }
+  float* at(int64_t n) const { return data + offset[static_cast<size_t>(n)]; }
+};
+
+Tiles tilesOf(ExecContext& ctx, const RawTensor& t, const Geometry& g, const AttentionOptions& o) {
+  RawTensor view = t;
+  // An axis of extent 1 may take any stride.
+  auto unit = [&](Tag tag) { return view.extent(tag) == 1 || view.strides()[view.axis(tag)] == 1; };
+  if (!unit(o.dim) && !unit(o.time)) view = t.permuted(g.layout(o)).contiguous(ctx);
+  auto stride = [&](Tag tag) { return view.strides()[view.axis(tag)]; };
+  Tiles x{view, view.f32(), 0, 1, {0}};
+  if (unit(o.dim)) {
+    x.ts = view.extent(o.time) == 1 ? 0 : stride(o.time);
+  } else {
+    x.ts = 1;
+    x.ds = stride(o.dim);
+  }
+  Tags axes = g.batch;
+  axes.push_back(o.heads);
+  for (Tag tag : axes) {
+    const int64_t e = view.extent(tag), st = stride(tag);
+    std::vector<int64_t> next;
+    next.reserve(x.offset.size() * static_cast<size_t>(e));
+    for (int64_t base : x.offset)
+      for (int64_t i = 0; i < e; ++i) next.push_back(base + i * st);
+    x.offset.swap(next);
+  }
+  return x;
+}
+
+// A new contiguous result with `like`'s axes in its order but `dim` moved last (extent `d`),
+// so that its tiles have unit dim stride; with `zero`, filled with zeros (sums accumulate in it).
+RawTensor dimLast(ExecContext& ctx, const RawTensor& like, const AttentionOptions& o, int64_t d, bool zero) {
+  Tags tags;
+  Extents shape;
+  for (size_t i = 0; i < like.rank(); ++i)
+    if (like.tags()[i] != o.dim) tags.push_back(like.tags()[i]), shape.push_back(like.shape()[i]);
+  tags.push_back(o.dim);
+  shape.push_back(d);
+  return zero ? RawTensor::zeros(ctx, tags, shape) : RawTensor::empty(ctx, tags, shape);
+}
+
 // Tiles per pool task so that each task does roughly a million multiply-adds.
 int64_t tileGrain(int64_t flops_per_tile) {
   return std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(1, flops_per_tile));
@@ -132,23 +180,21 @@ int64_t tileGrain(int64_t flops_per_tile) {
 Tensor Tensor::groupedAttention(ExecContext& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
                                 const AttentionOptions& options) {
   const Geometry g = geometry(q, k, v, options);
-  const Tags rows_layout = g.layout(options, false);  // {batch..., heads, time, dim}
-  const RawTensor Q = q.value().permuted(rows_layout).contiguous(ctx);
-  const RawTensor Kt = k.value().permuted(g.layout(options, true)).contiguous(ctx);
-  const RawTensor V = v.value().permuted(rows_layout).contiguous(ctx);
+  const Tiles Q = tilesOf(ctx, q.value(), g, options), K = tilesOf(ctx, k.value(), g, options),
+              V = tilesOf(ctx, v.value(), g, options);
   // The probabilities are saved for the VJP (rather than the row log-sum-exp, which would need
   // the q·kᵀ GEMM again): B·H·Tq·Tk floats is modest at the sizes this library trains, and the
   // backward then costs three GEMMs per tile instead of four.
   RawTensor P = RawTensor::empty(ctx, {"n", "i", "j"}, {g.B * g.H, g.Tq, g.Tk});
-  RawTensor out = RawTensor::empty(ctx, rows_layout, g.extents(g.H, g.Tq, g.Dv));
-  const float *pq = Q.f32(), *pk = Kt.f32(), *pv = V.f32();
-  float *pp = P.f32(), *po = out.f32();
+  RawTensor out = dimLast(ctx, q.value(), options, g.Dv, false);
+  const Tiles O = tilesOf(ctx, out, g, options);
+  float* pp = P.f32();
   ctx.parallelFor(g.B * g.H, tileGrain(g.Tq * g.Tk * (g.D + g.Dv)), [&](int64_t begin, int64_t end) {
     for (int64_t n = begin; n < end; ++n) {
       const int64_t kv = n / g.H * g.Hkv + n % g.H / g.group();
       float* s = pp + n * g.Tq * g.Tk;
-      kernels::gemmSerial(false, false, g.Tq, g.Tk, g.D, pq + n * g.Tq * g.D, g.D, pk + kv * g.D * g.Tk, g.Tk, s,
-                          g.Tk, false, g.band(kernels::Band::kOutputLower));
+      kernels::gemmSerial(Q.trans(), K.transT(), g.Tq, g.Tk, g.D, Q.at(n), Q.ld(), K.at(kv), K.ld(), s, g.Tk, false,
+                          g.band(kernels::Band::kOutputLower));
       for (int64_t i = 0; i < g.Tq; ++i) {
         float* row = s + i * g.Tk;
         const int64_t seen = g.visible(i);
@@ -156,24 +202,26 @@ Tensor Tensor::groupedAttention(ExecContext& ctx, const Tensor& q, const Tensor&
         kernels::softmaxRows(ctx, row, row, 1, seen, false);  // one row: runs inline
         std::fill(row + seen, row + g.Tk, 0.0f);
       }
-      kernels::gemmSerial(false, false, g.Tq, g.Dv, g.Tk, s, g.Tk, pv + kv * g.Tk * g.Dv, g.Dv,
-                          po + n * g.Tq * g.Dv, g.Dv, false, g.band(kernels::Band::kALower));
+      kernels::gemmSerial(false, V.trans(), g.Tq, g.Dv, g.Tk, s, g.Tk, V.at(kv), V.ld(),
+                          O.at(n), O.ts, false, g.band(kernels::Band::kALower));
     }
   });
   const auto work = static_cast<size_t>(2 * g.B * g.H * g.Tq * g.Tk * (g.D + g.Dv));
-  return ops::finishOp(ctx, "groupedAttention", out, {&q, &k, &v}, [&] {
+  // The result's axes are {batch..., heads, time, dim} (tensor.h), a view of the buffer written
+  // in q's order: a following merge of heads and dim (W3's output projection) needs no copy.
+  return ops::finishOp(ctx, "groupedAttention", out.permuted(g.layout(options)), {&q, &k, &v}, [&] {
     const bool gq = q.requiresGrad(), gk = k.requiresGrad();
     // Each gradient keeps only what it reads: dQ needs K, dK needs Q, both need V (through dP).
-    return [g, options, rows_layout, P, Qs = gk ? Q : RawTensor(), Ks = gq ? k.value() : RawTensor(),
-            Vs = gq || gk ? v.value() : RawTensor()](ExecContext& c, const RawTensor& gy,
-                                                     NeedsGrad needs, Grads grads) {
-      const RawTensor dO = gy.permuted(rows_layout).contiguous(c);
-      const float *pdo = dO.f32(), *pp = P.f32();
+    // The tiles are views of the operands (or of their copies), so keeping them costs nothing.
+    return [g, options, P, Q = gk ? Q : Tiles(), K = gq ? K : Tiles(), V = gq || gk ? V : Tiles(),
+            q_like = q.value(), k_like = k.value(), v_like = v.value()](
+               ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads grads) {
+      const Tiles dO = tilesOf(c, gy, g, options);
+      const float* pp = P.f32();
       RawTensor dS;  // scale·dS, tile n as [Tq, Tk]
       if (needs[0] || needs[1]) {
-        const RawTensor Vt = Vs.permuted(g.layout(options, true)).contiguous(c);
-        const RawTensor K = needs[0] ? Ks.permuted(rows_layout).contiguous(c) : RawTensor();
-        RawTensor dQ = needs[0] ? RawTensor::empty(c, rows_layout, g.extents(g.H, g.Tq, g.D)) : RawTensor();
+        RawTensor dQ = needs[0] ? dimLast(c, q_like, options, g.D, false) : RawTensor();
+        const Tiles dQt = needs[0] ? tilesOf(c, dQ, g, options) : Tiles();
         dS = RawTensor::empty(c, {"n", "i", "j"}, {g.B * g.H, g.Tq, g.Tk});
         float* pds = dS.f32();
         const bool simd = kernels::vec::enabled();
@@ -182,9 +230,8 @@ Tensor Tensor::groupedAttention(ExecContext& ctx, const Tensor& q, const Tensor&
             const int64_t kv = n / g.H * g.Hkv + n % g.H / g.group();
             float* ds = pds + n * g.Tq * g.Tk;
             const float* p = pp + n * g.Tq * g.Tk;
-            kernels::gemmSerial(false, false, g.Tq, g.Tk, g.Dv, pdo + n * g.Tq * g.Dv, g.Dv,
-                                Vt.f32() + kv * g.Dv * g.Tk, g.Tk, ds, g.Tk, false,
-                                g.band(kernels::Band::kOutputLower));
+            kernels::gemmSerial(dO.trans(), V.transT(), g.Tq, g.Tk, g.Dv, dO.at(n), dO.ld(), V.at(kv), V.ld(), ds,
+                                g.Tk, false, g.band(kernels::Band::kOutputLower));
             for (int64_t i = 0; i < g.Tq; ++i) {  // dS = P∘(dP − rowsum(dP∘P)), masked entries 0
               float* dr = ds + i * g.Tk;
               const float* pr = p + i * g.Tk;
@@ -199,8 +246,8 @@ Tensor Tensor::groupedAttention(ExecContext& ctx, const Tensor& q, const Tensor&
               for (int64_t j = 0; j < seen; ++j) dr[j] = g.scale * pr[j] * (dr[j] - static_cast<float>(dot));
             }
             if (needs[0])
-              kernels::gemmSerial(false, false, g.Tq, g.D, g.Tk, ds, g.Tk, K.f32() + kv * g.Tk * g.D, g.D,
-                                  dQ.f32() + n * g.Tq * g.D, g.D, false, g.band(kernels::Band::kALower));
+              kernels::gemmSerial(false, K.trans(), g.Tq, g.D, g.Tk, ds, g.Tk, K.at(kv), K.ld(),
+                                  dQt.at(n), dQt.ts, false, g.band(kernels::Band::kALower));
           }
         });
         if (needs[0]) grads[0] = std::move(dQ);
@@ -208,25 +255,27 @@ Tensor Tensor::groupedAttention(ExecContext& ctx, const Tensor& q, const Tensor&
       if (!needs[1] && !needs[2]) return;
       // dK = Σ_group dSᵀ·Q and dV = Σ_group Pᵀ·dO, one task per kv head so that sums don't race;
       // dS and P tiles ([Tq, Tk]) are read transposed in place.
-      RawTensor dK = needs[1] ? RawTensor::zeros(c, rows_layout, g.extents(g.Hkv, g.Tk, g.D)) : RawTensor();
-      RawTensor dV = needs[2] ? RawTensor::zeros(c, rows_layout, g.extents(g.Hkv, g.Tk, g.Dv)) : RawTensor();
+      RawTensor dK = needs[1] ? dimLast(c, k_like, options, g.D, true) : RawTensor();
+      RawTensor dV = needs[2] ? dimLast(c, v_like, options, g.Dv, true) : RawTensor();
+      const Tiles dKt = needs[1] ? tilesOf(c, dK, g, options) : Tiles();
+      const Tiles dVt = needs[2] ? tilesOf(c, dV, g, options) : Tiles();
       c.parallelFor(g.B * g.Hkv, tileGrain(g.group() * g.Tq * g.Tk * (g.D + g.Dv)), [&](int64_t begin, int64_t end) {
         for (int64_t m = begin; m < end; ++m) {
           for (int64_t h = 0; h < g.group(); ++h) {
             const int64_t n = m / g.Hkv * g.H + m % g.Hkv * g.group() + h;
             if (needs[1])
-              kernels::gemmSerial(true, false, g.Tk, g.D, g.Tq, dS.f32() + n * g.Tq * g.Tk, g.Tk,
-                                  Qs.f32() + n * g.Tq * g.D, g.D, dK.f32() + m * g.Tk * g.D, g.D, true,
+              kernels::gemmSerial(true, Q.trans(), g.Tk, g.D, g.Tq, dS.f32() + n * g.Tq * g.Tk, g.Tk, Q.at(n),
+                                  Q.ld(), dKt.at(m), dKt.ts, true,
                                   g.band(kernels::Band::kAUpper));
             if (needs[2])
-              kernels::gemmSerial(true, false, g.Tk, g.Dv, g.Tq, pp + n * g.Tq * g.Tk, g.Tk,
-                                  pdo + n * g.Tq * g.Dv, g.Dv, dV.f32() + m * g.Tk * g.Dv, g.Dv, true,
+              kernels::gemmSerial(true, dO.trans(), g.Tk, g.Dv, g.Tq, pp + n * g.Tq * g.Tk, g.Tk, dO.at(n),
+                                  dO.ld(), dVt.at(m), dVt.ts, true,
                                   g.band(kernels::Band::kAUpper));
           }
         }
       });
-      if (needs[1]) grads[1] = std::move(dK);  // layout order; the engine restores each operand's
-      if (needs[2]) grads[2] = std::move(dV);
+      if (needs[1]) grads[1] = std::move(dK);  // dim innermost; the engine restores each operand's
+      if (needs[2]) grads[2] = std::move(dV);  // axis order
     };
   }, work);
 }
