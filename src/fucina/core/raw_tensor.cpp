@@ -36,6 +36,19 @@ RawTensor RawTensor::empty(ExecContext& ctx, Tags tags, Extents shape, DType dty
   return t;
 }
 
+std::vector<int64_t> RawTensor::offsetsOver(const Tags& axes) const {
+  std::vector<int64_t> offsets{0};
+  for (Tag tag : axes) {
+    const int64_t e = extent(tag), s = strides_[axis(tag)];
+    std::vector<int64_t> next;
+    next.reserve(offsets.size() * static_cast<size_t>(e));
+    for (int64_t o : offsets)
+      for (int64_t x = 0; x < e; ++x) next.push_back(o + x * s);
+    offsets.swap(next);
+  }
+  return offsets;
+}
+
 RawTensor RawTensor::zeros(ExecContext& ctx, Tags tags, Extents shape, DType dtype) {
   RawTensor t = empty(ctx, std::move(tags), std::move(shape), dtype);
   if (dtype == DType::f32) {

@@ -42,6 +42,9 @@ class RawTensor {
   // Extent of the axis named tag; throws ShapeMismatch naming the tags when absent.
   int64_t extent(Tag tag) const;
   size_t axis(Tag tag) const;  // position of tag, same error
+  // Element offsets (from the first element) of every index over `axes`, row-major in the listed
+  // order: where the sub-tensors of the other axes start (a GEMM's batch of matrices).
+  std::vector<int64_t> offsetsOver(const Tags& axes) const;
   std::string describe() const;  // "{batch=2, in=3}"
 
   bool isContiguous() const;  // row-major, no gaps (any offset)

@@ -130,15 +130,7 @@ MatrixOperand asMatrices(ExecContext& ctx, const RawTensor& t, const Tags& batch
     op.ld = ncols;
   }
   op.data = op.storage.f32();
-  op.batch_offsets = {0};
-  for (Tag tag : batch) {
-    const int64_t e = op.storage.extent(tag), s = op.storage.strides()[op.storage.axis(tag)];
-    std::vector<int64_t> next;
-    next.reserve(op.batch_offsets.size() * static_cast<size_t>(e));
-    for (int64_t o : op.batch_offsets)
-      for (int64_t x = 0; x < e; ++x) next.push_back(o + x * s);
-    op.batch_offsets.swap(next);
-  }
+  op.batch_offsets = op.storage.offsetsOver(batch);
   return op;
 }
 

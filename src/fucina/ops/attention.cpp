@@ -138,22 +138,14 @@ Tiles tilesOf(ExecContext& ctx, const RawTensor& t, const Geometry& g, const Att
   auto unit = [&](Tag tag) { return view.extent(tag) == 1 || view.strides()[view.axis(tag)] == 1; };
   if (!unit(o.dim) && !unit(o.time)) view = t.permuted(g.layout(o)).contiguous(ctx);
   auto stride = [&](Tag tag) { return view.strides()[view.axis(tag)]; };
-  Tiles x{view, view.f32(), 0, 1, {0}};
+  Tags tiles = g.batch;  // tile n: batch axes row-major, then the head
+  tiles.push_back(o.heads);
+  Tiles x{view, view.f32(), 0, 1, view.offsetsOver(tiles)};
   if (unit(o.dim)) {
     x.ts = view.extent(o.time) == 1 ? 0 : stride(o.time);
   } else {
     x.ts = 1;
     x.ds = stride(o.dim);
-  }
-  Tags axes = g.batch;
-  axes.push_back(o.heads);
-  for (Tag tag : axes) {
-    const int64_t e = view.extent(tag), st = stride(tag);
-    std::vector<int64_t> next;
-    next.reserve(x.offset.size() * static_cast<size_t>(e));
-    for (int64_t base : x.offset)
-      for (int64_t i = 0; i < e; ++i) next.push_back(base + i * st);
-    x.offset.swap(next);
   }
   return x;
 }
