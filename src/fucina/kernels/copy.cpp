@@ -59,12 +59,9 @@ std::byte* bytesAt(const RawTensor& t) {
 // over ctx's pool when there is one and the work is large enough.
 template <size_t K, class Rows>
 void overRows(const StridedPlan<K>& plan, const ExecContext* ctx, Rows&& rows) {
-  constexpr int64_t kGrain = 64 * 1024;  // elements per parallel chunk
-  const int64_t pieces = std::max<int64_t>(1, plan.inner() / kGrain);
-  const int64_t items = plan.outer() * pieces;
-  if (!ctx || items * (plan.inner() / pieces) < 2 * kGrain) return rows(pieces, 0, items);
-  const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, plan.inner() / pieces));
-  ctx->parallelFor(items, grain, [&](int64_t begin, int64_t end) { rows(pieces, begin, end); });
+  const RowSplit split = rowSplit(plan, 64 * 1024);  // elements per parallel chunk
+  if (!ctx) return rows(split.pieces, 0, split.items);
+  ctx->parallelFor(split.items, split.min_items, [&](int64_t begin, int64_t end) { rows(split.pieces, begin, end); });
 }
 
 // The one strided copy loop: src and dst described by base pointer, dtype and strides.

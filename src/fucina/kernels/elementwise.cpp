@@ -29,11 +29,10 @@ void addInto(ExecContext& ctx, const RawTensor& dst, const RawTensor& src) {
   float* d = dst.f32();
   // Split like map: the backward pass sums every fan-out (residual streams, tied weights, the
   // slices of a fused projection) here, and on one thread it left the other idle (W3 perf).
-  const int64_t pieces = std::max<int64_t>(1, plan.inner() / kElementwiseGrain);
-  const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, plan.inner() / pieces));
+  const RowSplit split = rowSplit(plan, kElementwiseGrain);
   const bool simd = vec::enabled();
-  ctx.parallelFor(plan.outer() * pieces, grain, [&](int64_t begin, int64_t end) {
-    forEachRowPiece(plan, pieces, begin, end, [&](const auto& off, int64_t n, const auto& st) {
+  ctx.parallelFor(split.items, split.min_items, [&](int64_t begin, int64_t end) {
+    forEachRowPiece(plan, split.pieces, begin, end, [&](const auto& off, int64_t n, const auto& st) {
       float* q = d + off[1];
       if (st[1] == 1 && (st[0] == 0 || st[0] == 1)) {
         if (simd) return vec::run(vec::Op::add, n, q, 1, s + off[0], st[0], q);

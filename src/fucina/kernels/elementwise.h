@@ -52,13 +52,11 @@ internal::RawTensor map(ExecContext& ctx, const Tags& tags, const Extents& shape
   strides[K] = &out.strides();
   const auto plan = planStrided<K + 1>(shape, strides);
   float* dst = out.f32();
-  // Work items are rows, or parts of rows longer than a grain (any split gives the same values).
-  const int64_t pieces = std::max<int64_t>(1, plan.inner() / kElementwiseGrain);
-  const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, plan.inner() / pieces));
+  const RowSplit split = rowSplit(plan, kElementwiseGrain);
   const bool use_simd = simd.op != vec::Op::none && vec::enabled();
   const bool binary = vec::isBinary(simd.op);
-  ctx.parallelFor(plan.outer() * pieces, grain, [&](int64_t begin, int64_t end) {
-    forEachRowPiece(plan, pieces, begin, end, [&](const auto& off, int64_t n, const auto& st) {
+  ctx.parallelFor(split.items, split.min_items, [&](int64_t begin, int64_t end) {
+    forEachRowPiece(plan, split.pieces, begin, end, [&](const auto& off, int64_t n, const auto& st) {
       float* o = dst + off[K];
       if (use_simd && st[K] == 1 && (st[simd.x] == 0 || st[simd.x] == 1) &&
           (!binary || st[simd.y] == 0 || st[simd.y] == 1)) {

@@ -95,4 +95,16 @@ void forEachRowPiece(const StridedPlan<K>& plan, int64_t pieces, int64_t begin, 
   });
 }
 
+// How a plan's rows are cut into work items for a pool: `items` items, each a row or one of the
+// `pieces` parts of a row longer than `grain` elements, and at least `min_items` items (about
+// `grain` elements) per task. Pass pieces to forEachRowPiece; any cut gives the same values.
+struct RowSplit {
+  int64_t pieces, items, min_items;
+};
+template <size_t K>
+RowSplit rowSplit(const StridedPlan<K>& plan, int64_t grain) {
+  const int64_t pieces = std::max<int64_t>(1, plan.inner() / grain);
+  return {pieces, plan.outer() * pieces, std::max<int64_t>(1, grain / std::max<int64_t>(1, plan.inner() / pieces))};
+}
+
 }  // namespace fucina::kernels
