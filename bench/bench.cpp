@@ -60,12 +60,14 @@ Args parse(int argc, char** argv) {
     else if (s == "--json") a.json = true;
     else if (s == "--quick") a.quick = true;
     else if (s == "--gemm-layout") a.layout = value();
-    else if (s == "--steps") a.steps = std::atoi(value().c_str());
+    else if (s == "--steps") {
+      a.steps = std::atoi(value().c_str());
+      if (a.steps < 1) usage("--steps must be >= 1");
+    }
     else usage("unknown argument " + s);
   }
   if (a.workload.empty()) usage("--workload is required");
   if (a.threads < 1) usage("--threads must be >= 1");
-  if (a.steps < 0) usage("--steps must be >= 1");
   if (a.layout != "kn" && a.layout != "nk") usage("--gemm-layout is kn or nk");
   return a;
 }
