@@ -8,6 +8,8 @@
 
 #include "test_helpers.h"
 
+#include "fucina/kernels/conv.h"
+
 using fucina::Conv2dOptions;
 using fucina::ExecContext;
 using fucina::Tensor;
@@ -123,6 +125,46 @@ TEST_CASE("conv2d: values against a direct convolution on awkward shapes, thread
       requireClose(xp.permuteTo(ctx, {"h", "c", "n", "w"}).conv2d(ctx, w, b, optionsOf(k))
                        .permuteTo(ctx, {"n", "out", "h", "w"}).toVector(), want);
     }
+  }
+}
+
+TEST_CASE("im2col and col2imAdd: every entry against the index formula, awkward geometries") {
+  // Taps that fall wholly or partly in the padding, strides wider than the kernel, dilation, and
+  // output rows and columns with no in-bounds tap: each bound is worked out once per tap.
+  for (const Cfg& k : std::vector<Cfg>{
+           {1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1},
+           {1, 2, 13, 13, 1, 3, 3, 1, 1, 0, 0, 1, 1, 1},  // W2's shape, smaller
+           {1, 3, 7, 5, 1, 3, 3, 1, 1, 2, 1, 1, 1, 1},
+           {1, 2, 4, 3, 1, 2, 2, 3, 3, 2, 2, 1, 1, 1},
+           {1, 2, 9, 8, 1, 3, 2, 2, 3, 3, 4, 2, 3, 1},
+           {1, 1, 3, 3, 1, 3, 3, 1, 1, 5, 5, 1, 1, 1},   // padding wider than the plane
+           {1, 1, 6, 17, 1, 1, 5, 1, 1, 0, 2, 1, 4, 1},
+       }) {
+    const fucina::kernels::Conv2dGeometry g{k.c, k.h, k.w, k.kh, k.kw, k.sh, k.sw, k.ph, k.pw, k.dh, k.dw,
+                                            outExtent(k.h, k.kh, k.sh, k.ph, k.dh), outExtent(k.w, k.kw, k.sw, k.pw, k.dw)};
+    INFO("c" << k.c << " " << k.h << "x" << k.w << " k" << k.kh << "x" << k.kw << " s" << k.sh << "," << k.sw << " p"
+             << k.ph << "," << k.pw << " d" << k.dh << "," << k.dw);
+    const int64_t positions = g.out_h * g.out_w, rows = k.c * k.kh * k.kw;
+    const auto x = rnd(size_t(k.c * k.h * k.w), 7);
+    std::vector<float> cols(size_t(rows * positions), std::numeric_limits<float>::quiet_NaN());
+    fucina::kernels::im2col(g, x.data(), cols.data());
+    const auto back = rnd(cols.size(), 8);
+    std::vector<double> want_x(x.size(), 0.5);
+    std::vector<float> got_x(x.size(), 0.5f);
+    fucina::kernels::col2imAdd(g, back.data(), got_x.data());
+    for (int64_t c = 0; c < k.c; ++c)
+      for (int64_t i = 0; i < k.kh; ++i)
+        for (int64_t j = 0; j < k.kw; ++j)
+          for (int64_t oy = 0; oy < g.out_h; ++oy)
+            for (int64_t ox = 0; ox < g.out_w; ++ox) {
+              const int64_t yy = oy * k.sh - k.ph + i * k.dh, xx = ox * k.sw - k.pw + j * k.dw;
+              const bool inside = yy >= 0 && yy < k.h && xx >= 0 && xx < k.w;
+              const auto e = size_t(((c * k.kh + i) * k.kw + j) * positions + oy * g.out_w + ox);
+              const auto at = size_t((c * k.h + yy) * k.w + xx);
+              REQUIRE(cols[e] == (inside ? x[at] : 0.0f));
+              if (inside) want_x[at] += back[e];
+            }
+    for (size_t i = 0; i < x.size(); ++i) REQUIRE(got_x[i] == Approx(want_x[i]).margin(1e-5));
   }
 }
 

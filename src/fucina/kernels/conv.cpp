@@ -10,23 +10,40 @@
 namespace fucina::kernels {
 
 namespace {
-// Output columns [lo, hi) whose input column ox + shift lies in [0, width).
-std::pair<int64_t, int64_t> unitStrideSpan(int64_t out_w, int64_t shift, int64_t width) {
-  const int64_t lo = std::clamp<int64_t>(-shift, 0, out_w);
-  const int64_t hi = std::clamp<int64_t>(width - shift, lo, out_w);
+// The outputs o in [0, out) whose input index o·stride + offset lies in [0, extent), as [lo, hi).
+std::pair<int64_t, int64_t> inBounds(int64_t out, int64_t stride, int64_t offset, int64_t extent) {
+  auto ceilDiv = [](int64_t a, int64_t b) { return a <= 0 ? -(-a / b) : (a + b - 1) / b; };
+  const int64_t lo = std::clamp<int64_t>(ceilDiv(-offset, stride), 0, out);
+  const int64_t hi = std::clamp<int64_t>(ceilDiv(extent - offset, stride), lo, out);
   return {lo, hi};
 }
 // dst[0, n) = src[0, n). The runs of im2col are a row of the output image long (11 floats for
 // W2's second convolution): a memmove call per run cost more than the copy (perf, W2: im2col and
 // memmove 17% of a step). Fixed-size 16-byte copies compile to single moves; the last one
 // overlaps the one before when n is not a multiple of 4.
-inline void copyRun(const float* src, int64_t n, float* dst) {
+inline void copyRun(const float* __restrict src, int64_t n, float* __restrict dst) {
   if (n < 4 || n > 64) {
     std::copy(src, src + n, dst);
     return;
   }
-  for (int64_t k = 0; k + 4 <= n; k += 4) std::memcpy(dst + k, src + k, 4 * sizeof(float));
-  std::memcpy(dst + n - 4, src + n - 4, 4 * sizeof(float));
+  int64_t k = 0;
+  for (; k + 4 <= n; k += 4) std::memcpy(dst + k, src + k, 4 * sizeof(float));
+  if (k < n) std::memcpy(dst + n - 4, src + n - 4, 4 * sizeof(float));
+}
+inline void addRun(const float* __restrict src, int64_t n, float* __restrict dst) {
+  for (int64_t k = 0; k < n; ++k) dst[k] += src[k];
+}
+
+// One tap (c, i, j) of a convolution: the output rows and columns that read inside the plane,
+// and where output (oy, ox) reads: plane[base + oy·row_step + ox·stride_w].
+struct Tap {
+  int64_t y_lo, y_hi, x_lo, x_hi, base, row_step;
+};
+Tap tapOf(const Conv2dGeometry& g, int64_t i, int64_t j) {
+  const int64_t y_off = i * g.dilation_h - g.pad_h, x_off = j * g.dilation_w - g.pad_w;
+  const auto [y_lo, y_hi] = inBounds(g.out_h, g.stride_h, y_off, g.height);
+  const auto [x_lo, x_hi] = inBounds(g.out_w, g.stride_w, x_off, g.width);
+  return {y_lo, y_hi, x_lo, x_hi, y_off * g.width + x_off, g.stride_h * g.width};
 }
 }  // namespace
 
@@ -36,59 +53,62 @@ int64_t convOutExtent(int64_t in, int64_t kernel, int64_t stride, int64_t pad, i
   return span / stride + 1;
 }
 
+// Both loops walk one tap at a time over the output rows that read inside the plane, with the
+// bounds worked out once per tap (not per element or per row). The geometry is copied into locals:
+// the copies store through memcpy, which may alias g, and every field was reloaded per row.
 void im2col(const Conv2dGeometry& g, const float* x, float* cols) {
-  const int64_t positions = g.out_h * g.out_w;
+  const int64_t oh = g.out_h, ow = g.out_w, sw = g.stride_w, plane_size = g.height * g.width;
+  float* row = cols;
   for (int64_t c = 0; c < g.channels; ++c) {
-    const float* plane = x + c * g.height * g.width;
+    const float* plane = x + c * plane_size;
     for (int64_t i = 0; i < g.kh; ++i) {
-      for (int64_t j = 0; j < g.kw; ++j) {
-        float* row = cols + ((c * g.kh + i) * g.kw + j) * positions;
-        for (int64_t oy = 0; oy < g.out_h; ++oy) {
-          const int64_t y = oy * g.stride_h - g.pad_h + i * g.dilation_h;
-          float* r = row + oy * g.out_w;
-          if (y < 0 || y >= g.height) {
-            std::memset(r, 0, sizeof(float) * static_cast<size_t>(g.out_w));
-            continue;
-          }
-          if (g.stride_w == 1) {  // the in-bounds columns are one contiguous run of the input row
-            const int64_t shift = j * g.dilation_w - g.pad_w;  // xx = ox + shift
-            const auto [lo, hi] = unitStrideSpan(g.out_w, shift, g.width);
-            std::fill(r, r + lo, 0.0f);
-            copyRun(plane + y * g.width + lo + shift, hi - lo, r + lo);
-            std::fill(r + hi, r + g.out_w, 0.0f);
-            continue;
-          }
-          for (int64_t ox = 0; ox < g.out_w; ++ox) {
-            const int64_t xx = ox * g.stride_w - g.pad_w + j * g.dilation_w;
-            r[ox] = (xx < 0 || xx >= g.width) ? 0.0f : plane[y * g.width + xx];
-          }
+      for (int64_t j = 0; j < g.kw; ++j, row += oh * ow) {
+        const Tap t = tapOf(g, i, j);
+        std::fill(row, row + t.y_lo * ow, 0.0f);
+        if (sw == 1 && t.x_lo == 0 && t.x_hi == ow && ow >= 4) {
+          // Whole rows: each but the last is copied in 16-byte pieces that run up to 3 floats on
+          // into the next row's place (rewritten next) and read up to 3 floats past the run, no
+          // further than the next input row's run reaches (row_step >= width >= ow >= 4).
+          const float* src = plane + (t.base + t.y_lo * t.row_step);
+          float* r = row + t.y_lo * ow;
+          for (int64_t oy = t.y_lo; oy + 1 < t.y_hi; ++oy, src += t.row_step, r += ow)
+            for (int64_t k = 0; k < ow; k += 4) std::memcpy(r + k, src + k, 4 * sizeof(float));
+          if (t.y_hi > t.y_lo) copyRun(src, ow, r);
+          std::fill(row + t.y_hi * ow, row + oh * ow, 0.0f);
+          continue;
         }
+        for (int64_t oy = t.y_lo; oy < t.y_hi; ++oy) {
+          float* r = row + oy * ow;
+          const float* src = plane + (t.base + oy * t.row_step + t.x_lo * sw);
+          std::fill(r, r + t.x_lo, 0.0f);
+          if (sw == 1) {
+            copyRun(src, t.x_hi - t.x_lo, r + t.x_lo);
+          } else {
+            for (int64_t ox = t.x_lo; ox < t.x_hi; ++ox, src += sw) r[ox] = *src;
+          }
+          std::fill(r + t.x_hi, r + ow, 0.0f);
+        }
+        std::fill(row + t.y_hi * ow, row + oh * ow, 0.0f);
       }
     }
   }
 }
 
 void col2imAdd(const Conv2dGeometry& g, const float* cols, float* x) {
-  const int64_t positions = g.out_h * g.out_w;
+  const int64_t oh = g.out_h, ow = g.out_w, sw = g.stride_w, plane_size = g.height * g.width;
+  const float* row = cols;
   for (int64_t c = 0; c < g.channels; ++c) {
-    float* plane = x + c * g.height * g.width;
+    float* plane = x + c * plane_size;
     for (int64_t i = 0; i < g.kh; ++i) {
-      for (int64_t j = 0; j < g.kw; ++j) {
-        const float* row = cols + ((c * g.kh + i) * g.kw + j) * positions;
-        for (int64_t oy = 0; oy < g.out_h; ++oy) {
-          const int64_t y = oy * g.stride_h - g.pad_h + i * g.dilation_h;
-          if (y < 0 || y >= g.height) continue;
-          const float* r = row + oy * g.out_w;
-          if (g.stride_w == 1) {
-            const int64_t shift = j * g.dilation_w - g.pad_w;
-            const auto [lo, hi] = unitStrideSpan(g.out_w, shift, g.width);
-            float* dst = plane + y * g.width + shift;
-            for (int64_t ox = lo; ox < hi; ++ox) dst[ox] += r[ox];
-            continue;
-          }
-          for (int64_t ox = 0; ox < g.out_w; ++ox) {
-            const int64_t xx = ox * g.stride_w - g.pad_w + j * g.dilation_w;
-            if (xx >= 0 && xx < g.width) plane[y * g.width + xx] += r[ox];
+      for (int64_t j = 0; j < g.kw; ++j, row += oh * ow) {
+        const Tap t = tapOf(g, i, j);
+        for (int64_t oy = t.y_lo; oy < t.y_hi; ++oy) {
+          const float* r = row + oy * ow + t.x_lo;
+          float* dst = plane + (t.base + oy * t.row_step + t.x_lo * sw);
+          if (sw == 1) {
+            addRun(r, t.x_hi - t.x_lo, dst);
+          } else {
+            for (int64_t ox = t.x_lo; ox < t.x_hi; ++ox, dst += sw) *dst += *r++;
           }
         }
       }

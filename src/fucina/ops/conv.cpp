@@ -228,12 +228,15 @@ Tensor Tensor::conv2d(ExecContext& ctx, const Tensor& weight, const Conv2dOption
       const float* pg = gyc.f32();
       const int64_t C = g.channels, OC = OCg * G, HW = g.height * g.width;
       if (needs[0]) {
-        RawTensor gx = RawTensor::zeros(c, x_tags, x_shape);
+        // Each image's gradient is zeroed by the chunk that adds into it, while it is in cache.
+        RawTensor gx = RawTensor::empty(c, x_tags, x_shape);
         forEachImage(c, N, C * g.kh * g.kw * P, [&](int64_t, int64_t n, float* dcols, bool serial) {
           for (int64_t gi = 0; gi < G; ++gi)  // W_g is [OCg, CgK]: read transposed in place
             convGemm(c, serial, true, false, CgK, P, OCg, w.f32() + gi * OCg * CgK, CgK,
                      pg + (n * OC + gi * OCg) * P, P, dcols + gi * CgK * P, P, false);
-          kernels::col2imAdd(g, dcols, gx.f32() + n * C * HW);
+          float* gxn = gx.f32() + n * C * HW;
+          std::fill(gxn, gxn + C * HW, 0.0f);
+          kernels::col2imAdd(g, dcols, gxn);
         });
         out[0] = std::move(gx);
       }
