@@ -394,3 +394,21 @@ TEST_CASE("conv2d: values and gradients are bit-identical on 1 and 2 threads (im
   CHECK(one[1] == two[1]);
   CHECK(one[2] == two[2]);
 }
+
+TEST_CASE("pooling and upsampling: planes in chunks give the same values and gradients on 1 and 2 threads") {
+  // 1200 planes of 7x5: enough to be split over the pool (the grain is 16K elements).
+  auto run = [](int threads, int op) {
+    ExecContext ctx(fucina::ExecOptions{.threads = threads});
+    Tensor x = Tensor::variable(ctx, Tensor::normal(ctx, {"b", "c", "h", "w"}, {4, 300, 7, 5}, 0, 1, 3));
+    const Tensor y = op == 0 ? x.maxPool2d(ctx, 3, 2, 2, 1, 1) : op == 1 ? x.avgPool2d(ctx, 3, 2, 2, 1, 1) : x.upsample2xNearest(ctx);
+    y.mul(ctx, y).sumAll(ctx).backward(ctx);
+    return std::vector<std::vector<float>>{y.toVector(), x.grad(ctx)->toVector(), x.toVector()};
+  };
+  for (int op : {0, 1, 2}) {
+    INFO((op == 0 ? "maxPool2d" : op == 1 ? "avgPool2d" : "upsample2xNearest"));
+    const auto one = run(1, op), two = run(2, op);
+    CHECK(one[0] == two[0]);
+    CHECK(one[1] == two[1]);
+    if (op < 2) requireClose(two[0], naivePool(op == 0, two[2], 1200, 7, 5, 3, 2, 2, 1, 1), 1e-5f);
+  }
+}

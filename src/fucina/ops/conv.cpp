@@ -95,15 +95,20 @@ Tags otherAxes(const RawTensor& a, std::initializer_list<Tag> spatial, Extents* 
 
 // ---------------------------------------------------------------- pooling setup
 
-// Runs body(sub-geometry, first plane) over chunks of g's planes on the pool. Planes are
-// independent, so the split never changes a result.
+// Runs body(first plane, plane count) over chunks of `planes` planes of `plane_size` elements on
+// the pool. Planes are independent, so the split never changes a result.
+template <class Body>
+void forPlaneChunks(ExecContext& ctx, int64_t planes, int64_t plane_size, const Body& body) {
+  const int64_t grain = std::max<int64_t>(1, (int64_t{16} << 10) / std::max<int64_t>(1, plane_size));
+  ctx.parallelFor(planes, grain, [&](int64_t begin, int64_t end) { body(begin, end - begin); });
+}
+// The same over g's planes, with body(sub-geometry of those planes, first plane).
 template <class Body>
 void forPlaneChunks(ExecContext& ctx, const Conv2dGeometry& g, const Body& body) {
-  const int64_t per_plane = std::max<int64_t>(1, g.height * g.width);
-  ctx.parallelFor(g.channels, std::max<int64_t>(1, (int64_t{16} << 10) / per_plane), [&](int64_t begin, int64_t end) {
+  forPlaneChunks(ctx, g.channels, g.height * g.width, [&](int64_t first, int64_t count) {
     Conv2dGeometry sub = g;
-    sub.channels = end - begin;
-    body(sub, begin);
+    sub.channels = count;
+    body(sub, first);
   });
 }
 
@@ -286,11 +291,12 @@ Tensor Tensor::maxPool2d(ExecContext& ctx, int64_t kernel_h, int64_t kernel_w, i
   return ops::finishOp(ctx, "maxPool2d", y.permuted(value().tags()), {this}, [&] {
     return [g = s.g, argmax, order = s.order, x_shape = s.x.shape()](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads out) {
       const RawTensor gyc = gy.permuted(order).contiguous(c);
-      RawTensor gx = RawTensor::zeros(c, order, x_shape);
+      RawTensor gx = RawTensor::empty(c, order, x_shape);
       const int64_t in_plane = g.height * g.width, out_plane = g.out_h * g.out_w;
       forPlaneChunks(c, g, [&](const Conv2dGeometry& sub, int64_t p) {
-        kernels::maxPool2dBackward(sub, gyc.f32() + p * out_plane, argmax.data() + p * out_plane,
-                                   gx.f32() + p * in_plane);
+        float* gxp = gx.f32() + p * in_plane;  // zeroed by the chunk that adds into it
+        std::fill(gxp, gxp + sub.channels * in_plane, 0.0f);
+        kernels::maxPool2dBackward(sub, gyc.f32() + p * out_plane, argmax.data() + p * out_plane, gxp);
       });
       out[0] = std::move(gx);
     };
@@ -301,12 +307,20 @@ Tensor Tensor::avgPool2d(ExecContext& ctx, int64_t kernel_h, int64_t kernel_w, i
                          int64_t pad, Tag h, Tag w) const {
   PoolSetup s = poolSetup(ctx, "avgPool2d", *this, kernel_h, kernel_w, stride_h, stride_w, pad, h, w);
   RawTensor y = RawTensor::empty(ctx, s.order, s.out_shape);
-  kernels::avgPool2dPlanes(s.g, s.x.f32(), y.f32());
+  const int64_t in_plane = s.g.height * s.g.width, out_plane = s.g.out_h * s.g.out_w;
+  forPlaneChunks(ctx, s.g, [&](const Conv2dGeometry& sub, int64_t p) {
+    kernels::avgPool2dPlanes(sub, s.x.f32() + p * in_plane, y.f32() + p * out_plane);
+  });
   return ops::finishOp(ctx, "avgPool2d", y.permuted(value().tags()), {this}, [&] {
     return [g = s.g, order = s.order, x_shape = s.x.shape()](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads out) {
       const RawTensor gyc = gy.permuted(order).contiguous(c);
-      RawTensor gx = RawTensor::zeros(c, order, x_shape);
-      kernels::avgPool2dBackward(g, gyc.f32(), gx.f32());
+      RawTensor gx = RawTensor::empty(c, order, x_shape);
+      const int64_t in_plane = g.height * g.width, out_plane = g.out_h * g.out_w;
+      forPlaneChunks(c, g, [&](const Conv2dGeometry& sub, int64_t p) {
+        float* gxp = gx.f32() + p * in_plane;  // zeroed by the chunk that adds into it
+        std::fill(gxp, gxp + sub.channels * in_plane, 0.0f);
+        kernels::avgPool2dBackward(sub, gyc.f32() + p * out_plane, gxp);
+      });
       out[0] = std::move(gx);
     };
   }, static_cast<size_t>(y.numel() * kernel_h * kernel_w));
@@ -328,12 +342,16 @@ Tensor Tensor::upsample2xNearest(ExecContext& ctx, Tag h, Tag w) const {
   Extents out_shape = shape;
   out_shape.insert(out_shape.end(), {2 * H, 2 * W});
   RawTensor y = RawTensor::empty(ctx, order, out_shape);
-  kernels::upsample2xPlanes(planes, H, W, x.f32(), y.f32());
+  forPlaneChunks(ctx, planes, 4 * H * W, [&](int64_t p, int64_t count) {
+    kernels::upsample2xPlanes(count, H, W, x.f32() + p * H * W, y.f32() + p * 4 * H * W);
+  });
   return ops::finishOp(ctx, op, y.permuted(a.tags()), {this}, [&] {
     return [planes, H, W, order, x_shape = x.shape()](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads out) {
       const RawTensor gyc = gy.permuted(order).contiguous(c);
       RawTensor gx = RawTensor::empty(c, order, x_shape);
-      kernels::upsample2xBackward(planes, H, W, gyc.f32(), gx.f32());
+      forPlaneChunks(c, planes, 4 * H * W, [&](int64_t p, int64_t count) {
+        kernels::upsample2xBackward(count, H, W, gyc.f32() + p * 4 * H * W, gx.f32() + p * H * W);
+      });
       out[0] = std::move(gx);
     };
   }, static_cast<size_t>(y.numel()));
