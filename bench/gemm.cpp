@@ -158,6 +158,7 @@ int main() {
       {"128x784x512 (W1 fwd)", 128, 512, 784, false, false},  // M=128, K=784, N=512
       {"784x128x512 (dW, At)", 784, 512, 128, true, false},   // dW = Xᵀ·dY
       {"128x512x784 (dX, Bt)", 128, 784, 512, false, true},   // dX = dY·Wᵀ
+      {"128x2048x384 (W3 dW)", 128, 384, 2048, true, false},  // W3's qkv weight gradient: split in depth
   };
 #ifndef __EMSCRIPTEN__
   double load[1] = {0};

@@ -39,28 +39,48 @@ std::string describe(const Case& c) {
          " acc=" + std::to_string(c.accumulate) + " pad=" + std::to_string(c.pad);
 }
 
+// The inputs of a case: A, B and C's initial values (waves, |values| ≤ 1) and a bias row.
+struct Operands {
+  int64_t lda, ldb, ldc;
+  std::vector<float> a, b, c0, bias_row;
+};
+Operands operandsOf(const Case& c) {
+  Operands o;
+  o.lda = (c.trans_a ? c.m : c.k) + c.pad;
+  o.ldb = (c.trans_b ? c.k : c.n) + c.pad;
+  o.ldc = c.n + c.pad;
+  const int64_t rows_a = c.trans_a ? c.k : c.m, rows_b = c.trans_b ? c.n : c.k;
+  o.a = wave(static_cast<size_t>(std::max<int64_t>(1, rows_a * o.lda)), 0.1f);
+  o.b = wave(static_cast<size_t>(std::max<int64_t>(1, rows_b * o.ldb)), 0.7f);
+  o.c0 = wave(static_cast<size_t>(std::max<int64_t>(1, c.m * o.ldc)), 1.3f);
+  o.bias_row = wave(static_cast<size_t>(c.n), 2.3f);
+  return o;
+}
+// The fast path's C (ctx null: gemmSerial).
+std::vector<float> fastProduct(ExecContext* ctx, const Case& c, const Operands& o, bool bias) {
+  std::vector<float> fast = o.c0;
+  if (ctx)
+    fucina::kernels::gemm(*ctx, c.trans_a, c.trans_b, c.m, c.n, c.k, o.a.data(), o.lda, o.b.data(), o.ldb,
+                          fast.data(), o.ldc, c.accumulate, bias ? o.bias_row.data() : nullptr);
+  else
+    fucina::kernels::gemmSerial(c.trans_a, c.trans_b, c.m, c.n, c.k, o.a.data(), o.lda, o.b.data(), o.ldb,
+                                fast.data(), o.ldc, c.accumulate);
+  return fast;
+}
+
 // Runs both paths on the same inputs (ctx null: gemmSerial); C's padding must come back untouched.
 // With `bias` (ctx given, c.accumulate false), the fast path adds a per-column bias and the
 // reference accumulates onto rows that hold it.
 void checkAgainstRef(ExecContext* ctx, const Case& c, bool bias = false) {
-  const int64_t lda = (c.trans_a ? c.m : c.k) + c.pad, rows_a = c.trans_a ? c.k : c.m;
-  const int64_t ldb = (c.trans_b ? c.k : c.n) + c.pad, rows_b = c.trans_b ? c.n : c.k;
-  const int64_t ldc = c.n + c.pad;
-  const std::vector<float> a = wave(static_cast<size_t>(std::max<int64_t>(1, rows_a * lda)), 0.1f);
-  const std::vector<float> b = wave(static_cast<size_t>(std::max<int64_t>(1, rows_b * ldb)), 0.7f);
-  const std::vector<float> c0 = wave(static_cast<size_t>(std::max<int64_t>(1, c.m * ldc)), 1.3f);
-  const std::vector<float> bias_row = wave(static_cast<size_t>(c.n), 2.3f);
-  std::vector<float> ref = c0, fast = c0;
+  const Operands o = operandsOf(c);
+  const int64_t ldc = o.ldc;
+  const std::vector<float>& c0 = o.c0;
+  std::vector<float> ref = c0;
   if (bias)
-    for (int64_t i = 0; i < c.m; ++i) std::copy(bias_row.begin(), bias_row.end(), ref.begin() + i * ldc);
-  fucina::kernels::gemmRef(c.trans_a, c.trans_b, c.m, c.n, c.k, a.data(), lda, b.data(), ldb,
+    for (int64_t i = 0; i < c.m; ++i) std::copy(o.bias_row.begin(), o.bias_row.end(), ref.begin() + i * ldc);
+  fucina::kernels::gemmRef(c.trans_a, c.trans_b, c.m, c.n, c.k, o.a.data(), o.lda, o.b.data(), o.ldb,
                            ref.data(), ldc, c.accumulate || bias);
-  if (ctx)
-    fucina::kernels::gemm(*ctx, c.trans_a, c.trans_b, c.m, c.n, c.k, a.data(), lda, b.data(), ldb,
-                          fast.data(), ldc, c.accumulate, bias ? bias_row.data() : nullptr);
-  else
-    fucina::kernels::gemmSerial(c.trans_a, c.trans_b, c.m, c.n, c.k, a.data(), lda, b.data(), ldb,
-                                fast.data(), ldc, c.accumulate);
+  const std::vector<float> fast = fastProduct(ctx, c, o, bias);
   // |values| ≤ 1, so each result sums ≤ k products of size ≤ 1 (and a bias): f32 reordering
   // error ≤ ~k·eps.
   const float tol = 2e-6f * static_cast<float>(c.k + (bias ? 2 : 1));
@@ -131,6 +151,26 @@ TEST_CASE("gemm: problems large enough to split over 2 threads, rows and columns
   for (int threads : {1, 2}) {
     ExecContext ctx(fucina::ExecOptions{.threads = threads});
     for (const Case& c : cases) checkAgainstRef(&ctx, c);
+  }
+}
+
+TEST_CASE("gemm: deep products into a small C are split in depth, the same to the bit on 1 and 2 threads", "[gemm]") {
+  // Note [Split the depth]: depth >= 1024, >= twice C's longer side, C small. Odd depths put the
+  // split inside a KC slice's worth of remainder; accumulate, bias, transposes and ld > width.
+  const std::vector<Case> cases{
+      {128, 384, 2048, true, false, false, 0}, {33, 97, 1030, false, false, true, 3},
+      {257, 5, 1500, true, true, true, 1},     {5, 300, 1031, false, true, false, 2},
+      {1, 1, 4096, false, false, true, 0},     {300, 500, 1024, true, false, false, 0}};  // last: not split
+  ExecContext one(fucina::ExecOptions{.threads = 1}), two(fucina::ExecOptions{.threads = 2});
+  for (const Case& c : cases) {
+    for (bool bias : {false, true}) {
+      if (bias && c.accumulate) continue;
+      INFO(describe(c) << " bias=" << bias);
+      checkAgainstRef(&one, c, bias);
+      checkAgainstRef(&two, c, bias);
+      const Operands o = operandsOf(c);
+      CHECK(fastProduct(&one, c, o, bias) == fastProduct(&two, c, o, bias));
+    }
   }
 }
 
