@@ -275,7 +275,7 @@ TEST_CASE("pooling, convolution and sums match the scalar path on awkward geomet
       return Outputs{y.toVector(), test::gradOf(ctx, x), test::gradOf(ctx, wt), test::gradOf(ctx, b)};
     }, 1e-5, 1e-5);
   }
-  for (fucina::Extents shape : {fucina::Extents{1, 1, 1}, {3, 1, 5}, {2, 300, 7}, {64, 33, 121}, {1000, 3, 130}}) {
+  for (fucina::Extents shape : {fucina::Extents{1, 1, 1}, {3, 1, 5}, {2, 300, 7}, {64, 33, 121}, {200, 3, 130}}) {
     INFO("sum " << shape[0] << "x" << shape[1] << "x" << shape[2]);
     compareKernels([&](ExecContext& ctx) {
       const auto n = static_cast<size_t>(shape[0] * shape[1] * shape[2]);
