@@ -22,6 +22,10 @@ constexpr auto kSpin = std::chrono::microseconds(2000);  // ops, and gaps, are ~
 constexpr auto kSpin = std::chrono::microseconds(200);
 #endif
 
+// The pool a worker thread belongs to, and its index in it (1..size-1); other threads are 0.
+thread_local const WorkPool* t_pool = nullptr;
+thread_local int t_index = 0;
+
 inline void cpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -30,7 +34,7 @@ inline void cpuRelax() {
 }  // namespace
 
 WorkPool::WorkPool(int threads) {
-  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { workerLoop(); });
+  for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { workerLoop(i); });
 }
 
 WorkPool::~WorkPool() {
@@ -71,7 +75,9 @@ void WorkPool::sleep(std::unique_lock<std::mutex>& lock) {
   --sleepers_;
 }
 
-void WorkPool::workerLoop() {
+void WorkPool::workerLoop(int index) {
+  t_pool = this;
+  t_index = index;
   std::unique_lock lock(mutex_);
   while (true) {
     if (tryRunOne(lock, nullptr)) continue;
@@ -147,8 +153,14 @@ void WorkPool::parallelFor(int64_t n, int64_t grain,
     if (error && !shared.error) shared.error = error;
     if (--shared.remaining == 0) announce();
   };
-  for (int64_t c = 1; c < chunks; ++c) submit([runChunk, c] { runChunk(c); }, &shared);
-  runChunk(0);
+  // Note [Chunk c on thread c]: the caller runs the chunk of its own index in the pool (a caller
+  // from outside the pool is thread 0), so that with static chunks a row range is worked on by
+  // the same thread from op to op even when a backward record runs on a worker: each thread then
+  // reads rows it wrote itself, from its own core's cache. Other chunks go to whoever is free.
+  const int64_t mine = t_pool == this ? std::min<int64_t>(t_index, chunks - 1) : 0;
+  for (int64_t c = 0; c < chunks; ++c)
+    if (c != mine) submit([runChunk, c] { runChunk(c); }, &shared);
+  runChunk(mine);
   helpUntil([&] { return shared.remaining == 0; }, &shared);
   if (shared.error) std::rethrow_exception(shared.error);
 }

@@ -38,7 +38,7 @@ class WorkPool {
   void notifyAll();
 
  private:
-  void workerLoop();
+  void workerLoop(int index);
   bool tryRunOne(std::unique_lock<std::mutex>& lock, const void* owner);
   // Waits with `lock` released for epoch_ to move, for a bounded time; true if it moved.
   bool spinForChange(std::unique_lock<std::mutex>& lock);
