@@ -827,6 +827,43 @@ TEST_CASE("WorkPool wakes workers that went to sleep after spinning, and stops t
   }  // the destructor stops workers asleep or spinning
 }
 
+TEST_CASE("WorkPool parallelFor runs the chunk of the caller's own pool index first, on the caller") {
+  // Note [Chunk c on thread c]: called from outside the pool the caller runs chunk 0 itself;
+  // called from worker 1 (the main thread does not help here) it runs chunk 1 first, then the
+  // other chunk, still queued.
+  fucina::WorkPool pool(2);
+  auto order = [&](bool from_worker) {
+    std::mutex m;
+    std::vector<std::pair<int64_t, std::thread::id>> ran;
+    auto body = [&] {
+      pool.parallelFor(2, 1, [&](int64_t b, int64_t) {
+        std::lock_guard l(m);
+        ran.emplace_back(b, std::this_thread::get_id());
+      });
+    };
+    if (!from_worker) {
+      body();
+    } else {
+      std::atomic<bool> done{false};
+      pool.submit([&] {
+        body();
+        done.store(true);
+      });
+      while (!done.load()) std::this_thread::yield();  // not helping: the worker runs the task
+    }
+    return ran;
+  };
+  const auto outside = order(false);  // chunk 1 may run on either thread, at any time
+  REQUIRE(outside.size() == 2);
+  for (const auto& [chunk, thread] : outside)
+    if (chunk == 0) CHECK(thread == std::this_thread::get_id());
+  const auto inside = order(true);
+  REQUIRE(inside.size() == 2);
+  CHECK(inside[0].first == 1);
+  CHECK(inside[0].second != std::this_thread::get_id());
+  CHECK(inside[1].first == 0);
+}
+
 TEST_CASE("ExecContext threads honour ExecOptions") {
   ExecContext one(ExecOptions{.threads = 1});
   CHECK(one.threads() == 1);
