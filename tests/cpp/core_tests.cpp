@@ -864,6 +864,28 @@ TEST_CASE("WorkPool parallelFor runs the chunk of the caller's own pool index fi
   CHECK(inside[1].first == 0);
 }
 
+TEST_CASE("WorkPool under heavy lock contention still runs every task") {
+  // More threads than cores submitting and notifying in tight loops: some find the pool's lock
+  // held past its spins (Note [Spin for the pool's lock]) and must block on it.
+  fucina::WorkPool pool(3);
+  std::atomic<int> done{0};
+  constexpr int kThreads = 6, kTasks = 3000;
+  std::vector<std::thread> producers;
+  for (int t = 0; t < kThreads; ++t)
+    producers.emplace_back([&] {
+      for (int i = 0; i < kTasks; ++i) {
+        pool.submit([&] {
+          done.fetch_add(1);
+          pool.notifyAll();  // what helpUntil's predicate reads changed
+        });
+        pool.notifyAll();
+      }
+    });
+  for (auto& p : producers) p.join();
+  pool.helpUntil([&] { return done.load() == kThreads * kTasks; });
+  CHECK(done.load() == kThreads * kTasks);
+}
+
 TEST_CASE("ExecContext threads honour ExecOptions") {
   ExecContext one(ExecOptions{.threads = 1});
   CHECK(one.threads() == 1);

@@ -46,7 +46,7 @@ void acquire(Lock& lock) {
     if (lock.try_lock()) return;
     cpuRelax();
   }
-  acquire(lock);
+  lock.lock();
 }
 
 // A lock on the pool's mutex, taken by acquire().
