@@ -35,9 +35,9 @@ inline void cpuRelax() {
 // Note [Spin for the pool's lock]: mutex_ is held for well under a microsecond at a time, but a
 // thread that found it taken slept in the futex, and its wake-up cost ~3 µs on these VMs: a
 // parallelFor's caller took ~3 µs longer to see the worker's chunk end than the chunk's own
-// imbalance explains (traced on W1: every region, GEMM or elementwise), because the worker
-// blocked on the lock the caller held to check for completion. So the pool takes its lock by
-// trying for a bounded number of spins first, as it waits for work.
+// imbalance explains (traced on W1: every kind of region), because the worker blocked on the
+// lock the caller held to check for completion. So the pool tries its lock a bounded number of
+// times before blocking, as it spins before sleeping when waiting for work.
 constexpr int kLockSpins = 256;  // a few µs: held sections are far shorter
 
 template <class Lock>
