@@ -112,6 +112,21 @@ void forPlaneChunks(ExecContext& ctx, const Conv2dGeometry& g, const Body& body)
   });
 }
 
+// A pooling VJP's input gradient: body(sub-geometry, first plane, that plane's gradient) adds
+// into planes its chunk has just zeroed, while they are in cache.
+template <class Body>
+RawTensor poolGradient(ExecContext& c, const Conv2dGeometry& g, const Tags& order, const Extents& x_shape,
+                       const Body& body) {
+  RawTensor gx = RawTensor::empty(c, order, x_shape);
+  const int64_t in_plane = g.height * g.width;
+  forPlaneChunks(c, g, [&](const Conv2dGeometry& sub, int64_t p) {
+    float* gxp = gx.f32() + p * in_plane;
+    std::fill(gxp, gxp + sub.channels * in_plane, 0.0f);
+    body(sub, p, gxp);
+  });
+  return gx;
+}
+
 struct PoolSetup {
   Tags order;            // internal layout: other axes, then h, w
   Extents out_shape;     // in that layout
@@ -291,14 +306,10 @@ Tensor Tensor::maxPool2d(ExecContext& ctx, int64_t kernel_h, int64_t kernel_w, i
   return ops::finishOp(ctx, "maxPool2d", y.permuted(value().tags()), {this}, [&] {
     return [g = s.g, argmax, order = s.order, x_shape = s.x.shape()](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads out) {
       const RawTensor gyc = gy.permuted(order).contiguous(c);
-      RawTensor gx = RawTensor::empty(c, order, x_shape);
-      const int64_t in_plane = g.height * g.width, out_plane = g.out_h * g.out_w;
-      forPlaneChunks(c, g, [&](const Conv2dGeometry& sub, int64_t p) {
-        float* gxp = gx.f32() + p * in_plane;  // zeroed by the chunk that adds into it
-        std::fill(gxp, gxp + sub.channels * in_plane, 0.0f);
+      const int64_t out_plane = g.out_h * g.out_w;
+      out[0] = poolGradient(c, g, order, x_shape, [&](const Conv2dGeometry& sub, int64_t p, float* gxp) {
         kernels::maxPool2dBackward(sub, gyc.f32() + p * out_plane, argmax.data() + p * out_plane, gxp);
       });
-      out[0] = std::move(gx);
     };
   }, static_cast<size_t>(y.numel() * kernel_h * kernel_w));
 }
@@ -314,14 +325,10 @@ Tensor Tensor::avgPool2d(ExecContext& ctx, int64_t kernel_h, int64_t kernel_w, i
   return ops::finishOp(ctx, "avgPool2d", y.permuted(value().tags()), {this}, [&] {
     return [g = s.g, order = s.order, x_shape = s.x.shape()](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads out) {
       const RawTensor gyc = gy.permuted(order).contiguous(c);
-      RawTensor gx = RawTensor::empty(c, order, x_shape);
-      const int64_t in_plane = g.height * g.width, out_plane = g.out_h * g.out_w;
-      forPlaneChunks(c, g, [&](const Conv2dGeometry& sub, int64_t p) {
-        float* gxp = gx.f32() + p * in_plane;  // zeroed by the chunk that adds into it
-        std::fill(gxp, gxp + sub.channels * in_plane, 0.0f);
+      const int64_t out_plane = g.out_h * g.out_w;
+      out[0] = poolGradient(c, g, order, x_shape, [&](const Conv2dGeometry& sub, int64_t p, float* gxp) {
         kernels::avgPool2dBackward(sub, gyc.f32() + p * out_plane, gxp);
       });
-      out[0] = std::move(gx);
     };
   }, static_cast<size_t>(y.numel() * kernel_h * kernel_w));
 }
