@@ -55,14 +55,7 @@ std::byte* bytesAt(const RawTensor& t) {
   return t.storage()->data() + t.offset() * static_cast<int64_t>(elementSize(t.dtype()));
 }
 
-// Calls rows(pieces, begin, end) over a plan's rows, or parts of rows longer than a grain, spread
-// over ctx's pool when there is one and the work is large enough.
-template <size_t K, class Rows>
-void overRows(const StridedPlan<K>& plan, const ExecContext* ctx, Rows&& rows) {
-  const RowSplit split = rowSplit(plan, 64 * 1024);  // elements per parallel chunk
-  if (!ctx) return rows(split.pieces, 0, split.items);
-  ctx->parallelFor(split.items, split.min_items, [&](int64_t begin, int64_t end) { rows(split.pieces, begin, end); });
-}
+constexpr int64_t kCopyGrain = 64 * 1024;  // elements per parallel chunk
 
 // The one strided copy loop: src and dst described by base pointer, dtype and strides.
 void copyStrided(const std::byte* s, DType sdt, const std::vector<int64_t>& sstrides, std::byte* d,
@@ -71,20 +64,18 @@ void copyStrided(const std::byte* s, DType sdt, const std::vector<int64_t>& sstr
   const auto plan = planStrided<2>(shape, {&sstrides, &dstrides});
   const size_t es = elementSize(sdt);
   const bool f32 = sdt == DType::f32 && ddt == DType::f32;
-  overRows(plan, ctx, [&](int64_t pieces, int64_t begin, int64_t end) {
-    forEachRowPiece(plan, pieces, begin, end, [&](auto off, int64_t n, auto st) {
-      if (sdt == ddt && st[0] == 1 && st[1] == 1) {
-        std::memcpy(d + off[1] * es, s + off[0] * es, static_cast<size_t>(n) * es);
-        return;
-      }
-      if (f32) {  // permutes and broadcasts of f32 tensors: no dtype switch per element
-        const float* src = reinterpret_cast<const float*>(s) + off[0];
-        float* dst = reinterpret_cast<float*>(d) + off[1];
-        for (int64_t i = 0; i < n; ++i) dst[i * st[1]] = src[i * st[0]];
-        return;
-      }
-      for (int64_t i = 0; i < n; ++i) store(d, ddt, off[1] + i * st[1], load(s, sdt, off[0] + i * st[0]));
-    });
+  forEachRowParallel(ctx, plan, kCopyGrain, [&](auto off, int64_t n, auto st) {
+    if (sdt == ddt && st[0] == 1 && st[1] == 1) {
+      std::memcpy(d + off[1] * es, s + off[0] * es, static_cast<size_t>(n) * es);
+      return;
+    }
+    if (f32) {  // permutes and broadcasts of f32 tensors: no dtype switch per element
+      const float* src = reinterpret_cast<const float*>(s) + off[0];
+      float* dst = reinterpret_cast<float*>(d) + off[1];
+      for (int64_t i = 0; i < n; ++i) dst[i * st[1]] = src[i * st[0]];
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i) store(d, ddt, off[1] + i * st[1], load(s, sdt, off[0] + i * st[0]));
   });
 }
 
@@ -117,14 +108,12 @@ void fill(const RawTensor& dst, double value, const ExecContext* ctx) {
   const auto plan = planStrided<1>(dst.shape(), {&dst.strides()});
   std::byte* d = bytesAt(dst);
   const bool f32 = dst.dtype() == DType::f32;
-  overRows(plan, ctx, [&](int64_t pieces, int64_t begin, int64_t end) {
-    forEachRowPiece(plan, pieces, begin, end, [&](auto off, int64_t n, auto st) {
-      if (f32 && st[0] == 1) {  // the common case: no per-element dtype dispatch
-        std::fill_n(reinterpret_cast<float*>(d) + off[0], n, static_cast<float>(value));
-        return;
-      }
-      for (int64_t i = 0; i < n; ++i) store(d, dst.dtype(), off[0] + i * st[0], value);
-    });
+  forEachRowParallel(ctx, plan, kCopyGrain, [&](auto off, int64_t n, auto st) {
+    if (f32 && st[0] == 1) {  // the common case: no per-element dtype dispatch
+      std::fill_n(reinterpret_cast<float*>(d) + off[0], n, static_cast<float>(value));
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i) store(d, dst.dtype(), off[0] + i * st[0], value);
   });
 }
 

@@ -29,18 +29,15 @@ void addInto(ExecContext& ctx, const RawTensor& dst, const RawTensor& src) {
   float* d = dst.f32();
   // Split like map: the backward pass sums every fan-out (residual streams, tied weights, the
   // slices of a fused projection) here, and on one thread it left the other idle (W3 perf).
-  const RowSplit split = rowSplit(plan, kElementwiseGrain);
   const bool simd = vec::enabled();
-  ctx.parallelFor(split.items, split.min_items, [&](int64_t begin, int64_t end) {
-    forEachRowPiece(plan, split.pieces, begin, end, [&](const auto& off, int64_t n, const auto& st) {
-      float* q = d + off[1];
-      if (st[1] == 1 && (st[0] == 0 || st[0] == 1)) {
-        if (simd) return vec::run(vec::Op::add, n, q, 1, s + off[0], st[0], q);
-        for (int64_t i = 0; i < n; ++i) q[i] += s[off[0] + i * st[0]];
-      } else {
-        for (int64_t i = 0; i < n; ++i) q[i * st[1]] += s[off[0] + i * st[0]];
-      }
-    });
+  forEachRowParallel(&ctx, plan, kElementwiseGrain, [&](const auto& off, int64_t n, const auto& st) {
+    float* q = d + off[1];
+    if (st[1] == 1 && (st[0] == 0 || st[0] == 1)) {
+      if (simd) return vec::run(vec::Op::add, n, q, 1, s + off[0], st[0], q);
+      for (int64_t i = 0; i < n; ++i) q[i] += s[off[0] + i * st[0]];
+    } else {
+      for (int64_t i = 0; i < n; ++i) q[i * st[1]] += s[off[0] + i * st[0]];
+    }
   });
 }
 

@@ -52,33 +52,30 @@ internal::RawTensor map(ExecContext& ctx, const Tags& tags, const Extents& shape
   strides[K] = &out.strides();
   const auto plan = planStrided<K + 1>(shape, strides);
   float* dst = out.f32();
-  const RowSplit split = rowSplit(plan, kElementwiseGrain);
   const bool use_simd = simd.op != vec::Op::none && vec::enabled();
   const bool binary = vec::isBinary(simd.op);
-  ctx.parallelFor(split.items, split.min_items, [&](int64_t begin, int64_t end) {
-    forEachRowPiece(plan, split.pieces, begin, end, [&](const auto& off, int64_t n, const auto& st) {
-      float* o = dst + off[K];
-      if (use_simd && st[K] == 1 && (st[simd.x] == 0 || st[simd.x] == 1) &&
-          (!binary || st[simd.y] == 0 || st[simd.y] == 1)) {
-        vec::run(simd.op, n, base[simd.x] + off[simd.x], st[simd.x],
-                 binary ? base[simd.y] + off[simd.y] : nullptr, binary ? st[simd.y] : 0, o);
-        return;
-      }
-      bool unit = true;
-      for (size_t k = 0; k < K; ++k) unit = unit && st[k] == 1;
-      if (unit) {  // the common case, kept simple so the compiler vectorizes it
-        std::array<const float*, K> p;
-        for (size_t k = 0; k < K; ++k) p[k] = base[k] + off[k];
-        for (int64_t i = 0; i < n; ++i)
-          o[i] = [&]<size_t... I>(std::index_sequence<I...>) { return f(p[I][i]...); }(
-              std::make_index_sequence<K>{});
-      } else {
-        for (int64_t i = 0; i < n; ++i)
-          o[i] = [&]<size_t... I>(std::index_sequence<I...>) {
-            return f(base[I][off[I] + i * st[I]]...);
-          }(std::make_index_sequence<K>{});
-      }
-    });
+  forEachRowParallel(&ctx, plan, kElementwiseGrain, [&](const auto& off, int64_t n, const auto& st) {
+    float* o = dst + off[K];
+    if (use_simd && st[K] == 1 && (st[simd.x] == 0 || st[simd.x] == 1) &&
+        (!binary || st[simd.y] == 0 || st[simd.y] == 1)) {
+      vec::run(simd.op, n, base[simd.x] + off[simd.x], st[simd.x],
+               binary ? base[simd.y] + off[simd.y] : nullptr, binary ? st[simd.y] : 0, o);
+      return;
+    }
+    bool unit = true;
+    for (size_t k = 0; k < K; ++k) unit = unit && st[k] == 1;
+    if (unit) {  // the common case, kept simple so the compiler vectorizes it
+      std::array<const float*, K> p;
+      for (size_t k = 0; k < K; ++k) p[k] = base[k] + off[k];
+      for (int64_t i = 0; i < n; ++i)
+        o[i] = [&]<size_t... I>(std::index_sequence<I...>) { return f(p[I][i]...); }(
+            std::make_index_sequence<K>{});
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        o[i] = [&]<size_t... I>(std::index_sequence<I...>) {
+          return f(base[I][off[I] + i * st[I]]...);
+        }(std::make_index_sequence<K>{});
+    }
   });
   return out;
 }

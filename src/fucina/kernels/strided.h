@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "fucina/exec/context.h"
+
 namespace fucina::kernels {
 
 template <size_t K>
@@ -95,16 +97,16 @@ void forEachRowPiece(const StridedPlan<K>& plan, int64_t pieces, int64_t begin, 
   });
 }
 
-// How a plan's rows are cut into work items for a pool: `items` items, each a row or one of the
-// `pieces` parts of a row longer than `grain` elements, and at least `min_items` items (about
-// `grain` elements) per task. Pass pieces to forEachRowPiece; any cut gives the same values.
-struct RowSplit {
-  int64_t pieces, items, min_items;
-};
-template <size_t K>
-RowSplit rowSplit(const StridedPlan<K>& plan, int64_t grain) {
+// forEachRowPiece over all of a plan's rows, cut into work items (rows, or parts of rows longer
+// than `grain` elements), spread over ctx's pool when one is given and there are at least two
+// grains of work (about `grain` elements per task). Any cut gives the same values.
+template <size_t K, class Run>
+void forEachRowParallel(const ExecContext* ctx, const StridedPlan<K>& plan, int64_t grain, Run&& run) {
   const int64_t pieces = std::max<int64_t>(1, plan.inner() / grain);
-  return {pieces, plan.outer() * pieces, std::max<int64_t>(1, grain / std::max<int64_t>(1, plan.inner() / pieces))};
+  const int64_t items = plan.outer() * pieces;
+  auto range = [&](int64_t begin, int64_t end) { forEachRowPiece(plan, pieces, begin, end, run); };
+  if (!ctx) return range(0, items);
+  ctx->parallelFor(items, std::max<int64_t>(1, grain / std::max<int64_t>(1, plan.inner() / pieces)), range);
 }
 
 }  // namespace fucina::kernels
