@@ -62,8 +62,8 @@ constexpr int64_t kLanes = static_cast<int64_t>(hn::MaxLanes(D()));
 constexpr int64_t kNR = kNV * kLanes;
 // Cache blocking: a KC×NR panel of B stays in L1 while MC/MR panels of A (an MC×KC block, in L2)
 // stream past it; a KC×NC block of B sits in L2/L3. KC 128/256/384 and MC 8/16/32 panels were
-// within a few % of each other (thread CPU time, 1024³ and 128×784×512); KC = 128 was best on AVX2.
-constexpr int64_t kKC = 128;
+// within a few % of each other (thread CPU time, 1024³ and 128×784×512); KC = 128 was best on AVX2
+// (kKC, gemm_simd.h).
 constexpr int64_t kMC = kMR * 16;
 constexpr int64_t kNC = kNR * 64;
 

@@ -8,6 +8,9 @@
 
 namespace fucina::kernels::detail {
 
+// The depth of one packed slice, the same on every target (gemm_simd.cpp, "Cache blocking").
+inline constexpr int64_t kKC = 128;
+
 // C[M,N] (+)= op(A)·op(B) in the layout of kernels::gemm (gemm.h).
 struct GemmArgs {
   bool trans_a, trans_b;
