@@ -26,11 +26,13 @@ constexpr auto kSpin = std::chrono::microseconds(200);
 thread_local const WorkPool* t_pool = nullptr;
 thread_local int t_index = 0;
 
-inline void cpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
+constexpr bool kCanPause = true;
+inline void cpuRelax() { __builtin_ia32_pause(); }
+#else
+constexpr bool kCanPause = false;  // no pause instruction (wasm)
+inline void cpuRelax() {}
 #endif
-}
 
 // Note [Spin for the pool's lock]: mutex_ is held for well under a microsecond at a time, but a
 // thread that found it taken slept in the futex, and its wake-up cost ~3 µs on these VMs: a
@@ -41,14 +43,9 @@ inline void cpuRelax() {
 // Only where cpuRelax pauses: in wasm a tight try_lock loop kept the lock's line bouncing away
 // from its holder (W1 in threaded-simd, 2 threads: 5.5 → 6.0 ms), and musl's mutex, which
 // Emscripten uses, already spins briefly before it waits.
-#if defined(__x86_64__) || defined(__i386__)
-constexpr int kLockSpins = 256;  // a few µs: held sections are far shorter
-#else
-constexpr int kLockSpins = 0;
-#endif
+constexpr int kLockSpins = kCanPause ? 256 : 0;  // a few µs: held sections are far shorter
 
-template <class Lock>
-void acquire(Lock& lock) {
+void acquire(std::unique_lock<std::mutex>& lock) {
   for (int i = 0; i < kLockSpins; ++i) {
     if (lock.try_lock()) return;
     cpuRelax();
