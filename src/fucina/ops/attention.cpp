@@ -29,6 +29,8 @@ struct Geometry {
   bool causal = true;
 
   int64_t group() const { return H / Hkv; }
+  // The kv tile (batch, kv head) that query tile n = (batch, head) reads.
+  int64_t kvTile(int64_t n) const { return n / H * Hkv + n % H / group(); }
   // Keys query row i may see (end-aligned causal mask).
   int64_t visible(int64_t i) const { return causal ? std::min(Tk, i + Tk - Tq + 1) : Tk; }
   // The causal mask as a GEMM band (kernels/gemm.h): row i sees keys up to i + Tk − Tq.
@@ -183,7 +185,7 @@ Tensor Tensor::groupedAttention(ExecContext& ctx, const Tensor& q, const Tensor&
   float* pp = P.f32();
   ctx.parallelFor(g.B * g.H, tileGrain(g.Tq * g.Tk * (g.D + g.Dv)), [&](int64_t begin, int64_t end) {
     for (int64_t n = begin; n < end; ++n) {
-      const int64_t kv = n / g.H * g.Hkv + n % g.H / g.group();
+      const int64_t kv = g.kvTile(n);
       float* s = pp + n * g.Tq * g.Tk;
       kernels::gemmSerial(Q.trans(), K.transT(), g.Tq, g.Tk, g.D, Q.at(n), Q.ld(), K.at(kv), K.ld(), s, g.Tk, false,
                           g.band(kernels::Band::kOutputLower));
@@ -219,7 +221,7 @@ Tensor Tensor::groupedAttention(ExecContext& ctx, const Tensor& q, const Tensor&
         const bool simd = kernels::vec::enabled();
         c.parallelFor(g.B * g.H, tileGrain(g.Tq * g.Tk * (g.D + g.Dv)), [&](int64_t begin, int64_t end) {
           for (int64_t n = begin; n < end; ++n) {
-            const int64_t kv = n / g.H * g.Hkv + n % g.H / g.group();
+            const int64_t kv = g.kvTile(n);
             float* ds = pds + n * g.Tq * g.Tk;
             const float* p = pp + n * g.Tq * g.Tk;
             kernels::gemmSerial(dO.trans(), V.transT(), g.Tq, g.Tk, g.Dv, dO.at(n), dO.ld(), V.at(kv), V.ld(), ds,
