@@ -74,19 +74,18 @@ void im2col(const Conv2dGeometry& g, const float* x, float* cols) {
           for (int64_t oy = t.y_lo; oy + 1 < t.y_hi; ++oy, src += t.row_step, r += ow)
             for (int64_t k = 0; k < ow; k += 4) std::memcpy(r + k, src + k, 4 * sizeof(float));
           if (t.y_hi > t.y_lo) copyRun(src, ow, r);
-          std::fill(row + t.y_hi * ow, row + oh * ow, 0.0f);
-          continue;
-        }
-        for (int64_t oy = t.y_lo; oy < t.y_hi; ++oy) {
-          float* r = row + oy * ow;
-          const float* src = plane + (t.base + oy * t.row_step + t.x_lo * sw);
-          std::fill(r, r + t.x_lo, 0.0f);
-          if (sw == 1) {
-            copyRun(src, t.x_hi - t.x_lo, r + t.x_lo);
-          } else {
-            for (int64_t ox = t.x_lo; ox < t.x_hi; ++ox, src += sw) r[ox] = *src;
+        } else {
+          for (int64_t oy = t.y_lo; oy < t.y_hi; ++oy) {
+            float* r = row + oy * ow;
+            const float* src = plane + (t.base + oy * t.row_step + t.x_lo * sw);
+            std::fill(r, r + t.x_lo, 0.0f);
+            if (sw == 1) {
+              copyRun(src, t.x_hi - t.x_lo, r + t.x_lo);
+            } else {
+              for (int64_t ox = t.x_lo; ox < t.x_hi; ++ox, src += sw) r[ox] = *src;
+            }
+            std::fill(r + t.x_hi, r + ow, 0.0f);
           }
-          std::fill(r + t.x_hi, r + ow, 0.0f);
         }
         std::fill(row + t.y_hi * ow, row + oh * ow, 0.0f);
       }
