@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <functional>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,22 @@ struct Shape {
   int64_t m, n, k;
   bool trans_a, trans_b;
 };
+
+// 64-byte aligned storage, as fucina's tensors have (core/storage.h). With malloc's 16-byte
+// alignment, the two threads' halves of C shared a cache line in every row, and the 2-thread rows
+// measured that false sharing: W1's forward scaled 1.2–1.5× instead of ~2×.
+template <class T>
+struct Aligned64 {
+  using value_type = T;
+  Aligned64() = default;
+  template <class U>
+  Aligned64(const Aligned64<U>&) {}
+  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{64})); }
+  void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t{64}); }
+  template <class U>
+  bool operator==(const Aligned64<U>&) const { return true; }
+};
+using Floats = std::vector<float, Aligned64<float>>;
 
 struct Timing {
   double median_ms, best_ms, cpu_median_ms;
@@ -146,31 +163,66 @@ const std::vector<int> kThreadCounts{1};
 const std::vector<int> kThreadCounts{1, 2};
 #endif
 
-int main() {
-#ifdef FUCINA_BENCH_XNNPACK
-  if (xnn_initialize(nullptr) != xnn_status_success) {
-    std::fprintf(stderr, "xnn_initialize failed\n");
-    return 1;
+// `--shape MxKxN[:At][:Bt]` times that one shape instead of the list (fucina's kernel only unless
+// `--peers`), e.g. `--shape 128x784x256` for one thread's half of W1's forward on two.
+bool parseShape(const std::string& text, Shape& s) {
+  long long m = 0, k = 0, n = 0;
+  int used = 0;
+  if (std::sscanf(text.c_str(), "%lldx%lldx%lld%n", &m, &k, &n, &used) != 3 || m < 1 || k < 1 || n < 1)
+    return false;
+  s = {"custom", m, n, k, false, false};
+  for (std::string rest = text.substr(static_cast<size_t>(used)); !rest.empty();) {
+    if (rest.rfind(":At", 0) == 0) s.trans_a = true;
+    else if (rest.rfind(":Bt", 0) == 0) s.trans_b = true;
+    else return false;
+    rest = rest.substr(3);
   }
-#endif
-  const std::vector<Shape> shapes{
+  return true;
+}
+
+int main(int argc, char** argv) {
+  std::vector<Shape> shapes{
       {"1024x1024x1024", 1024, 1024, 1024, false, false},
       {"128x784x512 (W1 fwd)", 128, 512, 784, false, false},  // M=128, K=784, N=512
       {"784x128x512 (dW, At)", 784, 512, 128, true, false},   // dW = Xᵀ·dY
       {"128x512x784 (dX, Bt)", 128, 784, 512, false, true},   // dX = dY·Wᵀ
       {"128x2048x384 (W3 dW)", 128, 384, 2048, true, false},  // W3's qkv weight gradient: split in depth
   };
+  bool peers = true;
+  std::string custom_name;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    Shape s;
+    if (arg == "--shape" && i + 1 < argc && parseShape(argv[i + 1], s)) {
+      custom_name = argv[++i];
+      s.name = custom_name.c_str();
+      shapes = {s};
+      peers = false;
+    } else if (arg == "--peers") {
+      peers = true;
+    } else {
+      std::fprintf(stderr, "usage: gemm_bench [--shape MxKxN[:At][:Bt] [--peers]]\n");
+      return 2;
+    }
+  }
+#ifdef FUCINA_BENCH_XNNPACK
+  if (xnn_initialize(nullptr) != xnn_status_success) {
+    std::fprintf(stderr, "xnn_initialize failed\n");
+    return 1;
+  }
+#endif
 #ifndef __EMSCRIPTEN__
   double load[1] = {0};
   getloadavg(load, 1);
   std::printf("# load average (1 min) at start: %.2f\n", load[0]);
 #endif
 #if !defined(__EMSCRIPTEN__) && defined(__x86_64__)
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+  if (peers && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
     std::printf("# AVX2 FMA peak, one core (thread CPU time): %.1f GFLOP/s\n", fmaPeakGflops());
 #endif
 #ifdef __EMSCRIPTEN__
-  std::printf("# wasm SIMD128 mul+add peak, one core (process CPU time): %.1f GFLOP/s\n",
+  if (peers)
+    std::printf("# wasm SIMD128 mul+add peak, one core (process CPU time): %.1f GFLOP/s\n",
               [] {
                 double best = 0;
                 for (int r = 0; r < 8; ++r) best = std::max(best, mulAddPeakGflops());
@@ -181,8 +233,8 @@ int main() {
               "best_ms", "GFLOP/s", "cpuGF/s");
   for (const Shape& s : shapes) {
     // Stored layouts: A is [M,K] or, transposed, [K,M]; B is [K,N] or [N,K]; C is [M,N].
-    std::vector<float> a(static_cast<size_t>(s.m * s.k)), b(static_cast<size_t>(s.k * s.n));
-    std::vector<float> c(static_cast<size_t>(s.m * s.n));
+    Floats a(static_cast<size_t>(s.m * s.k)), b(static_cast<size_t>(s.k * s.n));
+    Floats c(static_cast<size_t>(s.m * s.n));
     for (size_t i = 0; i < a.size(); ++i) a[i] = std::sin(0.1f * static_cast<float>(i));
     for (size_t i = 0; i < b.size(); ++i) b[i] = std::cos(0.3f * static_cast<float>(i));
     const int64_t lda = s.trans_a ? s.m : s.k, ldb = s.trans_b ? s.k : s.n;
@@ -208,6 +260,7 @@ int main() {
       hwy::DisableTargets(0);
     }
 #endif
+    if (!peers) continue;
 #ifdef FUCINA_BENCH_OPENBLAS
     for (int threads : {1, 2}) {
       openblas_set_num_threads(threads);

@@ -117,14 +117,42 @@ std::vector<Case> sampledCases() {
   return cases;
 }
 
+// Depths around the slice edges (sliceDepth): one whole slice, one more than a slice, equal
+// slices and a short last one, under every transpose combination, with accumulate and ld > width.
+std::vector<Case> deepCases() {
+  std::vector<Case> cases;
+  const int64_t depths[] = {511, 512, 513, 784, 1537};
+  for (size_t i = 0; i < std::size(depths); ++i)
+    for (int t = 0; t < 4; ++t)
+      cases.push_back({static_cast<int64_t>(1 + 8 * i), static_cast<int64_t>(33 - 4 * t), depths[i],
+                       (t & 1) != 0, (t & 2) != 0, (i + static_cast<size_t>(t)) % 2 == 1, t % 3 == 0 ? 0 : 3});
+  return cases;
+}
+
 }  // namespace
 
+TEST_CASE("gemm: the depth is cut into equal slices of at most kKC", "[gemm]") {
+  using fucina::kernels::detail::kKC;
+  using fucina::kernels::detail::sliceDepth;
+  CHECK(sliceDepth(1) == 1);
+  CHECK(sliceDepth(kKC) == kKC);
+  CHECK(sliceDepth(513) == 264);   // 2 slices: 264 + 249
+  CHECK(sliceDepth(784) == 392);   // 2 equal slices (W1's first layer)
+  CHECK(sliceDepth(1537) == 392);  // 4 slices: 3 × 392 + 361
+  for (int64_t k = 1; k <= 5000; ++k) {
+    const int64_t s = sliceDepth(k), slices = (k + s - 1) / s;
+    if (s > kKC || slices != (k + kKC - 1) / kKC) FAIL_CHECK("k=" << k << " slice " << s);
+  }
+}
+
 TEST_CASE("gemm: packed SIMD kernel matches gemmRef on awkward sizes, transposes and ld", "[gemm]") {
+  std::vector<Case> cases = sampledCases(), deep = deepCases();
+  cases.insert(cases.end(), deep.begin(), deep.end());
   for (int threads : {1, 2}) {
     ExecContext ctx(fucina::ExecOptions{.threads = threads});
-    for (const Case& c : sampledCases()) checkAgainstRef(&ctx, c);
+    for (const Case& c : cases) checkAgainstRef(&ctx, c);
   }
-  for (const Case& c : sampledCases()) checkAgainstRef(nullptr, c);  // gemmSerial
+  for (const Case& c : cases) checkAgainstRef(nullptr, c);  // gemmSerial
 }
 
 #ifndef __EMSCRIPTEN__
@@ -137,6 +165,7 @@ TEST_CASE("gemm: every SIMD target this processor runs matches gemmRef", "[gemm]
     hwy::DisableTargets(supported & ~bit);
     INFO("target " << fucina::kernels::detail::gemmTargetName());
     for (const Case& c : sampledCases()) checkAgainstRef(nullptr, c);
+    for (const Case& c : deepCases()) checkAgainstRef(nullptr, c);
     hwy::DisableTargets(0);
   }
 }
@@ -155,8 +184,8 @@ TEST_CASE("gemm: problems large enough to split over 2 threads, rows and columns
 }
 
 TEST_CASE("gemm: deep products into a small C are split in depth, the same to the bit on 1 and 2 threads", "[gemm]") {
-  // Note [Split the depth]: depth >= 1024, >= twice C's longer side, C small. Odd depths put the
-  // split inside a KC slice's worth of remainder; accumulate, bias, transposes and ld > width.
+  // Note [Split the depth]: depth >= 1024, >= twice C's longer side, C small. Odd depths make the
+  // halves unequal and slice them differently; accumulate, bias, transposes and ld > width.
   const std::vector<Case> cases{
       {128, 384, 2048, true, false, false, 0}, {33, 97, 1030, false, false, true, 3},
       {257, 5, 1500, true, true, true, 1},     {5, 300, 1031, false, true, false, 2},

@@ -71,7 +71,7 @@ void gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n, in
   const int64_t unit = by_rows ? kRowUnit : kColUnit;
   const int64_t units = ((by_rows ? m : n) + unit - 1) / unit;
   const int64_t halves = splitsDepth(m, n, k) ? 2 : 1;
-  const int64_t k_split = halves == 2 ? k / 2 / detail::kKC * detail::kKC : k;  // whole slices in the first half
+  const int64_t k_split = halves == 2 ? k / 2 / 8 * 8 : k;  // each half then slices by its own depth
   thread_local std::vector<float> scratch;  // the caller's; only grows: no steady-state allocation
   if (halves == 2 && scratch.size() < static_cast<size_t>(m * n)) scratch.resize(static_cast<size_t>(m * n));
   float* const second_half = scratch.data();  // by pointer: workers' `scratch` is their own

@@ -61,9 +61,11 @@ constexpr int64_t kMR = 6, kNV = 2;  // AVX2/SSE: 12 accumulators + 2 B + 1 broa
 constexpr int64_t kLanes = static_cast<int64_t>(hn::MaxLanes(D()));
 constexpr int64_t kNR = kNV * kLanes;
 // Cache blocking: a KC×NR panel of B stays in L1 while MC/MR panels of A (an MC×KC block, in L2)
-// stream past it; a KC×NC block of B sits in L2/L3. KC 128/256/384 and MC 8/16/32 panels were
-// within a few % of each other (thread CPU time, 1024³ and 128×784×512); KC = 128 was best on AVX2
-// (kKC, gemm_simd.h).
+// stream past it; a KC×NC block of B sits in L2/L3. On one thread KC 128/256/384 and MC 8/16/32
+// panels were within a few % of each other (thread CPU time, 1024³ and 128×784×512). KC is up to
+// 512 (kKC and sliceDepth, gemm_simd.h) because each slice rewrites C: with C cut by columns over
+// two threads, each writing half of every row, 7 slices at depth 784 cost 20% of each piece's
+// time, 2 slices nothing measurable (design notes, "GEMM").
 constexpr int64_t kMC = kMR * 16;
 constexpr int64_t kNC = kNR * 64;
 
@@ -206,13 +208,13 @@ void GemmBlock(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1
     if (!g.accumulate) FillRows(g, m0, m1 - m0, n0, n1 - n0);
     return;
   }
-  const int64_t kc_max = std::min(kKC, g.k);
-  float* pa = scratch(0, static_cast<size_t>(roundUp(std::min(kMC, m1 - m0), kMR) * kc_max));
-  float* pb = scratch(1, static_cast<size_t>(roundUp(std::min(kNC, n1 - n0), kNR) * kc_max));
+  const int64_t slice = sliceDepth(g.k);
+  float* pa = scratch(0, static_cast<size_t>(roundUp(std::min(kMC, m1 - m0), kMR) * slice));
+  float* pb = scratch(1, static_cast<size_t>(roundUp(std::min(kNC, n1 - n0), kNR) * slice));
   for (int64_t jc = n0; jc < n1; jc += kNC) {
     const int64_t nc = std::min(kNC, n1 - jc);
-    for (int64_t pc = 0; pc < g.k; pc += kKC) {
-      const int64_t kc = std::min(kKC, g.k - pc);
+    for (int64_t pc = 0; pc < g.k; pc += slice) {
+      const int64_t kc = std::min(slice, g.k - pc);
       const bool overwrite = pc == 0 && !g.accumulate;
       PackB(g, pc, kc, jc, nc, pb);
       for (int64_t ic = m0; ic < m1; ic += kMC) {

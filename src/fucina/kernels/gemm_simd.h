@@ -8,8 +8,15 @@
 
 namespace fucina::kernels::detail {
 
-// The depth of one packed slice, the same on every target (gemm_simd.cpp, "Cache blocking").
-inline constexpr int64_t kKC = 128;
+// The depth of one packed slice (gemm_simd.cpp, "Cache blocking"): a depth k is cut into equal
+// slices of at most kKC, rounded up to 8 (the last one takes the rest). It depends on k alone,
+// never on a piece or the thread count, so sums, and so bits, are the same on any thread count.
+inline constexpr int64_t kKC = 512;
+inline int64_t sliceDepth(int64_t k) {
+  if (k <= kKC) return k;
+  const int64_t slices = (k + kKC - 1) / kKC;
+  return ((k + slices - 1) / slices + 7) / 8 * 8;
+}
 
 // C[M,N] (+)= op(A)·op(B) in the layout of kernels::gemm (gemm.h).
 struct GemmArgs {
