@@ -1,8 +1,8 @@
 // Packed, register-blocked f32 GEMM written once with Highway (docs/design-notes.md, "GEMM").
 // Goto/BLIS structure: for each NC-column block and KC-deep slice, B is packed into NR-wide
-// panels; for each MC-row block A is packed into MR-tall panels; the microkernel then keeps an
-// MR×NR tile of C in registers over the whole slice. Packing absorbs both transposes and any
-// leading dimension, so the microkernel only ever reads unit-stride, zero-padded panels.
+// panels; for each MC-row block a transposed A is packed into MR-tall panels (an A whose rows
+// run along the depth is read in place); the microkernel then keeps an MR×NR tile of C in
+// registers over the whole slice. Packing absorbs both transposes and any leading dimension.
 // Native builds compile this file once per x86 target (foreach_target.h) and pick the best at
 // run time; wasm compiles it once for SIMD128 (HWY_COMPILE_ONLY_STATIC).
 #ifndef FUCINA_KERNELS_GEMM_SIMD_SHARED
@@ -69,15 +69,20 @@ constexpr int64_t kNR = kNV * kLanes;
 constexpr int64_t kMC = kMR * 16;
 constexpr int64_t kNC = kNR * 64;
 
-// C tile (mr ≤ kMR rows, nr ≤ kNR columns at c) += packed A panel · packed B panel, or, when
-// overwrite, = the product plus bias[j] per column (bias null: plus 0).
-HWY_NOINLINE void MicroKernel(int64_t kc, const float* HWY_RESTRICT pa,
+// C tile (mr ≤ kMR rows, nr ≤ kNR columns at c) += A panel · packed B panel, or, when
+// overwrite, = the product plus bias[j] per column (bias null: plus 0). A is a packed panel
+// (element (i, p) at a[p·kMR + i]) or, kDirect, A's own rows read in place (a[i·lda + p]; rows
+// past mr repeat the last one, whose products are never stored).
+template <bool kDirect>
+HWY_NOINLINE void MicroKernel(int64_t kc, const float* HWY_RESTRICT a, int64_t lda,
                               const float* HWY_RESTRICT pb, float* HWY_RESTRICT c, int64_t ldc,
                               int64_t mr, int64_t nr, bool overwrite, const float* HWY_RESTRICT bias) {
   const D d;
   V acc[kMR][kNV];
   for (int64_t i = 0; i < kMR; ++i)
     for (int64_t v = 0; v < kNV; ++v) acc[i][v] = hn::Zero(d);
+  const float* rows[kMR];
+  for (int64_t i = 0; i < kMR; ++i) rows[i] = a + (kDirect ? std::min(i, mr - 1) * lda : i);
   // The K loop stays rolled: V8 hoists an unrolled body's loads and spills (TOOLCHAIN.md §k).
 #if HWY_TARGET == HWY_WASM || HWY_TARGET == HWY_WASM_EMU256
 #pragma clang loop unroll(disable)
@@ -86,10 +91,10 @@ HWY_NOINLINE void MicroKernel(int64_t kc, const float* HWY_RESTRICT pa,
     V b[kNV];
     for (int64_t v = 0; v < kNV; ++v) b[v] = hn::Load(d, pb + v * kLanes);
     for (int64_t i = 0; i < kMR; ++i) {
-      const V a = hn::Set(d, pa[i]);
-      for (int64_t v = 0; v < kNV; ++v) acc[i][v] = hn::MulAdd(a, b[v], acc[i][v]);
+      const V av = hn::Set(d, kDirect ? rows[i][p] : a[i]);
+      for (int64_t v = 0; v < kNV; ++v) acc[i][v] = hn::MulAdd(av, b[v], acc[i][v]);
     }
-    pa += kMR;
+    if (!kDirect) a += kMR;
     pb += kNR;
   }
   if (mr == kMR && nr == kNR) {
@@ -209,6 +214,7 @@ void GemmBlock(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1
     return;
   }
   const int64_t slice = sliceDepth(g.k);
+  const bool direct_a = !g.trans_a;  // A's rows run along the depth: read in place, not packed
   float* pa = scratch(0, static_cast<size_t>(roundUp(std::min(kMC, m1 - m0), kMR) * slice));
   float* pb = scratch(1, static_cast<size_t>(roundUp(std::min(kNC, n1 - n0), kNR) * slice));
   for (int64_t jc = n0; jc < n1; jc += kNC) {
@@ -219,7 +225,7 @@ void GemmBlock(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1
       PackB(g, pc, kc, jc, nc, pb);
       for (int64_t ic = m0; ic < m1; ic += kMC) {
         const int64_t mc = std::min(kMC, m1 - ic);
-        PackA(g, ic, mc, pc, kc, pa);
+        if (!direct_a) PackA(g, ic, mc, pc, kc, pa);
         for (int64_t jr = 0; jr < nc; jr += kNR)
           for (int64_t ir = 0; ir < mc; ir += kMR) {
             const int64_t mr = std::min(kMR, mc - ir), nr = std::min(kNR, nc - jr);
@@ -239,8 +245,13 @@ void GemmBlock(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1
               if (overwrite) FillRows(g, ic + ir, mr, jc + jr, nr);
               continue;
             }
-            MicroKernel(p1 - p0, pa + ir * kc + p0 * kMR, pb + jr * kc + p0 * kNR, c, g.ldc, mr, nr, overwrite,
-                        g.bias ? g.bias + jc + jr : nullptr);
+            const float* bias = g.bias ? g.bias + jc + jr : nullptr;
+            if (direct_a)
+              MicroKernel<true>(p1 - p0, g.a + (ic + ir) * g.lda + pc + p0, g.lda, pb + jr * kc + p0 * kNR, c,
+                                g.ldc, mr, nr, overwrite, bias);
+            else
+              MicroKernel<false>(p1 - p0, pa + ir * kc + p0 * kMR, 0, pb + jr * kc + p0 * kNR, c, g.ldc, mr, nr,
+                                 overwrite, bias);
           }
       }
     }
