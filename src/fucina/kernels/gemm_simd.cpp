@@ -215,7 +215,7 @@ void GemmBlock(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1
   }
   const int64_t slice = sliceDepth(g.k);
   const bool direct_a = !g.trans_a;  // A's rows run along the depth: read in place, not packed
-  float* pa = scratch(0, static_cast<size_t>(roundUp(std::min(kMC, m1 - m0), kMR) * slice));
+  float* pa = direct_a ? nullptr : scratch(0, static_cast<size_t>(roundUp(std::min(kMC, m1 - m0), kMR) * slice));
   float* pb = scratch(1, static_cast<size_t>(roundUp(std::min(kNC, n1 - n0), kNR) * slice));
   for (int64_t jc = n0; jc < n1; jc += kNC) {
     const int64_t nc = std::min(kNC, n1 - jc);
