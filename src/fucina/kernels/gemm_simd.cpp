@@ -81,8 +81,9 @@ HWY_NOINLINE void MicroKernel(int64_t kc, const float* HWY_RESTRICT a, int64_t l
   V acc[kMR][kNV];
   for (int64_t i = 0; i < kMR; ++i)
     for (int64_t v = 0; v < kNV; ++v) acc[i][v] = hn::Zero(d);
-  const float* rows[kMR];
-  for (int64_t i = 0; i < kMR; ++i) rows[i] = a + (kDirect ? std::min(i, mr - 1) * lda : i);
+  const float* rows[kMR] = {};
+  if constexpr (kDirect)
+    for (int64_t i = 0; i < kMR; ++i) rows[i] = a + std::min(i, mr - 1) * lda;
   // The K loop stays rolled: V8 hoists an unrolled body's loads and spills (TOOLCHAIN.md §k).
 #if HWY_TARGET == HWY_WASM || HWY_TARGET == HWY_WASM_EMU256
 #pragma clang loop unroll(disable)
@@ -186,10 +187,10 @@ void PackPanels(const float* src, int64_t ls, int64_t ps, int64_t count, int64_t
   }
 }
 
-// op(A)[m0 : m0+mc, p0 : p0+kc] as kMR-row panels (op(A)(i, p) = a[i·lda + p], or a[p·lda + i]).
+// A transposed (op(A)(i, p) = a[p·lda + i]), rows [m0, m0 + mc) × depth [p0, p0 + kc), as
+// kMR-row panels. An A whose rows run along the depth is not packed: MicroKernel<true> reads it.
 void PackA(const GemmArgs& g, int64_t m0, int64_t mc, int64_t p0, int64_t kc, float* dst) {
-  if (g.trans_a) PackPanels<kMR>(g.a + p0 * g.lda + m0, 1, g.lda, mc, kc, dst);
-  else PackPanels<kMR>(g.a + m0 * g.lda + p0, g.lda, 1, mc, kc, dst);
+  PackPanels<kMR>(g.a + p0 * g.lda + m0, 1, g.lda, mc, kc, dst);
 }
 
 // op(B)[p0 : p0+kc, n0 : n0+nc] as kNR-column panels (op(B)(p, j) = b[p·ldb + j], or b[j·ldb + p]).
