@@ -50,6 +50,13 @@ void gemmSerial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, con
 // into a scratch C added afterwards, so each piece packs only its half of both operands. The
 // choice depends on the shape alone, never on the thread count, so a result is the same to the
 // bit on any number of threads.
+//
+// Note [Weight gradients by rows]: a product with a transposed A (a weight gradient dYᵀ·X, C of
+// shape {out, in}) packs A whichever way C is cut, so cutting C's rows costs little more packing
+// than cutting its longer side, and it gives each thread whole rows of C to write: cut by
+// columns, the two threads write halves of the same rows, which these machines make costly
+// ("Few depth slices" in the design notes). W1's 512×784 weight gradient on 2 threads: 391 →
+// 344 µs per step. Rows are cut at the target's MR, so 256 rows split 128/128, not 120/136.
 namespace {
 constexpr int64_t kDepthSplitMin = 1024, kDepthSplitMaxC = int64_t{1} << 17;
 bool splitsDepth(int64_t m, int64_t n, int64_t k) {
@@ -62,13 +69,15 @@ void gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n, in
           bool accumulate, const float* bias) {
   if (m <= 0 || n <= 0) return;
   if (bias && accumulate) fail(ErrorCode::InvalidArgument, "gemm: a bias is added only when not accumulating");
-  // Pieces are whole tiles for every target (MR 4, 6 or 8 rows; NR 8 to 32 columns), and each
+  // Pieces are whole tiles (MR rows of the target; 32 columns, a multiple of every NR), and each
   // thread gets at least kMinWork multiply-adds, so small products stay on the calling thread.
-  constexpr int64_t kRowUnit = 24, kColUnit = 32, kMinWork = int64_t{1} << 21;
+  constexpr int64_t kColUnit = 32, kMinWork = int64_t{1} << 21;
+  const int64_t row_unit = detail::gemmTileRows();
   const int64_t depth = std::max<int64_t>(k, 1);
-  // C is cut along its longer side into `units` pieces; each of `halves` depth ranges is cut so.
-  const bool by_rows = m >= n;
-  const int64_t unit = by_rows ? kRowUnit : kColUnit;
+  // C is cut into `units` pieces along its longer side, or by rows when A is transposed (Note
+  // [Weight gradients by rows]); each of `halves` depth ranges is cut so.
+  const bool by_rows = m >= n || (trans_a && m >= 2 * row_unit);
+  const int64_t unit = by_rows ? row_unit : kColUnit;
   const int64_t units = ((by_rows ? m : n) + unit - 1) / unit;
   const int64_t halves = splitsDepth(m, n, k) ? 2 : 1;
   const int64_t k_split = halves == 2 ? k / 2 / 8 * 8 : k;  // each half then slices by its own depth

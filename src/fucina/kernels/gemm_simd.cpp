@@ -260,6 +260,7 @@ void GemmBlock(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1
 }
 
 const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
+int64_t TileRows() { return kMR; }
 
 }  // namespace HWY_NAMESPACE
 }  // namespace fucina::kernels::detail
@@ -270,12 +271,15 @@ namespace fucina::kernels::detail {
 
 HWY_EXPORT(GemmBlock);
 HWY_EXPORT(TargetName);
+HWY_EXPORT(TileRows);
 
 void gemmBlock(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   HWY_DYNAMIC_DISPATCH(GemmBlock)(g, m0, m1, n0, n1);
 }
 
 const char* gemmTargetName() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
+
+int64_t gemmTileRows() { return HWY_DYNAMIC_DISPATCH(TileRows)(); }
 
 }  // namespace fucina::kernels::detail
 #endif  // HWY_ONCE

@@ -37,6 +37,10 @@ struct GemmArgs {
 // buffers are per thread.
 void gemmBlock(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1);
 
+// Rows of the microkernel's tile on the dispatched target (MR: 4, 6 or 8): a cut of C's rows at
+// multiples of it keeps every piece whole tiles.
+int64_t gemmTileRows();
+
 // Name of the SIMD target the dispatcher chose ("AVX2", "AVX3", "WASM", ...): for benchmarks.
 const char* gemmTargetName();
 
