@@ -12,6 +12,7 @@
 #include <thread>
 #include <type_traits>
 
+#include "fucina/exec/claims.h"
 #include "test_helpers.h"
 
 using fucina::DType;
@@ -901,6 +902,64 @@ TEST_CASE("ExecContext threads honour ExecOptions") {
   CHECK(dflt.threads() == std::max(1, hw));
 
   REQUIRE_FUCINA_ERROR(ExecContext(ExecOptions{.threads = -1}), InvalidArgument);
+}
+
+// Note [Owner-first claims] (exec/claims.h).
+TEST_CASE("OwnerFirstClaims: one thread running every owner in turn gets every index once, its own range first") {
+  for (int owners : {1, 2, 3, 16}) {
+    for (int64_t n : {0, 1, 2, 5, 31, 64, 1000}) {
+      for (int64_t step : {1, 3, 64}) {
+        INFO("owners " << owners << ", n " << n << ", step " << step);
+        fucina::OwnerFirstClaims claims(n, owners, step);
+        std::vector<int> hits(static_cast<size_t>(n));
+        int64_t b = 0, e = 0;
+        // Owner 0's first claim is the front of its fixed range [0, n/owners), then its own
+        // range continues from where the last claim ended.
+        if (n / owners > 0) {
+          REQUIRE(claims.next(0, &b, &e));
+          CHECK(b == 0);
+          CHECK(e == std::min(step, n / owners));
+          for (int64_t i = b; i < e; ++i) ++hits[static_cast<size_t>(i)];
+        }
+        for (int owner = 0; owner < owners; ++owner)
+          while (claims.next(owner, &b, &e)) {
+            REQUIRE(0 <= b);
+            REQUIRE(b < e);
+            REQUIRE(e <= n);
+            REQUIRE(e - b <= step);
+            for (int64_t i = b; i < e; ++i) ++hits[static_cast<size_t>(i)];
+          }
+        int wrong = 0;
+        for (int h : hits) wrong += h != 1;
+        CHECK(wrong == 0);
+        CHECK_FALSE(claims.next(owners - 1, &b, &e));
+      }
+    }
+  }
+}
+
+TEST_CASE("OwnerFirstClaims: a slow owner's last indices move to a fast one, each handed out once") {
+  constexpr int64_t kN = 4000;
+  for (int round = 0; round < 20; ++round) {
+    fucina::OwnerFirstClaims claims(kN, 2, 10);
+    std::vector<std::atomic<int>> hits(kN);
+    std::atomic<int64_t> taken_from_other{0};
+    auto run = [&](int owner, std::chrono::microseconds per_claim) {
+      for (int64_t b, e; claims.next(owner, &b, &e);) {
+        const bool own = owner == 0 ? e <= kN / 2 : b >= kN / 2;
+        if (!own) taken_from_other.fetch_add(e - b);
+        for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
+        std::this_thread::sleep_for(per_claim);
+      }
+    };
+    std::thread slow(run, 1, std::chrono::microseconds(200));
+    run(0, std::chrono::microseconds(0));
+    slow.join();
+    int wrong = 0;
+    for (auto& h : hits) wrong += h.load() != 1;
+    REQUIRE(wrong == 0);
+    CHECK(taken_from_other.load() > 0);  // the fast owner finished its range long before
+  }
 }
 
 TEST_CASE("ExecContext parallelFor runs small ranges inline and covers large ones") {

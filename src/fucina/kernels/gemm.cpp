@@ -1,11 +1,13 @@
 #include "fucina/kernels/gemm.h"
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstring>
 #include <vector>
 
 #include "fucina/core/error.h"
+#include "fucina/exec/claims.h"
 #include "fucina/exec/context.h"
 #include "fucina/kernels/copy.h"
 #include "fucina/kernels/gemm_simd.h"
@@ -57,7 +59,25 @@ void gemmSerial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, con
 // columns, the two threads write halves of the same rows, which these machines make costly
 // ("Few depth slices" in the design notes). W1's 512×784 weight gradient on 2 threads: 391 →
 // 344 µs per step. Rows are cut at the target's MR, so 256 rows split 128/128, not 120/136.
+//
+// Note [Claimed GEMM pieces]: the two halves of a static cut end unequally: one vCPU runs a few %
+// slower than the other for minutes at a time, and in wasm either thread at times loses a
+// quarter of a region (design notes, "Threads: static chunks"). So where a piece costs no more
+// packing than the whole, the units are handed out by OwnerFirstClaims (exec/claims.h): each
+// thread works through its own half as before and a thread done early takes the other's last
+// units. That holds for column cuts with A read in place (each piece packs only its columns of
+// B), and for row cuts whose B is one packed block (depth ≤ kKC, n ≤ NC): a thread packs it once
+// and reuses it for every block of rows it claims (GemmArgs::product_id). Every unit is computed
+// whole by one thread with the same code, so results do not depend on who claimed it.
 namespace {
+constexpr int64_t kClaimsPerOwner = 16;  // steps per owner's range: the finest a tail can move
+
+bool claimable(bool by_rows, bool trans_a, int64_t halves, int64_t n, int64_t k) {
+  if (halves != 1) return false;
+  if (!by_rows) return !trans_a;
+  return k <= detail::kKC && n <= detail::gemmBlockCols();
+}
+
 constexpr int64_t kDepthSplitMin = 1024, kDepthSplitMaxC = int64_t{1} << 17;
 bool splitsDepth(int64_t m, int64_t n, int64_t k) {
   return k >= kDepthSplitMin && k >= 2 * std::max(m, n) && m * n <= kDepthSplitMaxC;
@@ -84,12 +104,12 @@ void gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n, in
   thread_local std::vector<float> scratch;  // the caller's; only grows: no steady-state allocation
   if (halves == 2 && scratch.size() < static_cast<size_t>(m * n)) scratch.resize(static_cast<size_t>(m * n));
   float* const second_half = scratch.data();  // by pointer: workers' `scratch` is their own
-  auto piece = [&](int64_t half, int64_t u0, int64_t u1) {
+  auto piece = [&](int64_t half, int64_t u0, int64_t u1, uint64_t product_id = 0) {
     const int64_t k0 = half == 0 ? 0 : k_split, kk = half == 0 ? k_split : k - k_split;
     const detail::GemmArgs g{trans_a, trans_b, m, n, kk,
                              a + (trans_a ? k0 * lda : k0), lda, b + (trans_b ? k0 : k0 * ldb), ldb,
                              half == 0 ? c : second_half, half == 0 ? ldc : n,
-                             half == 0 && accumulate, {}, half == 0 ? bias : nullptr};
+                             half == 0 && accumulate, {}, half == 0 ? bias : nullptr, product_id};
     const int64_t lo = u0 * unit, hi = std::min(by_rows ? m : n, u1 * unit);
     if (by_rows) detail::gemmBlock(g, lo, hi, 0, n);
     else detail::gemmBlock(g, 0, m, lo, hi);
@@ -99,6 +119,18 @@ void gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n, in
     for (int64_t h = 0; h < halves; ++h) piece(h, 0, units);
   } else {
     const int64_t grain = std::max<int64_t>(1, kMinWork / (unit * (by_rows ? n : m) * (depth / halves)));
+    const int owners = static_cast<int>(std::min<int64_t>(ctx.threads(), pieces / grain));
+    if (owners > 1 && owners <= OwnerFirstClaims::kMaxOwners && claimable(by_rows, trans_a, halves, n, k)) {
+      // Note [Claimed GEMM pieces]
+      static std::atomic<uint64_t> products{0};
+      const uint64_t id = products.fetch_add(1, std::memory_order_relaxed) + 1;
+      OwnerFirstClaims claims(units, owners, std::max<int64_t>(1, units / (owners * kClaimsPerOwner)));
+      ctx.parallelFor(owners, 1, [&](int64_t first, int64_t last) {
+        for (int64_t owner = first; owner < last; ++owner)
+          for (int64_t u0, u1; claims.next(static_cast<int>(owner), &u0, &u1);) piece(0, u0, u1, id);
+      });
+      return;
+    }
     ctx.parallelFor(pieces, grain, [&](int64_t begin, int64_t end) {
       for (int64_t h = begin / units; h * units < end; ++h)  // each half's run of the pieces
         piece(h, std::max(begin - h * units, int64_t{0}), std::min(end - h * units, units));

@@ -223,7 +223,17 @@ void GemmBlock(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1
     for (int64_t pc = 0; pc < g.k; pc += slice) {
       const int64_t kc = std::min(slice, g.k - pc);
       const bool overwrite = pc == 0 && !g.accumulate;
-      PackB(g, pc, kc, jc, nc, pb);
+      // The panels this thread packed last, reused when the same product asks for them again.
+      thread_local struct {
+        uint64_t product = 0;
+        const float* at = nullptr;
+        int64_t jc = 0, nc = 0, pc = 0, kc = 0;
+      } packed;
+      if (g.product_id == 0 || packed.product != g.product_id || packed.at != pb || packed.jc != jc ||
+          packed.nc != nc || packed.pc != pc || packed.kc != kc) {
+        PackB(g, pc, kc, jc, nc, pb);
+        packed = {g.product_id, pb, jc, nc, pc, kc};
+      }
       for (int64_t ic = m0; ic < m1; ic += kMC) {
         const int64_t mc = std::min(kMC, m1 - ic);
         if (!direct_a) PackA(g, ic, mc, pc, kc, pa);
@@ -261,6 +271,7 @@ void GemmBlock(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1
 
 const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
 int64_t TileRows() { return kMR; }
+int64_t BlockCols() { return kNC; }
 
 }  // namespace HWY_NAMESPACE
 }  // namespace fucina::kernels::detail
@@ -272,6 +283,7 @@ namespace fucina::kernels::detail {
 HWY_EXPORT(GemmBlock);
 HWY_EXPORT(TargetName);
 HWY_EXPORT(TileRows);
+HWY_EXPORT(BlockCols);
 
 void gemmBlock(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   HWY_DYNAMIC_DISPATCH(GemmBlock)(g, m0, m1, n0, n1);
@@ -280,6 +292,7 @@ void gemmBlock(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1
 const char* gemmTargetName() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
 
 int64_t gemmTileRows() { return HWY_DYNAMIC_DISPATCH(TileRows)(); }
+int64_t gemmBlockCols() { return HWY_DYNAMIC_DISPATCH(BlockCols)(); }
 
 }  // namespace fucina::kernels::detail
 #endif  // HWY_ONCE

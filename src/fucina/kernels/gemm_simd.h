@@ -31,11 +31,19 @@ struct GemmArgs {
   bool accumulate;
   GemmBand band = {};
   const float* bias = nullptr;  // per column of C, added when not accumulating (gemm.h)
+  // Nonzero: the same product over several calls of gemmBlock on one thread (rows claimed one
+  // block at a time), so a thread's packed B panels from its previous call are reused. Unique
+  // per product: the same B pointer may hold new values in a later product.
+  uint64_t product_id = 0;
 };
 
 // Computes the block rows [m0, m1) × columns [n0, n1) of C, all of K. Thread-safe: the packing
 // buffers are per thread.
 void gemmBlock(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1);
+
+// Columns of one packed block of B on the dispatched target (NC): a product with n ≤ this and
+// depth ≤ kKC packs B once per thread, whatever rows each gemmBlock call covers.
+int64_t gemmBlockCols();
 
 // Rows of the microkernel's tile on the dispatched target (MR: 4, 6 or 8): a cut of C's rows at
 // multiples of it keeps every piece whole tiles.

@@ -1,0 +1,65 @@
+// Owner-first claims: a static cut of [0, n) that a thread done early may take the tail of.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdint>
+
+namespace fucina {
+
+// Note [Owner-first claims]: [0, n) is cut into one range per owner exactly as parallelFor cuts
+// it (owner c gets [n·c/owners, n·(c+1)/owners)), but handed out `step` indices at a time: an
+// owner takes from the front of its own range and, once that is empty, from the back of another
+// owner's. Each owner thus works through the rows it would have had under the fixed cut (what an
+// op writes stays in the cache of the thread that reads it next: design notes, "Threads: static
+// chunks"), and only the last steps of a slower owner move to a faster one. Claims are lock-free
+// (one compare-and-swap on the owner's own cache line), and every index is handed out exactly
+// once whatever the interleaving, including one thread running every owner in turn.
+class OwnerFirstClaims {
+ public:
+  static constexpr int kMaxOwners = 16;
+
+  // Requires 1 <= owners <= kMaxOwners, 0 <= n < 2^31, step >= 1.
+  OwnerFirstClaims(int64_t n, int owners, int64_t step) : owners_(owners), step_(step) {
+    for (int c = 0; c < owners; ++c)
+      ranges_[c].bounds.store(pack(n * c / owners, n * (c + 1) / owners), std::memory_order_relaxed);
+  }
+
+  // The next [*begin, *end) for `owner`, or false once every index has been handed out.
+  bool next(int owner, int64_t* begin, int64_t* end) {
+    if (take(owner, /*front=*/true, begin, end)) return true;
+    for (int i = 1; i < owners_; ++i)
+      if (take((owner + i) % owners_, /*front=*/false, begin, end)) return true;
+    return false;
+  }
+
+ private:
+  static uint64_t pack(int64_t front, int64_t back) {
+    return static_cast<uint64_t>(front) | static_cast<uint64_t>(back) << 32;
+  }
+
+  bool take(int owner, bool front, int64_t* begin, int64_t* end) {
+    std::atomic<uint64_t>& bounds = ranges_[owner].bounds;
+    uint64_t seen = bounds.load(std::memory_order_relaxed);
+    while (true) {
+      const int64_t f = static_cast<int64_t>(seen & 0xffffffffu), b = static_cast<int64_t>(seen >> 32);
+      if (f >= b) return false;
+      const int64_t lo = front ? f : std::max(f, b - step_), hi = front ? std::min(b, f + step_) : b;
+      if (bounds.compare_exchange_weak(seen, front ? pack(hi, b) : pack(f, lo), std::memory_order_relaxed)) {
+        *begin = lo;
+        *end = hi;
+        return true;
+      }
+    }
+  }
+
+  struct alignas(64) Range {
+    std::atomic<uint64_t> bounds{0};  // front in the low 32 bits, back in the high 32
+  };
+  std::array<Range, kMaxOwners> ranges_;
+  int owners_;
+  int64_t step_;
+};
+
+}  // namespace fucina
