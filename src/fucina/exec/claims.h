@@ -6,6 +6,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "fucina/exec/context.h"
+
 namespace fucina {
 
 // Note [Owner-first claims]: [0, n) is cut into one range per owner exactly as parallelFor cuts
@@ -61,5 +63,22 @@ class OwnerFirstClaims {
   int owners_;
   int64_t step_;
 };
+
+// fn(begin, end) over [0, n) on ctx's threads, at most `owners` of them, with owner-first claims
+// of `step` indices (a ctx with one thread, or one owner, makes one call). fn must give the same
+// result for any cut of [0, n), as for parallelFor.
+template <class Fn>
+void claimedFor(ExecContext& ctx, int64_t n, int64_t owners, int64_t step, const Fn& fn) {
+  owners = std::min<int64_t>({owners, ctx.threads(), n, OwnerFirstClaims::kMaxOwners});
+  if (owners <= 1) {
+    if (n > 0) fn(int64_t{0}, n);
+    return;
+  }
+  OwnerFirstClaims claims(n, static_cast<int>(owners), step);
+  ctx.parallelFor(owners, 1, [&](int64_t first, int64_t last) {
+    for (int64_t owner = first; owner < last; ++owner)
+      for (int64_t b, e; claims.next(static_cast<int>(owner), &b, &e);) fn(b, e);
+  });
+}
 
 }  // namespace fucina

@@ -119,16 +119,12 @@ void gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n, in
     for (int64_t h = 0; h < halves; ++h) piece(h, 0, units);
   } else {
     const int64_t grain = std::max<int64_t>(1, kMinWork / (unit * (by_rows ? n : m) * (depth / halves)));
-    const int owners = static_cast<int>(std::min<int64_t>(ctx.threads(), pieces / grain));
-    if (owners > 1 && owners <= OwnerFirstClaims::kMaxOwners && claimable(by_rows, trans_a, halves, n, k)) {
-      // Note [Claimed GEMM pieces]
+    const int64_t owners = std::min<int64_t>(ctx.threads(), pieces / grain);
+    if (claimable(by_rows, trans_a, halves, n, k)) {  // Note [Claimed GEMM pieces]
       static std::atomic<uint64_t> products{0};
       const uint64_t id = products.fetch_add(1, std::memory_order_relaxed) + 1;
-      OwnerFirstClaims claims(units, owners, std::max<int64_t>(1, units / (owners * kClaimsPerOwner)));
-      ctx.parallelFor(owners, 1, [&](int64_t first, int64_t last) {
-        for (int64_t owner = first; owner < last; ++owner)
-          for (int64_t u0, u1; claims.next(static_cast<int>(owner), &u0, &u1);) piece(0, u0, u1, id);
-      });
+      const int64_t step = std::max<int64_t>(1, units / (std::max<int64_t>(owners, 1) * kClaimsPerOwner));
+      claimedFor(ctx, units, owners, step, [&](int64_t u0, int64_t u1) { piece(0, u0, u1, id); });
       return;
     }
     ctx.parallelFor(pieces, grain, [&](int64_t begin, int64_t end) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "fucina/exec/claims.h"
 #include "fucina/kernels/conv.h"
 #include "fucina/kernels/gemm.h"
 #include "fucina/ops/finish_op.h"
@@ -25,8 +26,9 @@ namespace {
 // other buffer, so ctx.memory() sees them.
 RawTensor scratch(ExecContext& ctx, int64_t n) { return RawTensor::empty(ctx, {"scratch"}, {n}); }
 
-// Images are independent, so conv2d's per-image loops run in chunks on the pool, each chunk with
-// its own im2col buffer and single-threaded GEMMs. The chunking depends on the image count only,
+// Images are independent, so conv2d's per-image loops run in chunks on the pool (claimed
+// owner-first, Note [Owner-first claims]), each chunk with its own im2col buffer and
+// single-threaded GEMMs. The chunking depends on the image count only,
 // never on the thread count, so per-chunk partial sums (the weight gradient) add up in one fixed
 // order and results are bit-identical on any number of threads. One image keeps the threaded GEMM.
 constexpr int64_t kImageChunks = 8;
@@ -43,7 +45,7 @@ void forEachImage(ExecContext& ctx, int64_t images, int64_t cols_floats, const B
       body(chunk, n, cols.f32(), chunks > 1);
   };
   if (chunks == 1) return run(0);
-  ctx.parallelFor(chunks, 1, [&](int64_t begin, int64_t end) {
+  claimedFor(ctx, chunks, ctx.threads(), 1, [&](int64_t begin, int64_t end) {
     for (int64_t chunk = begin; chunk < end; ++chunk) run(chunk);
   });
 }
