@@ -28,9 +28,10 @@ RawTensor scratch(ExecContext& ctx, int64_t n) { return RawTensor::empty(ctx, {"
 
 // Images are independent, so conv2d's per-image loops run in chunks on the pool (claimed
 // owner-first, Note [Owner-first claims]), each chunk with its own im2col buffer and
-// single-threaded GEMMs. The chunking depends on the image count only,
-// never on the thread count, so per-chunk partial sums (the weight gradient) add up in one fixed
-// order and results are bit-identical on any number of threads. One image keeps the threaded GEMM.
+// single-threaded GEMMs. The chunking depends on the image count only, never on the thread
+// count, so per-chunk partial sums (the weight gradient) add up in one fixed order and results
+// are bit-identical on any number of threads, whichever thread runs a chunk. One image keeps
+// the threaded GEMM.
 constexpr int64_t kImageChunks = 8;
 
 int64_t imageChunks(int64_t images) { return std::min(images, kImageChunks); }
