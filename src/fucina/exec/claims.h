@@ -64,17 +64,19 @@ class OwnerFirstClaims {
   int64_t step_;
 };
 
-// fn(begin, end) over [0, n) on ctx's threads, at most `owners` of them, with owner-first claims
-// of `step` indices (a ctx with one thread, or one owner, makes one call). fn must give the same
-// result for any cut of [0, n), as for parallelFor.
+// fn(begin, end) over [0, n) on ctx's threads, at most `max_owners` of them, with owner-first
+// claims of a sixteenth of an owner's range at a time (the finest a tail can move), or of one
+// index when ranges are shorter. A ctx with one thread, or one owner, makes one call. fn must give
+// the same result for any cut of [0, n), as for parallelFor.
 template <class Fn>
-void claimedFor(ExecContext& ctx, int64_t n, int64_t owners, int64_t step, const Fn& fn) {
-  owners = std::min<int64_t>({owners, ctx.threads(), n, OwnerFirstClaims::kMaxOwners});
+void claimedFor(ExecContext& ctx, int64_t n, int64_t max_owners, const Fn& fn) {
+  constexpr int64_t kClaimsPerOwner = 16;
+  const int64_t owners = std::min<int64_t>({max_owners, ctx.threads(), n, OwnerFirstClaims::kMaxOwners});
   if (owners <= 1) {
     if (n > 0) fn(int64_t{0}, n);
     return;
   }
-  OwnerFirstClaims claims(n, static_cast<int>(owners), step);
+  OwnerFirstClaims claims(n, static_cast<int>(owners), std::max<int64_t>(1, n / (owners * kClaimsPerOwner)));
   ctx.parallelFor(owners, 1, [&](int64_t first, int64_t last) {
     for (int64_t owner = first; owner < last; ++owner)
       for (int64_t b, e; claims.next(static_cast<int>(owner), &b, &e);) fn(b, e);

@@ -70,8 +70,6 @@ void gemmSerial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, con
 // and reuses it for every block of rows it claims (GemmArgs::product_id). Every unit is computed
 // whole by one thread with the same code, so results do not depend on who claimed it.
 namespace {
-constexpr int64_t kClaimsPerOwner = 16;  // steps per owner's range: the finest a tail can move
-
 bool claimable(bool by_rows, bool trans_a, int64_t halves, int64_t n, int64_t k) {
   if (halves != 1) return false;
   if (!by_rows) return !trans_a;
@@ -119,12 +117,11 @@ void gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n, in
     for (int64_t h = 0; h < halves; ++h) piece(h, 0, units);
   } else {
     const int64_t grain = std::max<int64_t>(1, kMinWork / (unit * (by_rows ? n : m) * (depth / halves)));
-    const int64_t owners = std::min<int64_t>(ctx.threads(), pieces / grain);
     if (claimable(by_rows, trans_a, halves, n, k)) {  // Note [Claimed GEMM pieces]
       static std::atomic<uint64_t> products{0};
       const uint64_t id = products.fetch_add(1, std::memory_order_relaxed) + 1;
-      const int64_t step = std::max<int64_t>(1, units / (std::max<int64_t>(owners, 1) * kClaimsPerOwner));
-      claimedFor(ctx, units, owners, step, [&](int64_t u0, int64_t u1) { piece(0, u0, u1, id); });
+      // At most one thread per grain of work, as parallelFor would use.
+      claimedFor(ctx, units, pieces / grain, [&](int64_t u0, int64_t u1) { piece(0, u0, u1, id); });
       return;
     }
     ctx.parallelFor(pieces, grain, [&](int64_t begin, int64_t end) {

@@ -46,7 +46,7 @@ void forEachImage(ExecContext& ctx, int64_t images, int64_t cols_floats, const B
       body(chunk, n, cols.f32(), chunks > 1);
   };
   if (chunks == 1) return run(0);
-  claimedFor(ctx, chunks, ctx.threads(), 1, [&](int64_t begin, int64_t end) {
+  claimedFor(ctx, chunks, chunks, [&](int64_t begin, int64_t end) {
     for (int64_t chunk = begin; chunk < end; ++chunk) run(chunk);
   });
 }
