@@ -1,6 +1,8 @@
 // The autograd engine against the behavioural contract (spec/autograd-reference.md §5.1–5.4):
 // first the reference snippets ported one-to-one, then one TEST_CASE per rule.
 #include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <chrono>
 #include <thread>
 
@@ -455,6 +457,104 @@ TEST_CASE("a second backward over the same graph fails with BackwardAlreadyRun")
     REQUIRE_FUCINA_ERROR(fucina::ag::backwardGrad(ctx, outputs), BackwardAlreadyRun);
     CHECK(gradOf(ctx, x) == Floats{10, 20, 30});  // the fresh output did not run either
     checkNoPendingState({other, loss});
+  }
+}
+
+// Note [Interior consumption]: the guard reaches past the outputs into the graph.
+TEST_CASE("a pass reaching an interior state an earlier pass consumed fails with BackwardAlreadyRun") {
+  ExecContext ctx;
+  Tensor x = Tensor::variableFromSlice(ctx, {"d"}, {2}, {0.5f, -1});
+  Tensor h = x.tanh(ctx);
+  Tensor first = h.scale(ctx, 1).sumAll(ctx);
+  first.backward(ctx);
+  const Floats dh = gradOf(ctx, x);  // 1 - tanh^2, once
+
+  Tensor second = h.scale(ctx, 2).sumAll(ctx);  // a fresh output over the spent h
+  try {
+    second.backward(ctx);
+    FAIL("the second pass should have been refused");
+  } catch (const fucina::Error& e) {
+    CHECK(e.code() == ErrorCode::BackwardAlreadyRun);
+    CHECK_THAT(e.what(), Catch::Contains("tanh"));
+  }
+  CHECK(gradOf(ctx, x) == dh);  // nothing compounded (was 4 * dh: 1 + 1 + 2 shares)
+  CHECK_FALSE(second.grad(ctx).has_value());  // refused before its seed was made
+  checkNoPendingState({first, second});
+
+  SECTION("the refused output is not consumed: its own graph stays untouched") {
+    Tensor fresh = x.tanh(ctx).scale(ctx, 2).sumAll(ctx);
+    x.zeroGrad();
+    fresh.backward(ctx);
+    Floats twice = dh;
+    for (float& v : twice) v *= 2;
+    CHECK(gradOf(ctx, x) == twice);
+  }
+  SECTION("backwardWithGrad on the spent interior state itself") {
+    REQUIRE_FUCINA_ERROR(h.backwardWithGrad(ctx, Tensor::ones(ctx, {"d"}, {2})), BackwardAlreadyRun);
+    CHECK(gradOf(ctx, x) == dh);
+  }
+  SECTION("a multi-output pass with one output over the spent graph runs nothing") {
+    Tensor y = Tensor::variableFromSlice(ctx, {"d"}, {2}, {3, 4});
+    Tensor other = y.mul(ctx, y).sumAll(ctx);
+    std::vector<Tensor> outputs = {other, second};
+    REQUIRE_FUCINA_ERROR(fucina::ag::backwardGrad(ctx, outputs), BackwardAlreadyRun);
+    CHECK_FALSE(y.grad(ctx).has_value());
+    checkNoPendingState({other, second});
+    other.backward(ctx);  // not consumed by the refused pass
+    CHECK(gradOf(ctx, y) == Floats{6, 8});
+  }
+}
+
+TEST_CASE("a failed pass consumes no interior state") {
+  ExecContext ctx;
+  Tensor x = Tensor::variableFromSlice(ctx, {"d"}, {3}, {1, 2, 3});
+  Tensor h = x.scale(ctx, 10);
+  LambdaRecord* rec = nullptr;
+  Tensor failing = throwOnceIdentity(ctx, h.sumAll(ctx), &rec);
+  REQUIRE_THROWS(failing.backward(ctx));
+  // h was claimed by the failed pass and released unconsumed: another graph over it runs.
+  Tensor other = h.scale(ctx, 2).sumAll(ctx);
+  other.backward(ctx);
+  CHECK(gradOf(ctx, x) == Floats{20, 20, 20});
+  REQUIRE_FUCINA_ERROR(failing.backward(ctx), BackwardAlreadyRun);  // now h is spent
+}
+
+TEST_CASE("passes from several threads over one interior state: one runs, the others are refused",
+          "[threads]") {
+  // Regression: four threads sharing h each ran a pass; h's gradient compounded across passes
+  // and raced (x's gradient ~87x too large).
+  for (int round = 0; round < 20; ++round) {
+    ExecContext ctx(ExecOptions{.threads = 2});
+    Tensor x = Tensor::variableFromSlice(ctx, {"d"}, {4}, {0.25f, -0.5f, 1, 2});
+    Tensor h = x.tanh(ctx);
+    constexpr int kThreads = 4;
+    std::vector<Tensor> losses;
+    for (int t = 0; t < kThreads; ++t) losses.push_back(h.scale(ctx, float(t + 1)).sumAll(ctx));
+    std::atomic<int> ready{0}, won{0}, refused{0}, winner{-1};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        ready.fetch_add(1);
+        while (ready.load() < kThreads) std::this_thread::yield();
+        try {
+          losses[t].backward(ctx);
+          won.fetch_add(1);
+          winner.store(t);
+        } catch (const fucina::Error& e) {
+          if (e.code() == ErrorCode::BackwardAlreadyRun) refused.fetch_add(1);
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    REQUIRE(won.load() == 1);
+    REQUIRE(refused.load() == kThreads - 1);
+    const Floats xs = {0.25f, -0.5f, 1, 2};
+    const Floats g = gradOf(ctx, x);
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const float th = std::tanh(xs[i]);
+      CHECK(g[i] == Approx(float(winner.load() + 1) * (1 - th * th)).epsilon(1e-6));
+    }
+    checkNoPendingState(losses);
   }
 }
 

@@ -152,12 +152,12 @@ inline std::vector<fucina::GradState*> graphStates(const fucina::Tensor& root) {
   return result;
 }
 
-// No scheduling debris: every state reachable from the roots is idle with no pending count.
+// No scheduling debris: every state reachable from the roots is unclaimed with no pending count.
 inline void checkNoPendingState(const std::vector<fucina::Tensor>& roots) {
   for (const fucina::Tensor& root : roots) {
     for (fucina::GradState* s : graphStates(root)) {
       CHECK(s->pending_grads.load() == 0u);
-      CHECK(s->phase.load() == fucina::GradState::kIdle);
+      CHECK(s->claimed_by.load() == 0u);
     }
   }
 }

@@ -46,36 +46,80 @@ std::vector<Seed> validateOutputs(ExecContext& ctx, std::span<const Tensor> outp
 }
 
 // Note [Pending counters]: one walk from the outputs adds one to a state's pending_grads per
-// consumer edge and flips it idle -> pending on first visit. A record runs only when its
-// counter drains to zero, i.e. after every downstream contribution has arrived, so a value used
-// by several branches propagates its complete gradient exactly once.
+// consumer edge and claims it on first visit. A record runs only when its counter drains to zero,
+// i.e. after every downstream contribution has arrived, so a value used by several branches
+// propagates its complete gradient exactly once. Leaves take no part in the counting: nothing
+// runs for them, and accumulate() serializes their contributions.
+//
+// Note [Interior consumption] (extends §5.2's one backward per graph): a completed pass consumes
+// every record state it ran, not only its outputs, since each keeps the gradient it received and
+// a second pass through it would add on top and propagate the sum (h = tanh(x); two losses over h
+// gave x 2 + 1 shares of the first seed). So a pass that reaches a consumed state fails with
+// BackwardAlreadyRun, and so does one that reaches a state claimed by another pass still in
+// flight (another thread), instead of racing it; either way before any counter or seed is left
+// behind: the walk releases what it claimed and throws. Leaves are shared by every graph built
+// on them (the micro-batch idiom) and are never claimed or consumed. A failed pass consumes
+// nothing (Note [Re-runnable exits]). Every reference example holds: each runs one pass per
+// freshly built graph.
 // Whether an operand slot takes part in a pass limited to states made at or after `boundary`.
 bool inPass(const std::shared_ptr<GradState>& operand, uint64_t boundary) {
   return operand && operand->generation() >= boundary;
 }
 
-std::vector<GradState*> preparePass(std::span<const Seed> seeds, uint64_t boundary) {
-  std::vector<GradState*> visited, stack;
-  auto visit = [&](GradState* s) {
-    uint8_t idle = GradState::kIdle;
-    if (s->phase.compare_exchange_strong(idle, GradState::kPending)) {
-      visited.push_back(s);
-      stack.push_back(s);
+std::atomic<uint64_t> pass_counter{0};
+
+[[noreturn]] void refuseReached(const GradState& s, bool consumed) {
+  const std::string what = describe(s.tags(), s.shape()) + " (made by " +
+                           std::string(s.gradFn()->name()) + ")";
+  if (consumed)
+    fail(ErrorCode::BackwardAlreadyRun,
+         "backward reached " + what + ", whose graph an earlier backward already ran through (its "
+         "interior gradients are spent); build a fresh forward graph for another pass");
+  fail(ErrorCode::BackwardAlreadyRun,
+       "backward reached " + what + ", which a backward pass still running on another thread is "
+       "propagating through; one graph takes one backward");
+}
+
+// Claims every record state reachable from the seeds for pass `id` and counts its consumer
+// edges; returns the claimed states. On a conflict it releases them all and throws.
+std::vector<GradState*> preparePass(std::span<const Seed> seeds, uint64_t boundary, uint64_t id) {
+  std::vector<GradState*> claimed, stack;
+  auto release = [&] {
+    for (GradState* s : claimed) {
+      s->pending_grads.store(0);
+      s->claimed_by.store(0);
     }
   };
-  for (const Seed& seed : seeds) visit(seed.state);
+  // Returns false for a state this pass already holds or a leaf: nothing more to walk.
+  auto claim = [&](GradState* s) {
+    if (s->isLeaf()) return false;
+    uint64_t free = 0;
+    if (!s->claimed_by.compare_exchange_strong(free, id)) {
+      if (free == id) return false;
+      release();
+      refuseReached(*s, false);
+    }
+    claimed.push_back(s);
+    if (s->backward_done.load()) {
+      release();
+      refuseReached(*s, true);
+    }
+    return true;
+  };
+  for (const Seed& seed : seeds)
+    if (claim(seed.state)) stack.push_back(seed.state);
   while (!stack.empty()) {
     GradState* s = stack.back();
     stack.pop_back();
-    if (BackwardFunction* fn = s->gradFn()) {
-      for (const auto& operand : fn->operands()) {
-        if (!inPass(operand, boundary)) continue;
-        operand->pending_grads.fetch_add(1, std::memory_order_relaxed);
-        visit(operand.get());
-      }
+    for (const auto& operand : s->gradFn()->operands()) {
+      if (!inPass(operand, boundary) || operand->isLeaf()) continue;
+      // Claimed first: a counter is touched only on a state this pass holds.
+      const bool fresh = claim(operand.get());
+      operand->pending_grads.fetch_add(1, std::memory_order_relaxed);
+      if (fresh) stack.push_back(operand.get());
     }
   }
-  return visited;
+  return claimed;
 }
 
 // Brings a produced gradient to the layout of its operand: same tags in the same order.
@@ -163,7 +207,6 @@ class Pass {
   // Runs one record and hands its gradients to its operands. After a failure elsewhere it only
   // releases counters (the pass is being drained).
   void execute(GradState* node) {
-    node->phase.store(GradState::kOngoing);
     BackwardFunction* fn = node->gradFn();
     if (!fn) return;  // a leaf output: nothing to propagate
     const auto operands = fn->operands();
@@ -204,7 +247,7 @@ class Pass {
         }
       }
       out[i].reset();
-      if (operand->pending_grads.fetch_sub(1) == 1 && operand->gradFn()) {
+      if (!operand->isLeaf() && operand->pending_grads.fetch_sub(1) == 1) {
         std::lock_guard lock(mutex_);
         ready_.push_back(operand);
       }
@@ -233,7 +276,7 @@ class Pass {
 void runBackward(ExecContext& ctx, std::span<const Tensor> outputs, WorkPool* pool,
                  uint64_t boundary) {
   const std::vector<Seed> seeds = validateOutputs(ctx, outputs);
-  const std::vector<GradState*> visited = preparePass(seeds, boundary);
+  const std::vector<GradState*> claimed = preparePass(seeds, boundary, ++pass_counter);
   Pass pass(ctx, pool, boundary);
   std::exception_ptr error;
   try {
@@ -241,16 +284,16 @@ void runBackward(ExecContext& ctx, std::span<const Tensor> outputs, WorkPool* po
   } catch (...) {
     error = std::current_exception();
   }
-  // Note [Re-runnable exits]: whatever happened, no state stays pending, so the graph can run
-  // again. Contributions delivered before a failure remain accumulated (zeroGrad to drop them).
-  for (GradState* s : visited) {
+  // Note [Re-runnable exits]: whatever happened, no state stays pending or claimed, so a failed
+  // pass can run again. Contributions delivered before a failure remain accumulated (zeroGrad to
+  // drop them). A completed pass consumes what it claimed (Note [Interior consumption]), marked
+  // before the claim is dropped so that a pass waiting on the claim sees it.
+  for (GradState* s : claimed) {
     s->pending_grads.store(0);
-    s->phase.store(GradState::kIdle);
+    if (!error) s->backward_done.store(true);
+    s->claimed_by.store(0);
   }
   if (error) std::rethrow_exception(error);
-  // One backward per graph: a completed pass consumes its outputs (a bare leaf has no graph).
-  for (const Seed& seed : seeds)
-    if (!seed.state->isLeaf()) seed.state->backward_done = true;
 }
 
 }  // namespace

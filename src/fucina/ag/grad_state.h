@@ -38,12 +38,13 @@ class GradState {
   static uint64_t nextGeneration();
 
   // --- engine internals (ag/engine.cpp) ---
-  enum Phase : uint8_t { kIdle, kPending, kOngoing };
   // Adds a contribution, copying first when the accumulator's buffer is shared (copy-on-write).
   void accumulate(ExecContext& ctx, internal::RawTensor contribution);
-  std::atomic<uint8_t> phase{kIdle};
+  // Note [Interior consumption] (engine.cpp): the pass in flight that claimed this record's
+  // state (0 when none), and whether a completed pass consumed it. Leaves are never claimed.
+  std::atomic<uint64_t> claimed_by{0};
   std::atomic<uint32_t> pending_grads{0};
-  bool backward_done = false;  // a completed pass consumed this output (§5.2)
+  std::atomic<bool> backward_done{false};
 
  private:
   Tags tags_;
