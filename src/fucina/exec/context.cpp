@@ -21,13 +21,13 @@ ExecContext::ExecContext(ExecOptions options) : account_(std::make_shared<Memory
 }
 
 ExecContext::~ExecContext() {
-  // Scopes still open (a context destroyed inside one) release their tensors now.
+  // Scopes still open (a context destroyed inside one) release their tensors now, on any thread.
   while (true) {
     ExecScope* scope;
     {
       std::lock_guard lock(scopes_mutex_);
       if (scopes_.empty()) break;
-      scope = scopes_.back();
+      scope = scopes_.begin()->second.front();  // closing the outermost closes the rest
     }
     scope->close();
   }
@@ -47,7 +47,8 @@ void ExecContext::parallelFor(int64_t n, int64_t grain,
 
 void ExecContext::adopt(const std::shared_ptr<TensorImpl>& tensor) {
   std::lock_guard lock(scopes_mutex_);
-  if (!scopes_.empty()) scopes_.back()->owned_.push_back(tensor);
+  auto it = scopes_.find(std::this_thread::get_id());
+  if (it != scopes_.end()) it->second.back()->owned_.push_back(tensor);
 }
 
 }  // namespace fucina

@@ -4,6 +4,8 @@
 
 #include <memory>
 #include <mutex>
+#include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "fucina/core/storage.h"
@@ -39,15 +41,20 @@ class ExecContext {
   WorkPool* workPool() const { return pool_.get(); }
   // Runs fn over [0, n) on the pool when n >= 2*grain and there is a pool, else inline.
   void parallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) const;
-  // Called for every Tensor made: the innermost open ExecScope (if any) takes ownership.
+  // Called for every Tensor made: the innermost ExecScope open on this thread (if any) takes
+  // ownership.
   void adopt(const std::shared_ptr<TensorImpl>& tensor);
 
  private:
   friend class ExecScope;
+  using ScopeStack = std::vector<ExecScope*>;  // innermost last
   std::shared_ptr<MemoryAccount> account_;
   std::unique_ptr<WorkPool> pool_;
   std::mutex scopes_mutex_;
-  std::vector<ExecScope*> scopes_;  // innermost last
+  // Note [Scopes per thread]: each thread's scopes stack on their own, so threads sharing one
+  // context can each scope their own work: a tensor is adopted by its own thread's innermost
+  // scope, and closing a scope releases only what that thread made inside it.
+  std::unordered_map<std::thread::id, ScopeStack> scopes_;
 };
 
 }  // namespace fucina

@@ -7,9 +7,9 @@
 
 namespace fucina {
 
-ExecScope::ExecScope(ExecContext& ctx) : ctx_(ctx) {
+ExecScope::ExecScope(ExecContext& ctx) : ctx_(ctx), thread_(std::this_thread::get_id()) {
   std::lock_guard lock(ctx_.scopes_mutex_);
-  ctx_.scopes_.push_back(this);
+  ctx_.scopes_[thread_].push_back(this);
 }
 
 Tensor ExecScope::keep(const Tensor& t) {
@@ -21,9 +21,14 @@ Tensor ExecScope::keep(const Tensor& t) {
   });
   if (it != owned_.end()) {
     owned_.erase(it);
-    // Hand it to the enclosing scope, if there is one below this scope on the stack.
-    auto self = std::find(ctx_.scopes_.begin(), ctx_.scopes_.end(), this);
-    if (self != ctx_.scopes_.end() && self != ctx_.scopes_.begin()) (*(self - 1))->owned_.push_back(impl);
+    // Hand it to the enclosing scope of this scope's thread, if there is one (Note [Scopes per
+    // thread]).
+    auto stack = ctx_.scopes_.find(thread_);
+    if (stack != ctx_.scopes_.end()) {
+      auto self = std::find(stack->second.begin(), stack->second.end(), this);
+      if (self != stack->second.end() && self != stack->second.begin())
+        (*(self - 1))->owned_.push_back(impl);
+    }
   }
   return t;
 }
@@ -34,10 +39,14 @@ void ExecScope::close() {
   {
     std::lock_guard lock(ctx_.scopes_mutex_);
     if (!open_) return;
-    auto self = std::find(ctx_.scopes_.begin(), ctx_.scopes_.end(), this);
-    if (self != ctx_.scopes_.end()) {
-      inner.assign(self + 1, ctx_.scopes_.end());
-      ctx_.scopes_.erase(self, ctx_.scopes_.end());
+    auto stack = ctx_.scopes_.find(thread_);
+    if (stack != ctx_.scopes_.end()) {
+      auto self = std::find(stack->second.begin(), stack->second.end(), this);
+      if (self != stack->second.end()) {
+        inner.assign(self + 1, stack->second.end());
+        stack->second.erase(self, stack->second.end());
+      }
+      if (stack->second.empty()) ctx_.scopes_.erase(stack);
     }
     open_ = false;
     owned.swap(owned_);

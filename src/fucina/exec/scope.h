@@ -1,9 +1,11 @@
-// ExecScope (§6): tensors made while a scope is open belong to it and are released when it
-// closes, unless kept. Releasing a handle drops its value and gradient state; graph records that
+// ExecScope (§6): tensors made on this thread while a scope is open belong to it and are
+// released when it closes, unless kept. Each thread has its own stack of scopes (Note [Scopes per
+// thread], exec/context.h). Releasing a handle drops its value and gradient state; graph records that
 // still need them keep them alive through their own references, so closing is always safe.
 #pragma once
 
 #include <memory>
+#include <thread>
 #include <vector>
 
 namespace fucina {
@@ -29,6 +31,7 @@ class ExecScope {
  private:
   friend class ExecContext;
   ExecContext& ctx_;
+  std::thread::id thread_;  // the thread whose stack this scope is on
   std::vector<std::weak_ptr<TensorImpl>> owned_;
   bool open_ = true;
 };
