@@ -283,7 +283,9 @@ TEST_CASE("pooling, convolution and sums match the scalar path on awkward geomet
       Tensor xt = x.permuteTo(ctx, {"c", "a", "b"});
       return Outputs{x.sum(ctx, "a").toVector(), x.sum(ctx, "c").toVector(), x.sum(ctx, "b").toVector(),
                      xt.sum(ctx, "b").toVector(), x.sum(ctx, "a").sum(ctx, "c").toVector(), x.sumAll(ctx).toVector()};
-    }, 1e-6, 1e-6);
+      // Sums of up to 256k terms with cancellation, summed in another order per ISA: on AVX2
+      // (Zen 3) the SIMD and scalar orders differ by up to ~2e-5 on sums of magnitude 10.
+    }, 1e-5, 1e-5);
   }
 }
 
