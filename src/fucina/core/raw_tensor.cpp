@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <limits>
+#include <new>
 
 #include "fucina/core/error.h"
 #include "fucina/exec/context.h"
@@ -107,7 +108,12 @@ float* RawTensor::f32() const {
 std::vector<float> RawTensor::toVector() const {
   if (!valid()) return {};
   requireElementType(dtype_, "toVector");
-  std::vector<float> out(static_cast<size_t>(numel()));
+  std::vector<float> out;
+  try {
+    out.resize(static_cast<size_t>(numel()));
+  } catch (const std::bad_alloc&) {  // only fucina::Error leaves the API (RELIABILITY.md)
+    fail(ErrorCode::OutOfMemory, "toVector: no memory for a copy of " + describe());
+  }
   if (out.empty()) return out;
   kernels::copyToF32(*this, out.data());
   return out;
