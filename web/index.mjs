@@ -73,6 +73,7 @@ export async function init(options = {}) {
 // RangeError from a JS allocation, ...) becomes a FucinaError.
 function normalize(e) {
   if (e instanceof FucinaError) return e;
+  if (e instanceof WebAssembly.RuntimeError) return new FucinaError('Internal', `Internal: the engine trapped (${e.message})`);
   if (e instanceof RangeError && /memory|allocat/i.test(e.message)) return new FucinaError('OutOfMemory', `OutOfMemory: ${e.message}`);
   return invalid(e?.message ?? String(e));
 }
