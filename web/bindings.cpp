@@ -148,7 +148,7 @@ uint64_t toSeed(double d, const std::string& what) {
 Handle& handleAt(const val& v, const std::string& what) {
   if (v.isNull() || v.isUndefined()) invalid(what + " is missing");
   if (!v.instanceof(val::module_property("Handle")))
-    invalid(what + " is not a tensor of this fucina instance");
+    invalid(what + " belongs to another fucina instance (or is not a tensor)");
   if (v.call<bool>("isDeleted")) invalid(what + " was disposed");
   return *v.as<Handle*>(emscripten::allow_raw_pointers());
 }
@@ -217,7 +217,7 @@ std::vector<Tensor> tensorsOf(const val& arr, const char* what) {
   if (!arr.isArray()) invalid(std::string(what) + " must be an array of tensors");
   std::vector<Tensor> ts;
   const int n = arr["length"].as<int>();
-  for (int i = 0; i < n; ++i) ts.push_back(tensorOf(arr[i], what));
+  for (int i = 0; i < n; ++i) ts.push_back(handleAt(arr[i], std::string(what) + "[" + std::to_string(i) + "]").t);
   return ts;
 }
 
