@@ -10,7 +10,6 @@ export { parseIdx, readIdx, shuffledIndices, loadFashionMnist, makeBatch } from 
 
 const isNode = typeof process === 'object' && !!process.versions && !!process.versions.node;
 
-
 function chooseVariant(requested) {
   const threadsPossible = typeof SharedArrayBuffer !== 'undefined' &&
     (isNode || globalThis.crossOriginIsolated === true);
@@ -78,7 +77,6 @@ function normalize(e) {
   return invalid(e?.message ?? String(e));
 }
 
-
 function checkTags(tags, what = 'tags') {
   if (!Array.isArray(tags) || !tags.every((t) => typeof t === 'string'))
     throw invalid(`${what} must be an array of axis names (strings)`);
@@ -95,7 +93,6 @@ function checkNumber(x, what) {
   if (typeof x !== 'number') throw invalid(`${what} must be a number, got ${typeName(x)}`);
   return x;
 }
-
 
 function checkBoolean(x, what) {
   if (typeof x !== 'boolean') throw invalid(`${what} must be a boolean, got ${typeName(x)}`);
@@ -365,7 +362,6 @@ function handlesOf(fc, tensors, what) {
   return tensors.map((t, i) => fc._operand(t, `${what}[${i}]`)._handle);
 }
 
-
 function collectTensors(value, out) {
   if (value instanceof Tensor) out.add(value);
   else if (Array.isArray(value)) value.forEach((v) => collectTensors(v, out));
@@ -621,7 +617,6 @@ function pool(t, op, kernel, options) {
   return t._make((h) => h[op](kh, kw, sh, sw, padding, height, width));
 }
 
-
 // Ops that differ only in their argument kind are defined from lists, each as the C++ method.
 for (const op of ['add', 'sub', 'mul', 'div', 'maximum', 'minimum', 'pow']) {
   Tensor.prototype[op] = function (y) {
@@ -672,8 +667,6 @@ function lossOptions(options, allowed, what) {
   const o = typeof options === 'string' ? { reduction: options } : checkOptions(options, allowed, what);
   return { ...o, reduction: checkReduction(o.reduction ?? 'mean', what) };
 }
-
-
 
 function checkStep(x, what) {
   if (!Number.isSafeInteger(x) || x < 0) throw invalid(`schedule ${what} must be a non-negative integer, got ${x}`);
