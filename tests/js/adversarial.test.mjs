@@ -57,6 +57,11 @@ function fixtures(fc, foreign) {
     ids: fc.constant(['t'], [2], [0, 3], 'i32'),
     tokens: fc.constant(['batch', 't'], [1, 3], [1, 2, 3], 'i32'),
     gone: fc.ones(['r', 'c'], [2, 3]),
+    c4: fc.ones(['c'], [4]),
+    h: fc.ones(['d'], [2], 'f16'),
+    idxOut: fc.constant(['k'], [1], [9], 'i32'),
+    gidxOut: fc.full(['r', 'c'], [2, 3], 9, 'i32'),
+    labOut: fc.constant(['r'], [2], [0, 7], 'i32'),
     foreign,
     fc,
   };
@@ -244,6 +249,8 @@ function allCases() {
   }
   for (const [name, spec] of Object.entries(C.MODULE))
     cases.push(...casesOf(name, spec, (f, args) => pkg[name](...args)).map((c) => ({ ...c, async: spec.async })));
+  // In a scope, which frees the intermediates a row makes (a tensor the engine leaked would stay).
+  cases.push(...Object.entries(C.ENGINE).map(([label, run]) => ({ label, run: (f) => f.fc.scope(() => run(f)) })));
   cases.push(...callbackCases(), ...heapCases, ...optimizerCases().map((c) => ({ ...c, label: `Optimizer.${c.label}` })));
   return cases;
 }
