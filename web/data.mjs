@@ -61,8 +61,8 @@ function splitmix64(state) {
   return z ^ (z >> 31n);
 }
 
-// Int32 indices (as C++'s); a larger n would also take minutes of BigInt arithmetic.
-const MAX_INDICES = 2 ** 28;
+// 16M samples: far beyond any dataset a page loads, and already some seconds of BigInt arithmetic.
+const MAX_INDICES = 2 ** 24;
 
 /** A permutation of [0, n) determined by seed: the same order as the C++ library gives. */
 export function shuffledIndices(n, seed) {

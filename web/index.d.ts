@@ -398,7 +398,7 @@ export interface DatasetSplit { images: Float32Array; labels: Int32Array; count:
 export function parseIdx(bytes: Uint8Array): IdxArray;
 /** A path in Node or a URL in browsers; gzip is detected and decompressed. */
 export function readIdx(source: string): Promise<IdxArray>;
-/** The same permutation as C++'s fucina::data::shuffledIndices for the same seed. */
+/** The same permutation as C++'s fucina::data::shuffledIndices for the same seed; n at most 2^24. */
 export function shuffledIndices(n: number, seed: number | bigint): Int32Array;
 export function loadFashionMnist(options?: { base?: string; train?: boolean }): Promise<DatasetSplit>;
 export function makeBatch(fc: Fucina, split: DatasetSplit, order: ArrayLike<number>, begin: number, size: number): { images: Tensor; labels: Tensor };
