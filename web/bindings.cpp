@@ -12,7 +12,6 @@
 #include <emscripten/val.h>
 
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <memory>
 #include <new>
@@ -585,8 +584,8 @@ EMSCRIPTEN_BINDINGS(fucina) {
   function("memory", &memory);
   function("resetPeak", +[]() { guard([&] { ctx().resetPeak(); }); });
   function("trimCache", +[]() { guard([&] { ctx().trimCache(); }); });
-  function("noGradPush", +[]() { g_no_grad.push_back(fucina::noGrad()); });
-  function("noGradPop", +[]() { if (!g_no_grad.empty()) g_no_grad.pop_back(); });
+  function("noGradPush", +[]() { guard([&] { g_no_grad.push_back(fucina::noGrad()); }); });
+  function("noGradPop", +[]() { guard([&] { if (!g_no_grad.empty()) g_no_grad.pop_back(); }); });
   function("isGradEnabled", &fucina::isGradEnabled);
   // ---- structure ops taking several tensors (ops/structure.cpp) ----
   function("concat", +[](val tensors, std::string axis, bool stack) {

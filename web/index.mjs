@@ -261,11 +261,11 @@ class Fucina {
   // ---- modes, scopes, memory
   noGrad(fn) {
     if (typeof fn !== 'function') throw invalid(`noGrad: fn must be a function, got ${typeName(fn)}`);
-    this.#M.noGradPush();
+    this._call((M) => M.noGradPush());
     try {
       return fn();
     } finally {
-      this.#M.noGradPop();
+      this._call((M) => M.noGradPop());
     }
   }
   isGradEnabled() { return this.#M.isGradEnabled(); }
