@@ -121,14 +121,14 @@ function casesOf(key, spec, call) {
   return out;
 }
 
-function tensorCall(name, spec) {
+function tensorCall(name) {
   const getter = !!Object.getOwnPropertyDescriptor(Tensor.prototype, name)?.get;
   return (self) => (f, args) => (getter ? f[self][name] : f[self][name](...args));
 }
 
 // ---- hand-written rows: callbacks, heap exhaustion, optimizers
 const thrown = [new RangeError('boom'), null, undefined, 'text', 7];
-const returned = { 42: () => 42, null: () => null, gone: (f) => f.gone, foreign: (f) => f.foreign };
+const returned = { 42: () => 42, null: () => null, '@gone': (f) => f.gone, '@foreign': (f) => f.foreign };
 
 function callbackCases() {
   const out = [];
@@ -159,8 +159,7 @@ function callbackCases() {
     for (const value of thrown)
       out.push({ label: `${site} throws ${show(value)}`, expect: value, run: (f) => run(f, () => { throw value; }) });
     for (const [what, r] of Object.entries(returned))
-      out.push({ label: `${site} returns ${what}`, bad: what === 'gone' ? '@gone' : what === 'foreign' ? '@foreign' : what,
-        run: (f) => run(f, () => r(f)) });
+      out.push({ label: `${site} returns ${what}`, bad: what, run: (f) => run(f, () => r(f)) });
     if (site !== 'checkpoint block' && site !== 'customVjp forward')
       out.push({ label: `${site} returns a wrong shape`, run: (f) => run(f, () => f.fc.ones(['e'], [3])) });
   }
@@ -230,7 +229,7 @@ function covered(fc) {
 function allCases() {
   const cases = [];
   for (const [name, spec] of Object.entries(C.TENSOR)) {
-    const call = tensorCall(name, spec);
+    const call = tensorCall(name);
     const self = spec.self ?? 'x';
     cases.push(...casesOf(`Tensor.${name}`, spec, call(self)));
     cases.push({ label: `Tensor.${name} on a disposed tensor`, bad: '@gone',
@@ -259,7 +258,7 @@ function allCases() {
 async function validCalls(fc, f) {
   const failures = [];
   const rows = [
-    ...Object.entries(C.TENSOR).map(([n, s]) => [`Tensor.${n}`, s, (a) => tensorCall(n, s)(s.self ?? 'x')(f, a)]),
+    ...Object.entries(C.TENSOR).map(([n, s]) => [`Tensor.${n}`, s, (a) => tensorCall(n)(s.self ?? 'x')(f, a)]),
     ...Object.entries(C.FC).map(([n, s]) => [`fc.${n}`, s, (a) => fc[n](...a)]),
     ...Object.entries(C.OPTIM).map(([n, s]) => [`optim.${n}`, s, (a) => fc.optim[n](...a)]),
     ...Object.entries(C.NN).map(([n, s]) => {
