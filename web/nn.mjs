@@ -93,6 +93,13 @@ export function makeNn(fc) {
     parameters() { return [this.table]; }
   }
 
+  // Builds a model's layers in a scope, so that a layer failing (a size the heap cannot hold)
+  // frees the ones already made; on success the parameters stay with the caller.
+  const layered = (model, build) => fc.scope(() => {
+    build();
+    return model.parameters();
+  });
+
   const hiddenTag = (i, last) => (i === last ? 'class' : `h${i}`);
 
   /** W1: x{batch, "in"} -> (Linear+ReLU)* -> Linear -> logits{batch, "class"}. */
@@ -103,8 +110,10 @@ export function makeNn(fc) {
       sizes.forEach((n, i) => size(n, `nn.Mlp: sizes[${i}]`));
       const last = sizes.length - 1;
       this.layers = [];
-      for (let i = 0; i < last; ++i)
-        this.layers.push(new Linear(i === 0 ? 'in' : hiddenTag(i, last), hiddenTag(i + 1, last), sizes[i], sizes[i + 1], subSeed(seed, i)));
+      layered(this, () => {
+        for (let i = 0; i < last; ++i)
+          this.layers.push(new Linear(i === 0 ? 'in' : hiddenTag(i, last), hiddenTag(i + 1, last), sizes[i], sizes[i + 1], subSeed(seed, i)));
+      });
     }
     forward(x) {
       input(x, 'Mlp.forward');
@@ -126,10 +135,12 @@ export function makeNn(fc) {
       const side = afterConvPool(afterConvPool(image));
       if (side < 1) throw invalid(`nn.Cnn: images of ${image} pixels are too small (need >= 10)`);
       this.flatFeatures = conv2 * side * side;
-      this.conv1 = new Conv2d('c', 'c1', channels, conv1, 3, subSeed(seed, 0));
-      this.conv2 = new Conv2d('c1', 'c2', conv1, conv2, 3, subSeed(seed, 1));
-      this.fc1 = new Linear('feature', 'hidden', this.flatFeatures, hidden, subSeed(seed, 2));
-      this.fc2 = new Linear('hidden', 'class', hidden, classes, subSeed(seed, 3));
+      layered(this, () => {
+        this.conv1 = new Conv2d('c', 'c1', channels, conv1, 3, subSeed(seed, 0));
+        this.conv2 = new Conv2d('c1', 'c2', conv1, conv2, 3, subSeed(seed, 1));
+        this.fc1 = new Linear('feature', 'hidden', this.flatFeatures, hidden, subSeed(seed, 2));
+        this.fc2 = new Linear('hidden', 'class', hidden, classes, subSeed(seed, 3));
+      });
     }
     forward(images) {
       input(images, 'Cnn.forward');
@@ -150,21 +161,23 @@ export function makeNn(fc) {
       if (c.dModel % c.heads !== 0)
         throw invalid(`nn.Gpt: dModel ${c.dModel} is not a multiple of heads ${c.heads}`);
       this.config = c;
-      this.token = new Embedding('vocab', 'e', c.vocab, c.dModel, 0.02, subSeed(seed, 0));
-      this.position = new Embedding('t', 'e', c.context, c.dModel, 0.02, subSeed(seed, 1));
-      this.final = new LayerNorm('e', c.dModel);
       this.blocks = [];
-      for (let i = 0; i < c.layers; ++i) {
-        const s = subSeed(seed, 16 + i);
-        // The same parameter order as C++'s Gpt::Block::slots().
-        const b = { ln1: new LayerNorm('e', c.dModel), ln2: new LayerNorm('e', c.dModel),
-          qkv: new Linear('e', 'qkv', c.dModel, 3 * c.dModel, subSeed(s, 0)),
-          proj: new Linear('ao', 'e', c.dModel, c.dModel, subSeed(s, 1)),
-          fc: new Linear('e', 'mlp', c.dModel, c.mlp, subSeed(s, 2)),
-          out: new Linear('mlp', 'e', c.mlp, c.dModel, subSeed(s, 3)) };
-        b.layers = [b.ln1, b.qkv, b.proj, b.ln2, b.fc, b.out];
-        this.blocks.push(b);
-      }
+      layered(this, () => {
+        this.token = new Embedding('vocab', 'e', c.vocab, c.dModel, 0.02, subSeed(seed, 0));
+        this.position = new Embedding('t', 'e', c.context, c.dModel, 0.02, subSeed(seed, 1));
+        this.final = new LayerNorm('e', c.dModel);
+        for (let i = 0; i < c.layers; ++i) {
+          const s = subSeed(seed, 16 + i);
+          // The same parameter order as C++'s Gpt::Block::slots().
+          const b = { ln1: new LayerNorm('e', c.dModel), ln2: new LayerNorm('e', c.dModel),
+            qkv: new Linear('e', 'qkv', c.dModel, 3 * c.dModel, subSeed(s, 0)),
+            proj: new Linear('ao', 'e', c.dModel, c.dModel, subSeed(s, 1)),
+            fc: new Linear('e', 'mlp', c.dModel, c.mlp, subSeed(s, 2)),
+            out: new Linear('mlp', 'e', c.mlp, c.dModel, subSeed(s, 3)) };
+          b.layers = [b.ln1, b.qkv, b.proj, b.ln2, b.fc, b.out];
+          this.blocks.push(b);
+        }
+      });
     }
     #block(b, x, params) {
       // params: the block's parameters in slot order (they are checkpoint inputs when checkpointing).

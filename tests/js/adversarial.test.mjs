@@ -250,6 +250,7 @@ function allCases() {
     cases.push(...casesOf(name, spec, (f, args) => pkg[name](...args)).map((c) => ({ ...c, async: spec.async })));
   // In a scope, which frees the intermediates a row makes (a tensor the engine leaked would stay).
   cases.push(...Object.entries(C.ENGINE).map(([label, run]) => ({ label, run: (f) => f.fc.scope(() => run(f)) })));
+  cases.push(...Object.entries(C.MODEL_OOM).map(([label, run]) => ({ label, run })));
   cases.push(...callbackCases(), ...heapCases, ...optimizerCases().map((c) => ({ ...c, label: `Optimizer.${c.label}` })));
   return cases;
 }

@@ -261,3 +261,11 @@ export const ENGINE = {
   'gradcheck of constants only': (f) => f.fc.gradcheck((a) => a.sumAll(), [f.p]),
   'gradcheck with eps < 0': (f) => f.fc.gradcheck((a) => a.sumAll(), [f.x], { eps: -1 }),
 };
+
+/** Models whose last layer cannot be allocated: the layers already made must be freed (run
+ * outside a scope, which would free them anyway). */
+export const MODEL_OOM = {
+  'an Mlp whose last layer does not fit': (f) => new f.fc.nn.Mlp({ sizes: [2, 2, 2 ** 30] }),
+  'a Gpt whose MLP does not fit': (f) => new f.fc.nn.Gpt({ ...GPT, mlp: 2 ** 30 }),
+  'a Cnn whose hidden layer does not fit': (f) => new f.fc.nn.Cnn({ ...CNN, hidden: 2 ** 30 }),
+};
