@@ -102,6 +102,9 @@ export function makeNn(fc) {
 
   const hiddenTag = (i, last) => (i === last ? 'class' : `h${i}`);
 
+  // The models' forward passes run in a scope: the intermediates' handles go at the end (the
+  // graph keeps what backward needs), also when a layer fails part-way.
+
   /** W1: x{batch, "in"} -> (Linear+ReLU)* -> Linear -> logits{batch, "class"}. */
   class Mlp {
     constructor(options, seed = 0) {
@@ -117,10 +120,10 @@ export function makeNn(fc) {
     }
     forward(x) {
       input(x, 'Mlp.forward');
-      return this.layers.reduce((h, layer, i) => {
+      return fc.scope(() => this.layers.reduce((h, layer, i) => {
         const y = layer.forward(h);
         return i + 1 < this.layers.length ? y.relu() : y;
-      }, x);
+      }, x));
     }
     parameters() { return this.layers.flatMap((l) => l.parameters()); }
   }
@@ -144,10 +147,12 @@ export function makeNn(fc) {
     }
     forward(images) {
       input(images, 'Cnn.forward');
-      const x = images.tags.includes('c') ? images : images.insertAxis('c', images.tags.length - 2);
-      let h = this.conv1.forward(x).relu().maxPool2d(2);
-      h = this.conv2.forward(h).relu().maxPool2d(2).merge(['c2', 'h', 'w'], 'feature');
-      return this.fc2.forward(this.fc1.forward(h).relu());
+      return fc.scope(() => {
+        const x = images.tags.includes('c') ? images : images.insertAxis('c', images.tags.length - 2);
+        let h = this.conv1.forward(x).relu().maxPool2d(2);
+        h = this.conv2.forward(h).relu().maxPool2d(2).merge(['c2', 'h', 'w'], 'feature');
+        return this.fc2.forward(this.fc1.forward(h).relu());
+      });
     }
     parameters() { return [this.conv1, this.conv2, this.fc1, this.fc2].flatMap((l) => l.parameters()); }
   }
@@ -195,20 +200,22 @@ export function makeNn(fc) {
       const t = tokens.shape[tokens.tags.indexOf('t')];
       if (!(t >= 1 && t <= this.config.context))
         throw invalid(`nn.Gpt: ${t} tokens, the context holds 1 to ${this.config.context}`);
-      let x = this.token.forward(tokens).add(this.position.table.narrow('t', 0, t));
-      for (const b of this.blocks) {
-        const params = b.layers.flatMap((l) => l.parameters());
-        x = this.config.checkpointBlocks
-          ? fc.checkpoint((xi, ...ps) => this.#block(b, xi, ps), [x, ...params])
-          : this.#block(b, x, params);
-      }
-      return this.final.forward(x).dot(this.token.table, 'e');  // the head is tied to the embedding
+      return fc.scope(() => {
+        let x = this.token.forward(tokens).add(this.position.table.narrow('t', 0, t));
+        for (const b of this.blocks) {
+          const params = b.layers.flatMap((l) => l.parameters());
+          x = this.config.checkpointBlocks
+            ? fc.checkpoint((xi, ...ps) => this.#block(b, xi, ps), [x, ...params])
+            : this.#block(b, x, params);
+        }
+        return this.final.forward(x).dot(this.token.table, 'e');  // the head is tied to the embedding
+      });
     }
     /** Mean next-token cross-entropy of tokens[:, :-1] predicting tokens[:, 1:]. */
     loss(tokens) {
       input(tokens, 'Gpt.loss');
       const t = tokens.shape[tokens.tags.indexOf('t')];
-      return this.forward(tokens.narrow('t', 0, t - 1)).crossEntropy(tokens.narrow('t', 1, t - 1), 'vocab');
+      return fc.scope(() => this.forward(tokens.narrow('t', 0, t - 1)).crossEntropy(tokens.narrow('t', 1, t - 1), 'vocab'));
     }
     parameters() {
       return [...this.token.parameters(), ...this.position.parameters(),

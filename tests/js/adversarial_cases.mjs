@@ -262,9 +262,14 @@ export const ENGINE = {
   'gradcheck with eps < 0': (f) => f.fc.gradcheck((a) => a.sumAll(), [f.x], { eps: -1 }),
 };
 
-/** Models whose last layer cannot be allocated: the layers already made must be freed (run
- * outside a scope, which would free them anyway). */
-export const MODEL_OOM = {
+/** Models failing part-way, in construction (a last layer the heap cannot hold) or in forward
+ * (input of the wrong size): what they made must be freed (run outside a scope, which would
+ * free it anyway). */
+export const PARTIAL = {
+  'a Cnn given images too small for its second conv': (f) => f['#Cnn'].forward(f.img),
+  'a Cnn given images of the wrong size': (f) => f['#Cnn'].forward(f.img9),
+  'a Gpt given tokens past its vocabulary': (f) => f['#Gpt'].loss(f.tokensOut),
+  'an Mlp given the wrong features': (f) => f['#Mlp'].forward(f.x),
   'an Mlp whose last layer does not fit': (f) => new f.fc.nn.Mlp({ sizes: [2, 2, 2 ** 30] }),
   'a Gpt whose MLP does not fit': (f) => new f.fc.nn.Gpt({ ...GPT, mlp: 2 ** 30 }),
   'a Cnn whose hidden layer does not fit': (f) => new f.fc.nn.Cnn({ ...CNN, hidden: 2 ** 30 }),
