@@ -112,7 +112,7 @@ export function makeBatch(fc, split, order, begin, size) {
   const ys = new Int32Array(count);
   for (let i = 0; i < count; ++i) {
     const s = order[begin + i];
-    if (!(s >= 0 && s < split.count)) throw new FucinaError('IndexOutOfRange', `IndexOutOfRange: sample ${s} outside [0, ${split.count})`);
+    if (!(Number.isInteger(s) && s >= 0 && s < split.count)) throw new FucinaError('IndexOutOfRange', `IndexOutOfRange: sample ${s} outside [0, ${split.count})`);
     pixels.set(split.images.subarray(s * hw, (s + 1) * hw), i * hw);
     ys[i] = split.labels[s];
   }

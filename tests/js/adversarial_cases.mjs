@@ -202,7 +202,7 @@ export const MODULE = {
   readIdx: { async: true, args: [raw('@idxFile', ['@gzTruncated', '/nonexistent/file', 42, null])] },
   shuffledIndices: { args: [raw(5, [-1, 1.5, NaN, 2 ** 32, 2 ** 53, '5', null]), raw(1, ['x', 1.5, NaN, null, {}])] },
   loadFashionMnist: { async: true, skipValid: true, args: [raw({ train: false }, [{ bogus: 1 }, 'x', 7, { base: '/nonexistent' }])] },
-  makeBatch: { args: [raw('@fc', [null, {}]), raw('@split', [null, {}, 'x']), raw([0], [[5], [-1], [NaN], 'x', null]),
+  makeBatch: { args: [raw('@fc', [null, {}]), raw('@split', [null, {}, 'x']), raw([0], [[5], [-1], [NaN], [0.5], 'x', null]),
     nat(0), nat(1)] },
   init: { async: true, skipValid: true, args: [raw({ variant: 'simd' }, [{ variant: 'x' }, { thread: 1 }, 7, 'simd', null,
     { variant: 'threaded-simd', threads: 0 }, { variant: 'threaded-simd', threads: 2.5 }, { variant: 'threaded-simd', threads: 2 ** 53 }])] },
