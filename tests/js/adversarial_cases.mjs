@@ -1,7 +1,8 @@
 // The adversarial tables (issue 17): for every public function and method of the package, a
 // valid call and the kinds of its arguments. adversarial.test.mjs generates the bad calls from
-// them: each argument in turn replaced by every bad value of its kind. Hand-written rows cover
-// what does not fit one argument at a time (callbacks, corrupt bytes, heap exhaustion).
+// them: each argument in turn replaced by every bad value of its kind. ENGINE and PARTIAL list
+// well-typed calls the engine must refuse; callbacks, heap exhaustion and optimizers have
+// hand-written rows in the test file.
 
 // ---- argument kinds: a valid value, with the bad values users pass for that kind
 const arg = (kind, value, extra) => ({ kind, value, extra });
@@ -26,7 +27,7 @@ export const options = (v, keys) => arg('options', v, keys);
 export const loss = (v, keys = {}) => arg('loss', v, keys);
 export const raw = (v, bad) => arg('raw', v, bad);  // a one-off kind: the bad values given here
 
-// Bad values per kind; a string names a fixture (see fixtures()).
+// Bad values per kind; an '@name' string is a fixture (fixtures() in adversarial.test.mjs).
 const NOT_INT = [NaN, Infinity, -Infinity, 1.5, 2 ** 53, 2 ** 64, '1', null, {}];
 export const BAD = {
   tensor: ['@gone', '@foreign', 42, null, {}, 'x', [1]],
