@@ -1,17 +1,22 @@
 // Embind binding of the engine. JS holds tensors as shared_ptr<Handle>; every entry point runs
-// under guard(), which turns a C++ failure into a JS FucinaError (made by the facade's
-// Module.makeError) so that no raw WebAssembly.Exception ever reaches a user. JS callbacks
-// (checkpoint blocks, custom VJPs, gradcheck losses) run on the thread that called in; a
-// callback's own JS exception is parked in Module.pendingError and rethrown as is.
+// under guard(), which turns a C++ failure into a FucinaError (made by the facade's
+// Module.makeError) left in Module.failure for the facade to throw, and returns normally: a JS
+// exception must never cross C++ frames, since the threaded build's JS-based exceptions would
+// skip their destructors (no-grad scopes, tensors and the stack would leak). For the same reason
+// every val read here is checked before it is converted. JS callbacks (checkpoint blocks, custom
+// VJPs, gradcheck losses) run on the thread that called in; the facade's wrappers catch a
+// callback's own exception and park it for the facade to rethrow as is.
 #include <emscripten.h>
 #include <emscripten/bind.h>
 #include <emscripten/heap.h>
 #include <emscripten/val.h>
 
 #include <cmath>
-#include <cstring>
+#include <limits>
 #include <memory>
 #include <new>
+#include <stdexcept>
+#include <type_traits>
 #include <vector>
 
 #include <fucina/fucina.h>
@@ -26,45 +31,29 @@ namespace {
 
 // ---------------------------------------------------------------- errors
 
-EM_JS(void, fucina_throw, (const char* code, const char* message), {
-  throw Module.makeError(UTF8ToString(code), UTF8ToString(message));
-});
-EM_JS(bool, fucina_has_pending, (), { return Module.pendingError !== undefined; });
-EM_JS(void, fucina_throw_pending, (), {
-  var e = Module.pendingError;
-  Module.pendingError = undefined;
-  throw e;
+EM_JS(void, fucina_report, (const char* code, const char* message), {
+  Module.failure = Module.makeError(UTF8ToString(code), UTF8ToString(message));
 });
 
-char g_code[64];
-char g_message[2048];
-
-void park(const char* code, const char* message) {
-  std::strncpy(g_code, code, sizeof g_code - 1);
-  std::strncpy(g_message, message, sizeof g_message - 1);
-}
-
-// Runs f; on failure throws to JS after every C++ object of this frame is gone.
+// Runs f; on failure reports the error and returns an empty value the facade never looks at.
 template <class F>
 auto guard(F&& f) -> decltype(f()) {
-  bool failed = false;
+  using R = decltype(f());
   try {
     return f();
   } catch (const fucina::Error& e) {
-    park(std::string(fucina::name(e.code())).c_str(), e.what());
-    failed = true;
+    fucina_report(std::string(fucina::name(e.code())).c_str(), e.what());
   } catch (const std::bad_alloc&) {
-    park("OutOfMemory", "OutOfMemory: the WebAssembly heap is exhausted");
-    failed = true;
+    fucina_report("OutOfMemory", "OutOfMemory: the WebAssembly heap is exhausted");
+  } catch (const std::length_error&) {
+    fucina_report("OutOfMemory", "OutOfMemory: a buffer larger than the WebAssembly heap was requested");
   } catch (const std::exception& e) {
-    park("InvalidArgument", e.what());
-    failed = true;
+    fucina_report("InvalidArgument", (std::string("InvalidArgument: ") + e.what()).c_str());
+  } catch (...) {
+    fucina_report("Internal", "Internal: an unknown C++ exception");
   }
-  if (failed) {
-    if (fucina_has_pending()) fucina_throw_pending();  // a user callback's own exception
-    fucina_throw(g_code, g_message);
-  }
-  __builtin_unreachable();  // both EM_JS functions throw
+  if constexpr (std::is_same_v<R, val>) return val::undefined();
+  else if constexpr (!std::is_void_v<R>) return R{};
 }
 
 [[noreturn]] void invalid(const std::string& message) { fucina::fail(ErrorCode::InvalidArgument, message); }
@@ -139,17 +128,31 @@ int64_t toInt(double d, const std::string& what) {
   return static_cast<int64_t>(d);
 }
 
+// A size_t argument: a non-negative integer that fits (size_t is 32 bits on wasm32).
+size_t toSize(double d, const std::string& what) {
+  const int64_t v = toInt(d, what);
+  if (v < 0 || static_cast<uint64_t>(v) > std::numeric_limits<size_t>::max())
+    invalid(what + " must be a non-negative integer below 2^32, got " + std::to_string(d));
+  return static_cast<size_t>(v);
+}
+
 // A seed: a non-negative integer JS number (exact up to 2^53).
 uint64_t toSeed(double d, const std::string& what) {
   if (toInt(d, what) < 0) invalid(what + " must be a non-negative integer, got " + std::to_string(d));
   return static_cast<uint64_t>(d);
 }
 
-const Tensor& tensorOf(const val& v, const char* what) {
-  // The facade passes raw handles only; anything else is a programming error it reports first.
-  if (v.isNull() || v.isUndefined()) invalid(std::string(what) + " is missing");
-  return v.as<Handle*>(emscripten::allow_raw_pointers())->t;
+// A live handle of this module. The facade checks first; this keeps embind from throwing here
+// when something else slips through (another instance's handle, a deleted one).
+Handle& handleAt(const val& v, const std::string& what) {
+  if (v.isNull() || v.isUndefined()) invalid(what + " is missing");
+  if (!v.instanceof(val::module_property("Handle")))
+    invalid(what + " belongs to another fucina instance (or is not a tensor)");
+  if (v.call<bool>("isDeleted")) invalid(what + " was disposed");
+  return *v.as<Handle*>(emscripten::allow_raw_pointers());
 }
+
+const Tensor& tensorOf(const val& v, const char* what) { return handleAt(v, what).t; }
 
 val arrayOf(const fucina::Tags& tags) {
   val a = val::array();
@@ -157,6 +160,15 @@ val arrayOf(const fucina::Tags& tags) {
   return a;
 }
 
+
+// A JS copy of a view on the wasm memory, through the facade's Module.copyOut, which returns
+// null rather than throw (a copy can exceed the JS heap).
+template <class T>
+val copyOut(size_t n, const T* data) {
+  val copy = val::module_property("copyOut")(val(emscripten::typed_memory_view(n, data)));
+  if (copy.isNull()) fucina::fail(ErrorCode::OutOfMemory, "no room for a copy of " + std::to_string(n) + " values in JS");
+  return copy;
+}
 
 val optionalHandle(const std::optional<Tensor>& t) { return t ? handleOf(*t) : val::null(); }
 
@@ -180,7 +192,7 @@ HandlePtr full(val tags, val shape, double value, std::string dtype) {
 val toArray(Handle& h) {
   return guard([&] {
     const std::span<const float> s = h.t.dataConst();
-    return val(emscripten::typed_memory_view(s.size(), s.data())).call<val>("slice");
+    return copyOut(s.size(), s.data());
   });
 }
 
@@ -189,7 +201,7 @@ val toArray(Handle& h) {
 // The facade's callback wrappers return a raw handle, or null after parking the exception.
 Tensor takeResult(val r, const char* what) {
   if (r.isNull() || r.isUndefined()) invalid(std::string(what) + " threw or returned no tensor");
-  Tensor t = r.as<Handle*>(emscripten::allow_raw_pointers())->t;
+  Tensor t = handleAt(r, what).t;
   r.call<void>("delete");  // the JS handle is done with; the C++ handle lives on
   return t;
 }
@@ -204,7 +216,7 @@ std::vector<Tensor> tensorsOf(const val& arr, const char* what) {
   if (!arr.isArray()) invalid(std::string(what) + " must be an array of tensors");
   std::vector<Tensor> ts;
   const int n = arr["length"].as<int>();
-  for (int i = 0; i < n; ++i) ts.push_back(tensorOf(arr[i], what));
+  for (int i = 0; i < n; ++i) ts.push_back(handleAt(arr[i], std::string(what) + "[" + std::to_string(i) + "]").t);
   return ts;
 }
 
@@ -237,12 +249,18 @@ HandlePtr customVjp(std::string name, val forward, val backward, val inputs) {
       for (bool b : needs) needs_js.call<void>("push", b);
       val grads = backward(handlesOf(constants(ins)), handleOf(Tensor::fromRaw(ctx(), output)),
                            handleOf(Tensor::fromRaw(ctx(), gy)), needs_js);
-      if (grads.isNull() || grads.isUndefined()) invalid("the customVjp backward threw or returned nothing");
+      if (!grads.isArray()) invalid("the customVjp backward threw or returned nothing");
+      // Every handle is taken (and its JS side deleted) before a count mismatch is reported.
       const int n = grads["length"].as<int>();
-      for (int i = 0; i < n && i < static_cast<int>(out.size()); ++i) {
+      for (int i = 0; i < n; ++i) {
         val g = grads[i];
-        if (!g.isNull() && !g.isUndefined()) out[i] = takeResult(g, "customVjp backward").value();
+        if (g.isNull() || g.isUndefined()) continue;
+        RawTensor raw = takeResult(g, "customVjp backward").value();
+        if (i < static_cast<int>(out.size())) out[i] = std::move(raw);
       }
+      if (n != static_cast<int>(out.size()))
+        invalid("customVjp backward returned " + std::to_string(n) + " gradients for " +
+                std::to_string(out.size()) + " inputs");
     };
     return wrap(fucina::customVjpErased(ctx(), std::move(fns), tensorsOf(inputs, "customVjp inputs")));
   });
@@ -349,8 +367,7 @@ EMSCRIPTEN_BINDINGS(fucina) {
       FUCINA_AXIS(prod) FUCINA_AXIS(norm)
       .function("variance", +[](Handle& a, std::string axis, double correction) {
         return guard([&] {
-          if (correction != std::floor(correction)) invalid("variance: correction must be an integer");
-          return wrap(a.t.variance(ctx(), fucina::Tag(axis), static_cast<int64_t>(correction)));
+          return wrap(a.t.variance(ctx(), fucina::Tag(axis), toInt(correction, "variance: correction")));
         });
       })
       FUCINA_UNARY(contiguous)
@@ -439,8 +456,7 @@ EMSCRIPTEN_BINDINGS(fucina) {
       })
       .function("narrow", +[](Handle& a, std::string axis, double start, double length) {
         return guard([&] {
-          if (start != std::floor(start) || length != std::floor(length)) invalid("narrow: start and length must be integers");
-          return wrap(a.t.narrow(ctx(), fucina::Tag(axis), static_cast<int64_t>(start), static_cast<int64_t>(length)));
+          return wrap(a.t.narrow(ctx(), fucina::Tag(axis), toInt(start, "narrow: start"), toInt(length, "narrow: length")));
         });
       })
       // geometry: [stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups];
@@ -485,8 +501,7 @@ EMSCRIPTEN_BINDINGS(fucina) {
       // ---- structure ops (ops/view.cpp) ----
       .function("insertAxis", +[](Handle& a, std::string axis, double position) {
         return guard([&] {
-          if (!(position >= 0) || position != std::floor(position)) invalid("insertAxis: position must be a non-negative integer");
-          return wrap(a.t.insertAxis(ctx(), fucina::Tag(axis), static_cast<size_t>(position)));
+          return wrap(a.t.insertAxis(ctx(), fucina::Tag(axis), toSize(position, "insertAxis: position")));
         });
       })
       .function("squeeze", +[](Handle& a, std::string axis) {
@@ -508,22 +523,18 @@ EMSCRIPTEN_BINDINGS(fucina) {
       })
       .function("select", +[](Handle& a, std::string axis, double index) {
         return guard([&] {
-          if (index != std::floor(index)) invalid("select: index must be an integer");
-          return wrap(a.t.select(ctx(), fucina::Tag(axis), static_cast<int64_t>(index)));
+          return wrap(a.t.select(ctx(), fucina::Tag(axis), toInt(index, "select: index")));
         });
       })
       .function("slice", +[](Handle& a, std::string axis, double start, double end, double step) {
         return guard([&] {
-          if (start != std::floor(start) || end != std::floor(end) || step != std::floor(step))
-            invalid("slice: start, end and step must be integers");
-          return wrap(a.t.slice(ctx(), fucina::Tag(axis), static_cast<int64_t>(start),
-                                static_cast<int64_t>(end), static_cast<int64_t>(step)));
+          return wrap(a.t.slice(ctx(), fucina::Tag(axis), toInt(start, "slice: start"), toInt(end, "slice: end"),
+                                toInt(step, "slice: step")));
         });
       })
       .function("pad", +[](Handle& a, std::string axis, double before, double after, double value) {
         return guard([&] {
-          if (before != std::floor(before) || after != std::floor(after)) invalid("pad: before and after must be integers");
-          return wrap(a.t.pad(ctx(), fucina::Tag(axis), static_cast<int64_t>(before), static_cast<int64_t>(after), value));
+          return wrap(a.t.pad(ctx(), fucina::Tag(axis), toInt(before, "pad: before"), toInt(after, "pad: after"), value));
         });
       })
       .function("maskedFill", +[](Handle& a, val mask, double value) {
@@ -531,11 +542,11 @@ EMSCRIPTEN_BINDINGS(fucina) {
       })
       .function("band", +[](Handle& a, std::string kind, std::string row, std::string col, double p, double q) {
         return guard([&] {
-          if (p != std::floor(p) || q != std::floor(q)) invalid(kind + ": diagonal bounds must be integers");
           const fucina::Tag r(row), c(col);
-          if (kind == "tril") return wrap(a.t.tril(ctx(), r, c, static_cast<int64_t>(p)));
-          if (kind == "triu") return wrap(a.t.triu(ctx(), r, c, static_cast<int64_t>(p)));
-          return wrap(a.t.bandPart(ctx(), r, c, static_cast<int64_t>(p), static_cast<int64_t>(q)));
+          const int64_t lo = toInt(p, kind + ": bound"), hi = toInt(q, kind + ": bound");
+          if (kind == "tril") return wrap(a.t.tril(ctx(), r, c, lo));
+          if (kind == "triu") return wrap(a.t.triu(ctx(), r, c, lo));
+          return wrap(a.t.bandPart(ctx(), r, c, lo, hi));
         });
       })
       .function("indexSelect", +[](Handle& a, std::string axis, val indices) {
@@ -573,8 +584,8 @@ EMSCRIPTEN_BINDINGS(fucina) {
   function("memory", &memory);
   function("resetPeak", +[]() { guard([&] { ctx().resetPeak(); }); });
   function("trimCache", +[]() { guard([&] { ctx().trimCache(); }); });
-  function("noGradPush", +[]() { g_no_grad.push_back(fucina::noGrad()); });
-  function("noGradPop", +[]() { if (!g_no_grad.empty()) g_no_grad.pop_back(); });
+  function("noGradPush", +[]() { guard([&] { g_no_grad.push_back(fucina::noGrad()); }); });
+  function("noGradPop", +[]() { guard([&] { if (!g_no_grad.empty()) g_no_grad.pop_back(); }); });
   function("isGradEnabled", &fucina::isGradEnabled);
   // ---- structure ops taking several tensors (ops/structure.cpp) ----
   function("concat", +[](val tensors, std::string axis, bool stack) {
@@ -595,7 +606,10 @@ EMSCRIPTEN_BINDINGS(fucina) {
     return guard([&] {
       fucina::AttentionOptions o{.heads = fucina::Tag(heads), .time = fucina::Tag(time), .dim = fucina::Tag(dim),
                                  .causal = causal};
-      if (!scale.isNull()) o.scale = scale.as<double>();
+      if (!scale.isNull()) {
+        if (!scale.isNumber()) invalid("groupedAttention: scale must be a number");
+        o.scale = scale.as<double>();
+      }
       return wrap(Tensor::groupedAttention(ctx(), tensorOf(q, "q"), tensorOf(k, "k"), tensorOf(v, "v"), o));
     });
   });
@@ -671,7 +685,7 @@ std::vector<uint8_t> bytesOf(const val& bytes) {
 }
 
 val toUint8Array(const std::vector<uint8_t>& bytes) {
-  return val(emscripten::typed_memory_view(bytes.size(), bytes.data())).call<val>("slice");
+  return copyOut(bytes.size(), bytes.data());
 }
 
 }  // namespace
@@ -681,8 +695,14 @@ EMSCRIPTEN_BINDINGS(fucina_io) {
     return guard([&] {
       const std::vector<Tensor> ts = tensorsOf(tensors, "tensors");
       fucina::io::NamedTensors named;
-      for (size_t i = 0; i < ts.size(); ++i) named.emplace_back(names[i].as<std::string>(), ts[i]);
+      if (!names.isArray() || names["length"].as<int>() != static_cast<int>(ts.size())) invalid("encodeSafetensors: malformed names");
+      for (size_t i = 0; i < ts.size(); ++i) {
+        if (!names[i].isString()) invalid("encodeSafetensors: tensor names must be strings");
+        named.emplace_back(names[i].as<std::string>(), ts[i]);
+      }
       fucina::io::Metadata meta;
+      if (metadata.typeOf().as<std::string>() != "object" || metadata.isNull())
+        invalid("safetensors metadata must be an object of strings");
       const val keys = val::global("Object").call<val>("keys", metadata);
       for (int i = 0; i < keys["length"].as<int>(); ++i) {
         const std::string k = keys[i].as<std::string>();

@@ -1,7 +1,7 @@
 // Datasets for the JS side: IDX parsing (MNIST, Fashion-MNIST), gzip through the platform
 // (node:zlib, or DecompressionStream in browsers), seeded shuffling identical to C++'s
 // fucina::data::shuffledIndices, and batching into tensors.
-import { FucinaError } from './errors.mjs';
+import { FucinaError, checkInt, checkOptions, typeName } from './errors.mjs';
 
 const isNode = typeof process === 'object' && !!process.versions?.node;
 const bad = (message) => new FucinaError('InvalidArgument', `InvalidArgument: IDX: ${message}`);
@@ -23,13 +23,18 @@ export function parseIdx(bytes) {
 }
 
 async function gunzip(bytes) {
-  if (isNode) return new Uint8Array((await import('node:zlib')).gunzipSync(bytes));
-  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
-  return new Uint8Array(await new Response(stream).arrayBuffer());
+  try {
+    if (isNode) return new Uint8Array((await import('node:zlib')).gunzipSync(bytes));
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
+    return new Uint8Array(await new Response(stream).arrayBuffer());
+  } catch (e) {
+    throw bad(`corrupt or truncated gzip data (${e.message})`);
+  }
 }
 
 /** Reads an IDX file (a path in Node, a URL in browsers), gzip-compressed or not. */
 export async function readIdx(source) {
+  if (typeof source !== 'string' && !(source instanceof URL)) throw bad(`the source must be a path or URL, got ${typeName(source)}`);
   let bytes;
   try {
     if (isNode && !/^https?:/.test(String(source))) {
@@ -56,10 +61,19 @@ function splitmix64(state) {
   return z ^ (z >> 31n);
 }
 
+// 16M samples: far beyond any dataset a page loads, and already some seconds of BigInt arithmetic.
+const MAX_INDICES = 2 ** 24;
+
 /** A permutation of [0, n) determined by seed: the same order as the C++ library gives. */
 export function shuffledIndices(n, seed) {
-  if (!Number.isInteger(n) || n < 0) throw new FucinaError('InvalidArgument', 'InvalidArgument: shuffledIndices: n must be an integer >= 0');
-  const order = new Int32Array(n);
+  checkInt(n, 'shuffledIndices: n', 0, MAX_INDICES);
+  if (typeof seed !== 'bigint') checkInt(seed, 'shuffledIndices: seed');
+  let order;
+  try {
+    order = new Int32Array(n);
+  } catch {
+    throw new FucinaError('OutOfMemory', `OutOfMemory: shuffledIndices: no room for ${n} indices`);
+  }
   for (let i = 0; i < n; ++i) order[i] = i;
   const state = { s: BigInt.asUintN(64, BigInt(seed)) };
   for (let i = n - 1; i > 0; --i) {
@@ -71,7 +85,8 @@ export function shuffledIndices(n, seed) {
 
 /** Loads Fashion-MNIST's train or test split as plain arrays: { images (f32 in [0,1], row-major
  * sample×h×w), labels (Int32Array), count, h, w }. `base` is a folder path (Node) or URL prefix. */
-export async function loadFashionMnist({ base = '/usr/share/datasets/fashion-mnist', train = true } = {}) {
+export async function loadFashionMnist(options) {
+  const { base = '/usr/share/datasets/fashion-mnist', train = true } = checkOptions(options, ['base', 'train'], 'loadFashionMnist');
   const prefix = `${base}/${train ? 'train' : 't10k'}`;
   const [images, labels] = await Promise.all([
     readIdx(`${prefix}-images-idx3-ubyte.gz`), readIdx(`${prefix}-labels-idx1-ubyte.gz`)]);
@@ -84,13 +99,20 @@ export async function loadFashionMnist({ base = '/usr/share/datasets/fashion-mni
 
 /** Samples order[begin, begin+size) as tensors { images {batch, h, w}, labels {batch} i32 }. */
 export function makeBatch(fc, split, order, begin, size) {
+  if (typeof fc?.constant !== 'function') throw new FucinaError('InvalidArgument', 'InvalidArgument: makeBatch: fc must be an engine from init()');
+  if (!split || !(split.images instanceof Float32Array) || !(split.labels instanceof Int32Array))
+    throw new FucinaError('InvalidArgument', 'InvalidArgument: makeBatch: split must come from loadFashionMnist');
+  if (!ArrayBuffer.isView(order) && !Array.isArray(order))
+    throw new FucinaError('InvalidArgument', `InvalidArgument: makeBatch: order must be an array of sample indices, got ${typeName(order)}`);
+  checkInt(begin, 'makeBatch: begin', 0);
+  checkInt(size, 'makeBatch: size', 0);
   const count = Math.max(0, Math.min(size, order.length - begin));
   const hw = split.h * split.w;
   const pixels = new Float32Array(count * hw);
   const ys = new Int32Array(count);
   for (let i = 0; i < count; ++i) {
     const s = order[begin + i];
-    if (!(s >= 0 && s < split.count)) throw new FucinaError('IndexOutOfRange', `IndexOutOfRange: sample ${s} outside [0, ${split.count})`);
+    if (!(Number.isInteger(s) && s >= 0 && s < split.count)) throw new FucinaError('IndexOutOfRange', `IndexOutOfRange: sample ${s} outside [0, ${split.count})`);
     pixels.set(split.images.subarray(s * hw, (s + 1) * hw), i * hw);
     ys[i] = split.labels[s];
   }

@@ -1,8 +1,48 @@
-// FucinaError lives in its own module so that the facade and the data helpers share one class.
+// FucinaError and the argument checks live in their own module so that the facade, the layers
+// and the data helpers share one class and one wording.
 export class FucinaError extends Error {
   constructor(code, message) {
     super(message);
     this.name = 'FucinaError';
     this.code = code;  // the C++ ErrorCode name, e.g. "ShapeMismatch"
   }
+}
+
+export const invalid = (message) => new FucinaError('InvalidArgument', `InvalidArgument: ${message}`);
+
+/** What a caller passed, for messages: a number's value, else its kind. */
+export function typeName(x) {
+  if (x === null) return 'null';
+  if (Array.isArray(x)) return 'an array';
+  if (typeof x === 'object') return x.constructor?.name ? `a ${x.constructor.name}` : 'an object';
+  return typeof x === 'number' ? String(x) : typeof x;
+}
+
+export const isPlainObject = (x) => !!x && typeof x === 'object' &&
+  [Object.prototype, null].includes(Object.getPrototypeOf(x));
+
+/** x as an integer argument: a safe integer (exact in a double) in [min, max]. */
+export function checkInt(x, what, min = -Number.MAX_SAFE_INTEGER, max = Number.MAX_SAFE_INTEGER) {
+  if (!Number.isSafeInteger(x) || x < min || x > max) {
+    const range = min === -Number.MAX_SAFE_INTEGER ? 'an integer' : max === Number.MAX_SAFE_INTEGER
+      ? `an integer >= ${min}` : `an integer from ${min} to ${max}`;
+    throw invalid(`${what} must be ${range}, got ${typeName(x)}`);
+  }
+  return x;
+}
+
+/** An integer >= min or an [h, w] pair of them (strides, padding, kernels), as two integers. */
+export function pair(v, what, min) {
+  if (Array.isArray(v) && v.length === 2) return v.map((e, i) => checkInt(e, `${what}[${i}]`, min));
+  if (typeof v === 'number') return [checkInt(v, what, min), v];
+  throw invalid(`${what} must be an integer or an [h, w] pair of integers, got ${typeName(v)}`);
+}
+
+/** Every JS options object goes through here: undefined is {}, an unknown key is an error. */
+export function checkOptions(options, allowed, what) {
+  if (options === undefined) return {};
+  if (!isPlainObject(options)) throw invalid(`${what}: options must be an object, got ${typeName(options)}`);
+  for (const k of Object.keys(options))
+    if (!allowed.includes(k)) throw invalid(`${what}: unknown option '${k}' (use ${allowed.join(', ')})`);
+  return options;
 }

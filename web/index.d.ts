@@ -4,7 +4,9 @@ export type DType = 'f32' | 'f16' | 'bf16' | 'f64' | 'i32' | 'i64' | 'u8';
 export type Variant = 'threaded-simd' | 'simd';
 export type Reduction = 'mean' | 'sum' | 'none';
 
-/** Every failure the engine reports; `code` is the C++ ErrorCode name (e.g. "ShapeMismatch"). */
+/** Every failure the engine reports; `code` is the C++ ErrorCode name (e.g. "ShapeMismatch"), or
+ * "TensorReleased" for a disposed tensor. Options objects with unknown keys, non-integer or
+ * out-of-range integer arguments and tensors of another init() are InvalidArgument. */
 export class FucinaError extends Error {
   readonly name: 'FucinaError';
   readonly code: string;
@@ -123,9 +125,9 @@ export class Tensor {
   logSoftmax(axis: string): Tensor;
   /** Softmax cross-entropy against integer labels (an i32/i64 tensor with the logits' axes
    * without classAxis); the logits' gradient is fused (softmax - target). */
-  crossEntropy(labels: Tensor, classAxis: string, options?: { reduction?: Reduction; labelSmoothing?: number }): Tensor;
-  nllLoss(labels: Tensor, classAxis: string, reduction?: Reduction): Tensor;
-  mseLoss(target: Tensor, reduction?: Reduction): Tensor;
+  crossEntropy(labels: Tensor, classAxis: string, options?: Reduction | { reduction?: Reduction; labelSmoothing?: number }): Tensor;
+  nllLoss(labels: Tensor, classAxis: string, options?: Reduction | { reduction?: Reduction }): Tensor;
+  mseLoss(target: Tensor, options?: Reduction | { reduction?: Reduction }): Tensor;
   // ---- indexing, pointwise losses, gated units ----
   /** torch.gather: indices (i32/i64) have exactly this tensor's axes, extents <= this's except
    * along `axis`; the result has the indices' extents in this tensor's axis order. */
@@ -396,7 +398,7 @@ export interface DatasetSplit { images: Float32Array; labels: Int32Array; count:
 export function parseIdx(bytes: Uint8Array): IdxArray;
 /** A path in Node or a URL in browsers; gzip is detected and decompressed. */
 export function readIdx(source: string): Promise<IdxArray>;
-/** The same permutation as C++'s fucina::data::shuffledIndices for the same seed. */
+/** The same permutation as C++'s fucina::data::shuffledIndices for the same seed; n at most 2^24. */
 export function shuffledIndices(n: number, seed: number | bigint): Int32Array;
 export function loadFashionMnist(options?: { base?: string; train?: boolean }): Promise<DatasetSplit>;
 export function makeBatch(fc: Fucina, split: DatasetSplit, order: ArrayLike<number>, begin: number, size: number): { images: Tensor; labels: Tensor };

@@ -2,15 +2,13 @@
 // small typed API (ops named as in C++, the context implicit). Works in Node and browsers, on any
 // thread; browsers should run it in a Web Worker, since Emscripten busy-waits on the main thread.
 
-import { FucinaError } from './errors.mjs';
+import { FucinaError, invalid, typeName, isPlainObject, checkInt, checkOptions, pair } from './errors.mjs';
 import { makeNn } from './nn.mjs';
 
 export { FucinaError };
 export { parseIdx, readIdx, shuffledIndices, loadFashionMnist, makeBatch } from './data.mjs';
 
 const isNode = typeof process === 'object' && !!process.versions && !!process.versions.node;
-
-const invalid = (message) => new FucinaError('InvalidArgument', `InvalidArgument: ${message}`);
 
 function chooseVariant(requested) {
   const threadsPossible = typeof SharedArrayBuffer !== 'undefined' &&
@@ -31,12 +29,11 @@ async function defaultThreads() {
 
 /** Loads the engine. options: { threads?: number, variant?: "auto" | "threaded-simd" | "simd" } */
 export async function init(options = {}) {
+  checkOptions(options, ['threads', 'variant'], 'init');
   const variant = chooseVariant(options.variant);
   let threads = 1;
   if (variant === 'threaded-simd') {
-    threads = options.threads ?? Math.min(await defaultThreads(), 8);
-    if (!Number.isInteger(threads) || threads < 1 || threads > 64)
-      throw invalid(`threads must be an integer from 1 to 64, got ${threads}`);
+    threads = checkInt(options.threads ?? Math.min(await defaultThreads(), 8), 'init: threads', 1, 64);
   } else if (options.threads !== undefined && options.threads !== 1) {
     console.warn(`fucina: the simd variant runs on one thread (asked for ${options.threads})`);
   }
@@ -56,17 +53,28 @@ export async function init(options = {}) {
     for (const w of [...M.PThread.unusedWorkers, ...M.PThread.runningWorkers]) w.unref?.();
   }
   M.makeError = (code, message) => new FucinaError(code, message);
-  M.init(threads);
-  return new Fucina(M, variant, threads);
+  M.failure = null;  // the FucinaError of the last failed engine call (see Fucina._call)
+  M.pending = null;  // { error }: what a user callback threw, while C++ unwinds
+  M.copyOut = (view) => {  // for the binding: a JS copy of wasm memory, or null without room
+    try {
+      return view.slice();
+    } catch {
+      return null;
+    }
+  };
+  const fc = new Fucina(M, variant);
+  fc._call(() => M.init(threads));
+  fc.threads = fc._call(() => M.threads());
+  return fc;
 }
 
-// Embind's own errors (a deleted handle, a wrong argument type) become FucinaErrors; a user
-// callback's exception is passed on untouched.
+// Anything the binding layer throws (embind's BindingError for a wrong argument type, a
+// RangeError from a JS allocation, ...) becomes a FucinaError.
 function normalize(e) {
   if (e instanceof FucinaError) return e;
-  if (e && (e.name === 'BindingError' || e.name === 'InternalError' || e.name === 'UnboundTypeError'))
-    return invalid(e.message);
-  return e;
+  if (e instanceof WebAssembly.RuntimeError) return new FucinaError('Internal', `Internal: the engine trapped (${e.message})`);
+  if (e instanceof RangeError && /memory|allocat/i.test(e.message)) return new FucinaError('OutOfMemory', `OutOfMemory: ${e.message}`);
+  return invalid(e?.message ?? String(e));
 }
 
 function checkTags(tags, what = 'tags') {
@@ -75,18 +83,30 @@ function checkTags(tags, what = 'tags') {
   return tags;
 }
 
-function checkShape(shape) {
-  if (!Array.isArray(shape)) throw invalid('shape must be an array of non-negative integers');
-  return shape;  // the engine checks each extent (and says which one is wrong)
+function checkShape(shape, what = 'shape') {
+  if (!Array.isArray(shape)) throw invalid(`${what} must be an array of non-negative integers`);
+  shape.forEach((e, i) => checkInt(e, `${what}[${i}]`, 0));
+  return shape;
 }
 
 function checkNumber(x, what) {
-  if (typeof x !== 'number') throw invalid(`${what} must be a number, got ${typeof x}`);
+  if (typeof x !== 'number') throw invalid(`${what} must be a number, got ${typeName(x)}`);
   return x;
 }
 
+function checkBoolean(x, what) {
+  if (typeof x !== 'boolean') throw invalid(`${what} must be a boolean, got ${typeName(x)}`);
+  return x;
+}
+
+const REDUCTIONS = ['mean', 'sum', 'none'];
+function checkReduction(r, what) {
+  if (!REDUCTIONS.includes(r)) throw invalid(`${what}: unknown reduction ${typeof r === 'string' ? `'${r}'` : typeName(r)} (use ${REDUCTIONS.join(', ')})`);
+  return r;
+}
+
 function checkString(x, what) {
-  if (typeof x !== 'string') throw invalid(`${what} must be a string, got ${typeof x}`);
+  if (typeof x !== 'string') throw invalid(`${what} must be a string, got ${typeName(x)}`);
   return x;
 }
 
@@ -107,23 +127,45 @@ class Fucina {
   #M;
   #scopes = [];  // stacks of tensors made inside fc.scope calls, innermost last
 
-  constructor(M, variant, threads) {
+  constructor(M, variant) {
     this.#M = M;
     this.variant = variant;
-    this.threads = M.threads();
     this.Tensor = Tensor;
     this.FucinaError = FucinaError;
     this.optim = makeOptim(this);
     this.nn = makeNn(this);
-    void threads;
   }
 
+  // Runs fn(M). A failed engine call returns normally and leaves its FucinaError in M.failure (no
+  // JS exception may cross C++ frames, see web/bindings.cpp); what a user callback threw during
+  // the call, parked in M.pending, is rethrown as thrown (null and strings included).
   _call(fn) {
+    const M = this.#M;
+    const outer = M.pending;
+    M.pending = null;
+    let result;
+    let thrown = null;
     try {
-      return fn(this.#M);
+      result = fn(M);
     } catch (e) {
-      throw normalize(e);
+      thrown = normalize(e);
     }
+    const { failure, pending } = M;
+    M.failure = null;
+    M.pending = outer;
+    if (pending) throw pending.error;
+    if (thrown) throw thrown;
+    if (failure) throw failure;
+    return result;
+  }
+
+  /** y, checked to be a live Tensor of this engine (what: the argument, for messages). */
+  _operand(y, what) {
+    if (!(y instanceof Tensor)) throw invalid(`${what} must be a Tensor, got ${typeName(y)}`);
+    if (y._engine !== this)
+      throw invalid(`${what} belongs to another fucina instance (tensors work only with the init() that made them)`);
+    void y._handle;  // TensorReleased if disposed
+    return y;
   }
 
   _wrap(handle) {
@@ -136,7 +178,10 @@ class Fucina {
   // ---- creation
   /** variable(tags, shape, values), or variable(tensor): a trainable leaf holding a copy. */
   variable(tags, shape, values) {
-    if (tags instanceof Tensor) return this._wrap(this._call((M) => M.variableOf(tags._handle)));
+    if (tags instanceof Tensor) {
+      const value = this._operand(tags, 'variable');
+      return this._wrap(this._call((M) => M.variableOf(value._handle)));
+    }
     return this._wrap(this._call((M) => M.fromValues(checkTags(tags), checkShape(shape), checkValues(values), 'f32', true)));
   }
   constant(tags, shape, values, dtype = 'f32') {
@@ -153,16 +198,18 @@ class Fucina {
   normal(tags, shape, mean, std, seed) { return this.#random(tags, shape, 'normal', mean, std, seed); }
   #random(tags, shape, kind, a, b, seed) {
     const args = [checkNumber(a, `${kind}: ${kind === 'normal' ? 'mean' : 'lo'}`),
-      checkNumber(b, `${kind}: ${kind === 'normal' ? 'std' : 'hi'}`), checkNumber(seed, `${kind}: seed`)];
+      checkNumber(b, `${kind}: ${kind === 'normal' ? 'std' : 'hi'}`), checkInt(seed, `${kind}: seed`, 0)];
     return this._wrap(this._call((M) => M.random(checkTags(tags), checkShape(shape), kind, ...args)));
   }
 
   // ---- safetensors: bytes (a Uint8Array) in and out; axis names travel in the metadata
   /** Encodes { name: Tensor } (and string metadata) in the safetensors format. */
   encodeSafetensors(tensors, metadata = {}) {
-    if (typeof tensors !== 'object' || tensors === null) throw invalid('encodeSafetensors: tensors must be an object of named Tensors');
+    if (!isPlainObject(tensors)) throw invalid('encodeSafetensors: tensors must be an object of named Tensors');
+    if (!isPlainObject(metadata) || !Object.values(metadata).every((v) => typeof v === 'string'))
+      throw invalid('encodeSafetensors: metadata must be an object of strings');
     const names = Object.keys(tensors);
-    const hs = names.map((n) => asTensor(tensors[n], 'encodeSafetensors')._handle);
+    const hs = names.map((n) => this._operand(tensors[n], `encodeSafetensors: tensors.${n}`)._handle);
     return this._call((M) => M.encodeSafetensors(names, hs, metadata));
   }
   /** Decodes safetensors bytes into { tensors: { name: Tensor }, metadata }. */
@@ -171,7 +218,7 @@ class Fucina {
     return { tensors: Object.fromEntries(names.map((n, i) => [n, this._wrap(tensors[i])])), metadata };
   }
   _loadParameters(params, bytes) {  // fc.nn.loadParameters: in place, like an optimizer update
-    const hs = handlesOf(params, 'loadParameters: params');
+    const hs = handlesOf(this, params, 'loadParameters: params');
     this._call((M) => M.loadParameters(hs, bytes));
   }
 
@@ -180,19 +227,19 @@ class Fucina {
   stack(tensors, axis) { return this.#join(tensors, axis, 'stack', true); }
   #join(tensors, axis, op, stack) {
     if (!Array.isArray(tensors)) throw invalid(`${op}: tensors must be an array of Tensors`);
-    const hs = tensors.map((t) => asTensor(t, op)._handle);
+    const hs = tensors.map((t, i) => this._operand(t, `${op}: tensors[${i}]`)._handle);
     checkString(axis, `${op}: axis`);
     return this._wrap(this._call((M) => M.concat(hs, axis, stack)));
   }
   /** Named-axis einsum: shared axes not in outTags are contracted, unshared ones summed away. */
   einsum(a, b, outTags) {
-    const [x, y] = [asTensor(a, 'einsum'), asTensor(b, 'einsum')];
+    const [x, y] = [this._operand(a, 'einsum: a'), this._operand(b, 'einsum: b')];
     const out = checkTags(outTags, 'einsum: outTags');
     return this._wrap(this._call((M) => M.einsum(x._handle, y._handle, out)));
   }
   /** a where cond (u8, or f32 nonzero) else b; gradients flow to a and b. */
   where(cond, a, b) {
-    const [c, x, y] = [asTensor(cond, 'where'), asTensor(a, 'where'), asTensor(b, 'where')];
+    const [c, x, y] = [this._operand(cond, 'where: cond'), this._operand(a, 'where: a'), this._operand(b, 'where: b')];
     return this._wrap(this._call((M) => M.where(c._handle, x._handle, y._handle)));
   }
 
@@ -201,10 +248,10 @@ class Fucina {
    * softmax(scale·q·kᵀ)·v per head; q's heads a multiple of k's (grouped-query attention).
    */
   groupedAttention(q, k, v, options) {
-    const [a, b, c] = [asTensor(q, 'groupedAttention'), asTensor(k, 'groupedAttention'), asTensor(v, 'groupedAttention')];
+    const [a, b, c] = [this._operand(q, 'groupedAttention: q'), this._operand(k, 'groupedAttention: k'), this._operand(v, 'groupedAttention: v')];
     const { heads = 'head', time = 't', dim = 'd', causal = true, scale = null } =
       checkOptions(options, ['heads', 'time', 'dim', 'causal', 'scale'], 'groupedAttention');
-    if (typeof causal !== 'boolean') throw invalid('groupedAttention: causal must be a boolean');
+    checkBoolean(causal, 'groupedAttention: causal');
     if (scale !== null) checkNumber(scale, 'groupedAttention: scale');
     return this._wrap(this._call((M) => M.groupedAttention(a._handle, b._handle, c._handle,
       checkString(heads, 'groupedAttention: heads'), checkString(time, 'groupedAttention: time'),
@@ -213,11 +260,12 @@ class Fucina {
 
   // ---- modes, scopes, memory
   noGrad(fn) {
-    this.#M.noGradPush();
+    if (typeof fn !== 'function') throw invalid(`noGrad: fn must be a function, got ${typeName(fn)}`);
+    this._call((M) => M.noGradPush());
     try {
       return fn();
     } finally {
-      this.#M.noGradPop();
+      this._call((M) => M.noGradPop());
     }
   }
   isGradEnabled() { return this.#M.isGradEnabled(); }
@@ -225,6 +273,7 @@ class Fucina {
   /** Runs fn; every tensor made inside is disposed at the end, except those fn returns (a tensor,
    * or an array or plain object of them), which move to the enclosing scope. */
   scope(fn) {
+    if (typeof fn !== 'function') throw invalid(`scope: fn must be a function, got ${typeName(fn)}`);
     const made = new Set();
     this.#scopes.push(made);
     let result;
@@ -250,7 +299,8 @@ class Fucina {
   trimCache() { this._call((M) => M.trimCache()); }
 
   // ---- checkpoint, custom VJPs, gradcheck: JS callbacks the engine calls back
-  // Wraps a user callback for C++: raw handles in, a raw handle (or array) out, exceptions parked.
+  // Wraps a user callback for C++: raw handles in, a raw handle (or array) out. Nothing may be
+  // thrown back into C++: an exception is parked in M.pending (the first one wins) for _call.
   #callback(fn) {
     const M = this.#M;
     return (...rawArgs) => {
@@ -261,7 +311,7 @@ class Fucina {
           return fn(...args);
         });
       } catch (e) {
-        M.pendingError = e;
+        M.pending ??= { error: e };
         return null;
       }
     };
@@ -270,44 +320,46 @@ class Fucina {
   // A callback's result goes to the engine as a new JS handle on the same tensor (the engine
   // deletes it); the user's own wrapper is untouched, and the scope disposes it if it made it.
   #release(result, what) {
-    if (!(result instanceof Tensor)) throw invalid(`${what} must return a Tensor`);
-    return result._handle.clone();
+    return this._operand(result, `${what}'s result`)._handle.clone();
   }
 
   checkpoint(block, inputs, extra) {
     if (typeof block !== 'function') throw invalid('checkpoint: block must be a function');
+    const hs = handlesOf(this, inputs, 'checkpoint: inputs');
     const run = this.#callback((ins) => this.#release(block(...ins, extra), 'the checkpoint block'));
-    return this._wrap(this._call((M) => M.checkpoint(run, handlesOf(inputs, 'checkpoint inputs'))));
+    return this._wrap(this._call((M) => M.checkpoint(run, hs)));
   }
 
   customVjp(spec, inputs, extra) {
     if (!spec || typeof spec.forward !== 'function' || typeof spec.backward !== 'function')
       throw invalid('customVjp: spec needs forward(inputs, extra) and backward(inputs, output, gy, needsGrad, extra)');
+    const hs = handlesOf(this, inputs, 'customVjp: inputs');
     const forward = this.#callback((ins) => this.#release(spec.forward(ins, extra), 'customVjp forward'));
     const backward = this.#callback((ins, output, gy, needs) => {
       const grads = spec.backward(ins, output, gy, needs, extra);
-      if (!Array.isArray(grads)) throw invalid('customVjp backward must return an array of (Tensor | null)');
-      return grads.map((g) => (g === null || g === undefined ? null : this.#release(g, 'customVjp backward')));
+      if (!Array.isArray(grads) || grads.length !== ins.length)
+        throw invalid(`customVjp backward must return an array of ${ins.length} (Tensor | null), one per input, got ${Array.isArray(grads) ? `${grads.length} entries` : typeName(grads)}`);
+      // Every entry is checked before any handle is made, so a bad one leaks nothing.
+      grads.forEach((g, i) => { if (g != null) this._operand(g, `customVjp backward's gradient [${i}]`); });
+      return grads.map((g) => (g == null ? null : g._handle.clone()));
     });
     const name = typeof spec.name === 'string' ? spec.name : 'customVjp';
-    return this._wrap(this._call((M) => M.customVjp(name, forward, backward, handlesOf(inputs, 'customVjp inputs'))));
+    return this._wrap(this._call((M) => M.customVjp(name, forward, backward, hs)));
   }
 
   gradcheck(lossFn, inputs, options = {}) {
     if (typeof lossFn !== 'function') throw invalid('gradcheck: lossFn must be a function');
-    const { eps = 1e-3, absTol = 1e-3, relTol = 1e-2 } = options;
+    const { eps = 1e-3, absTol = 1e-3, relTol = 1e-2 } = checkOptions(options, ['eps', 'absTol', 'relTol'], 'gradcheck');
+    const hs = handlesOf(this, inputs, 'gradcheck: inputs');
     const loss = this.#callback((ins) => this.#release(lossFn(...ins), 'the gradcheck loss'));
-    return this._call((M) => M.gradcheck(loss, handlesOf(inputs, 'gradcheck inputs'),
-      checkNumber(eps, 'eps'), checkNumber(absTol, 'absTol'), checkNumber(relTol, 'relTol')));
+    return this._call((M) => M.gradcheck(loss, hs, checkNumber(eps, 'gradcheck: eps'),
+      checkNumber(absTol, 'gradcheck: absTol'), checkNumber(relTol, 'gradcheck: relTol')));
   }
 }
 
-function handlesOf(tensors, what) {
-  if (!Array.isArray(tensors)) throw invalid(`${what} must be an array of tensors`);
-  return tensors.map((t, i) => {
-    if (!(t instanceof Tensor)) throw invalid(`${what}[${i}] is not a Tensor`);
-    return t._handle;
-  });
+function handlesOf(fc, tensors, what) {
+  if (!Array.isArray(tensors)) throw invalid(`${what} must be an array of tensors, got ${typeName(tensors)}`);
+  return tensors.map((t, i) => fc._operand(t, `${what}[${i}]`)._handle);
 }
 
 function collectTensors(value, out) {
@@ -330,6 +382,8 @@ export class Tensor {
     if (!this.#h) throw new FucinaError('TensorReleased', 'TensorReleased: this tensor was disposed');
     return this.#h;
   }
+  get _engine() { return this.#fc; }
+  _operand(y, what) { return this.#fc._operand(y, what); }
 
   #get(fn) { return this.#fc._call(() => fn(this._handle)); }
   // Calls the raw handle and wraps the resulting handle (registered with the open scope).
@@ -342,8 +396,8 @@ export class Tensor {
   get isDisposed() { return this.#h === null; }
 
   backward(gradOutput) {
-    if (gradOutput !== undefined && !(gradOutput instanceof Tensor)) throw invalid('backward: gradOutput must be a Tensor');
-    this.#get((h) => h.backward(gradOutput?._handle));
+    const g = gradOutput === undefined ? undefined : this._operand(gradOutput, 'backward: gradOutput');
+    this.#get((h) => h.backward(g?._handle));
   }
   grad() {
     const g = this.#get((h) => h.grad());
@@ -362,20 +416,20 @@ export class Tensor {
   }
 
   dot(y, axis) {
-    const other = asTensor(y, 'dot');
+    const other = this._operand(y, 'dot: y');
     if (typeof axis !== 'string') throw invalid('dot: axis must be an axis name');
     return this._make((h) => h.dot(other._handle, axis));
   }
   // ---- contractions
   /** this.dot(y, axis) + bias in one GEMM (torch's addmm); bias's axes are among the result's. */
   addDot(y, axis, bias) {
-    const [other, b] = [asTensor(y, 'addDot'), asTensor(bias, 'addDot')];
+    const [other, b] = [this._operand(y, 'addDot: y'), this._operand(bias, 'addDot: bias')];
     return this._make((h) => h.addDot(other._handle, checkString(axis, 'addDot: axis'), b._handle));
   }
   /** Positional: this's last axis with y's second-to-last (last if transposeY); leading axes batch. */
   matmul(y, transposeY = false) {
-    const other = asTensor(y, 'matmul');
-    if (typeof transposeY !== 'boolean') throw invalid('matmul: transposeY must be a boolean');
+    const other = this._operand(y, 'matmul: y');
+    checkBoolean(transposeY, 'matmul: transposeY');
     return this._make((h) => h.matmul(other._handle, transposeY));
   }
   /** Swaps the names of two axes (a view). */
@@ -387,39 +441,39 @@ export class Tensor {
   withTags(tags) { return this._make((h) => h.withTags(checkTags(tags))); }
   /** Embedding lookup: the axis is replaced, in place, by the (i32/i64) indices' axes. */
   indexSelect(axis, indices) {
-    const ix = asTensor(indices, 'indexSelect');
+    const ix = this._operand(indices, 'indexSelect: indices');
     return this._make((h) => h.indexSelect(checkString(axis, 'axis'), ix._handle));
   }
   narrow(axis, start, length) {
     if (typeof axis !== 'string') throw invalid('narrow: axis must be an axis name');
-    return this._make((h) => h.narrow(axis, checkNumber(start, 'start'), checkNumber(length, 'length')));
+    return this._make((h) => h.narrow(axis, checkInt(start, 'narrow: start', 0), checkInt(length, 'narrow: length', 0)));
   }
   // ---- structure ops: views where the strides allow, else one copy ----
   insertAxis(axis, position) {
-    return this._make((h) => h.insertAxis(checkString(axis, 'insertAxis: axis'), checkNumber(position, 'insertAxis: position')));
+    return this._make((h) => h.insertAxis(checkString(axis, 'insertAxis: axis'), checkInt(position, 'insertAxis: position', 0, 2 ** 31 - 1)));
   }
   squeeze(axis) { return this._make((h) => h.squeeze(checkString(axis, 'squeeze: axis'))); }
   merge(axes, into) {
     return this._make((h) => h.merge(checkTags(axes, 'merge: axes'), checkString(into, 'merge: into')));
   }
   split(axis, into, extents) {
-    return this._make((h) => h.split(checkString(axis, 'split: axis'), checkTags(into, 'split: into'), checkShape(extents)));
+    return this._make((h) => h.split(checkString(axis, 'split: axis'), checkTags(into, 'split: into'), checkShape(extents, 'split: extents')));
   }
   flatten(into) { return this._make((h) => h.flatten(checkString(into, 'flatten: into'))); }
   reshape(tags, shape) { return this._make((h) => h.reshape(checkTags(tags), checkShape(shape))); }
   select(axis, index) {
-    return this._make((h) => h.select(checkString(axis, 'select: axis'), checkNumber(index, 'select: index')));
+    return this._make((h) => h.select(checkString(axis, 'select: axis'), checkInt(index, 'select: index')));
   }
   slice(axis, start, end, step = 1) {
-    return this._make((h) => h.slice(checkString(axis, 'slice: axis'), checkNumber(start, 'slice: start'),
-      checkNumber(end, 'slice: end'), checkNumber(step, 'slice: step')));
+    return this._make((h) => h.slice(checkString(axis, 'slice: axis'), checkInt(start, 'slice: start', 0),
+      checkInt(end, 'slice: end', 0), checkInt(step, 'slice: step', 1)));
   }
   pad(axis, before, after, value = 0) {
-    return this._make((h) => h.pad(checkString(axis, 'pad: axis'), checkNumber(before, 'pad: before'),
-      checkNumber(after, 'pad: after'), checkNumber(value, 'pad: value')));
+    return this._make((h) => h.pad(checkString(axis, 'pad: axis'), checkInt(before, 'pad: before', 0),
+      checkInt(after, 'pad: after', 0), checkNumber(value, 'pad: value')));
   }
   maskedFill(mask, value) {
-    const m = asTensor(mask, 'maskedFill');
+    const m = this._operand(mask, 'maskedFill: mask');
     return this._make((h) => h.maskedFill(m._handle, checkNumber(value, 'maskedFill: value')));
   }
   tril(row, col, diagonal = 0) { return this.#band('tril', row, col, diagonal, 0); }
@@ -427,81 +481,84 @@ export class Tensor {
   bandPart(row, col, lower, upper) { return this.#band('bandPart', row, col, lower, upper); }
   #band(kind, row, col, p, q) {
     return this._make((h) => h.band(kind, checkString(row, `${kind}: row`), checkString(col, `${kind}: col`),
-      checkNumber(p, `${kind}: bound`), checkNumber(q, `${kind}: bound`)));
+      checkInt(p, `${kind}: bound`), checkInt(q, `${kind}: bound`)));
   }
   /** layerNorm(axis, { eps = 1e-5, weight, bias }): weight and bias together, or neither. */
-  layerNorm(axis, options = {}) {
-    const { eps = 1e-5, weight, bias } = options;
+  layerNorm(axis, options) {
+    const { eps = 1e-5, weight, bias } = checkOptions(options, ['eps', 'weight', 'bias'], 'layerNorm');
     if ((weight === undefined) !== (bias === undefined)) throw invalid('layerNorm: give weight and bias together');
-    const w = weight === undefined ? null : asTensor(weight, 'layerNorm');
-    const b = bias === undefined ? null : asTensor(bias, 'layerNorm');
+    const w = weight === undefined ? null : this._operand(weight, 'layerNorm: weight');
+    const b = bias === undefined ? null : this._operand(bias, 'layerNorm: bias');
     return this._make((h) => h.layerNorm(checkString(axis, 'axis'), checkNumber(eps, 'eps'), w?._handle ?? null, b?._handle ?? null));
   }
   rmsNorm(axis, eps = 1e-6) {
     return this._make((h) => h.rmsNorm(checkString(axis, 'axis'), checkNumber(eps, 'eps'), null));
   }
   rmsNormMul(axis, weight, eps = 1e-6) {
-    const w = asTensor(weight, 'rmsNormMul');
+    const w = this._operand(weight, 'rmsNormMul: weight');
     return this._make((h) => h.rmsNorm(checkString(axis, 'axis'), checkNumber(eps, 'eps'), w._handle));
   }
   l2Normalize(axis, eps = 1e-12) {
     return this._make((h) => h.l2Normalize(checkString(axis, 'axis'), checkNumber(eps, 'eps')));
   }
-  crossEntropy(labels, classAxis, options = {}) {
-    const l = asTensor(labels, 'crossEntropy');
-    if (typeof classAxis !== 'string') throw invalid('crossEntropy: classAxis must be an axis name');
-    const { reduction = 'mean', labelSmoothing = 0 } = options;
-    return this._make((h) => h.crossEntropy(l._handle, classAxis, checkString(reduction, 'reduction'), checkNumber(labelSmoothing, 'labelSmoothing')));
+  /** crossEntropy(labels, classAxis, { reduction = 'mean', labelSmoothing = 0 } or the reduction). */
+  crossEntropy(labels, classAxis, options) {
+    const l = this._operand(labels, 'crossEntropy: labels');
+    checkString(classAxis, 'crossEntropy: classAxis');
+    const { reduction, labelSmoothing = 0 } = lossOptions(options, ['reduction', 'labelSmoothing'], 'crossEntropy');
+    return this._make((h) => h.crossEntropy(l._handle, classAxis, reduction, checkNumber(labelSmoothing, 'crossEntropy: labelSmoothing')));
   }
-  nllLoss(labels, classAxis, reduction = 'mean') {
-    const l = asTensor(labels, 'nllLoss');
-    if (typeof classAxis !== 'string') throw invalid('nllLoss: classAxis must be an axis name');
-    return this._make((h) => h.nllLoss(l._handle, classAxis, checkString(reduction, 'reduction')));
+  nllLoss(labels, classAxis, options) {
+    const l = this._operand(labels, 'nllLoss: labels');
+    checkString(classAxis, 'nllLoss: classAxis');
+    const { reduction } = lossOptions(options, ['reduction'], 'nllLoss');
+    return this._make((h) => h.nllLoss(l._handle, classAxis, reduction));
   }
-  mseLoss(target, reduction = 'mean') {
-    const t = asTensor(target, 'mseLoss');
-    return this._make((h) => h.mseLoss(t._handle, checkString(reduction, 'reduction')));
+  mseLoss(target, options) {
+    const t = this._operand(target, 'mseLoss: target');
+    const { reduction } = lossOptions(options, ['reduction'], 'mseLoss');
+    return this._make((h) => h.mseLoss(t._handle, reduction));
   }
   // ---- indexing, pointwise losses, gated units ----
   /** torch.gather: indices (i32/i64) with exactly this tensor's axes. */
   gather(axis, indices) {
-    const ix = asTensor(indices, 'gather');
+    const ix = this._operand(indices, 'gather: indices');
     return this._make((h) => h.gather(checkString(axis, 'gather: axis'), ix._handle));
   }
   /** numpy.take_along_axis by name: indices' other axes match or have extent 1, or are missing. */
   takeAlongAxis(axis, indices) {
-    const ix = asTensor(indices, 'takeAlongAxis');
+    const ix = this._operand(indices, 'takeAlongAxis: indices');
     return this._make((h) => h.takeAlongAxis(checkString(axis, 'takeAlongAxis: axis'), ix._handle));
   }
   /** torch.scatter_add, out of place. */
   scatterAdd(axis, indices, src) {
-    const ix = asTensor(indices, 'scatterAdd');
-    const s = asTensor(src, 'scatterAdd');
+    const ix = this._operand(indices, 'scatterAdd: indices');
+    const s = this._operand(src, 'scatterAdd: src');
     return this._make((h) => h.scatterAdd(checkString(axis, 'scatterAdd: axis'), ix._handle, s._handle));
   }
   /** huberLoss(target, { delta = 1, reduction = 'mean' }) */
   huberLoss(target, options) {
-    const t = asTensor(target, 'huberLoss');
-    const { delta = 1, reduction = 'mean' } = lossOptions(options, ['delta', 'reduction'], 'huberLoss');
-    return this._make((h) => h.huberLoss(t._handle, checkNumber(delta, 'huberLoss: delta'), checkString(reduction, 'reduction')));
+    const t = this._operand(target, 'huberLoss: target');
+    const { delta = 1, reduction } = lossOptions(options, ['delta', 'reduction'], 'huberLoss');
+    return this._make((h) => h.huberLoss(t._handle, checkNumber(delta, 'huberLoss: delta'), reduction));
   }
   /** bceLoss(target, { reduction = 'mean' }) on probabilities in [0, 1]. */
   bceLoss(target, options) {
-    const t = asTensor(target, 'bceLoss');
-    const { reduction = 'mean' } = lossOptions(options, ['reduction'], 'bceLoss');
-    return this._make((h) => h.bceLoss(t._handle, checkString(reduction, 'reduction')));
+    const t = this._operand(target, 'bceLoss: target');
+    const { reduction } = lossOptions(options, ['reduction'], 'bceLoss');
+    return this._make((h) => h.bceLoss(t._handle, reduction));
   }
   bceWithLogitsLoss(target, options) {
-    const t = asTensor(target, 'bceWithLogitsLoss');
-    const { reduction = 'mean' } = lossOptions(options, ['reduction'], 'bceWithLogitsLoss');
-    return this._make((h) => h.bceWithLogitsLoss(t._handle, checkString(reduction, 'reduction')));
+    const t = this._operand(target, 'bceWithLogitsLoss: target');
+    const { reduction } = lossOptions(options, ['reduction'], 'bceWithLogitsLoss');
+    return this._make((h) => h.bceWithLogitsLoss(t._handle, reduction));
   }
   /** klDivLoss(target, { reduction = 'mean', logTarget = false }): this tensor is log-probabilities. */
   klDivLoss(target, options) {
-    const t = asTensor(target, 'klDivLoss');
-    const { reduction = 'mean', logTarget = false } = lossOptions(options, ['reduction', 'logTarget'], 'klDivLoss');
-    if (typeof logTarget !== 'boolean') throw invalid('klDivLoss: logTarget must be a boolean');
-    return this._make((h) => h.klDivLoss(t._handle, checkString(reduction, 'reduction'), logTarget));
+    const t = this._operand(target, 'klDivLoss: target');
+    const { reduction, logTarget = false } = lossOptions(options, ['reduction', 'logTarget'], 'klDivLoss');
+    checkBoolean(logTarget, 'klDivLoss: logTarget');
+    return this._make((h) => h.klDivLoss(t._handle, reduction, logTarget));
   }
   swiglu(axis) { return this._make((h) => h.swiglu(checkString(axis, 'swiglu: axis'))); }
   geglu(axis) { return this._make((h) => h.geglu(checkString(axis, 'geglu: axis'))); }
@@ -513,29 +570,29 @@ export class Tensor {
    */
   rope(cosOrOptions, sin, options) {
     const tables = cosOrOptions instanceof Tensor;
-    const c = tables ? cosOrOptions : null;
-    const s = tables ? asTensor(sin, 'rope: sin') : null;
+    const c = tables ? this._operand(cosOrOptions, 'rope: cos') : null;
+    const s = tables ? this._operand(sin, 'rope: sin') : null;
     const { position = 't', dim = 'd', base = 10000, offset = 0, mode = 'half' } =
       checkOptions(tables ? options : cosOrOptions, ['position', 'dim', 'base', 'offset', 'mode'], 'rope');
     return this._make((h) => h.rope(c?._handle ?? null, s?._handle ?? null, checkString(position, 'rope: position'),
-      checkString(dim, 'rope: dim'), checkNumber(base, 'rope: base'), checkNumber(offset, 'rope: offset'),
+      checkString(dim, 'rope: dim'), checkNumber(base, 'rope: base'), checkInt(offset, 'rope: offset', 0),
       checkString(mode, 'rope: mode')));
   }
-  dropout(p, seed) { return this._make((h) => h.dropout(checkNumber(p, 'p'), checkNumber(seed, 'seed'))); }
+  dropout(p, seed) { return this._make((h) => h.dropout(checkNumber(p, 'dropout: p'), checkInt(seed, 'dropout: seed', 0))); }
   /**
    * conv2d(weight, { bias, stride = 1, padding = 0, dilation = 1, groups = 1, axes }): stride,
    * padding and dilation are a number or [h, w]; axes renames { channels: 'c', height: 'h',
    * width: 'w', outChannels: 'out', kernelH: 'kh', kernelW: 'kw' }.
    */
-  conv2d(weight, options = {}) {
-    const w = asTensor(weight, 'conv2d');
+  conv2d(weight, options) {
+    const w = this._operand(weight, 'conv2d: weight');
     const { bias, stride = 1, padding = 0, dilation = 1, groups = 1, axes = {} } =
       checkOptions(options, ['bias', 'stride', 'padding', 'dilation', 'groups', 'axes'], 'conv2d');
-    const b = bias === undefined || bias === null ? null : asTensor(bias, 'conv2d: bias');
+    const b = bias === undefined || bias === null ? null : this._operand(bias, 'conv2d: bias');
     const a = checkOptions(axes, Object.keys(CONV_AXES), 'conv2d: axes');
     const names = Object.entries(CONV_AXES).map(([k, d]) => checkString(a[k] ?? d, `conv2d: axes.${k}`));
-    const geometry = [...pair(stride, 'conv2d: stride'), ...pair(padding, 'conv2d: padding'),
-      ...pair(dilation, 'conv2d: dilation'), checkNumber(groups, 'conv2d: groups')];
+    const geometry = [...pair(stride, 'conv2d: stride', 1), ...pair(padding, 'conv2d: padding', 0),
+      ...pair(dilation, 'conv2d: dilation', 1), checkInt(groups, 'conv2d: groups', 1)];
     return this._make((h) => h.conv2d(w._handle, b?._handle ?? null, geometry, names));
   }
   /** maxPool2d(kernel, { stride = kernel, padding = 0, height = 'h', width = 'w' }). */
@@ -549,33 +606,21 @@ export class Tensor {
 
 const CONV_AXES = { channels: 'c', height: 'h', width: 'w', outChannels: 'out', kernelH: 'kh', kernelW: 'kw' };
 
-// A number or an [h, w] pair, as two numbers.
-function pair(v, what) {
-  if (typeof v === 'number') return [v, v];
-  if (Array.isArray(v) && v.length === 2 && v.every((e) => typeof e === 'number')) return v;
-  throw invalid(`${what} must be a number or an [h, w] pair of numbers`);
-}
-
 function pool(t, op, kernel, options) {
-  const [kh, kw] = pair(kernel, `${op}: kernel`);
+  const [kh, kw] = pair(kernel, `${op}: kernel`, 1);
   const { stride = [kh, kw], padding = 0, height = 'h', width = 'w' } =
     checkOptions(options, ['stride', 'padding', 'height', 'width'], op);
-  const [sh, sw] = pair(stride, `${op}: stride`);
-  checkNumber(padding, `${op}: padding`);
+  const [sh, sw] = pair(stride, `${op}: stride`, 1);
+  checkInt(padding, `${op}: padding`, 0);
   checkString(height, `${op}: height`);
   checkString(width, `${op}: width`);
   return t._make((h) => h[op](kh, kw, sh, sw, padding, height, width));
 }
 
-function asTensor(y, op) {
-  if (!(y instanceof Tensor)) throw invalid(`${op}: the operand must be a Tensor`);
-  return y;
-}
-
 // Ops that differ only in their argument kind are defined from lists, each as the C++ method.
 for (const op of ['add', 'sub', 'mul', 'div', 'maximum', 'minimum', 'pow']) {
   Tensor.prototype[op] = function (y) {
-    const other = asTensor(y, op);
+    const other = this._operand(y, `${op}: y`);
     return this._make((h) => h[op](other._handle));
   };
 }
@@ -602,9 +647,8 @@ Tensor.prototype.clamp = function (lo, hi) {
   return this._make((h) => h.clamp(lo, hi));
 };
 Tensor.prototype.variance = function (axis, correction = 1) {
-  if (typeof axis !== 'string') throw invalid('variance: axis must be an axis name');
-  checkNumber(correction, 'variance: correction');
-  if (!Number.isInteger(correction)) throw invalid('variance: correction must be an integer');
+  checkString(axis, 'variance: axis');
+  checkInt(correction, 'variance: correction');
   return this._make((h) => h.variance(axis, correction));
 };
 for (const op of ['sum', 'mean', 'max', 'min', 'logsumexp', 'cumsum', 'prod', 'norm', 'softmax', 'logSoftmax']) {
@@ -618,22 +662,14 @@ for (const op of ['sum', 'mean', 'max', 'min', 'logsumexp', 'cumsum', 'prod', 'n
 // Optimizers run in C++ (in-place, graph-free updates; see docs/design-notes.md, "Optimizers");
 // schedules are plain JS with the formulas of src/fucina/optim/schedule.h.
 
-// A loss's options: an object, or just the reduction name (as mseLoss takes it).
+// A loss's options: an object, or just the reduction name; the reduction checked, 'mean' by default.
 function lossOptions(options, allowed, what) {
-  return typeof options === 'string' ? { reduction: options } : checkOptions(options, allowed, what);
-}
-
-function checkOptions(options, allowed, what) {
-  if (options === undefined) return {};
-  if (options === null || typeof options !== 'object' || Array.isArray(options))
-    throw invalid(`${what}: options must be an object`);
-  for (const k of Object.keys(options))
-    if (!allowed.includes(k)) throw invalid(`${what}: unknown option '${k}' (use ${allowed.join(', ')})`);
-  return options;
+  const o = typeof options === 'string' ? { reduction: options } : checkOptions(options, allowed, what);
+  return { ...o, reduction: checkReduction(o.reduction ?? 'mean', what) };
 }
 
 function checkStep(x, what) {
-  if (!Number.isInteger(x) || x < 0) throw invalid(`schedule ${what} must be a non-negative integer, got ${x}`);
+  if (!Number.isSafeInteger(x) || x < 0) throw invalid(`schedule ${what} must be a non-negative integer, got ${x}`);
   return x;
 }
 
@@ -656,7 +692,7 @@ function cosineDecay(step, totalSteps, baseLr, minLr = 0) {
   checkStep(step, 'step');
   checkLr(baseLr, 'baseLr');
   checkLr(minLr, 'minLr');
-  if (!Number.isInteger(totalSteps) || totalSteps <= 0)
+  if (!Number.isSafeInteger(totalSteps) || totalSteps <= 0)
     throw invalid(`schedule totalSteps must be an integer > 0, got ${totalSteps}`);
   const t = Math.min(step, totalSteps);
   return minLr + ((baseLr - minLr) * (1 + Math.cos((Math.PI * t) / totalSteps))) / 2;
@@ -667,7 +703,7 @@ function warmupCosine(baseLr, warmupSteps, totalSteps, minLr = 0) {
   checkLr(baseLr, 'baseLr');
   checkLr(minLr, 'minLr');
   checkStep(warmupSteps, 'warmupSteps');
-  if (!Number.isInteger(totalSteps) || totalSteps <= warmupSteps)
+  if (!Number.isSafeInteger(totalSteps) || totalSteps <= warmupSteps)
     throw invalid(`schedule totalSteps must be an integer > warmupSteps, got ${totalSteps}`);
   return (step) => (checkStep(step, 'step') < warmupSteps
     ? linearWarmup(step, warmupSteps, baseLr)
@@ -695,7 +731,7 @@ export class Optimizer {
   zeroGrad() { this.#call((h) => h.zeroGrad()); }
   get lr() { return this.#call((h) => h.lr()); }
   set lr(value) {
-    if (typeof value !== 'number') throw invalid(`lr must be a number, got ${typeof value}`);
+    checkNumber(value, 'lr');
     this.#call((h) => h.setLr(value));
   }
   get params() { return this.#params.slice(); }
@@ -712,16 +748,15 @@ export class Optimizer {
 function optionNumber(options, key, fallback) {
   const v = options[key];
   if (v === undefined) return fallback;
-  if (typeof v !== 'number') throw invalid(`optimizer option ${key} must be a number, got ${typeof v}`);
+  if (typeof v !== 'number') throw invalid(`optimizer option ${key} must be a number, got ${typeName(v)}`);
   return v;
 }
 
 function makeOptim(fc) {
   const sgd = (params, options) => {
     const o = checkOptions(options, ['lr', 'momentum', 'dampening', 'nesterov', 'weightDecay'], 'optim.sgd');
-    if (o.nesterov !== undefined && typeof o.nesterov !== 'boolean')
-      throw invalid('optimizer option nesterov must be a boolean');
-    const handles = handlesOf(params, 'optimizer params');
+    if (o.nesterov !== undefined) checkBoolean(o.nesterov, 'optim.sgd: nesterov');
+    const handles = handlesOf(fc, params, 'optimizer params');
     const h = fc._call((M) => M.optimSgd(handles, optionNumber(o, 'lr', 1e-3), optionNumber(o, 'momentum', 0),
       optionNumber(o, 'dampening', 0), o.nesterov ?? false, optionNumber(o, 'weightDecay', 0)));
     return new Optimizer(fc, h, params);
@@ -734,7 +769,7 @@ function makeOptim(fc) {
         throw invalid('optimizer option betas must be an array of two numbers');
       betas = o.betas;
     }
-    const handles = handlesOf(params, 'optimizer params');
+    const handles = handlesOf(fc, params, 'optimizer params');
     const h = fc._call((M) => M.optimAdam(handles, optionNumber(o, 'lr', 1e-3), betas[0], betas[1],
       optionNumber(o, 'eps', 1e-8), optionNumber(o, 'weightDecay', defaultDecay), decoupled));
     return new Optimizer(fc, h, params);
@@ -744,7 +779,7 @@ function makeOptim(fc) {
     adam: adamLike('adam', false, 0),
     adamw: adamLike('adamw', true, 0.01),
     clipGradNorm(params, maxNorm) {
-      const handles = handlesOf(params, 'clipGradNorm params');
+      const handles = handlesOf(fc, params, 'clipGradNorm: params');
       return fc._call((M) => M.optimClipGradNorm(handles, checkNumber(maxNorm, 'maxNorm')));
     },
     linearWarmup,

@@ -1,7 +1,7 @@
 // Bad input never kills the module: each case is a clear FucinaError (or the user's own error,
 // unchanged), and the module keeps working afterwards.
 import { describe, test } from 'node:test';
-import { VARIANTS, engine, throwsCode, values, assert, FucinaError } from './helpers.mjs';
+import { VARIANTS, engine, init, throwsCode, values, assert, FucinaError } from './helpers.mjs';
 
 async function stillWorks(fc) {
   const x = fc.variable(['d'], [2], [1, 2]);
@@ -136,3 +136,213 @@ for (const variant of VARIANTS) {
     });
   });
 }
+
+// Issue 17 ("trustworthy under hostile use"): each finding's regression test.
+const baseline = (fc) => fc.memory().liveTensors;
+
+/** fn throws (a FucinaError with this code, if given); afterwards grad mode is on, no tensor
+ * leaked, and ops still work. Returns what was thrown. */
+async function leavesEngineSound(fc, fn, code) {
+  const before = baseline(fc);
+  let thrown = false;
+  let error;
+  try {
+    fc.scope(fn);  // frees what the case itself made before the error
+  } catch (e) {
+    thrown = true;
+    error = e;
+  }
+  assert.ok(thrown, 'expected a throw');
+  if (code !== undefined) {
+    assert.ok(error instanceof FucinaError, `expected a FucinaError ${code}, got ${error?.name}: ${error?.message}`);
+    assert.equal(error.code, code, error.message);
+  }
+  assert.equal(fc.isGradEnabled(), true, 'grad mode restored');
+  assert.equal(baseline(fc), before, 'no tensor leaked');
+  await stillWorks(fc);
+  return error;
+}
+
+for (const variant of VARIANTS) {
+  describe(`${variant}: issue 17`, () => {
+    test('a tensor of another instance is refused clearly, in ops and callback results', async () => {
+      const fc = await engine(variant);
+      const other = await init({ variant, threads: variant === 'simd' ? undefined : 1 });
+      const foreign = other.ones(['d'], [2]);
+      const x = fc.variable(['d'], [2], [1, 2]);
+      const cases = [
+        () => x.add(foreign),
+        () => fc.concat([x, foreign], 'd'),
+        () => fc.optim.sgd([foreign]),
+        () => fc.checkpoint(() => foreign, [x]),
+        () => fc.customVjp({ forward: () => foreign, backward: () => [null] }, [x]),
+        () => fc.gradcheck(() => foreign, [x]),
+        () => fc.customVjp({ forward: ([a]) => a.scale(2), backward: () => [foreign] }, [x]).sumAll().backward(),
+      ];
+      for (const c of cases) {
+        const e = await leavesEngineSound(fc, c, 'InvalidArgument');
+        assert.match(e.message, /another fucina instance/);
+      }
+      foreign.dispose();
+    });
+
+    test('every way a callback can fail restores grad mode, scopes and handles', async () => {
+      const fc = await engine(variant);
+      const x = fc.variable(['d'], [2], [1, 2]);
+      const disposed = fc.ones(['d'], [2]);
+      disposed.dispose();
+      const results = [() => { throw new Error('boom'); }, () => 42, () => fc.ones(['e'], [3]), () => disposed,
+        () => { throw null; }, () => { throw undefined; }, () => { throw 'text'; }, () => { throw 7; }];
+      for (const r of results) {
+        await leavesEngineSound(fc, () => fc.checkpoint(r, [x]).sumAll().backward());
+        await leavesEngineSound(fc, () => fc.customVjp({ forward: r, backward: () => [null] }, [x]).sumAll().backward());
+        await leavesEngineSound(fc, () => fc.customVjp({ forward: ([a]) => a.scale(2), backward: () => [r()] }, [x]).sumAll().backward());
+        await leavesEngineSound(fc, () => fc.gradcheck(r, [x]));
+      }
+    });
+
+    test('a value thrown in a callback comes out as thrown (null, undefined, strings, numbers)', async () => {
+      const fc = await engine(variant);
+      const x = fc.variable(['d'], [2], [1, 2]);
+      for (const value of [null, undefined, 'text', 7]) {
+        const e = await leavesEngineSound(fc, () => fc.checkpoint(() => { throw value; }, [x]));
+        assert.equal(e, value);
+        const g = await leavesEngineSound(fc, () => fc.gradcheck(() => { throw value; }, [x]));
+        assert.equal(g, value);
+      }
+    });
+
+    test('a customVjp backward returning extra gradients is InvalidArgument and leaks nothing', async () => {
+      const fc = await engine(variant);
+      const x = fc.variable(['d'], [2], [1, 2]);
+      const spec = { forward: ([a]) => a.scale(3), backward: () => [fc.ones(['d'], [2]), fc.ones(['d'], [2])] };
+      await leavesEngineSound(fc, () => fc.customVjp(spec, [x]).sumAll().backward(), 'InvalidArgument');
+    });
+
+    test('every loss takes its reduction as a string or { reduction }, and rejects others', async () => {
+      const fc = await engine(variant);
+      const logits = fc.variable(['b', 'c'], [2, 3], [1, 2, 3, 3, 1, 2]);
+      const labels = fc.constant(['b'], [2], [0, 2], 'i32');
+      const p = fc.constant(['b', 'c'], [2, 3], [0.2, 0.3, 0.5, 0.1, 0.1, 0.8]);
+      const losses = {
+        crossEntropy: (o) => logits.crossEntropy(labels, 'c', o),
+        nllLoss: (o) => logits.logSoftmax('c').nllLoss(labels, 'c', o),
+        mseLoss: (o) => logits.mseLoss(p, o),
+        huberLoss: (o) => logits.huberLoss(p, o),
+        bceLoss: (o) => p.bceLoss(p, o),
+        bceWithLogitsLoss: (o) => logits.bceWithLogitsLoss(p, o),
+        klDivLoss: (o) => logits.logSoftmax('c').klDivLoss(p, o),
+      };
+      for (const [name, loss] of Object.entries(losses)) {
+        const none = values(loss('none'));
+        const sum = none.reduce((a, b) => a + b, 0);
+        assert.ok(Math.abs(loss('sum').item() - sum) < 1e-4, `${name} 'sum'`);
+        assert.ok(Math.abs(loss({ reduction: 'sum' }).item() - sum) < 1e-4, `${name} { reduction: 'sum' }`);
+        assert.ok(Math.abs(loss().item() - loss('mean').item()) < 1e-6, `${name} default`);
+        assert.match(throwsCode(() => loss('avg'), 'InvalidArgument').message, /'avg'/);
+        assert.match(throwsCode(() => loss({ reduction: 'avg' }), 'InvalidArgument').message, /'avg'/);
+        assert.match(throwsCode(() => loss({ reductoin: 'sum' }), 'InvalidArgument').message, /'reductoin'/);
+        throwsCode(() => loss(3), 'InvalidArgument');
+      }
+      await stillWorks(fc);
+    });
+
+    test('unknown option keys are InvalidArgument naming the key and the accepted ones', async () => {
+      const fc = await engine(variant);
+      const x = fc.variable(['c', 'h', 'w'], [1, 4, 4], new Array(16).fill(1));
+      const labels = fc.constant([], [], [0], 'i32');
+      const cases = [
+        [() => x.sum('h').sum('w').crossEntropy(labels, 'c', { reductoin: 'sum' }), 'reductoin'],
+        [() => x.layerNorm('w', { epsilon: 1e-3 }), 'epsilon'],
+        [() => fc.gradcheck((a) => a.sumAll(), [x], { tol: 1 }), 'tol'],
+        [() => new fc.nn.Gpt({ dmodel: 8 }), 'dmodel'],
+        [() => new fc.nn.Mlp({ size: [2, 2] }), 'size'],
+        [() => new fc.nn.Cnn({ img: 28 }), 'img'],
+        [() => new fc.nn.Linear('in', 'out', 2, 2, 0, { biass: false }), 'biass'],
+        [() => fc.optim.adam([x], { beta: 0.9 }), 'beta'],
+        [() => x.conv2d(fc.ones(['out', 'c', 'kh', 'kw'], [1, 1, 1, 1]), { strides: 2 }), 'strides'],
+        [() => x.maxPool2d(2, { pad: 1 }), 'pad'],
+        [() => x.rope({ pos: 'h' }), 'pos'],
+      ];
+      for (const [fn, key] of cases) {
+        const e = throwsCode(fn, 'InvalidArgument');
+        assert.match(e.message, new RegExp(`unknown option '${key}' \\(use `));
+      }
+      await assert.rejects(init({ variant, thread: 2 }), (e) => e instanceof FucinaError && /'thread'/.test(e.message));
+      await stillWorks(fc);
+    });
+
+    test('integer arguments are checked as integers, naming the argument', async () => {
+      const fc = await engine(variant);
+      const x = fc.variable(['r', 'c'], [2, 3], [1, 2, 3, 4, 5, 6]);
+      for (const bad of [Infinity, 2 ** 53, 2 ** 32 + 1, NaN, 1.5, -1])
+        assert.match(throwsCode(() => x.insertAxis('n', bad), 'InvalidArgument').message, /position/);
+      const cases = [
+        [() => x.narrow('c', 0.5, 1), 'start'], [() => x.narrow('c', 0, NaN), 'length'],
+        [() => x.select('c', 1.5), 'index'], [() => x.select('c', 2 ** 60), 'index'],
+        [() => x.slice('c', 0, Infinity), 'end'], [() => x.slice('c', 0, 2, 0.5), 'step'],
+        [() => x.pad('c', -1, 0), 'before'], [() => x.tril('r', 'c', Infinity), 'bound'],
+        [() => x.variance('c', 0.5), 'correction'], [() => x.dropout(0.5, 1.5), 'seed'],
+        [() => fc.uniform(['d'], [2], 0, 1, -1), 'seed'], [() => fc.normal(['d'], [2], 0, 1, 2 ** 64), 'seed'],
+        [() => x.rope({ position: 'r', dim: 'c', offset: 0.5 }), 'offset'],
+        [() => fc.zeros(['d'], [2 ** 53]), 'shape'], [() => x.split('c', ['a', 'b'], [3, 1.5]), 'extents'],
+        [() => x.insertAxis('h', 0).insertAxis('w', 0).maxPool2d(0), 'kernel'],
+        [() => x.insertAxis('h', 0).insertAxis('w', 0).avgPool2d(1, { stride: Infinity }), 'stride'],
+      ];
+      for (const [fn, what] of cases) assert.match(throwsCode(fn, 'InvalidArgument').message, new RegExp(what));
+      await assert.rejects(init({ variant: 'threaded-simd', threads: 2.5 }), (e) => e instanceof FucinaError && /threads/.test(e.message));
+      await stillWorks(fc);
+    });
+
+    test('heap exhaustion and corrupt bytes are FucinaErrors with codes', async () => {
+      const fc = await engine(variant);
+      await leavesEngineSound(fc, () => fc.zeros(['d'], [2 ** 31]), 'OutOfMemory');
+      await leavesEngineSound(fc, () => fc.zeros(['a', 'b'], [2 ** 20, 2 ** 20]), 'OutOfMemory');
+      const good = fc.encodeSafetensors({ w: fc.ones(['d'], [2]) });
+      for (const bytes of [good.subarray(0, 12), good.subarray(0, good.length - 1), new Uint8Array(8).fill(255),
+        new Uint8Array([4, 0, 0, 0, 0, 0, 0, 0, 123, 34, 34, 125])]) {
+        const e = await leavesEngineSound(fc, () => fc.decodeSafetensors(bytes));
+        assert.ok(e instanceof FucinaError && typeof e.code === 'string', `${e?.name}: ${e?.message}`);
+      }
+      throwsCode(() => fc.encodeSafetensors({ w: fc.ones(['d'], [2]) }, null), 'InvalidArgument');
+      throwsCode(() => fc.encodeSafetensors({ w: fc.ones(['d'], [2]) }, { k: 1 }), 'InvalidArgument');
+    });
+
+    test('disposed and non-tensor arguments are FucinaErrors in every function', async () => {
+      const fc = await engine(variant);
+      const x = fc.variable(['d'], [2], [1, 2]);
+      const gone = fc.ones(['d'], [2]);
+      gone.dispose();
+      for (const [bad, code] of [[gone, 'TensorReleased'], [{}, 'InvalidArgument'], [null, 'InvalidArgument']]) {
+        throwsCode(() => x.add(bad), code);
+        throwsCode(() => fc.concat([x, bad], 'd'), code);
+        throwsCode(() => fc.where(bad, x, x), code);
+        throwsCode(() => fc.variable(bad), code);
+        throwsCode(() => fc.optim.sgd([bad]), code);
+        throwsCode(() => fc.optim.clipGradNorm([bad], 1), code);
+        throwsCode(() => fc.encodeSafetensors({ a: bad }), code);
+        throwsCode(() => fc.checkpoint((a) => a, [bad]), code);
+        throwsCode(() => x.backward(bad), code);
+      }
+      await stillWorks(fc);
+    });
+  });
+}
+
+describe('issue 17: data and layer helpers', () => {
+  test('readIdx on a truncated .gz, subSeed of a string, a huge shuffledIndices are FucinaErrors', async () => {
+    const { gzipSync } = await import('node:zlib');
+    const { writeFileSync, mkdtempSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { readIdx, shuffledIndices } = await import('fucina');
+    const file = `${mkdtempSync(`${tmpdir()}/fucina-`)}/t.gz`;
+    const gz = gzipSync(new Uint8Array([0, 0, 8, 1, 0, 0, 0, 2, 7, 9]));
+    writeFileSync(file, gz.subarray(0, gz.length - 6));
+    await assert.rejects(readIdx(file), (e) => e instanceof FucinaError && e.code === 'InvalidArgument');
+    const fc = await engine('simd');
+    throwsCode(() => fc.nn.subSeed('x', 0), 'InvalidArgument');
+    throwsCode(() => fc.nn.subSeed(1.5, 0), 'InvalidArgument');
+    throwsCode(() => shuffledIndices(2 ** 32, 1), 'InvalidArgument');
+    throwsCode(() => shuffledIndices(4, 'seed'), 'InvalidArgument');
+  });
+});

@@ -1,0 +1,277 @@
+// The adversarial tables (issue 17): for every public function and method of the package, a
+// valid call and the kinds of its arguments. adversarial.test.mjs generates the bad calls from
+// them: each argument in turn replaced by every bad value of its kind. ENGINE and PARTIAL list
+// well-typed calls the engine must refuse; callbacks, heap exhaustion and optimizers have
+// hand-written rows in the test file.
+
+// ---- argument kinds: a valid value, with the bad values users pass for that kind
+const arg = (kind, value, extra) => ({ kind, value, extra });
+export const tensor = (name) => arg('tensor', name);
+export const tensors = (...names) => arg('tensors', names);
+export const axis = (v) => arg('axis', v);
+export const tags = (v) => arg('tags', v);
+export const shape = (v) => arg('shape', v);
+export const int = (v) => arg('int', v);        // any integer
+export const nat = (v) => arg('nat', v);        // an integer >= 0
+export const pos = (v) => arg('pos', v);        // an integer >= 1
+export const num = (v) => arg('number', v);
+export const bool = (v) => arg('bool', v);
+export const dtype = (v) => arg('dtype', v);
+export const values = (v) => arg('values', v);
+export const fn = (v) => arg('fn', v);
+export const pairPos = (v) => arg('pairPos', v);
+export const pairNat = (v) => arg('pairNat', v);
+/** An options object: a valid one, and the kind of each key (each key gets its kind's bad values). */
+export const options = (v, keys) => arg('options', v, keys);
+/** A loss's reduction or options: as options, plus bad reduction names. */
+export const loss = (v, keys = {}) => arg('loss', v, keys);
+export const raw = (v, bad) => arg('raw', v, bad);  // a one-off kind: the bad values given here
+
+// Bad values per kind; an '@name' string is a fixture (fixtures() in adversarial.test.mjs).
+const NOT_INT = [NaN, Infinity, -Infinity, 1.5, 2 ** 53, 2 ** 64, '1', null, {}];
+export const BAD = {
+  tensor: ['@gone', '@foreign', 42, null, {}, 'x', [1]],
+  tensors: ['x', null, ['@gone'], ['@foreign'], [42], [null]],
+  axis: [7, null, ['r'], {}],
+  tags: ['r', null, [1], [null], [{}], {}],
+  shape: ['x', null, [-1], [1.5], [NaN], [Infinity], [2 ** 53], ['2'], [null], {}],
+  int: NOT_INT,
+  nat: [...NOT_INT, -1],
+  pos: [...NOT_INT, -1, 0],
+  number: ['1', null, {}, [], true],
+  bool: [1, 'true', null, {}],
+  dtype: ['f128', 7, null, 'F32', {}],
+  values: ['ab', [1, 'x'], [1, null], null, {}, 7, new DataView(new ArrayBuffer(8))],
+  fn: [42, null, 'f', {}],
+  pairPos: [0, -1, 1.5, NaN, [1], [1, NaN], [1, 0], [1, 2, 3], 'x', null],
+  pairNat: [-1, 1.5, NaN, [0, -1], [1], 'x', null],
+  options: [{ bogus: 1 }, 7, 'x', [], null, true],
+  loss: ['avg', 'MEAN', 7, [], null, { bogus: 1 }, { reduction: 'avg' }, { reduction: 7 }],
+};
+
+// ---- the tables. self: the fixture a method is called on ('x' unless given).
+const unaryOps = ['neg', 'abs', 'exp', 'log', 'sqrt', 'tanh', 'sigmoid', 'relu', 'gelu', 'geluErf', 'quickGelu',
+  'silu', 'log1p', 'rsqrt', 'reciprocal', 'sin', 'cos', 'sumAll', 'meanAll', 'contiguous', 'grad', 'zeroGrad',
+  'detach', 'toArray', 'tags', 'shape', 'dtype', 'requiresGrad'];
+const axisOps = ['sum', 'mean', 'max', 'min', 'logsumexp', 'cumsum', 'prod', 'norm', 'softmax', 'logSoftmax'];
+const poolOptions = { stride: 'pairPos', padding: 'nat', height: 'axis', width: 'axis' };
+const convOptions = { stride: 'pairPos', padding: 'pairNat', dilation: 'pairPos', groups: 'pos', bias: 'tensor', axes: 'options' };
+
+/** Tensor methods: name -> { self, args } (a getter or a method without arguments: args []). */
+export const TENSOR = {
+  ...Object.fromEntries(unaryOps.map((op) => [op, { args: [] }])),
+  ...Object.fromEntries(axisOps.map((op) => [op, { args: [axis('c')] }])),
+  ...Object.fromEntries(['add', 'sub', 'mul', 'div', 'maximum', 'minimum', 'pow'].map((op) => [op, { args: [tensor('p')] }])),
+  ...Object.fromEntries(['scale', 'addScalar', 'subScalar', 'divScalar', 'powScalar', 'leakyRelu', 'elu']
+    .map((op) => [op, { args: [num(2)] }])),
+  item: { self: 's', args: [] },
+  backward: { self: 's', args: [tensor('one')], skipValid: true },  // a leaf: nothing to run twice
+  to: { self: 'p', args: [dtype('f16')] },
+  clamp: { args: [num(0), num(1)] },
+  variance: { args: [axis('c'), int(1)] },
+  dot: { args: [tensor('v'), axis('c')] },
+  addDot: { args: [tensor('w'), axis('c'), tensor('bias')] },
+  matmul: { args: [tensor('m'), bool(false)] },
+  transpose: { args: [axis('r'), axis('c')] },
+  broadcastTo: { args: [tags(['n', 'r', 'c']), shape([2, 2, 3])] },
+  permuteTo: { args: [tags(['c', 'r'])] },
+  withTags: { args: [tags(['a', 'b'])] },
+  indexSelect: { args: [axis('c'), tensor('idx')] },
+  narrow: { args: [axis('c'), nat(0), nat(2)] },
+  insertAxis: { args: [axis('n'), nat(0)] },
+  squeeze: { self: 'sq', args: [axis('one')] },
+  merge: { args: [tags(['r', 'c']), axis('rc')] },
+  split: { args: [axis('c'), tags(['a', 'b']), shape([3, 1])] },
+  flatten: { args: [axis('all')] },
+  reshape: { args: [tags(['n']), shape([6])] },
+  select: { args: [axis('c'), int(1)] },
+  slice: { args: [axis('c'), nat(0), nat(2), pos(1)] },
+  pad: { args: [axis('c'), nat(1), nat(1), num(0)] },
+  maskedFill: { args: [tensor('mask'), num(0)] },
+  tril: { args: [axis('r'), axis('c'), int(0)] },
+  triu: { args: [axis('r'), axis('c'), int(0)] },
+  bandPart: { args: [axis('r'), axis('c'), int(1), int(1)] },
+  layerNorm: { args: [axis('c'), options({ eps: 1e-5 }, { eps: 'number', weight: 'tensor', bias: 'tensor' })] },
+  rmsNorm: { args: [axis('c'), num(1e-6)] },
+  rmsNormMul: { args: [axis('c'), tensor('v'), num(1e-6)] },
+  l2Normalize: { args: [axis('c'), num(1e-12)] },
+  crossEntropy: { args: [tensor('lab'), axis('c'), loss({ labelSmoothing: 0.1 }, { labelSmoothing: 'number' })] },
+  nllLoss: { args: [tensor('lab'), axis('c'), loss('sum')] },
+  mseLoss: { args: [tensor('p'), loss('none')] },
+  huberLoss: { args: [tensor('p'), loss({ delta: 1 }, { delta: 'number' })] },
+  bceLoss: { self: 'p', args: [tensor('p'), loss('mean')] },
+  bceWithLogitsLoss: { args: [tensor('p'), loss('sum')] },
+  klDivLoss: { args: [tensor('p'), loss({ logTarget: false }, { logTarget: 'bool' })] },
+  gather: { args: [axis('c'), tensor('gidx')] },
+  takeAlongAxis: { args: [axis('c'), tensor('gidx')] },
+  scatterAdd: { args: [axis('c'), tensor('gidx'), tensor('p')] },
+  swiglu: { self: 'even', args: [axis('c')] },
+  geglu: { self: 'even', args: [axis('c')] },
+  rope: { self: 'q', args: [options({ base: 100 }, { position: 'axis', dim: 'axis', base: 'number', offset: 'nat',
+    mode: ['full', 7, null] })] },
+  dropout: { args: [num(0.5), nat(1)] },
+  conv2d: { self: 'img', args: [tensor('wconv'), options({ stride: 1 }, convOptions)] },
+  maxPool2d: { self: 'img', args: [pairPos(2), options({}, poolOptions)] },
+  avgPool2d: { self: 'img', args: [pairPos(2), options({}, poolOptions)] },
+  upsample2xNearest: { self: 'img', args: [axis('h'), axis('w')] },
+};
+/** Public Tensor members with nothing to get wrong, and why. */
+export const TENSOR_EXEMPT = { dispose: 'idempotent, no arguments', isDisposed: 'a flag that never throws' };
+
+// scale: null is the default 1/sqrt(D).
+const attentionOptions = { heads: 'axis', time: 'axis', dim: 'axis', causal: 'bool', scale: ['1', {}, [], true] };
+const vjp = { forward: ([a]) => a.scale(2), backward: (_i, _o, gy) => [gy.scale(2)] };
+
+/** fc methods. */
+export const FC = {
+  variable: { args: [tags(['d']), shape([2]), values([1, 2])] },
+  constant: { args: [tags(['d']), shape([2]), values([1, 2]), dtype('i32')] },
+  full: { args: [tags(['d']), shape([2]), num(3), dtype('f32')] },
+  zeros: { args: [tags(['d']), shape([2]), dtype('f32')] },
+  ones: { args: [tags(['d']), shape([2]), dtype('f16')] },
+  scalar: { args: [num(1), dtype('f32')] },
+  uniform: { args: [tags(['d']), shape([2]), num(0), num(1), nat(3)] },
+  normal: { args: [tags(['d']), shape([2]), num(0), num(1), nat(3)] },
+  encodeSafetensors: { args: [raw({ w: '@x' }, [null, 7, 'x', [], { w: '@gone' }, { w: '@foreign' }, { w: 42 }]),
+    raw({ k: 'v' }, [null, 7, 'x', { k: 1 }, { k: null }])] },
+  decodeSafetensors: { args: [raw('@bytes', ['@corrupt', null, 'x', [1, 2], new Uint16Array(4)])] },
+  concat: { args: [tensors('x', 'p'), axis('r')] },
+  stack: { args: [tensors('x', 'p'), axis('s')] },
+  einsum: { args: [tensor('x'), tensor('v'), tags(['r'])] },
+  where: { args: [tensor('mask'), tensor('x'), tensor('p')] },
+  groupedAttention: { args: [tensor('q4'), tensor('q4'), tensor('q4'), options({ causal: false }, attentionOptions)] },
+  noGrad: { args: [fn(() => 1)] },
+  scope: { args: [fn(() => 1)] },
+  checkpoint: { args: [fn((a) => a.exp()), tensors('x')] },
+  customVjp: { args: [raw(vjp, [null, 7, {}, { forward: () => 1 }, { backward: () => [] }]), tensors('x')] },
+  gradcheck: { args: [fn((a) => a.mul(a).sumAll()), tensors('x'), options({}, { eps: 'number', absTol: 'number', relTol: 'number' })] },
+};
+export const FC_EXEMPT = { isGradEnabled: 'no arguments', memory: 'no arguments', resetPeak: 'no arguments', trimCache: 'no arguments' };
+
+const sgdOptions = { lr: 'number', momentum: 'number', dampening: 'number', nesterov: 'bool', weightDecay: 'number' };
+const adamOptions = { lr: 'number', betas: [[0.9], [0.9, 'x'], 'x', null], eps: 'number', weightDecay: 'number' };
+const lr = (v) => raw(v, ['1', null, -1, NaN, Infinity]);
+
+/** fc.optim functions. */
+export const OPTIM = {
+  sgd: { args: [tensors('x'), options({ lr: 0.1 }, sgdOptions)] },
+  adam: { args: [tensors('x'), options({ lr: 0.1 }, adamOptions)] },
+  adamw: { args: [tensors('x'), options({ lr: 0.1 }, adamOptions)] },
+  clipGradNorm: { args: [tensors('x'), num(1)] },
+  linearWarmup: { args: [nat(1), nat(10), lr(0.1)] },
+  cosineDecay: { args: [nat(1), pos(10), lr(0.1), lr(0)] },
+  warmupCosine: { args: [lr(0.1), nat(2), raw(10, [2, 1.5, NaN, '10']), lr(0)] },
+};
+
+const gptKeys = { vocab: 'pos', context: 'pos', dModel: 'pos', heads: 'pos', layers: 'pos', mlp: 'pos', checkpointBlocks: 'bool' };
+const cnnKeys = { image: 'pos', channels: 'pos', conv1: 'pos', conv2: 'pos', hidden: 'pos', classes: 'pos' };
+export const GPT = { vocab: 8, context: 4, dModel: 4, heads: 1, layers: 1, mlp: 4 };
+export const CNN = { image: 10, conv1: 1, conv2: 1, hidden: 2, classes: 2 };
+
+/** fc.nn: functions, and classes (construct: true) with their methods under 'Class#method'. */
+export const NN = {
+  Linear: { construct: true, args: [axis('in'), axis('out'), pos(2), pos(2), nat(0), options({ bias: false }, { bias: 'bool' })] },
+  Conv2d: { construct: true, args: [axis('c'), axis('out'), pos(1), pos(2), pos(1), nat(0),
+    options({}, { stride: 'pairPos', padding: 'pairNat', dilation: 'pairPos', groups: 'pos', axes: 'options' })] },
+  LayerNorm: { construct: true, args: [axis('e'), pos(4), num(1e-5)] },
+  Embedding: { construct: true, args: [axis('v'), axis('e'), pos(4), pos(2), num(0.02), nat(0)] },
+  Mlp: { construct: true, args: [options({ sizes: [2, 2] }, { sizes: [[2], [2, 0], [2, 1.5], 'x', null] }), nat(0)] },
+  Cnn: { construct: true, args: [options(CNN, cnnKeys), nat(0)] },
+  Gpt: { construct: true, args: [options(GPT, gptKeys), nat(0)] },
+  subSeed: { args: [nat(1), nat(2)] },
+  saveParameters: { args: [tensors('x'), raw({}, [null, 7, { k: 1 }])] },
+  loadParameters: { args: [tensors('x'), raw('@params', ['@corrupt', null, 'x', '@bytes'])] },
+  // Layer methods, on a model the test builds (model fixtures named after the class).
+  'Linear#forward': { self: '#Linear', args: [tensor('lin')] },
+  'Conv2d#forward': { self: '#Conv2d', args: [tensor('img')] },
+  'LayerNorm#forward': { self: '#LayerNorm', args: [tensor('emb')] },
+  'Embedding#forward': { self: '#Embedding', args: [tensor('ids')] },
+  'Mlp#forward': { self: '#Mlp', args: [tensor('lin')] },
+  'Cnn#forward': { self: '#Cnn', args: [tensor('img10')] },
+  'Gpt#forward': { self: '#Gpt', args: [tensor('tokens')] },
+  'Gpt#loss': { self: '#Gpt', args: [tensor('tokens')] },
+};
+export const NN_EXEMPT = Object.fromEntries(['Linear', 'Conv2d', 'LayerNorm', 'Embedding', 'Mlp', 'Cnn', 'Gpt']
+  .map((c) => [`${c}#parameters`, 'no arguments']));
+
+/** Optimizer methods and accessors, on an optimizer the test builds. */
+export const OPTIMIZER = ['step', 'zeroGrad', 'lr', 'params', 'isDisposed', 'dispose'];
+
+/** The package's exported functions (data helpers and init); async ones are awaited. */
+export const MODULE = {
+  parseIdx: { args: [raw('@idxBytes', ['@idxTruncated', '@idxCount', '@idxType', null, 'x', [0, 0, 8, 1]])] },
+  readIdx: { async: true, args: [raw('@idxFile', ['@gzTruncated', '/nonexistent/file', 42, null])] },
+  shuffledIndices: { args: [raw(5, [-1, 1.5, NaN, 2 ** 32, 2 ** 53, '5', null]), raw(1, ['x', 1.5, NaN, null, {}])] },
+  loadFashionMnist: { async: true, skipValid: true, args: [raw({ train: false }, [{ bogus: 1 }, 'x', 7, { base: '/nonexistent' }])] },
+  makeBatch: { args: [raw('@fc', [null, {}]), raw('@split', [null, {}, 'x']), raw([0], [[5], [-1], [NaN], [0.5], 'x', null]),
+    nat(0), nat(1)] },
+  init: { async: true, skipValid: true, args: [raw({ variant: 'simd' }, [{ variant: 'x' }, { thread: 1 }, 7, 'simd', null,
+    { variant: 'threaded-simd', threads: 0 }, { variant: 'threaded-simd', threads: 2.5 }, { variant: 'threaded-simd', threads: 2 ** 53 }])] },
+};
+export const MODULE_EXEMPT = { FucinaError: 'a class', Tensor: 'a class', Optimizer: 'a class' };
+
+/** Well-typed calls the engine itself must refuse: unknown axes, wrong dtypes, shapes, indices. */
+export const ENGINE = {
+  'sum over an unknown axis': (f) => f.x.sum('nope'),
+  'softmax over an unknown axis': (f) => f.x.softmax('nope'),
+  'dot over an unshared axis': (f) => f.x.dot(f.v, 'r'),
+  'transpose to an unknown axis': (f) => f.x.transpose('r', 'zz'),
+  'permuteTo missing an axis': (f) => f.x.permuteTo(['r']),
+  'broadcastTo fewer axes': (f) => f.x.broadcastTo(['r'], [2]),
+  'reshape to another count': (f) => f.x.reshape(['n'], [7]),
+  'split into the wrong extents': (f) => f.x.split('c', ['a', 'b'], [2, 2]),
+  'squeeze an axis of extent 2': (f) => f.x.squeeze('r'),
+  'insertAxis past the rank': (f) => f.x.insertAxis('n', 3),
+  'insertAxis with an existing name': (f) => f.x.insertAxis('r', 0),
+  'merge into an existing name': (f) => f.x.merge(['r'], 'c'),
+  'withTags of the wrong rank': (f) => f.x.withTags(['a']),
+  'add of mismatched extents': (f) => f.x.add(f.c4),
+  'narrow past the end': (f) => f.x.narrow('c', 2, 5),
+  'select past the end': (f) => f.x.select('c', 3),
+  'select before the start': (f) => f.x.select('c', -4),
+  'slice with start > end': (f) => f.x.slice('c', 2, 1),
+  'slice past the end': (f) => f.x.slice('c', 0, 9),
+  'indexSelect of an index out of range': (f) => f.x.indexSelect('c', f.idxOut),
+  'indexSelect with f32 indices': (f) => f.x.indexSelect('c', f.p),
+  'gather of an index out of range': (f) => f.x.gather('c', f.gidxOut),
+  'crossEntropy with f32 labels': (f) => f.x.crossEntropy(f.p.sum('c'), 'c'),
+  'crossEntropy with a label out of range': (f) => f.x.crossEntropy(f.labOut, 'c'),
+  'exp of f16': (f) => f.h.exp(),
+  'to() an unknown dtype': (f) => f.p.to('q8_0'),
+  'a variable cast to i32': (f) => f.x.to('i32'),
+  'item of 6 values': (f) => f.x.item(),
+  'backward of a non-scalar': (f) => f.x.mul(f.x).backward(),
+  'backward of a constant': (f) => f.p.sumAll().backward(),
+  'a seed of the wrong shape': (f) => f.s.backward(f.c4),
+  'concat of nothing': (f) => f.fc.concat([], 'r'),
+  'einsum to an unknown axis': (f) => f.fc.einsum(f.x, f.v, ['zz']),
+  'constant with too few values': (f) => f.fc.constant(['d'], [3], [1, 2]),
+  'a duplicate axis name': (f) => f.fc.zeros(['d', 'd'], [1, 1]),
+  'an empty axis name': (f) => f.fc.zeros([''], [1]),
+  'dropout with p = 2': (f) => f.x.dropout(2, 1),
+  'clamp with lo > hi': (f) => f.x.clamp(1, 0),
+  'conv2d of a mismatched weight': (f) => f.img.conv2d(f.w),
+  'maxPool2d with a kernel above the image': (f) => f.img.maxPool2d(5),
+  'rope over an odd dim': (f) => f.x.rope({ position: 'r', dim: 'c' }),
+  'groupedAttention of mismatched heads': (f) => f.fc.groupedAttention(f.q4, f.x, f.x),
+  'decodeSafetensors of an empty array': (f) => f.fc.decodeSafetensors(new Uint8Array(0)),
+  'decodeSafetensors with a lying header length': (f) => f.fc.decodeSafetensors(Uint8Array.from([255, 255, 255, 255, 0, 0, 0, 0, 123, 125])),
+  'loadParameters of another model': (f) => f.fc.nn.loadParameters([f.p, f.x], f.params),
+  'an optimizer with a negative lr': (f) => f.fc.optim.sgd([f.x], { lr: -1 }),
+  'an optimizer over a constant': (f) => f.fc.optim.adam([f.p]),
+  'gradcheck of constants only': (f) => f.fc.gradcheck((a) => a.sumAll(), [f.p]),
+  'gradcheck with eps < 0': (f) => f.fc.gradcheck((a) => a.sumAll(), [f.x], { eps: -1 }),
+};
+
+/** Models failing part-way, in construction (a last layer the heap cannot hold) or in forward
+ * (input of the wrong size): what they made must be freed (run outside a scope, which would
+ * free it anyway). */
+export const PARTIAL = {
+  'a Cnn given images too small for its second conv': (f) => f['#Cnn'].forward(f.img),
+  'a Cnn given images of the wrong size': (f) => f['#Cnn'].forward(f.img9),
+  'a Gpt given tokens past its vocabulary': (f) => f['#Gpt'].loss(f.tokensOut),
+  'an Mlp given the wrong features': (f) => f['#Mlp'].forward(f.x),
+  'an Mlp whose last layer does not fit': (f) => new f.fc.nn.Mlp({ sizes: [2, 2, 2 ** 30] }),
+  'a Gpt whose MLP does not fit': (f) => new f.fc.nn.Gpt({ ...GPT, mlp: 2 ** 30 }),
+  'a Cnn whose hidden layer does not fit': (f) => new f.fc.nn.Cnn({ ...CNN, hidden: 2 ** 30 }),
+};
