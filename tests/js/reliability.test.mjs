@@ -53,6 +53,7 @@ for (const variant of VARIANTS) {
       assert.equal(last.liveBytes, first.liveBytes);
       assert.equal(last.systemAllocations, first.systemAllocations);
       assert.ok(lastLoss < firstLoss, `loss ${firstLoss} -> ${lastLoss}`);
+      opt.dispose();
       for (const t of [...l1.parameters(), ...l2.parameters(), x, y]) t.dispose();
       assert.equal(fc.memory().liveTensors, base);
     });
