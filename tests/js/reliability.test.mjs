@@ -26,7 +26,7 @@ for (const variant of VARIANTS) {
       assert.equal(fc.memory().liveTensors, before);
     });
 
-    test(`soak: ${SOAK_STEPS} MLP steps keep live tensors, bytes and allocations flat`, async () => {
+    test(`soak: ${SOAK_STEPS} MLP steps keep live tensors, bytes and allocations flat`, async (t) => {
       const fc = await engine(variant);
       const base = fc.memory().liveTensors;
       const l1 = new fc.nn.Linear('in', 'hidden', 16, 32, 1);
@@ -49,6 +49,11 @@ for (const variant of VARIANTS) {
         if (step + 1 === warmup) first = fc.memory();
       }
       const last = fc.memory();
+      const rss = (process.memoryUsage().rss / 1048576).toFixed(1);
+      t.diagnostic(`${SOAK_STEPS} steps: live tensors ${first.liveTensors} -> ${last.liveTensors}, ` +
+        `live bytes ${first.liveBytes} -> ${last.liveBytes}, system allocations ` +
+        `${first.systemAllocations} -> ${last.systemAllocations}, loss ${firstLoss.toFixed(4)} -> ` +
+        `${lastLoss.toFixed(4)}, process RSS at the end ${rss} MiB`);
       assert.equal(last.liveTensors, first.liveTensors);
       assert.equal(last.liveBytes, first.liveBytes);
       assert.equal(last.systemAllocations, first.systemAllocations);
