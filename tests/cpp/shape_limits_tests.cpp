@@ -44,6 +44,7 @@ TEST_CASE("shape limits: pooling and conv2d refuse absurd pads, kernels, strides
   const Tensor empty = Tensor::zeros(ctx, {"n", "c", "h", "w"}, {0, 1, 4, 4});
   for (const Tensor& in : {x, empty}) {
     REQUIRE_FUCINA_ERROR(in.maxPool2d(ctx, 2, 2, 1, 1, kMax), InvalidArgument);
+    REQUIRE_FUCINA_ERROR(in.avgPool2d(ctx, 3, 3, 1, 1, int64_t{1} << 62), InvalidArgument);  // ops_fuzz: 2 * pad wrapped
     REQUIRE_FUCINA_ERROR(in.avgPool2d(ctx, kMax, kMax, 1, 1, kMax / 2), InvalidArgument);
     REQUIRE_FUCINA_ERROR(in.maxPool2d(ctx, kMax, 2, 1, 1, 1), ShapeMismatch);
     // Within pad <= kernel / 2, yet 2^40 x 2^40 taps per window: a pad past the input is refused.

@@ -48,12 +48,17 @@ std::string quote(const std::string& s) {
   return out + "\"";
 }
 
+struct JsonMember;
 struct Json {
   enum Kind { kString, kNumber, kArray, kObject } kind = kString;
   std::string text;
   int64_t number = 0;
   std::vector<Json> items;
-  std::vector<std::pair<std::string, Json>> members;
+  std::vector<JsonMember> members;  // not std::pair<std::string, Json>: clang will not build that
+};                                  // pair while Json is incomplete
+struct JsonMember {
+  std::string key;
+  Json value;
 };
 
 // Headers nest 2-3 levels; the bound keeps a hostile one from overflowing the parser's stack.
@@ -158,7 +163,7 @@ class Parser {
     while (true) {
       std::string key = string();
       expect(':');
-      v.members.emplace_back(std::move(key), value());
+      v.members.push_back({std::move(key), value()});
       if (peek() == '}') return ++i_, v;
       expect(',');
     }

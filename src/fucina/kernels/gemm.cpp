@@ -248,8 +248,12 @@ RawTensor contract(ExecContext& ctx, const RawTensor& a, const RawTensor& b,
   const bool fused_bias = initial.valid() && initial.tags() == b_free && initial.shape() == n_shape &&
                           initial.isContiguous() && initial.dtype() == DType::f32;
   const bool accumulate = initial.valid() && !fused_bias;
-  if (accumulate) copyConvert(initial.broadcastView(gemm_tags, gemm_shape), out, &ctx);
-  for (int64_t i = 0; i < nb; ++i)
+  // An operand with no elements may have no buffer (null data): no GEMM, and no pointer
+  // arithmetic on it (UBSan, ops_fuzz). The product is the initial value alone, or zeros.
+  const bool empty = k == 0 || out.numel() == 0;
+  if (accumulate || (empty && initial.valid())) copyConvert(initial.broadcastView(gemm_tags, gemm_shape), out, &ctx);
+  else if (empty) fill(out, 0.0, &ctx);
+  for (int64_t i = 0; !empty && i < nb; ++i)
     gemm(ctx, ma.trans, mb.trans, m, n, k, ma.data + ma.batch_offsets[i], ma.ld,
          mb.data + mb.batch_offsets[i], mb.ld, pc + i * m * n, n, accumulate,
          fused_bias ? initial.f32() : nullptr);

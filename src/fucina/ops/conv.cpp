@@ -148,7 +148,7 @@ PoolSetup poolSetup(ExecContext& ctx, std::string_view op, const Tensor& t, int6
   requirePositive(op, "stride_h", sh);
   requirePositive(op, "stride_w", sw);
   requirePositive(op, "pad", pad, 0);
-  if (2 * pad > kh || 2 * pad > kw)
+  if (pad > kh / 2 || pad > kw / 2)  // not 2 * pad: a pad near INT64_MAX would wrap
     fail(ErrorCode::InvalidArgument, std::string(op) + ": pad " + num(pad) + " must be at most half the kernel " +
                                          num(kh) + "x" + num(kw));
   PoolSetup s;
