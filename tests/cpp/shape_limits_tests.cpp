@@ -64,3 +64,19 @@ TEST_CASE("shape limits: pooling and conv2d refuse absurd pads, kernels, strides
   const Tensor tall = Tensor::zeros(ctx, {"n", "h", "w"}, {0, int64_t{1} << 57, 2});
   REQUIRE_FUCINA_ERROR(tall.upsample2xNearest(ctx), InvalidArgument);
 }
+
+// ops_fuzz: an empty tensor may have 2^40 along its other axes; a loop over them (one per image
+// or plane, each with nothing to do) never ended.
+TEST_CASE("shape limits: empty tensors with huge other extents compute nothing, at once", "[shape]") {
+  ExecContext ctx;
+  const int64_t n = int64_t{1} << 40;
+  const Tensor x = Tensor::variable(ctx, Tensor::zeros(ctx, {"n", "c", "h", "w"}, {n, 4, 0, 3}));
+  const Tensor up = x.upsample2xNearest(ctx);
+  CHECK(up.shape() == fucina::Extents{n, 4, 0, 6});
+  const Tensor w = Tensor::variable(ctx, Tensor::zeros(ctx, {"out", "c", "kh", "kw"}, {0, 4, 1, 1}));
+  const Tensor y = x.conv2d(ctx, w, Conv2dOptions{.pad_h = 1});
+  CHECK(y.shape() == fucina::Extents{n, 0, 2, 3});
+  up.sumAll(ctx).add(ctx, y.sumAll(ctx)).backward(ctx);
+  CHECK(x.grad(ctx)->shape() == x.shape());
+  CHECK(w.grad(ctx)->shape() == w.shape());
+}

@@ -102,6 +102,8 @@ Tags otherAxes(const RawTensor& a, std::initializer_list<Tag> spatial, Extents* 
 // the pool. Planes are independent, so the split never changes a result.
 template <class Body>
 void forPlaneChunks(ExecContext& ctx, int64_t planes, int64_t plane_size, const Body& body) {
+  // Empty planes: nothing to do, however many (2^42 planes of an h=0 input hung in ops_fuzz).
+  if (plane_size == 0) return;
   const int64_t grain = std::max<int64_t>(1, (int64_t{16} << 10) / std::max<int64_t>(1, plane_size));
   ctx.parallelFor(planes, grain, [&](int64_t begin, int64_t end) { body(begin, end - begin); });
 }
@@ -234,7 +236,8 @@ Tensor Tensor::conv2d(ExecContext& ctx, const Tensor& weight, const Conv2dOption
   const int64_t cols_floats = checkedMul(checkedMul(C, KH * KW, op), P, op);
   const auto work = static_cast<size_t>(checkedMul(checkedMul(checkedMul(2 * N, OC, op), P, op), CgK, op));
   const Conv2dGeometry g{C, H, W, KH, KW, o.stride_h, o.stride_w, o.pad_h, o.pad_w, o.dilation_h, o.dilation_w, OH, OW};
-  {
+  // An empty result (no output channels, say) computes nothing, however many images.
+  if (y.numel() > 0) {
     const float* px = x.f32();
     const float* pw = w.f32();
     float* py = y.f32();
@@ -256,6 +259,11 @@ Tensor Tensor::conv2d(ExecContext& ctx, const Tensor& weight, const Conv2dOption
             w_tags = Tags{o.out_channels, o.channels, o.kernel_h, o.kernel_w},
             w_shape = Extents{OC, C / G, KH, KW}](ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads out) {
       const RawTensor gyc = gy.permuted(out_order).contiguous(c);
+      if (gyc.numel() == 0) {  // as in the forward: zeros, without a loop over the images
+        if (needs[0]) out[0] = RawTensor::zeros(c, x_tags, x_shape);
+        if (needs[1]) out[1] = RawTensor::zeros(c, w_tags, w_shape);
+        return;
+      }
       const float* pg = gyc.f32();
       const int64_t C = g.channels, OC = OCg * G, HW = g.height * g.width;
       if (needs[0]) {
