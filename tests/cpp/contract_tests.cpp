@@ -308,4 +308,12 @@ TEST_CASE("contractions over an empty axis give zeros or the bias, with batch ax
   CHECK(none.dot(ctx, k, "k").shape() == Extents{0, 3});
   y.sumAll(ctx).backward(ctx);
   CHECK(a.grad(ctx)->numel() == 0);
+  // 2^40 batch matrices with no elements: no list of 2^40 batch offsets (ops_fuzz: 8 TiB asked).
+  const int64_t huge = int64_t{1} << 40;
+  const Tensor p = Tensor::variable(ctx, Tensor::zeros(ctx, {"n", "i", "k"}, {huge, 0, 2}));
+  const Tensor q = Tensor::ones(ctx, {"k", "j"}, {2, 3}).broadcastTo(ctx, {"n", "k", "j"}, {huge, 2, 3});
+  const Tensor pq = p.dot(ctx, q, "k");
+  CHECK(pq.shape() == Extents{huge, 0, 3});
+  pq.sumAll(ctx).backward(ctx);
+  CHECK(p.grad(ctx)->shape() == p.shape());
 }
