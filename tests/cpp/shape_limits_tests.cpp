@@ -79,4 +79,8 @@ TEST_CASE("shape limits: empty tensors with huge other extents compute nothing, 
   up.sumAll(ctx).add(ctx, y.sumAll(ctx)).backward(ctx);
   CHECK(x.grad(ctx)->shape() == x.shape());
   CHECK(w.grad(ctx)->shape() == w.shape());
+  // rope's tables over no positions: no loop over 2^39 pairs; a position offset near INT64_MAX.
+  const Tensor r = Tensor::zeros(ctx, {"t", "d"}, {0, n}).rope(ctx, fucina::RopeOptions{.offset = kMax - 1});
+  CHECK(r.shape() == fucina::Extents{0, n});
+  CHECK(Tensor::ones(ctx, {"t", "d"}, {1, 2}).rope(ctx, fucina::RopeOptions{.offset = kMax - 1}).numel() == 2);
 }
