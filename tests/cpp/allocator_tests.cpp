@@ -121,6 +121,19 @@ TEST_CASE("zero-byte and impossible buffers", "[allocator]") {
   CHECK(aligned(after));
 }
 
+TEST_CASE("a live-byte limit makes a request past it OutOfMemory, and is all that changes", "[allocator]") {
+  ExecContext ctx;
+  ctx.account()->setLiveLimit(1000);
+  RawTensor a = floats(ctx, 200);  // 800 bytes
+  REQUIRE_FUCINA_ERROR(floats(ctx, 51), OutOfMemory);
+  CHECK(ctx.memory().live_bytes == 800u);
+  RawTensor b = floats(ctx, 50);  // exactly at the limit
+  a = RawTensor();
+  RawTensor c = floats(ctx, 200);  // freed bytes count again
+  ctx.account()->setLiveLimit(SIZE_MAX);
+  CHECK(floats(ctx, 1000).numel() == 1000);
+}
+
 TEST_CASE("storage that outlives its context is freed, not cached", "[allocator]") {
   std::shared_ptr<MemoryAccount> account;
   std::optional<Tensor> kept;

@@ -291,3 +291,29 @@ TEST_CASE("transpose swaps two axis names, a view") {
   CHECK_FUCINA_ERROR(x.transpose(ctx, "a", "zz"), ShapeMismatch);
   CHECK_THROWS_WITH(x.transpose(ctx, "a", "zz"), Catch::Contains("'zz'"));
 }
+
+// ops_fuzz found GEMM offsetting an empty operand's null buffer (UB, seen by UBSan): an empty
+// contracted axis gives zeros, or the bias, with batch axes too; an empty result skips the GEMM.
+TEST_CASE("contractions over an empty axis give zeros or the bias, with batch axes") {
+  ExecContext ctx;
+  const Tensor a = Tensor::variable(ctx, Tensor::zeros(ctx, {"a", "b", "c", "h"}, {1, 0, 2, 1}));
+  const Tensor y = a.dot(ctx, a, "b");
+  CHECK(y.shape() == Extents{1, 2, 1});
+  CHECK(y.toVector() == std::vector<float>{0, 0});
+  const Tensor w = Tensor::fromSlice(ctx, {"b", "o"}, {0, 3}, std::vector<float>{});
+  const Tensor bias = Tensor::fromSlice(ctx, {"o"}, {3}, {1, 2, 3});
+  CHECK(a.addDot(ctx, w, "b", bias).toVector() == std::vector<float>{1, 2, 3, 1, 2, 3});
+  CHECK(a.dot(ctx, w, "b").toVector() == std::vector<float>(6, 0));
+  const Tensor none = Tensor::zeros(ctx, {"n", "k"}, {0, 4}), k = Tensor::ones(ctx, {"k", "o"}, {4, 3});
+  CHECK(none.dot(ctx, k, "k").shape() == Extents{0, 3});
+  y.sumAll(ctx).backward(ctx);
+  CHECK(a.grad(ctx)->numel() == 0);
+  // 2^40 batch matrices with no elements: no list of 2^40 batch offsets (ops_fuzz: 8 TiB asked).
+  const int64_t huge = int64_t{1} << 40;
+  const Tensor p = Tensor::variable(ctx, Tensor::zeros(ctx, {"n", "i", "k"}, {huge, 0, 2}));
+  const Tensor q = Tensor::ones(ctx, {"k", "j"}, {2, 3}).broadcastTo(ctx, {"n", "k", "j"}, {huge, 2, 3});
+  const Tensor pq = p.dot(ctx, q, "k");
+  CHECK(pq.shape() == Extents{huge, 0, 3});
+  pq.sumAll(ctx).backward(ctx);
+  CHECK(p.grad(ctx)->shape() == p.shape());
+}

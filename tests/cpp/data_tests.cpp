@@ -32,6 +32,12 @@ std::string writeFile(const std::string& name, const std::vector<uint8_t>& bytes
   return path;
 }
 
+std::vector<uint8_t> gzipBytes(const std::vector<uint8_t>& bytes) {
+  const std::string path = writeFile("fucina-idx-mem.gz", bytes, true);
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
 }  // namespace
 
 TEST_CASE("IDX files parse, plain and gzip-compressed") {
@@ -50,6 +56,33 @@ TEST_CASE("IDX: bad files are InvalidArgument naming the problem") {
   REQUIRE_FUCINA_ERROR(data::parseIdx(idxBytes({2}, {1, 2}, 0x0D)), InvalidArgument);  // float data
   REQUIRE_FUCINA_ERROR(data::parseIdx(idxBytes({3}, {1, 2})), InvalidArgument);         // truncated
   REQUIRE_FUCINA_ERROR(data::readIdxFile("/nonexistent/file.idx"), InvalidArgument);
+}
+
+// Hostile files (issue 17): every failure is InvalidArgument, found before the values are stored.
+TEST_CASE("IDX: dims whose product overflows, or that exceed the file, are InvalidArgument") {
+  REQUIRE_FUCINA_ERROR(data::parseIdx(idxBytes({65536, 65536, 65536, 65536}, {})), InvalidArgument);  // 2^64 wraps to 0
+  REQUIRE_FUCINA_ERROR(data::parseIdx(idxBytes({0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF}, {1})), InvalidArgument);
+  REQUIRE_FUCINA_ERROR(data::parseIdx(idxBytes({3}, {1, 2, 3, 4})), InvalidArgument);  // values past the end
+  CHECK(data::parseIdx(idxBytes({0, 0xFFFFFFFF}, {})).values.empty());
+}
+
+TEST_CASE("IDX: decodeIdx reads gzip from memory; truncated or huge-claiming streams are InvalidArgument") {
+  const auto bytes = idxBytes({2, 2}, {1, 2, 3, 4});
+  const auto gz = gzipBytes(bytes);
+  CHECK(data::decodeIdx(gz).values == std::vector<uint8_t>{1, 2, 3, 4});
+  CHECK(data::decodeIdx(bytes).dims == fucina::Extents{2, 2});
+  for (size_t cut : {size_t{3}, size_t{12}, gz.size() / 2, gz.size() - 4}) {
+    INFO("cut at " << cut);
+    CHECK_FUCINA_ERROR(data::decodeIdx(std::span(gz).first(cut)), InvalidArgument);
+  }
+  auto corrupt = gz;
+  corrupt[gz.size() / 2] ^= 0xFF;
+  CHECK_FUCINA_ERROR(data::decodeIdx(corrupt), InvalidArgument);
+  CHECK_FUCINA_ERROR(data::decodeIdx(gzipBytes(idxBytes({0x7FFFFFFF, 0x7FFFFFFF}, {1, 2}))), InvalidArgument);
+  CHECK_FUCINA_ERROR(data::decodeIdx(gzipBytes(idxBytes({2}, {1, 2, 3}))), InvalidArgument);  // a value too many
+  const std::string path = writeFile("fucina-idx-cut.gz", bytes, true);
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) - 6);
+  REQUIRE_FUCINA_ERROR(data::readIdxFile(path), InvalidArgument);
 }
 
 TEST_CASE("makeSplit scales pixels and batch gathers samples in the given order") {

@@ -104,3 +104,72 @@ TEST_CASE("a model's parameters save and load in place", "[io]") {
   REQUIRE_FUCINA_ERROR(nn::loadParameters(ctx, path + ".missing", b.parameters()), InvalidArgument);
   std::filesystem::remove(path);
 }
+
+// Hostile headers (issue 17): each fails with InvalidArgument, the decoder's code for a corrupt
+// file, before it allocates anything the file does not hold.
+TEST_CASE("safetensors: a deeply nested header is InvalidArgument, not a stack overflow", "[io]") {
+  ExecContext ctx;
+  // 1,000,000 levels (2 MB): deep enough to overflow any thread's stack without the bound.
+  const std::string deep = std::string(1000000, '[') + std::string(1000000, ']');
+  REQUIRE_FUCINA_ERROR(io::decodeSafetensors(ctx, withHeader("{\"a\":" + deep + "}", {})), InvalidArgument);
+  std::string objects;
+  for (int i = 0; i < 1000000; ++i) objects += "{\"a\":";
+  REQUIRE_FUCINA_ERROR(io::decodeSafetensors(ctx, withHeader(objects, {})), InvalidArgument);
+}
+
+TEST_CASE("safetensors: sizes and offsets are checked against the file before allocating", "[io]") {
+  ExecContext ctx;
+  const auto entry = [](const std::string& e, const std::vector<uint8_t>& body = {}) {
+    return withHeader("{\"a\":" + e + "}", body);
+  };
+  // 1 GiB claimed, nothing stored: no allocation at all.
+  REQUIRE_FUCINA_ERROR(io::decodeSafetensors(ctx, entry(R"({"dtype":"F32","shape":[268435456],"data_offsets":[0,0]})")), InvalidArgument);
+  REQUIRE_FUCINA_ERROR(io::decodeSafetensors(ctx, entry(R"({"dtype":"F32","shape":[65536,4096],"data_offsets":[0,8]})", floatBytes({1, 2}))), InvalidArgument);
+  // Extents whose product overflows int64, and a byte count that overflows after the dtype size.
+  REQUIRE_FUCINA_ERROR(io::decodeSafetensors(ctx, entry(R"({"dtype":"F32","shape":[4294967296,4294967296,2],"data_offsets":[0,8]})", floatBytes({1, 2}))), InvalidArgument);
+  REQUIRE_FUCINA_ERROR(io::decodeSafetensors(ctx, entry(R"({"dtype":"F64","shape":[2305843009213693952],"data_offsets":[0,8]})", floatBytes({1, 2}))), InvalidArgument);
+  // A zero-extent axis holds no bytes, whatever the others; but their product must still fit.
+  REQUIRE_FUCINA_ERROR(io::decodeSafetensors(ctx, entry(R"({"dtype":"F32","shape":[0,9223372036854775807,2],"data_offsets":[0,0]})")), InvalidArgument);
+  CHECK(io::decodeSafetensors(ctx, entry(R"({"dtype":"F32","shape":[0,4096],"data_offsets":[0,0]})"))[0].second.numel() == 0);
+  // Overlapping ranges of the right sizes.
+  REQUIRE_FUCINA_ERROR(io::decodeSafetensors(ctx, withHeader(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                                                             R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                                                             floatBytes({1, 2}))), InvalidArgument);
+  // Repeated tensor names and a repeated axis name.
+  REQUIRE_FUCINA_ERROR(io::decodeSafetensors(ctx, withHeader(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                                                             R"("a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                                                             floatBytes({1, 2}))), InvalidArgument);
+  REQUIRE_FUCINA_ERROR(io::decodeSafetensors(ctx, withHeader(R"({"a":{"dtype":"F32","shape":[1,2],"data_offsets":[0,8]},)"
+                                                             R"("__metadata__":{"axes.a":"x,x"}})",
+                                                             floatBytes({1, 2}))), InvalidArgument);
+  CHECK(ctx.memory().peak_bytes == 0);
+}
+
+TEST_CASE("safetensors: any axis name round-trips, and the comma-joined form still reads", "[io]") {
+  ExecContext ctx;
+  const fucina::Tags odd = {"a,b", " ", "[x]", "quote\"back\\slash", "new\nline", "\xc3\xa9t\xc3\xa9"};
+  const Tensor t = Tensor::zeros(ctx, odd, {1, 2, 1, 1, 1, 1});
+  const auto back = io::decodeSafetensors(ctx, io::encodeSafetensors(ctx, {{"t", t}, {"s", Tensor::scalar(ctx, 1)}}));
+  CHECK(back[0].second.tags() == odd);
+  CHECK(back[1].second.tags().empty());
+  const fucina::Tags bracket = {"[x]", "y"};
+  CHECK(io::decodeSafetensors(ctx, io::encodeSafetensors(ctx, {{"t", Tensor::zeros(ctx, bracket, {1, 1})}}))[0].second.tags() == bracket);
+  // Plain names are written comma-joined, as before (other tools read them so).
+  const auto legacy = withHeader(R"({"a":{"dtype":"F32","shape":[1,2],"data_offsets":[0,8]},)"
+                                 R"("__metadata__":{"axes.a":"batch,in"}})",
+                                 floatBytes({1, 2}));
+  CHECK(io::decodeSafetensors(ctx, legacy)[0].second.tags() == fucina::Tags{"batch", "in"});
+}
+
+TEST_CASE("safetensors: malformed strings and numbers are fucina errors", "[io]") {
+  ExecContext ctx;
+  const auto header = [](const std::string& key) {
+    return withHeader("{\"__metadata__\":{\"" + key + "\":\"v\"}}", {});
+  };
+  for (const char* key : {"\\uZZZZ", "\\u12", "\\u-123", "\\u 123", "\\u+abc", "\\q", "\\"}) {
+    INFO(key);
+    CHECK_FUCINA_ERROR(io::decodeSafetensors(ctx, header(key)), InvalidArgument);
+  }
+  CHECK(io::decodeSafetensors(ctx, header("\\u0041\\u00e9")).empty());
+  REQUIRE_FUCINA_ERROR(io::decodeSafetensors(ctx, withHeader(R"({"a":{"dtype":"F32","shape":[99999999999999999999],"data_offsets":[0,0]}})", {})), InvalidArgument);
+}

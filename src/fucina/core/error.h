@@ -1,6 +1,7 @@
 // Errors: every failure the library reports is a fucina::Error carrying an ErrorCode.
 #pragma once
 
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -37,5 +38,19 @@ class Error : public std::runtime_error {
 
 // Throws Error(code, "<CodeName>: message"). Kept out of line so call sites stay small.
 [[noreturn]] void fail(ErrorCode code, const std::string& message);
+
+// Runs f, turning an allocation failure of the standard library (std::bad_alloc, or
+// std::length_error from a container asked for more than it can hold) into OutOfMemory: only
+// fucina::Error leaves the API, also where buffers are not tensors (a decoder's byte vectors).
+template <class F>
+auto withOutOfMemoryAsError(std::string_view what, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    fail(ErrorCode::OutOfMemory, std::string(what) + ": out of memory");
+  } catch (const std::length_error&) {
+    fail(ErrorCode::OutOfMemory, std::string(what) + ": a buffer larger than the address space");
+  }
+}
 
 }  // namespace fucina

@@ -158,8 +158,8 @@ RawTensor RawTensor::narrowed(Tag tag, int64_t start, int64_t length) const {
   const size_t a = axis(tag);
   if (start < 0 || length < 0 || start > shape_[a] - length)
     fail(ErrorCode::IndexOutOfRange, "narrow '" + std::string(tag.name()) + "' of " + describe() +
-                                         " to [" + std::to_string(start) + ", " +
-                                         std::to_string(start + length) + ")");
+                                         " to start " + std::to_string(start) + ", length " +
+                                         std::to_string(length));
   Extents shape = shape_;
   shape[a] = length;
   return view(storage_, dtype_, tags_, std::move(shape), strides_, offset_ + start * strides_[a]);

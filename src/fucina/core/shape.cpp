@@ -1,5 +1,6 @@
 #include "fucina/core/shape.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "fucina/core/error.h"
@@ -46,16 +47,35 @@ void validateShape(const Tags& tags, const Extents& extents, std::string_view wh
                                            std::string(tags[i].name()) + "' appears twice in " +
                                            describe(tags));
   }
+  // Note [Extent products fit]: zeros count as 1, since strides multiply the other extents of an
+  // empty tensor too; the factor 16 leaves room for a dtype's byte size.
   int64_t n = 1;
   for (size_t i = 0; i < extents.size(); ++i) {
     if (extents[i] < 0)
       fail(ErrorCode::InvalidArgument, std::string(what) + ": negative extent in " +
                                            describe(tags, extents));
-    if (extents[i] > 0 && n > std::numeric_limits<int64_t>::max() / 16 / extents[i])
+    const int64_t e = std::max<int64_t>(extents[i], 1);
+    if (n > std::numeric_limits<int64_t>::max() / 16 / e)
       fail(ErrorCode::InvalidArgument, std::string(what) + ": shape " + describe(tags, extents) +
                                            " has too many elements");
-    n *= extents[i];
+    n *= e;
   }
+}
+
+int64_t checkedAdd(int64_t a, int64_t b, std::string_view what) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r))
+    fail(ErrorCode::InvalidArgument, std::string(what) + ": " + std::to_string(a) + " + " +
+                                         std::to_string(b) + " overflows int64");
+  return r;
+}
+
+int64_t checkedMul(int64_t a, int64_t b, std::string_view what) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r))
+    fail(ErrorCode::InvalidArgument, std::string(what) + ": " + std::to_string(a) + " * " +
+                                         std::to_string(b) + " overflows int64");
+  return r;
 }
 
 Tags joinTags(std::initializer_list<Tags> parts) {

@@ -5,6 +5,7 @@
 #include <initializer_list>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fucina/core/tag.h"
@@ -23,8 +24,13 @@ std::string describe(const Tags& tags, const Extents& extents);
 std::string describe(const Tags& tags);
 // "'batch'" — how one axis appears in error messages.
 std::string quoted(Tag tag);
-// Throws ShapeMismatch/InvalidArgument unless tags are distinct, lengths agree and extents >= 0.
+// Throws ShapeMismatch/InvalidArgument unless tags are distinct, lengths agree, extents >= 0 and
+// their product, zeros counted as 1, is below 2^63 / 16 (Note [Extent products fit]).
 void validateShape(const Tags& tags, const Extents& extents, std::string_view what);
+// a + b and a * b of user-controlled extents, pads, strides, dilations or positions; InvalidArgument
+// naming `what` when the result would overflow int64 (Note [Extent products fit]).
+int64_t checkedAdd(int64_t a, int64_t b, std::string_view what);
+int64_t checkedMul(int64_t a, int64_t b, std::string_view what);
 // The tag lists one after another (no de-duplication).
 Tags joinTags(std::initializer_list<Tags> parts);
 // Row-major strides (in elements) for extents.

@@ -41,6 +41,10 @@ int MemoryAccount::classOf(size_t block) noexcept {
 MemoryAccount::~MemoryAccount() { trimCache(); }
 
 void* MemoryAccount::allocate(size_t bytes) {
+  const size_t limit = liveLimit(), live_now = live_bytes_.load(std::memory_order_relaxed);
+  if (bytes > 0 && bytes > limit - std::min(limit, live_now))
+    fail(ErrorCode::OutOfMemory, "could not allocate " + std::to_string(bytes) + " bytes: " +
+                                     std::to_string(live_now) + " are live, the limit is " + std::to_string(limit));
   allocations_.fetch_add(1, std::memory_order_relaxed);
   void* p = nullptr;
   if (bytes > 0) {

@@ -55,6 +55,10 @@ class MemoryAccount {
   // Caps the cached bytes (trimming now if the cache holds more).
   void setCacheLimit(size_t bytes) noexcept;
   size_t cacheLimit() const noexcept { return cache_limit_.load(std::memory_order_relaxed); }
+  // Caps the live bytes: a request that would take them past `bytes` is OutOfMemory, a budget for
+  // untrusted inputs (the fuzzers set one, so a hostile shape fails instead of exhausting memory).
+  void setLiveLimit(size_t bytes) noexcept { live_limit_.store(bytes, std::memory_order_relaxed); }
+  size_t liveLimit() const noexcept { return live_limit_.load(std::memory_order_relaxed); }
   // The owning context is gone: empty the cache and stop caching.
   void detach() noexcept;
 
@@ -69,6 +73,7 @@ class MemoryAccount {
   std::atomic<size_t> live_bytes_{0}, peak_bytes_{0}, live_tensors_{0}, allocations_{0};
   std::atomic<size_t> system_allocations_{0}, cache_hits_{0}, cached_bytes_{0};
   std::atomic<size_t> cache_limit_{kDefaultCacheLimit};
+  std::atomic<size_t> live_limit_{SIZE_MAX};
   std::mutex cache_mutex_;
   std::array<std::vector<void*>, kClasses> free_;  // per size class, under cache_mutex_
 };

@@ -1,5 +1,6 @@
 #include "fucina/data/idx.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -17,54 +18,146 @@ namespace {
 
 [[noreturn]] void bad(const std::string& message) { fail(ErrorCode::InvalidArgument, "IDX: " + message); }
 
-std::vector<uint8_t> readFile(const std::string& path) {
-#if FUCINA_HAVE_ZLIB
-  gzFile f = gzopen(path.c_str(), "rb");  // reads plain files too
-  if (!f) bad("cannot open " + path);
-  std::vector<uint8_t> out;
-  uint8_t buf[1 << 16];
-  int n;
-  while ((n = gzread(f, buf, sizeof buf)) > 0) out.insert(out.end(), buf, buf + n);
-  const bool failed = n < 0;
-  gzclose(f);
-  if (failed) bad("cannot decompress " + path);
-  return out;
-#else
-  std::ifstream in(path, std::ios::binary);
-  if (!in) bad("cannot open " + path);
-  std::vector<uint8_t> out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (out.size() >= 2 && out[0] == 0x1f && out[1] == 0x8b)
-    bad(path + " is gzip-compressed and this build has no zlib; decompress it first");
-  return out;
-#endif
-}
+struct Header {
+  Extents dims;
+  uint64_t count = 0;  // values the dims call for
+  size_t size = 0;     // bytes: 4 + 4 * rank
+};
 
 uint32_t bigEndian(const uint8_t* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
 }
 
-}  // namespace
-
-IdxArray parseIdx(std::span<const uint8_t> bytes) {
+// The header at the start of bytes, which must hold it whole. The dims' product, zeros counted as
+// 1, stays below 2^63 / 16 as every shape's does (Note [Extent products fit]), so it cannot wrap.
+Header headerOf(std::span<const uint8_t> bytes) {
   if (bytes.size() < 4 || bytes[0] != 0 || bytes[1] != 0) bad("not an IDX file (bad magic)");
   if (bytes[2] != 0x08) bad("only unsigned-byte IDX data (type 0x08) is supported, got type " + std::to_string(bytes[2]));
   const size_t rank = bytes[3];
   if (rank == 0 || bytes.size() < 4 + 4 * rank) bad("truncated header");
-  IdxArray a;
-  uint64_t n = 1;
+  Header h;
+  h.size = 4 + 4 * rank;
+  h.count = 1;
+  uint64_t bound = 1;
   for (size_t i = 0; i < rank; ++i) {
     const uint32_t d = bigEndian(bytes.data() + 4 + 4 * i);
-    a.dims.push_back(d);
-    n *= d;
+    if (bound > uint64_t{INT64_MAX} / 16 / std::max<uint32_t>(d, 1)) bad("the dimensions multiply past 2^59");
+    bound *= std::max<uint32_t>(d, 1);
+    h.count *= d;
+    h.dims.push_back(d);
   }
-  const size_t header = 4 + 4 * rank;
-  if (bytes.size() - header != n)
-    bad("expected " + std::to_string(n) + " values after the header, found " + std::to_string(bytes.size() - header));
-  a.values.assign(bytes.begin() + static_cast<std::ptrdiff_t>(header), bytes.end());
-  return a;
+  return h;
 }
 
-IdxArray readIdxFile(const std::string& path) { return parseIdx(readFile(path)); }
+#if FUCINA_HAVE_ZLIB
+// A gzip stream (one member or several) inflated piece by piece, so what is kept is bounded by
+// what the header asked for, never by what the compressed data would expand to.
+class Inflater {
+ public:
+  explicit Inflater(std::span<const uint8_t> in) : rest_(in) {
+    if (inflateInit2(&z_, 16 + MAX_WBITS) != Z_OK) bad("cannot start zlib");
+  }
+  ~Inflater() { inflateEnd(&z_); }
+  Inflater(const Inflater&) = delete;
+  Inflater& operator=(const Inflater&) = delete;
+
+  // Appends up to n bytes to out; fewer only when the stream ends.
+  void read(std::vector<uint8_t>& out, uint64_t n) {
+    while (n > 0 && !ended_) {
+      const size_t at = out.size(), chunk = static_cast<size_t>(std::min<uint64_t>(n, 1 << 16));
+      out.resize(at + chunk);
+      z_.next_out = out.data() + at;
+      z_.avail_out = static_cast<uInt>(chunk);
+      step();
+      const size_t got = chunk - z_.avail_out;
+      out.resize(at + got);
+      n -= got;
+    }
+  }
+  // Inflates to the end (checking the trailer's CRC and length); true when nothing was left.
+  bool atEnd() {
+    uint8_t extra;
+    while (!ended_) {
+      z_.next_out = &extra;
+      z_.avail_out = 1;
+      step();
+      if (z_.avail_out == 0) return false;
+    }
+    return true;
+  }
+
+ private:
+  void step() {
+    if (z_.avail_in == 0) {
+      const size_t take = std::min<size_t>(rest_.size(), size_t{1} << 30);
+      z_.next_in = const_cast<Bytef*>(rest_.data());
+      z_.avail_in = static_cast<uInt>(take);
+      rest_ = rest_.subspan(take);
+    }
+    const int r = inflate(&z_, Z_NO_FLUSH);
+    if (r == Z_STREAM_END) {
+      // Another member may follow (as gzip -c a b > c makes); anything else after one is ignored.
+      const bool member = (z_.avail_in >= 2 && z_.next_in[0] == 0x1f && z_.next_in[1] == 0x8b) ||
+                          (z_.avail_in == 0 && rest_.size() >= 2 && rest_[0] == 0x1f && rest_[1] == 0x8b);
+      if (member && inflateReset(&z_) == Z_OK) return;
+      ended_ = true;
+      return;
+    }
+    if (r == Z_BUF_ERROR && z_.avail_in == 0 && rest_.empty()) bad("truncated gzip stream");
+    if (r != Z_OK && r != Z_BUF_ERROR) bad(std::string("corrupt gzip data (") + (z_.msg ? z_.msg : "zlib error") + ")");
+  }
+
+  z_stream z_{};
+  std::span<const uint8_t> rest_;
+  bool ended_ = false;
+};
+
+IdxArray inflateIdx(std::span<const uint8_t> bytes) {
+  Inflater in(bytes);
+  std::vector<uint8_t> head;
+  in.read(head, 4);
+  if (head.size() == 4 && head[0] == 0 && head[1] == 0) in.read(head, 4 * uint64_t{head[3]});
+  const Header h = headerOf(head);
+  IdxArray a{h.dims, {}};
+  in.read(a.values, h.count);
+  if (a.values.size() != h.count || !in.atEnd())
+    bad("expected " + std::to_string(h.count) + " values after the header, the gzip stream " +
+        (a.values.size() != h.count ? "holds " + std::to_string(a.values.size()) : "holds more"));
+  return a;
+}
+#endif
+
+bool isGzip(std::span<const uint8_t> bytes) { return bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b; }
+
+}  // namespace
+
+IdxArray parseIdx(std::span<const uint8_t> bytes) {
+  const Header h = headerOf(bytes);
+  if (bytes.size() - h.size != h.count)
+    bad("expected " + std::to_string(h.count) + " values after the header, found " + std::to_string(bytes.size() - h.size));
+  return withOutOfMemoryAsError("IDX", [&] {
+    return IdxArray{h.dims, std::vector<uint8_t>(bytes.begin() + static_cast<std::ptrdiff_t>(h.size), bytes.end())};
+  });
+}
+
+IdxArray decodeIdx(std::span<const uint8_t> bytes) {
+  if (!isGzip(bytes)) return parseIdx(bytes);
+#if FUCINA_HAVE_ZLIB
+  return withOutOfMemoryAsError("IDX", [&] { return inflateIdx(bytes); });
+#else
+  bad("the data is gzip-compressed and this build has no zlib; decompress it first");
+#endif
+}
+
+IdxArray readIdxFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) bad("cannot open " + path);
+  const std::vector<uint8_t> bytes = withOutOfMemoryAsError("IDX: reading " + path, [&] {
+    return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  });
+  if (in.bad()) bad("cannot read " + path);
+  return decodeIdx(bytes);
+}
 
 std::vector<int64_t> shuffledIndices(int64_t n, uint64_t seed) {
   if (n < 0) fail(ErrorCode::InvalidArgument, "shuffledIndices: n must be >= 0");

@@ -18,9 +18,13 @@ struct IdxArray {
   std::vector<uint8_t> values;
 };
 
-// Parses raw (uncompressed) IDX bytes; InvalidArgument names what is wrong.
+// Parses raw (uncompressed) IDX bytes; InvalidArgument names what is wrong (checked before the
+// values are copied). Only fucina::Error leaves these three.
 IdxArray parseIdx(std::span<const uint8_t> bytes);
-// Reads an IDX file, gzip-compressed or not (gzip needs a build with zlib: the native one).
+// IDX bytes, gzip-compressed or not (gzip needs a build with zlib: the native one). A gzip
+// stream is inflated no further than its header's dims call for (plus one byte, to see its end).
+IdxArray decodeIdx(std::span<const uint8_t> bytes);
+// decodeIdx of a file's bytes.
 IdxArray readIdxFile(const std::string& path);
 
 // A permutation of [0, n) determined by seed.

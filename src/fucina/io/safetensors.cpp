@@ -48,13 +48,21 @@ std::string quote(const std::string& s) {
   return out + "\"";
 }
 
+struct JsonMember;
 struct Json {
   enum Kind { kString, kNumber, kArray, kObject } kind = kString;
   std::string text;
   int64_t number = 0;
   std::vector<Json> items;
-  std::vector<std::pair<std::string, Json>> members;
+  std::vector<JsonMember> members;  // not std::pair<std::string, Json>: clang will not build that
+};                                  // pair while Json is incomplete
+struct JsonMember {
+  std::string key;
+  Json value;
 };
+
+// Headers nest 2-3 levels; the bound keeps a hostile one from overflowing the parser's stack.
+constexpr int kMaxJsonDepth = 64;
 
 class Parser {
  public:
@@ -81,8 +89,12 @@ class Parser {
   }
   Json value() {
     const char c = peek();
-    if (c == '{') return object();
-    if (c == '[') return array();
+    if (c == '{' || c == '[') {
+      if (++depth_ > kMaxJsonDepth) bad("the header's JSON nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+      Json v = c == '{' ? object() : array();
+      --depth_;
+      return v;
+    }
     if (c == '"') return Json{Json::kString, string()};
     if (c >= '0' && c <= '9') return number();
     bad("unsupported JSON value at byte " + std::to_string(i_));
@@ -94,6 +106,17 @@ class Parser {
       v.number = v.number * 10 + (s_[i_++] - '0');
     }
     return v;
+  }
+  unsigned hex4() {
+    if (i_ + 4 > s_.size()) bad("short \\u escape in the header");
+    unsigned code = 0;
+    for (int k = 0; k < 4; ++k) {
+      const char h = s_[i_++];
+      const int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+      if (d < 0) bad("bad \\u escape in the header at byte " + std::to_string(i_ - 1));
+      code = code * 16 + static_cast<unsigned>(d);
+    }
+    return code;
   }
   std::string string() {
     expect('"');
@@ -109,9 +132,7 @@ class Parser {
       if (i_ >= s_.size()) bad("unterminated escape in the header");
       const char e = s_[i_++];
       if (e == 'u') {
-        if (i_ + 4 > s_.size()) bad("short \\u escape in the header");
-        const unsigned code = static_cast<unsigned>(std::stoul(std::string(s_.substr(i_, 4)), nullptr, 16));
-        i_ += 4;
+        const unsigned code = hex4();
         if (code < 0x80) out += static_cast<char>(code);  // names are ASCII in practice
         else if (code < 0x800) out += static_cast<char>(0xC0 | (code >> 6)), out += static_cast<char>(0x80 | (code & 0x3F));
         else out += static_cast<char>(0xE0 | (code >> 12)), out += static_cast<char>(0x80 | ((code >> 6) & 0x3F)),
@@ -119,7 +140,7 @@ class Parser {
       } else {
         const char* from = "\"\\/bfnrt";
         const char* to = "\"\\/\b\f\n\r\t";
-        const char* at = std::strchr(from, e);
+        const char* at = e == '\0' ? nullptr : std::strchr(from, e);
         if (!at) bad("bad escape in the header");
         out += to[at - from];
       }
@@ -142,13 +163,14 @@ class Parser {
     while (true) {
       std::string key = string();
       expect(':');
-      v.members.emplace_back(std::move(key), value());
+      v.members.push_back({std::move(key), value()});
       if (peek() == '}') return ++i_, v;
       expect(',');
     }
   }
   std::string_view s_;
   size_t i_ = 0;
+  int depth_ = 0;
 };
 
 const Json& member(const Json& object, const std::string& key, Json::Kind kind, const std::string& tensor) {
@@ -162,8 +184,33 @@ const Json& member(const Json& object, const std::string& key, Json::Kind kind, 
 
 std::byte* bytesOf(const RawTensor& v) { return v.storage()->data() + v.offset() * static_cast<int64_t>(elementSize(v.dtype())); }
 
-std::vector<std::string> splitTags(const std::string& s) {
+// Axis names are stored comma-joined ("axes.w" = "out,in", what other tools and older files
+// expect), unless a name holds a comma or the first starts with '[': then as a JSON array of
+// strings ("[\"a,b\",\"in\"]"), so any name round-trips. A value that parses as such an array
+// is read as one; anything else is split at commas.
+std::string encodeTags(const Tags& tags) {
+  bool plain = tags.empty() || tags[0].name()[0] != '[';
+  for (Tag t : tags) plain = plain && t.name().find(',') == std::string_view::npos;
+  std::string out;
+  for (size_t i = 0; i < tags.size(); ++i)
+    out += (i ? "," : "") + (plain ? std::string(tags[i].name()) : quote(std::string(tags[i].name())));
+  return plain ? out : "[" + out + "]";
+}
+
+std::vector<std::string> decodeTags(const std::string& s) {
   std::vector<std::string> out;
+  if (!s.empty() && s[0] == '[') {
+    try {
+      const Json doc = Parser(s).document();
+      bool strings = doc.kind == Json::kArray;
+      for (const Json& item : doc.items) strings = strings && item.kind == Json::kString;
+      if (strings) {
+        for (const Json& item : doc.items) out.push_back(item.text);
+        return out;
+      }
+    } catch (const Error&) {  // not an array: the comma-joined form
+    }
+  }
   size_t start = 0;
   while (start <= s.size()) {
     const size_t comma = s.find(',', start);
@@ -174,109 +221,133 @@ std::vector<std::string> splitTags(const std::string& s) {
   return out;
 }
 
-}  // namespace
+// One tensor of a header, checked against the file before anything is allocated.
+struct Entry {
+  std::string name;
+  DType dtype;
+  Tags tags;
+  Extents shape;
+  uint64_t begin, end;
+};
 
-std::vector<uint8_t> encodeSafetensors(ExecContext& ctx, const NamedTensors& tensors, const Metadata& metadata) {
+std::vector<Entry> entriesOf(const Json& doc, const Metadata& meta, uint64_t body_size) {
+  std::vector<Entry> entries;
   std::set<std::string> names;
-  std::string header = "{";
-  Metadata meta = metadata;
-  std::vector<RawTensor> bodies;
-  uint64_t offset = 0;
-  for (const auto& [name, t] : tensors) {
-    if (name == "__metadata__" || !names.insert(name).second) bad("tensor name '" + name + "' is reserved or repeated");
-    RawTensor v = t.value().contiguous(ctx);
-    const uint64_t bytes = static_cast<uint64_t>(v.numel()) * elementSize(v.dtype());
-    header += quote(name) + ":{\"dtype\":\"" + dtypeName(v.dtype()) + "\",\"shape\":[";
-    std::string tags;
-    for (size_t i = 0; i < v.rank(); ++i) {
-      header += (i ? "," : "") + std::to_string(v.shape()[i]);
-      tags += (i ? "," : "") + std::string(v.tags()[i].name());
-    }
-    header += "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + bytes) + "]},";
-    meta["axes." + name] = tags;
-    offset += bytes;
-    bodies.push_back(std::move(v));
-  }
-  for (const auto& [k, _] : metadata)
-    if (k.rfind("axes.", 0) == 0) bad("metadata key '" + k + "' is reserved for axis names");
-  header += "\"__metadata__\":{";
-  bool first = true;
-  for (const auto& [k, v] : meta) header += (first ? "" : ",") + quote(k) + ":" + quote(v), first = false;
-  header += "}}";
-  while ((8 + header.size()) % 8) header += ' ';  // the spec's alignment padding
-  std::vector<uint8_t> out(8 + header.size() + offset);
-  const uint64_t n = header.size();
-  for (int i = 0; i < 8; ++i) out[static_cast<size_t>(i)] = static_cast<uint8_t>(n >> (8 * i));
-  std::memcpy(out.data() + 8, header.data(), header.size());
-  uint8_t* body = out.data() + 8 + header.size();
-  for (const RawTensor& v : bodies) {
-    const size_t bytes = static_cast<size_t>(v.numel()) * elementSize(v.dtype());
-    if (bytes) std::memcpy(body, bytesOf(v), bytes);
-    body += bytes;
-  }
-  return out;
-}
-
-NamedTensors decodeSafetensors(ExecContext& ctx, std::span<const uint8_t> bytes, Metadata* metadata) {
-  if (bytes.size() < 8) bad("shorter than the 8-byte header length");
-  uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = (n << 8) | bytes[static_cast<size_t>(i)];
-  if (n > bytes.size() - 8 || n > (100u << 20)) bad("header length " + std::to_string(n) + " exceeds the file");
-  const Json doc = Parser(std::string_view(reinterpret_cast<const char*>(bytes.data() + 8), n)).document();
-  if (doc.kind != Json::kObject) bad("the header is not a JSON object");
-  const std::span<const uint8_t> body = bytes.subspan(8 + n);
-  Metadata meta;
-  for (const auto& [k, v] : doc.members)
-    if (k == "__metadata__") {
-      if (v.kind != Json::kObject) bad("__metadata__ is not an object");
-      for (const auto& [mk, mv] : v.members) {
-        if (mv.kind != Json::kString) bad("__metadata__ values must be strings");
-        meta[mk] = mv.text;
-      }
-    }
-  NamedTensors out;
-  std::vector<std::pair<uint64_t, uint64_t>> ranges;
   for (const auto& [name, entry] : doc.members) {
     if (name == "__metadata__") continue;
+    if (!names.insert(name).second) bad("tensor '" + name + "' appears twice");
     if (entry.kind != Json::kObject) bad("entry '" + name + "' is not an object");
-    const DType dtype = dtypeOf(member(entry, "dtype", Json::kString, name).text);
-    Extents shape;
-    for (const Json& e : member(entry, "shape", Json::kArray, name).items) {
-      if (e.kind != Json::kNumber) bad("shape of '" + name + "' holds a non-integer");
-      shape.push_back(e.number);
+    Entry e{name, dtypeOf(member(entry, "dtype", Json::kString, name).text), {}, {}, 0, 0};
+    for (const Json& x : member(entry, "shape", Json::kArray, name).items) {
+      if (x.kind != Json::kNumber) bad("shape of '" + name + "' holds a non-integer");
+      e.shape.push_back(x.number);
     }
     const auto& offsets = member(entry, "data_offsets", Json::kArray, name).items;
     if (offsets.size() != 2 || offsets[0].kind != Json::kNumber || offsets[1].kind != Json::kNumber)
       bad("data_offsets of '" + name + "' must be two integers");
-    const auto begin = static_cast<uint64_t>(offsets[0].number), end = static_cast<uint64_t>(offsets[1].number);
-    if (begin > end || end > body.size()) bad("data_offsets of '" + name + "' lie outside the data");
-    Tags tags;
+    e.begin = static_cast<uint64_t>(offsets[0].number), e.end = static_cast<uint64_t>(offsets[1].number);
+    if (e.begin > e.end || e.end > body_size) bad("data_offsets of '" + name + "' lie outside the data");
     const auto axes = meta.find("axes." + name);
-    if (axes != meta.end() && !shape.empty()) {
-      for (const auto& t : splitTags(axes->second)) tags.emplace_back(t);
-      if (tags.size() != shape.size()) bad("axes of '" + name + "' do not match its shape");
+    if (axes != meta.end() && !e.shape.empty()) {
+      for (const auto& t : decodeTags(axes->second)) e.tags.emplace_back(t);
+      if (e.tags.size() != e.shape.size()) bad("axes of '" + name + "' do not match its shape");
     } else {
-      for (size_t i = 0; i < shape.size(); ++i) tags.emplace_back("d" + std::to_string(i));
+      for (size_t i = 0; i < e.shape.size(); ++i) e.tags.emplace_back("d" + std::to_string(i));
     }
-    RawTensor v = RawTensor::empty(ctx, tags, shape, dtype);
-    const uint64_t want = static_cast<uint64_t>(v.numel()) * elementSize(dtype);
-    if (end - begin != want)
-      bad("'" + name + "' holds " + std::to_string(end - begin) + " bytes, its shape needs " + std::to_string(want));
-    if (want) std::memcpy(bytesOf(v), body.data() + begin, want);
-    ranges.emplace_back(begin, end);
-    out.emplace_back(name, Tensor::fromRaw(ctx, std::move(v)));
+    try {
+      validateShape(e.tags, e.shape, "tensor '" + name + "'");  // the byte count below then fits
+    } catch (const Error& err) {  // a corrupt file, whichever rule it breaks
+      const std::string m = err.what();
+      bad(m.substr(m.find(": ") + 2));
+    }
+    const uint64_t want = static_cast<uint64_t>(numelOf(e.shape)) * elementSize(e.dtype);
+    if (e.end - e.begin != want)
+      bad("'" + name + "' holds " + std::to_string(e.end - e.begin) + " bytes, its shape needs " + std::to_string(want));
+    entries.push_back(std::move(e));
   }
   // The spec: the byte ranges tile the data exactly, without gaps or overlaps.
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (const Entry& e : entries) ranges.emplace_back(e.begin, e.end);
   std::sort(ranges.begin(), ranges.end());
   uint64_t covered = 0;
   for (auto [b, e] : ranges) {
     if (b != covered) bad("the tensors' byte ranges overlap or leave gaps");
     covered = e;
   }
-  if (covered != body.size()) bad("the data holds bytes no tensor names");
-  std::erase_if(meta, [](const auto& kv) { return kv.first.rfind("axes.", 0) == 0; });
-  if (metadata) *metadata = std::move(meta);
-  return out;
+  if (covered != body_size) bad("the data holds bytes no tensor names");
+  return entries;
+}
+
+}  // namespace
+
+std::vector<uint8_t> encodeSafetensors(ExecContext& ctx, const NamedTensors& tensors, const Metadata& metadata) {
+  return withOutOfMemoryAsError("safetensors encode", [&] {
+    std::set<std::string> names;
+    std::string header = "{";
+    Metadata meta = metadata;
+    std::vector<RawTensor> bodies;
+    uint64_t offset = 0;
+    for (const auto& [name, t] : tensors) {
+      if (name == "__metadata__" || !names.insert(name).second) bad("tensor name '" + name + "' is reserved or repeated");
+      RawTensor v = t.value().contiguous(ctx);
+      const uint64_t bytes = static_cast<uint64_t>(v.numel()) * elementSize(v.dtype());
+      header += quote(name) + ":{\"dtype\":\"" + dtypeName(v.dtype()) + "\",\"shape\":[";
+      for (size_t i = 0; i < v.rank(); ++i) header += (i ? "," : "") + std::to_string(v.shape()[i]);
+      header += "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + bytes) + "]},";
+      meta["axes." + name] = encodeTags(v.tags());
+      offset += bytes;
+      bodies.push_back(std::move(v));
+    }
+    for (const auto& [k, _] : metadata)
+      if (k.rfind("axes.", 0) == 0) bad("metadata key '" + k + "' is reserved for axis names");
+    header += "\"__metadata__\":{";
+    bool first = true;
+    for (const auto& [k, v] : meta) header += (first ? "" : ",") + quote(k) + ":" + quote(v), first = false;
+    header += "}}";
+    while ((8 + header.size()) % 8) header += ' ';  // the spec's alignment padding
+    std::vector<uint8_t> out(8 + header.size() + offset);
+    const uint64_t n = header.size();
+    for (int i = 0; i < 8; ++i) out[static_cast<size_t>(i)] = static_cast<uint8_t>(n >> (8 * i));
+    std::memcpy(out.data() + 8, header.data(), header.size());
+    uint8_t* body = out.data() + 8 + header.size();
+    for (const RawTensor& v : bodies) {
+      const size_t bytes = static_cast<size_t>(v.numel()) * elementSize(v.dtype());
+      if (bytes) std::memcpy(body, bytesOf(v), bytes);
+      body += bytes;
+    }
+    return out;
+  });
+}
+
+NamedTensors decodeSafetensors(ExecContext& ctx, std::span<const uint8_t> bytes, Metadata* metadata) {
+  return withOutOfMemoryAsError("safetensors decode", [&] {
+    if (bytes.size() < 8) bad("shorter than the 8-byte header length");
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; --i) n = (n << 8) | bytes[static_cast<size_t>(i)];
+    if (n > bytes.size() - 8 || n > (100u << 20)) bad("header length " + std::to_string(n) + " exceeds the file");
+    const Json doc = Parser(std::string_view(reinterpret_cast<const char*>(bytes.data() + 8), n)).document();
+    if (doc.kind != Json::kObject) bad("the header is not a JSON object");
+    const std::span<const uint8_t> body = bytes.subspan(8 + n);
+    Metadata meta;
+    for (const auto& [k, v] : doc.members)
+      if (k == "__metadata__") {
+        if (v.kind != Json::kObject) bad("__metadata__ is not an object");
+        for (const auto& [mk, mv] : v.members) {
+          if (mv.kind != Json::kString) bad("__metadata__ values must be strings");
+          meta[mk] = mv.text;
+        }
+      }
+    // Every size and range is checked before the first tensor is allocated.
+    NamedTensors out;
+    for (Entry& e : entriesOf(doc, meta, body.size())) {
+      RawTensor v = RawTensor::empty(ctx, std::move(e.tags), std::move(e.shape), e.dtype);
+      if (e.end > e.begin) std::memcpy(bytesOf(v), body.data() + e.begin, e.end - e.begin);
+      out.emplace_back(e.name, Tensor::fromRaw(ctx, std::move(v)));
+    }
+    std::erase_if(meta, [](const auto& kv) { return kv.first.rfind("axes.", 0) == 0; });
+    if (metadata) *metadata = std::move(meta);
+    return out;
+  });
 }
 
 void saveSafetensors(ExecContext& ctx, const std::string& path, const NamedTensors& tensors, const Metadata& metadata) {
@@ -289,7 +360,9 @@ void saveSafetensors(ExecContext& ctx, const std::string& path, const NamedTenso
 NamedTensors loadSafetensors(ExecContext& ctx, const std::string& path, Metadata* metadata) {
   std::ifstream f(path, std::ios::binary);
   if (!f) bad("cannot open " + path);
-  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::vector<uint8_t> bytes = withOutOfMemoryAsError("safetensors: reading " + path, [&] {
+    return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  });
   return decodeSafetensors(ctx, bytes, metadata);
 }
 

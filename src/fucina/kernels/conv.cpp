@@ -5,6 +5,7 @@
 #include <limits>
 #include <utility>
 
+#include "fucina/core/shape.h"
 #include "fucina/kernels/vector_ops.h"
 
 namespace fucina::kernels {
@@ -48,7 +49,10 @@ Tap tapOf(const Conv2dGeometry& g, int64_t i, int64_t j) {
 }  // namespace
 
 int64_t convOutExtent(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation) {
-  const int64_t span = in + 2 * pad - dilation * (kernel - 1) - 1;
+  // User-controlled pads and dilations: checked (Note [Extent products fit]).
+  const char* what = "conv2d/pooling output extent";
+  const int64_t padded = checkedAdd(in, checkedMul(2, pad, what), what);
+  const int64_t span = padded - checkedMul(dilation, kernel - 1, what) - 1;
   if (span < 0) return 0;
   return span / stride + 1;
 }

@@ -233,10 +233,14 @@ RawTensor contract(ExecContext& ctx, const RawTensor& a, const RawTensor& b,
   const int64_t n = productOf(b, b_free, &n_shape);
   const int64_t k = productOf(a, contracted, nullptr);
 
+  // An operand with no elements may have no buffer (null data), and 2^40 along its other axes:
+  // then no GEMM, no batch offsets and no pointer arithmetic on it (ops_fuzz: UBSan, and an 8 TiB
+  // offset list). The product is the initial value alone, or zeros.
+  const bool empty = k == 0 || nb == 0 || m == 0 || n == 0;
   // Both operands as [batch] matrices op(A)[m, k] and op(B)[k, n]; copies only when a group of
   // axes does not fold into one stride.
-  const MatrixOperand ma = asMatrices(ctx, a, batch, a_free, contracted);
-  const MatrixOperand mb = asMatrices(ctx, b, batch, contracted, b_free);
+  const MatrixOperand ma = empty ? MatrixOperand{} : asMatrices(ctx, a, batch, a_free, contracted);
+  const MatrixOperand mb = empty ? MatrixOperand{} : asMatrices(ctx, b, batch, contracted, b_free);
   Extents gemm_shape = batch_shape;
   gemm_shape.insert(gemm_shape.end(), m_shape.begin(), m_shape.end());
   gemm_shape.insert(gemm_shape.end(), n_shape.begin(), n_shape.end());
@@ -248,8 +252,9 @@ RawTensor contract(ExecContext& ctx, const RawTensor& a, const RawTensor& b,
   const bool fused_bias = initial.valid() && initial.tags() == b_free && initial.shape() == n_shape &&
                           initial.isContiguous() && initial.dtype() == DType::f32;
   const bool accumulate = initial.valid() && !fused_bias;
-  if (accumulate) copyConvert(initial.broadcastView(gemm_tags, gemm_shape), out, &ctx);
-  for (int64_t i = 0; i < nb; ++i)
+  if (accumulate || (empty && initial.valid())) copyConvert(initial.broadcastView(gemm_tags, gemm_shape), out, &ctx);
+  else if (empty) fill(out, 0.0, &ctx);
+  for (int64_t i = 0; !empty && i < nb; ++i)
     gemm(ctx, ma.trans, mb.trans, m, n, k, ma.data + ma.batch_offsets[i], ma.ld,
          mb.data + mb.batch_offsets[i], mb.ld, pc + i * m * n, n, accumulate,
          fused_bias ? initial.f32() : nullptr);

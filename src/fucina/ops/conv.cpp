@@ -102,6 +102,8 @@ Tags otherAxes(const RawTensor& a, std::initializer_list<Tag> spatial, Extents* 
 // the pool. Planes are independent, so the split never changes a result.
 template <class Body>
 void forPlaneChunks(ExecContext& ctx, int64_t planes, int64_t plane_size, const Body& body) {
+  // Empty planes: nothing to do, however many (2^42 planes of an h=0 input hung in ops_fuzz).
+  if (plane_size == 0) return;
   const int64_t grain = std::max<int64_t>(1, (int64_t{16} << 10) / std::max<int64_t>(1, plane_size));
   ctx.parallelFor(planes, grain, [&](int64_t begin, int64_t end) { body(begin, end - begin); });
 }
@@ -148,13 +150,18 @@ PoolSetup poolSetup(ExecContext& ctx, std::string_view op, const Tensor& t, int6
   requirePositive(op, "stride_h", sh);
   requirePositive(op, "stride_w", sw);
   requirePositive(op, "pad", pad, 0);
-  if (2 * pad > kh || 2 * pad > kw)
+  if (pad > kh / 2 || pad > kw / 2)  // not 2 * pad: a pad near INT64_MAX would wrap
     fail(ErrorCode::InvalidArgument, std::string(op) + ": pad " + num(pad) + " must be at most half the kernel " +
                                          num(kh) + "x" + num(kw));
   PoolSetup s;
   int64_t planes = 0;
   s.order = otherAxes(a, {h, w}, &s.out_shape, &planes);
   const int64_t H = a.extent(h), W = a.extent(w);
+  // With pad <= kernel / 2 alone a kernel could be any size (a window of 2^40 x 2^40 taps); a
+  // pad within the input bounds it by 3x the input.
+  if (pad > H || pad > W)
+    fail(ErrorCode::InvalidArgument, std::string(op) + ": pad " + num(pad) + " must be at most the input's " + quoted(h) +
+                                         "=" + num(H) + " and " + quoted(w) + "=" + num(W));
   const int64_t oh = kernels::convOutExtent(H, kh, sh, pad, 1);
   const int64_t ow = kernels::convOutExtent(W, kw, sw, pad, 1);
   if (oh < 1 || ow < 1)
@@ -223,13 +230,18 @@ Tensor Tensor::conv2d(ExecContext& ctx, const Tensor& weight, const Conv2dOption
   out_shape.insert(out_shape.end(), {OC, OH, OW});
   RawTensor y = RawTensor::empty(ctx, out_order, out_shape);
 
+  // OH and OW grow with the pads: every product below is checked (Note [Extent products fit]).
+  // The input's extents and the weight's multiply too.
+  const int64_t P = checkedMul(OH, OW, op), CgK = checkedMul(C / G, KH * KW, op), OCg = OC / G;
+  const int64_t cols_floats = checkedMul(checkedMul(C, KH * KW, op), P, op);
+  const auto work = static_cast<size_t>(checkedMul(checkedMul(checkedMul(2 * N, OC, op), P, op), CgK, op));
   const Conv2dGeometry g{C, H, W, KH, KW, o.stride_h, o.stride_w, o.pad_h, o.pad_w, o.dilation_h, o.dilation_w, OH, OW};
-  const int64_t P = OH * OW, CgK = (C / G) * KH * KW, OCg = OC / G;
-  {
+  // An empty result (no output channels, say) computes nothing, however many images.
+  if (y.numel() > 0) {
     const float* px = x.f32();
     const float* pw = w.f32();
     float* py = y.f32();
-    forEachImage(ctx, N, C * KH * KW * P, [&](int64_t, int64_t n, float* cols, bool serial) {
+    forEachImage(ctx, N, cols_floats, [&](int64_t, int64_t n, float* cols, bool serial) {
       kernels::im2col(g, px + n * C * H * W, cols);
       for (int64_t gi = 0; gi < G; ++gi)
         convGemm(ctx, serial, false, false, OCg, P, CgK, pw + gi * OCg * CgK, CgK, cols + gi * CgK * P, P,
@@ -239,7 +251,6 @@ Tensor Tensor::conv2d(ExecContext& ctx, const Tensor& weight, const Conv2dOption
   Tags result_order = a.tags();
   for (Tag& t : result_order)
     if (t == o.channels) t = o.out_channels;
-  const auto work = static_cast<size_t>(2 * N * OC * P * CgK);
   return ops::finishOp(ctx, op, y.permuted(result_order), {this, &weight}, [&] {
     // gx = col2im(W_gᵀ · gy_g) per image; gW_g = Σ_n gy_g · cols_gᵀ. Each reads the other operand.
     return [x = weight.requiresGrad() ? x : RawTensor(), w = requiresGrad() ? w : RawTensor(), g, N, G, P, CgK, OCg,
@@ -248,6 +259,11 @@ Tensor Tensor::conv2d(ExecContext& ctx, const Tensor& weight, const Conv2dOption
             w_tags = Tags{o.out_channels, o.channels, o.kernel_h, o.kernel_w},
             w_shape = Extents{OC, C / G, KH, KW}](ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads out) {
       const RawTensor gyc = gy.permuted(out_order).contiguous(c);
+      if (gyc.numel() == 0) {  // as in the forward: zeros, without a loop over the images
+        if (needs[0]) out[0] = RawTensor::zeros(c, x_tags, x_shape);
+        if (needs[1]) out[1] = RawTensor::zeros(c, w_tags, w_shape);
+        return;
+      }
       const float* pg = gyc.f32();
       const int64_t C = g.channels, OC = OCg * G, HW = g.height * g.width;
       if (needs[0]) {

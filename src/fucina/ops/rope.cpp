@@ -99,11 +99,12 @@ RawTensor tableRows(ExecContext& ctx, const Tensor& table, const char* which, co
          std::string("rope: the ") + which +
              " table takes no gradient; pass a constant (detach it or build it under noGrad)");
   const RawTensor& t = table.value();
+  const int64_t rows = checkedAdd(o.offset, l.T, "rope: offset + positions");
   const std::string want = "{" + std::string(o.position.name()) + ">=" +
-                           std::to_string(o.offset + l.T) + ", " + std::string(o.dim.name()) +
+                           std::to_string(rows) + ", " + std::string(o.dim.name()) +
                            "=" + std::to_string(l.D / 2) + "}";
   if (t.rank() != 2 || !hasTag(t.tags(), o.position) || !hasTag(t.tags(), o.dim) ||
-      t.extent(o.dim) != l.D / 2 || t.extent(o.position) < o.offset + l.T)
+      t.extent(o.dim) != l.D / 2 || t.extent(o.position) < rows)
     fail(ErrorCode::ShapeMismatch, std::string("rope: the ") + which + " table must be " + want +
                                        " (one angle per pair of '" + std::string(o.dim.name()) +
                                        "', rows from offset " + std::to_string(o.offset) +
@@ -123,11 +124,12 @@ Tensor Tensor::rope(ExecContext& ctx, const RopeOptions& options) const {
   RawTensor sin = RawTensor::empty(ctx, {options.position, options.dim}, {l.T, half});
   float* pc = cos.f32();
   float* ps = sin.f32();
-  for (int64_t i = 0; i < half; ++i) {
+  // No positions, no table: a dim of 2^40 with no positions looped 2^39 times (ops_fuzz).
+  for (int64_t i = 0; l.T > 0 && i < half; ++i) {
     // Angles in f64, so that large positions keep their phase.
     const double theta = std::pow(options.base, -2.0 * static_cast<double>(i) / static_cast<double>(l.D));
     for (int64_t t = 0; t < l.T; ++t) {
-      const double angle = static_cast<double>(options.offset + t) * theta;
+      const double angle = (static_cast<double>(options.offset) + static_cast<double>(t)) * theta;  // no int64 wrap
       pc[t * half + i] = static_cast<float>(std::cos(angle));
       ps[t * half + i] = static_cast<float>(std::sin(angle));
     }

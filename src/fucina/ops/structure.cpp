@@ -135,7 +135,7 @@ Tensor Tensor::pad(ExecContext& ctx, Tag axis, int64_t before, int64_t after, do
                                          "): padding must be non-negative");
   Extents shape = a.shape();
   const int64_t n = shape[p];
-  shape[p] += before + after;
+  shape[p] = checkedAdd(n, checkedAdd(before, after, "pad"), "pad");
   RawTensor out = RawTensor::full(ctx, a.tags(), shape, value, a.dtype());
   kernels::copyConvert(a, out.narrowed(axis, before, n));
   return ops::finishOp(ctx, "pad", out, {this}, [&] {

@@ -133,12 +133,8 @@ RawTensor splitAxis(std::string_view op, const RawTensor& a, Tag axis, const Tag
     fail(ErrorCode::InvalidArgument, std::string(op) + ": " + std::to_string(into.size()) +
                                          " tags " + describe(into) + " for " +
                                          std::to_string(extents.size()) + " extents");
-  int64_t prod = 1;
-  for (int64_t e : extents) {
-    if (e < 0)
-      fail(ErrorCode::InvalidArgument, std::string(op) + ": negative extent in " + describe(into, extents));
-    prod *= e;
-  }
+  validateShape(into, extents, op);  // so their product fits (Note [Extent products fit])
+  const int64_t prod = numelOf(extents);
   if (prod != a.shape()[p])
     fail(ErrorCode::ShapeMismatch, std::string(op) + " " + quoted(axis) + " of " + a.describe() +
                                        " into " + describe(into, extents) + ": the extents multiply to " +
@@ -319,8 +315,10 @@ namespace {
 RawTensor strided(const RawTensor& a, size_t p, int64_t start, int64_t end, int64_t step) {
   Extents shape = a.shape();
   std::vector<int64_t> strides = a.strides();
-  shape[p] = (end - start + step - 1) / step;
-  strides[p] *= step;
+  // A step past the range takes one element: clamped, so the stride cannot overflow.
+  const int64_t s = std::min(step, std::max<int64_t>(end - start, 1));
+  shape[p] = (end - start + s - 1) / s;
+  strides[p] *= s;
   return makeView(a, a.tags(), std::move(shape), std::move(strides), a.offset() + start * a.strides()[p]);
 }
 }  // namespace

@@ -1,0 +1,334 @@
+// Random op sequences driven by the fuzz input, through the public C++ API: tensors of random
+// shapes (0 and huge extents too), tags (shared, missing, repeated) and dtypes, constants and
+// variables, ops with valid and invalid arguments, then backward through a scalar reduction of
+// every tensor with a graph. A fucina::Error is a fine answer to anything; any other exception, a
+// crash, a sanitizer report, or a tensor or byte still live once every handle is dropped is a bug.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <vector>
+
+#include <fucina/fucina.h>
+
+using fucina::DType;
+using fucina::Extents;
+using fucina::Tag;
+using fucina::Tags;
+using fucina::Tensor;
+
+namespace {
+
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+constexpr size_t kPool = 8;       // tensors alive at once
+constexpr int kMaxSteps = 24;     // ops per input
+constexpr int64_t kMaxKept = 4096;  // elements of a tensor kept for later steps
+
+// The input as a stream of choices; past its end every choice is 0.
+class Choices {
+ public:
+  Choices(const uint8_t* data, size_t size) : p_(data), n_(size) {}
+  bool done() const { return i_ >= n_; }
+  uint8_t byte() { return i_ < n_ ? p_[i_++] : 0; }
+  size_t below(size_t n) { return n ? byte() % n : 0; }
+  // Extents and positions: mostly small, sometimes at or past the int64 limits.
+  int64_t number() {
+    const uint8_t b = byte();
+    if (b < 224) return b % 6;
+    constexpr int64_t kOdd[] = {-1, kMax, std::numeric_limits<int64_t>::min(), int64_t{1} << 31,
+                                int64_t{1} << 40, kMax / 2, int64_t{1} << 62, 33};
+    return kOdd[b % 8];
+  }
+  // The same, small ones shifted to -2..3 (indices from the end, diagonals).
+  int64_t offset() {
+    const int64_t v = number();
+    return v >= 0 && v < 6 ? v - 2 : v;
+  }
+  double real() {
+    constexpr double kValues[] = {0, 1, -1, 0.5, 2, -3, 1e30, -1e-30,
+                                  std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN(), 0.999, 1e-5};
+    return kValues[below(std::size(kValues))];
+  }
+  Tag tag() {
+    static const char* const kTags[] = {"a", "b", "c", "h", "w", "out", "kh", "kw", "t", "d", "head"};
+    return kTags[below(std::size(kTags))];
+  }
+  Tags tags(size_t rank) {
+    Tags t;
+    for (size_t i = 0; i < rank; ++i) t.push_back(tag());
+    return t;
+  }
+  Extents extents(size_t rank) {
+    Extents e;
+    for (size_t i = 0; i < rank; ++i) e.push_back(number());
+    return e;
+  }
+  DType dtype() {
+    constexpr DType kTypes[] = {DType::f32, DType::f32, DType::f32, DType::f32, DType::f16,
+                                DType::bf16, DType::f64, DType::i32, DType::i64, DType::u8};
+    return kTypes[below(std::size(kTypes))];
+  }
+
+ private:
+  const uint8_t* p_;
+  size_t n_, i_ = 0;
+};
+
+fucina::ExecContext& context(bool threaded) {
+  // Two contexts for the run: one without a pool, one with two threads. A live-byte budget turns a
+  // hostile shape that passes every check into OutOfMemory instead of exhausting the machine.
+  static auto make = [](int threads) {
+    auto* ctx = new fucina::ExecContext(fucina::ExecOptions{.threads = threads});
+    ctx->account()->setLiveLimit(size_t{16} << 20);
+    return ctx;
+  };
+  static fucina::ExecContext* serial = make(1);
+  static fucina::ExecContext* pool = make(2);
+  return threaded ? *pool : *serial;
+}
+
+// OPS_FUZZ_TRACE=1 prints each step (to turn a reproducer into a test).
+bool trace() {
+  static const bool on = std::getenv("OPS_FUZZ_TRACE") != nullptr;
+  return on;
+}
+
+[[noreturn]] void bug(const char* what) {
+  std::fprintf(stderr, "ops_fuzz: %s\n", what);
+  std::abort();
+}
+
+class Run {
+ public:
+  Run(fucina::ExecContext& ctx, Choices& in) : ctx_(ctx), in_(in) {}
+
+  void step() {
+    const size_t op = in_.below(12);
+    const size_t before = pool_.size();
+    const Tensor last = before ? pool_.back() : Tensor();
+    if (trace()) std::fprintf(stderr, "step %zu:", op);
+    try {
+      switch (op) {
+        case 0: keep(make(false)); break;
+        case 1: keep(make(true)); break;
+        case 2: keep(unary(pick())); break;
+        case 3: keep(binary(pick(), pick())); break;
+        case 4: keep(view(pick())); break;
+        case 5: keep(spatial(pick())); break;
+        case 6: keep(indexed(pick())); break;
+        case 7: keep(masked(pick())); break;
+        case 8: backward(pick()); break;
+        case 9: drop(); break;
+        case 10: keep(joined()); break;
+        default: keep(make(in_.byte() & 1)); break;
+      }
+    } catch (const fucina::Error& e) {  // any refusal is fine
+      if (trace()) std::fprintf(stderr, " refused: %s\n", e.what());
+      return;
+    }
+    if (trace()) {
+      const Tensor& t = pool_.size() > before || (!pool_.empty() && !(pool_.back().impl() == last.impl())) ? pool_.back() : Tensor();
+      std::fprintf(stderr, " ok %s\n", t.defined() ? t.value().describe().c_str() : "");
+    }
+  }
+
+  // Backward through a scalar reduction of every tensor that has a graph.
+  void finish() {
+    for (const Tensor& t : pool_) {
+      try {
+        if (t.defined() && t.requiresGrad()) {
+          if (trace()) std::fprintf(stderr, "backward of %s\n", t.value().describe().c_str());
+          t.sumAll(ctx_).backward(ctx_);
+          for (const Tensor& u : pool_)
+            if (u.defined() && u.requiresGrad()) (void)u.grad(ctx_);
+        }
+      } catch (const fucina::Error&) {
+      }
+    }
+    pool_.clear();
+  }
+
+ private:
+  Tensor pick() { return pool_.empty() ? Tensor() : pool_[in_.below(pool_.size())]; }
+  // Only small tensors are kept (empty ones of any extents too): a broadcast view of 2^32
+  // elements is cheap to make but each op on it takes seconds, which would hide the rest.
+  void keep(const Tensor& t) {
+    if (!t.defined() || t.numel() > kMaxKept) return;
+    if (pool_.size() < kPool) pool_.push_back(t);
+    else pool_[in_.below(kPool)] = t;
+  }
+  void drop() {
+    if (pool_.empty()) return;
+    const size_t i = in_.below(pool_.size());
+    if (in_.byte() & 1) pool_[i].dispose();  // every copy of the handle, graphs included
+    pool_.erase(pool_.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+
+  Tensor make(bool variable) {
+    const size_t rank = in_.below(5);
+    const Tags tags = in_.tags(rank);
+    const Extents shape = in_.extents(rank);
+    Tensor t = Tensor::uniform(ctx_, tags, shape, -2, 2, in_.byte());
+    if (variable) return Tensor::variable(ctx_, t);
+    const DType d = in_.dtype();
+    return d == DType::f32 ? t : t.to(ctx_, d);
+  }
+
+  Tensor ints(const Tags& tags, const Extents& shape) {
+    int64_t n = 1;
+    for (int64_t e : shape) n = e > 0 && e < 64 ? n * e : n;
+    std::vector<int64_t> values(static_cast<size_t>(std::min<int64_t>(n, 4096)));
+    for (int64_t& v : values) v = in_.number();
+    return Tensor::fromInts(ctx_, tags, shape, values, in_.byte() & 1 ? DType::i64 : DType::i32);
+  }
+
+  Tensor unary(const Tensor& t) {
+    switch (in_.below(32)) {
+      case 0: return t.neg(ctx_);
+      case 1: return t.abs(ctx_);
+      case 2: return t.exp(ctx_);
+      case 3: return t.log(ctx_);
+      case 4: return t.sqrt(ctx_);
+      case 5: return t.tanh(ctx_);
+      case 6: return t.sigmoid(ctx_);
+      case 7: return t.relu(ctx_);
+      case 8: return t.gelu(ctx_);
+      case 9: return t.silu(ctx_);
+      case 10: return t.reciprocal(ctx_);
+      case 11: return t.softmax(ctx_, in_.tag());
+      case 12: return t.logSoftmax(ctx_, in_.tag());
+      case 13: return t.sumAll(ctx_);
+      case 14: return t.meanAll(ctx_);
+      case 15: return t.sum(ctx_, in_.tag());
+      case 16: return t.max(ctx_, in_.tag());
+      case 17: return t.cumsum(ctx_, in_.tag());
+      case 18: return t.prod(ctx_, in_.tag());
+      case 19: return t.norm(ctx_, in_.tag());
+      case 20: return t.variance(ctx_, in_.tag(), in_.number());
+      case 21: return t.layerNorm(ctx_, in_.tag());
+      case 22: return t.rmsNorm(ctx_, in_.tag());
+      case 23: return t.l2Normalize(ctx_, in_.tag());
+      case 24: return t.clamp(ctx_, in_.real(), in_.real());
+      case 25: return t.dropout(ctx_, in_.real(), in_.byte());
+      case 26: return t.powScalar(ctx_, in_.real());
+      case 27: return t.scale(ctx_, in_.real());
+      case 28: return t.to(ctx_, in_.dtype());
+      case 29: return t.detach(ctx_);
+      case 30: return t.swiglu(ctx_, in_.tag());
+      default: return t.logsumexp(ctx_, in_.tag());
+    }
+  }
+
+  Tensor binary(const Tensor& a, const Tensor& b) {
+    switch (in_.below(14)) {
+      case 0: return a.add(ctx_, b);
+      case 1: return a.sub(ctx_, b);
+      case 2: return a.mul(ctx_, b);
+      case 3: return a.div(ctx_, b);
+      case 4: return a.maximum(ctx_, b);
+      case 5: return a.pow(ctx_, b);
+      case 6: return a.dot(ctx_, b, in_.tag());
+      case 7: return a.matmul(ctx_, b, in_.byte() & 1);
+      case 8: return a.mseLoss(ctx_, b);
+      case 9: return a.huberLoss(ctx_, b, in_.real());
+      case 10: return a.bceWithLogitsLoss(ctx_, b);
+      case 11: return Tensor::einsum(ctx_, a, b, in_.tags(in_.below(4)));
+      case 12: return a.addDot(ctx_, b, in_.tag(), pick());
+      default: return a.klDivLoss(ctx_, b);
+    }
+  }
+
+  Tensor view(const Tensor& t) {
+    switch (in_.below(16)) {
+      case 0: { const size_t r = in_.below(5); return t.broadcastTo(ctx_, in_.tags(r), in_.extents(r)); }
+      case 1: return t.permuteTo(ctx_, in_.tags(t.defined() ? t.rank() : 0));
+      case 2: return t.withTags(ctx_, in_.tags(in_.below(5)));
+      case 3: return t.narrow(ctx_, in_.tag(), in_.number(), in_.number());
+      case 4: return t.insertAxis(ctx_, in_.tag(), in_.below(6));
+      case 5: return t.squeeze(ctx_, in_.tag());
+      case 6: return t.merge(ctx_, in_.tags(in_.below(4)), in_.tag());
+      case 7: { const size_t r = in_.below(4); return t.split(ctx_, in_.tag(), in_.tags(r), in_.extents(r)); }
+      case 8: return t.flatten(ctx_, in_.tag());
+      case 9: { const size_t r = in_.below(5); return t.reshape(ctx_, in_.tags(r), in_.extents(r)); }
+      case 10: return t.select(ctx_, in_.tag(), in_.offset());
+      case 11: return t.slice(ctx_, in_.tag(), in_.number(), in_.number(), in_.number());
+      case 12: return t.transpose(ctx_, in_.tag(), in_.tag());
+      case 13: return t.pad(ctx_, in_.tag(), in_.number(), in_.number(), in_.real());
+      case 14: return t.contiguous(ctx_);
+      default: return t.tril(ctx_, in_.tag(), in_.tag(), in_.offset());
+    }
+  }
+
+  Tensor spatial(const Tensor& t) {
+    switch (in_.below(5)) {
+      case 0:
+      case 1: {
+        fucina::Conv2dOptions o;
+        o.stride_h = in_.number(), o.stride_w = in_.number();
+        o.pad_h = in_.number(), o.pad_w = in_.number();
+        o.dilation_h = in_.number(), o.dilation_w = in_.number();
+        o.groups = in_.number();
+        const Tensor w = pick();
+        return in_.byte() & 1 ? t.conv2d(ctx_, w, o) : t.conv2d(ctx_, w, pick(), o);
+      }
+      case 2: return t.maxPool2d(ctx_, in_.number(), in_.number(), in_.number(), in_.number(), in_.number());
+      case 3: return t.avgPool2d(ctx_, in_.number(), in_.number(), in_.number(), in_.number(), in_.number());
+      default: return t.upsample2xNearest(ctx_);
+    }
+  }
+
+  Tensor indexed(const Tensor& t) {
+    const size_t r = in_.below(4);
+    const Tags tags = in_.tags(r);
+    const Tensor idx = ints(tags, in_.extents(r));
+    switch (in_.below(6)) {
+      case 0: return t.indexSelect(ctx_, in_.tag(), idx);
+      case 1: return t.gather(ctx_, in_.tag(), idx);
+      case 2: return t.takeAlongAxis(ctx_, in_.tag(), idx);
+      case 3: return t.scatterAdd(ctx_, in_.tag(), idx, pick());
+      case 4: return t.crossEntropy(ctx_, idx, in_.tag(), {.label_smoothing = in_.real()});
+      default: return t.nllLoss(ctx_, idx, in_.tag(), static_cast<fucina::Reduction>(in_.below(3)));
+    }
+  }
+
+  Tensor masked(const Tensor& t) {
+    switch (in_.below(4)) {
+      case 0: return t.maskedFill(ctx_, pick(), in_.real());
+      case 1: return Tensor::where(ctx_, pick(), t, pick());
+      case 2: return t.bandPart(ctx_, in_.tag(), in_.tag(), in_.offset(), in_.offset());
+      default: return t.rope(ctx_, fucina::RopeOptions{.position = in_.tag(), .dim = in_.tag(), .offset = in_.number()});
+    }
+  }
+
+  Tensor joined() {
+    std::vector<Tensor> parts;
+    for (size_t i = 0, n = in_.below(4); i < n; ++i) parts.push_back(pick());
+    return in_.byte() & 1 ? Tensor::concat(ctx_, parts, in_.tag()) : Tensor::stack(ctx_, parts, in_.tag());
+  }
+
+  void backward(const Tensor& t) {
+    if (in_.byte() & 1) t.backward(ctx_);  // refused unless t is a one-element tensor with a graph
+    else t.meanAll(ctx_).backward(ctx_);
+  }
+
+  fucina::ExecContext& ctx_;
+  Choices& in_;
+  std::vector<Tensor> pool_;
+};
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  Choices in(data, size);
+  fucina::ExecContext& ctx = context(in.byte() & 1);
+  const fucina::MemoryStats before = ctx.memory();
+  {
+    Run run(ctx, in);
+    for (int i = 0; i < kMaxSteps && !in.done(); ++i) run.step();
+    run.finish();
+  }
+  const fucina::MemoryStats after = ctx.memory();
+  if (after.live_tensors != before.live_tensors) bug("a tensor is still live after every handle was dropped");
+  if (after.live_bytes != before.live_bytes) bug("bytes are still live after every handle was dropped");
+  return 0;
+}
