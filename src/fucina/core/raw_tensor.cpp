@@ -2,7 +2,6 @@
 
 #include <cstring>
 #include <limits>
-#include <new>
 
 #include "fucina/core/error.h"
 #include "fucina/exec/context.h"
@@ -108,12 +107,8 @@ float* RawTensor::f32() const {
 std::vector<float> RawTensor::toVector() const {
   if (!valid()) return {};
   requireElementType(dtype_, "toVector");
-  std::vector<float> out;
-  try {
-    out.resize(static_cast<size_t>(numel()));
-  } catch (const std::bad_alloc&) {  // only fucina::Error leaves the API (RELIABILITY.md)
-    fail(ErrorCode::OutOfMemory, "toVector: no memory for a copy of " + describe());
-  }
+  std::vector<float> out = withOutOfMemoryAsError(
+      "toVector of " + describe(), [&] { return std::vector<float>(static_cast<size_t>(numel())); });
   if (out.empty()) return out;
   kernels::copyToF32(*this, out.data());
   return out;
