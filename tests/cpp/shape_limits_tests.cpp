@@ -83,4 +83,10 @@ TEST_CASE("shape limits: empty tensors with huge other extents compute nothing, 
   const Tensor r = Tensor::zeros(ctx, {"t", "d"}, {0, n}).rope(ctx, fucina::RopeOptions{.offset = kMax - 1});
   CHECK(r.shape() == fucina::Extents{0, n});
   CHECK(Tensor::ones(ctx, {"t", "d"}, {1, 2}).rope(ctx, fucina::RopeOptions{.offset = kMax - 1}).numel() == 2);
+  // indexSelect of 2^40 empty rows: no loop over them, forward or backward.
+  const Tensor table = Tensor::variable(ctx, Tensor::zeros(ctx, {"n", "v", "d"}, {n, 3, 0}));
+  const Tensor rows = table.indexSelect(ctx, "v", Tensor::fromInts(ctx, {"i"}, {2}, {0, 2}));
+  CHECK(rows.shape() == fucina::Extents{n, 2, 0});
+  rows.sumAll(ctx).backward(ctx);
+  CHECK(table.grad(ctx)->shape() == table.shape());
 }

@@ -53,9 +53,11 @@ class RawTensor {
   const std::shared_ptr<Storage>& storage() const { return storage_; }
 
   // Typed pointer to the first element (storage base + offset). T must match the dtype's size.
+  // Null for an empty tensor without a buffer: no offset is added to null (UBSan, ops_fuzz).
   template <class T>
   T* data() const {
-    return reinterpret_cast<T*>(storage_->data()) + offset_;
+    std::byte* base = storage_->data();
+    return base ? reinterpret_cast<T*>(base) + offset_ : nullptr;
   }
   float* f32() const;  // data<float>() after checking dtype == f32
 

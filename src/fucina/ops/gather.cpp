@@ -56,7 +56,7 @@ Tensor Tensor::indexSelect(ExecContext& ctx, Tag axis, const Tensor& indices) co
   for (size_t i = p + 1; i < a.rank(); ++i) inner *= a.shape()[i];
   const RawTensor src = a.contiguous(ctx);
   RawTensor out = RawTensor::empty(ctx, tags, shape);
-  {
+  if (out.numel() > 0) {  // else outer could be 2^40 with nothing to copy (ops_fuzz hung)
     const float* s = src.f32();
     float* o = out.f32();
     const auto k = static_cast<int64_t>(idx.size());
@@ -72,7 +72,7 @@ Tensor Tensor::indexSelect(ExecContext& ctx, Tag axis, const Tensor& indices) co
       const float* s = gc.f32();
       float* o = full.f32();
       const auto k = static_cast<int64_t>(idx.size());
-      for (int64_t u = 0; u < outer; ++u)
+      for (int64_t u = 0; gc.numel() > 0 && u < outer; ++u)
         for (int64_t j = 0; j < k; ++j)
           for (int64_t v = 0; v < inner; ++v) o[(u * n + idx[j]) * inner + v] += s[(u * k + j) * inner + v];
       g[0] = std::move(full);
