@@ -90,3 +90,15 @@ TEST_CASE("shape limits: empty tensors with huge other extents compute nothing, 
   rows.sumAll(ctx).backward(ctx);
   CHECK(table.grad(ctx)->shape() == table.shape());
 }
+
+TEST_CASE("shape limits: a view at an offset into an empty tensor adds no offset to a null buffer",
+          "[shape]") {
+  // Regression (ops_fuzz, UBSan "applying non-zero offset to null pointer"): data() added the
+  // view's offset to the null base of an empty tensor's buffer.
+  ExecContext ctx;
+  const Tensor x = Tensor::variable(ctx, Tensor::zeros(ctx, {"a", "b"}, {0, 4}));
+  const Tensor d = x.narrow(ctx, "b", 2, 2).dropout(ctx, 0.5, 7);
+  CHECK(d.numel() == 0);
+  d.sumAll(ctx).backward(ctx);
+  CHECK(x.grad(ctx)->numel() == 0);
+}
