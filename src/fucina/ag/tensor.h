@@ -221,7 +221,7 @@ class Tensor {
   // Pooling over the axes h and w of every other axis's planes; axes keep their names and order.
   // maxPool2d pads with -inf and sends each window's gradient to its first maximum; avgPool2d
   // pads with zeros and always divides by kernel_h·kernel_w (torch's count_include_pad=True).
-  // pad <= kernel / 2 on each axis, as torch requires.
+  // pad <= kernel / 2 on each axis, as torch requires, and at most the input's h and w.
   Tensor maxPool2d(ExecContext& ctx, int64_t kernel_h, int64_t kernel_w, int64_t stride_h,
                    int64_t stride_w, int64_t pad = 0, Tag h = "h", Tag w = "w") const;
   Tensor avgPool2d(ExecContext& ctx, int64_t kernel_h, int64_t kernel_w, int64_t stride_h,
