@@ -13,7 +13,8 @@ namespace fucina::kernels {
 namespace {
 // The outputs o in [0, out) whose input index o·stride + offset lies in [0, extent), as [lo, hi).
 std::pair<int64_t, int64_t> inBounds(int64_t out, int64_t stride, int64_t offset, int64_t extent) {
-  auto ceilDiv = [](int64_t a, int64_t b) { return a <= 0 ? -(-a / b) : (a + b - 1) / b; };
+  // (a - 1) / b + 1, not (a + b - 1) / b: a stride near INT64_MAX must not overflow (UBSan).
+  auto ceilDiv = [](int64_t a, int64_t b) { return a <= 0 ? -(-a / b) : (a - 1) / b + 1; };
   const int64_t lo = std::clamp<int64_t>(ceilDiv(-offset, stride), 0, out);
   const int64_t hi = std::clamp<int64_t>(ceilDiv(extent - offset, stride), lo, out);
   return {lo, hi};
