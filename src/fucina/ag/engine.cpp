@@ -45,6 +45,11 @@ std::vector<Seed> validateOutputs(ExecContext& ctx, std::span<const Tensor> outp
   return seeds;
 }
 
+// Whether an operand slot takes part in a pass limited to states made at or after `boundary`.
+bool inPass(const std::shared_ptr<GradState>& operand, uint64_t boundary) {
+  return operand && operand->generation() >= boundary;
+}
+
 // Note [Pending counters]: one walk from the outputs adds one to a state's pending_grads per
 // consumer edge and claims it on first visit. A record runs only when its counter drains to zero,
 // i.e. after every downstream contribution has arrived, so a value used by several branches
@@ -53,19 +58,14 @@ std::vector<Seed> validateOutputs(ExecContext& ctx, std::span<const Tensor> outp
 //
 // Note [Interior consumption] (extends §5.2's one backward per graph): a completed pass consumes
 // every record state it ran, not only its outputs, since each keeps the gradient it received and
-// a second pass through it would add on top and propagate the sum (h = tanh(x); two losses over h
-// gave x 2 + 1 shares of the first seed). So a pass that reaches a consumed state fails with
-// BackwardAlreadyRun, and so does one that reaches a state claimed by another pass still in
-// flight (another thread), instead of racing it; either way before any counter or seed is left
-// behind: the walk releases what it claimed and throws. Leaves are shared by every graph built
-// on them (the micro-batch idiom) and are never claimed or consumed. A failed pass consumes
+// a second pass through it would add on top and propagate the sum (h = tanh(x): backward of
+// sum(h), then of sum(2h), gave x 4·dh instead of 3·dh). So a pass that reaches a consumed state
+// fails with BackwardAlreadyRun, and so does one that reaches a state claimed by another pass
+// still in flight (another thread), instead of racing it; either way before any counter or seed
+// is left behind: the walk releases what it claimed and throws. Leaves are shared by every graph
+// built on them (the micro-batch idiom) and are never claimed or consumed. A failed pass consumes
 // nothing (Note [Re-runnable exits]). Every reference example holds: each runs one pass per
 // freshly built graph.
-// Whether an operand slot takes part in a pass limited to states made at or after `boundary`.
-bool inPass(const std::shared_ptr<GradState>& operand, uint64_t boundary) {
-  return operand && operand->generation() >= boundary;
-}
-
 std::atomic<uint64_t> pass_counter{0};
 
 [[noreturn]] void refuseReached(const GradState& s, bool consumed) {
