@@ -45,7 +45,9 @@ Tap tapOf(const Conv2dGeometry& g, int64_t i, int64_t j) {
   const int64_t y_off = i * g.dilation_h - g.pad_h, x_off = j * g.dilation_w - g.pad_w;
   const auto [y_lo, y_hi] = inBounds(g.out_h, g.stride_h, y_off, g.height);
   const auto [x_lo, x_hi] = inBounds(g.out_w, g.stride_w, x_off, g.width);
-  return {y_lo, y_hi, x_lo, x_hi, y_off * g.width + x_off, g.stride_h * g.width};
+  // One output row needs no row step, and its stride may be anything (INT64_MAX: no overflow).
+  const int64_t row_step = g.out_h > 1 ? g.stride_h * g.width : 0;
+  return {y_lo, y_hi, x_lo, x_hi, y_off * g.width + x_off, row_step};
 }
 }  // namespace
 
