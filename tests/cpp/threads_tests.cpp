@@ -27,7 +27,9 @@ std::pair<float, Floats> privateStep(ExecContext& ctx, const Tensor& w, int seed
   Tensor h = x.dot(ctx, w, "in").tanh(ctx);                     // {batch, out}
   Tensor loss = h.mul(ctx, h).add(ctx, h.scale(ctx, 0.5f)).meanAll(ctx);
   loss.backward(ctx);
-  return {loss.item(), gradOf(ctx, x)};
+  // Not gradOf: its REQUIRE would be a Catch assertion on a worker thread (not thread-safe).
+  const std::optional<Tensor> gx = x.grad(ctx);
+  return {loss.item(), gx ? gx->toVector() : Floats{}};
 }
 
 }  // namespace
