@@ -1,10 +1,10 @@
 // Datasets for the JS side: IDX parsing (MNIST, Fashion-MNIST), gzip through the platform
 // (node:zlib, or DecompressionStream in browsers), seeded shuffling identical to C++'s
 // fucina::data::shuffledIndices, and batching into tensors.
-import { FucinaError, checkInt, checkOptions, typeName } from './errors.mjs';
+import { FucinaError, checkInt, checkOptions, invalid, typeName } from './errors.mjs';
 
 const isNode = typeof process === 'object' && !!process.versions?.node;
-const bad = (message) => new FucinaError('InvalidArgument', `InvalidArgument: IDX: ${message}`);
+const bad = (message) => invalid(`IDX: ${message}`);
 
 /** Parses uncompressed IDX bytes (unsigned-byte data) into { dims, values }. */
 export function parseIdx(bytes) {
@@ -99,11 +99,11 @@ export async function loadFashionMnist(options) {
 
 /** Samples order[begin, begin+size) as tensors { images {batch, h, w}, labels {batch} i32 }. */
 export function makeBatch(fc, split, order, begin, size) {
-  if (typeof fc?.constant !== 'function') throw new FucinaError('InvalidArgument', 'InvalidArgument: makeBatch: fc must be an engine from init()');
+  if (typeof fc?.constant !== 'function') throw invalid('makeBatch: fc must be an engine from init()');
   if (!split || !(split.images instanceof Float32Array) || !(split.labels instanceof Int32Array))
-    throw new FucinaError('InvalidArgument', 'InvalidArgument: makeBatch: split must come from loadFashionMnist');
+    throw invalid('makeBatch: split must come from loadFashionMnist');
   if (!ArrayBuffer.isView(order) && !Array.isArray(order))
-    throw new FucinaError('InvalidArgument', `InvalidArgument: makeBatch: order must be an array of sample indices, got ${typeName(order)}`);
+    throw invalid(`makeBatch: order must be an array of sample indices, got ${typeName(order)}`);
   checkInt(begin, 'makeBatch: begin', 0);
   checkInt(size, 'makeBatch: size', 0);
   const count = Math.max(0, Math.min(size, order.length - begin));

@@ -17,8 +17,8 @@ function chooseVariant(requested) {
   if (requested !== 'threaded-simd' && requested !== 'simd')
     throw invalid(`unknown variant '${requested}' (use "auto", "threaded-simd" or "simd")`);
   if (requested === 'threaded-simd' && !threadsPossible)
-    throw new FucinaError('InvalidArgument', 'InvalidArgument: threaded-simd needs SharedArrayBuffer, ' +
-      'which a browser gives only to cross-origin isolated pages (COOP/COEP headers)');
+    throw invalid('threaded-simd needs SharedArrayBuffer, which a browser gives only to ' +
+      'cross-origin isolated pages (COOP/COEP headers)');
   return requested;
 }
 
