@@ -43,7 +43,7 @@ const nativeBin = join(resolve(root, process.env.FUCINA_BUILD_DIR ?? 'build/nati
 const missing = [];
 if (!existsSync(nativeBin)) missing.push(`${nativeBin} (run scripts/build)`);
 for (const v of ['threaded-simd', 'simd'])
-  if (!existsSync(join(root, 'dist', v, 'fucina.wasm'))) missing.push(`dist/${v}/fucina.wasm (run scripts/build-wasm)`);
+  if (!existsSync(join(root, 'dist', 'wasm', `fucina-${v}.wasm`))) missing.push(`dist/wasm/fucina-${v}.wasm (run scripts/build-wasm)`);
 if (missing.length) {
   say(`bench: missing ${missing.join(', ')}.\nBuild first: scripts/build && scripts/build-wasm (bench builds nothing itself).`);
   process.exit(1);

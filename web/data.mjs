@@ -1,9 +1,9 @@
-// Datasets for the JS side: IDX parsing (MNIST, Fashion-MNIST), gzip through the platform
-// (node:zlib, or DecompressionStream in browsers), seeded shuffling identical to C++'s
-// fucina::data::shuffledIndices, and batching into tensors.
+// Datasets for the JS side: IDX parsing (MNIST, Fashion-MNIST), seeded shuffling identical to C++'s
+// fucina::data::shuffledIndices, and batching into tensors. Reading files and gunzip come from the
+// platform (platform.node.mjs: node:fs and node:zlib; platform.browser.mjs: fetch and
+// DecompressionStream), bound by makeReaders in each entry point.
 import { FucinaError, checkInt, checkOptions, invalid, typeName } from './errors.mjs';
 
-const isNode = typeof process === 'object' && !!process.versions?.node;
 const bad = (message) => invalid(`IDX: ${message}`);
 
 /** Parses uncompressed IDX bytes (unsigned-byte data) into { dims, values }. */
@@ -22,33 +22,42 @@ export function parseIdx(bytes) {
   return { dims, values: bytes.subarray(header) };
 }
 
-async function gunzip(bytes) {
-  try {
-    if (isNode) return new Uint8Array((await import('node:zlib')).gunzipSync(bytes));
-    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
-    return new Uint8Array(await new Response(stream).arrayBuffer());
-  } catch (e) {
-    throw bad(`corrupt or truncated gzip data (${e.message})`);
-  }
-}
-
-/** Reads an IDX file (a path in Node, a URL in browsers), gzip-compressed or not. */
-export async function readIdx(source) {
-  if (typeof source !== 'string' && !(source instanceof URL)) throw bad(`the source must be a path or URL, got ${typeName(source)}`);
-  let bytes;
-  try {
-    if (isNode && !/^https?:/.test(String(source))) {
-      bytes = new Uint8Array((await import('node:fs')).readFileSync(source));
-    } else {
-      const response = await fetch(source);
-      if (!response.ok) throw new Error(`HTTP ${response.status}`);
-      bytes = new Uint8Array(await response.arrayBuffer());
+/** readIdx and loadFashionMnist for one platform (see platform.*.mjs). */
+export function makeReaders(platform) {
+  /** Reads an IDX file (a path or URL in Node, a URL in browsers), gzip-compressed or not. */
+  async function readIdx(source) {
+    if (typeof source !== 'string' && !(source instanceof URL)) throw bad(`the source must be a path or URL, got ${typeName(source)}`);
+    let bytes;
+    try {
+      bytes = await platform.readBytes(source);
+    } catch (e) {
+      throw bad(`cannot read ${source}: ${e.message}`);
     }
-  } catch (e) {
-    throw bad(`cannot read ${source}: ${e.message}`);
+    if (bytes[0] === 0x1f && bytes[1] === 0x8b) {
+      try {
+        bytes = await platform.gunzip(bytes);
+      } catch (e) {
+        throw bad(`corrupt or truncated gzip data (${e.message})`);
+      }
+    }
+    return parseIdx(bytes);
   }
-  if (bytes[0] === 0x1f && bytes[1] === 0x8b) bytes = await gunzip(bytes);
-  return parseIdx(bytes);
+
+  /** Loads Fashion-MNIST's train or test split as plain arrays: { images (f32 in [0,1], row-major
+   * sample×h×w), labels (Int32Array), count, h, w }. `base` is a folder path (Node) or URL prefix. */
+  async function loadFashionMnist(options) {
+    const { base = '/usr/share/datasets/fashion-mnist', train = true } = checkOptions(options, ['base', 'train'], 'loadFashionMnist');
+    const prefix = `${base}/${train ? 'train' : 't10k'}`;
+    const [images, labels] = await Promise.all([
+      readIdx(`${prefix}-images-idx3-ubyte.gz`), readIdx(`${prefix}-labels-idx1-ubyte.gz`)]);
+    if (images.dims.length !== 3 || labels.dims.length !== 1 || images.dims[0] !== labels.dims[0])
+      throw bad('images and labels do not match');
+    const pixels = new Float32Array(images.values.length);
+    for (let i = 0; i < pixels.length; ++i) pixels[i] = images.values[i] / 255;
+    return { images: pixels, labels: Int32Array.from(labels.values), count: images.dims[0], h: images.dims[1], w: images.dims[2] };
+  }
+
+  return { readIdx, loadFashionMnist };
 }
 
 // splitmix64 over BigInt, exactly as src/fucina/data/idx.cpp.
@@ -81,20 +90,6 @@ export function shuffledIndices(n, seed) {
     [order[i], order[j]] = [order[j], order[i]];
   }
   return order;
-}
-
-/** Loads Fashion-MNIST's train or test split as plain arrays: { images (f32 in [0,1], row-major
- * sample×h×w), labels (Int32Array), count, h, w }. `base` is a folder path (Node) or URL prefix. */
-export async function loadFashionMnist(options) {
-  const { base = '/usr/share/datasets/fashion-mnist', train = true } = checkOptions(options, ['base', 'train'], 'loadFashionMnist');
-  const prefix = `${base}/${train ? 'train' : 't10k'}`;
-  const [images, labels] = await Promise.all([
-    readIdx(`${prefix}-images-idx3-ubyte.gz`), readIdx(`${prefix}-labels-idx1-ubyte.gz`)]);
-  if (images.dims.length !== 3 || labels.dims.length !== 1 || images.dims[0] !== labels.dims[0])
-    throw bad('images and labels do not match');
-  const pixels = new Float32Array(images.values.length);
-  for (let i = 0; i < pixels.length; ++i) pixels[i] = images.values[i] / 255;
-  return { images: pixels, labels: Int32Array.from(labels.values), count: images.dims[0], h: images.dims[1], w: images.dims[2] };
 }
 
 /** Samples order[begin, begin+size) as tensors { images {batch, h, w}, labels {batch} i32 }. */

@@ -2,10 +2,28 @@
 // and the data helpers share one class and one wording.
 export class FucinaError extends Error {
   constructor(code, message) {
+    const limit = Error.stackTraceLimit;
+    if (unbundled) Error.stackTraceLimit = limit + 40;  // room for the package's frames
     super(message);
+    Error.stackTraceLimit = limit;
     this.name = 'FucinaError';
     this.code = code;  // the C++ ErrorCode name, e.g. "ShapeMismatch"
+    if (unbundled && typeof this.stack === 'string') this.stack = callerStack(this.stack);
   }
+}
+
+// Frames inside the package (the facade, the Emscripten glue, the wasm) tell a caller nothing, and
+// a glue frame can print as a 100 KB minified line: a FucinaError's stack keeps the caller's frames,
+// so its first frame is the caller's line. Only where this file is still errors.mjs: in a bundle,
+// the package's frames and the app's share one file and are all kept.
+const packageDir = new URL('./', import.meta.url).href;
+const unbundled = import.meta.url.endsWith('/errors.mjs');
+function callerStack(stack) {
+  const lines = stack.split('\n');
+  const isFrame = (line) => /^\s+at /.test(line);
+  const message = lines.filter((line) => !isFrame(line));
+  const frames = lines.filter((line) => isFrame(line) && !line.includes(packageDir) && !line.includes('wasm://'));
+  return [...message, ...frames.slice(0, Error.stackTraceLimit)].join('\n');
 }
 
 export const invalid = (message) => new FucinaError('InvalidArgument', `InvalidArgument: ${message}`);

@@ -71,8 +71,8 @@ test('cross-origin isolated page: threaded-simd with more than one thread trains
   assert.equal(result.variant, 'threaded-simd');
   assert.ok(result.threads > 1, `fc.threads is ${result.threads} (hardwareConcurrency ${result.hardwareConcurrency})`);
   assertTrained(result);
-  assert.ok(fetched('/dist/threaded-simd/fucina.wasm'), 'threaded-simd wasm was not fetched from /dist/');
-  assert.ok(fetched('/dist/threaded-simd/fucina.worker.js'), 'pthread worker script was not fetched');
+  assert.ok(fetched('/dist/wasm/fucina-threaded-simd.wasm'), 'threaded-simd wasm was not fetched from /dist/wasm/');
+  assert.ok(fetched('/dist/wasm/fucina-threaded-simd.mjs'), 'threaded-simd glue was not fetched from /dist/wasm/');
 });
 
 test('page without COOP/COEP (under /plain/): falls back to simd and trains', { skip: skipReason }, async () => {
@@ -83,6 +83,6 @@ test('page without COOP/COEP (under /plain/): falls back to simd and trains', { 
   assert.equal(result.variant, 'simd');
   assert.equal(result.threads, 1);
   assertTrained(result);
-  assert.ok(fetched('/plain/dist/simd/fucina.wasm'), 'simd wasm was not fetched from the /plain/ base URL');
-  assert.ok(!requests.some(([, p]) => p.startsWith('/plain/dist/threaded-simd/')), 'the plain page loaded threaded-simd files');
+  assert.ok(fetched('/plain/dist/wasm/fucina-simd.wasm'), 'simd wasm was not fetched from the /plain/ base URL');
+  assert.ok(!requests.some(([, p]) => p.startsWith('/plain/dist/wasm/fucina-threaded-simd')), 'the plain page loaded threaded-simd files');
 });

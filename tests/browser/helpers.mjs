@@ -17,7 +17,7 @@ export const skipReason = !existsSync(CHROMIUM) && !process.env.CI
 /** Launches headless Chromium; fails clearly when it, playwright-core or dist/ is missing. */
 export async function launchBrowser() {
   assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is required under CI (apt-get install -y chromium)`);
-  assert.ok(existsSync(join(ROOT, 'dist', 'index.mjs')), 'dist/ is missing: run scripts/build-wasm first');
+  assert.ok(existsSync(join(ROOT, 'dist', 'index.browser.mjs')), 'dist/ is missing: run scripts/build-wasm first');
   let chromium;
   try {
     ({ chromium } = await import('playwright-core'));

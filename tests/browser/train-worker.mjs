@@ -1,13 +1,13 @@
 // Trains a tiny 2-layer MLP with plain SGD and posts { result } or { error } to the page.
-// The facade is imported by a relative URL (../../dist/index.mjs): served under /plain/, it is
-// /plain/dist/index.mjs, which checks that the package loads its wasm from any base URL.
+// The facade is imported by a relative URL (../../dist/index.browser.mjs): served under /plain/, it is
+// /plain/dist/index.browser.mjs, which checks that the package loads its wasm from any base URL.
 
 const post = (msg) => self.postMessage(msg);
 const errorText = (e) => (e && (e.stack || e.message)) || String(e);
 self.addEventListener('unhandledrejection', (e) => post({ error: `unhandled rejection in worker: ${errorText(e.reason)}` }));
 
 async function main() {
-  const { init } = await import('../../dist/index.mjs');
+  const { init } = await import('../../dist/index.browser.mjs');
   const t0 = performance.now();
   const fc = await init();  // auto: threaded-simd when crossOriginIsolated, else simd
 

@@ -40,7 +40,7 @@ export function trainStep(fc, opt, lossOf) {
 
 export function serveTrainer(createTrainer) {
   let fc = null, trainer = null, running = false, loop = Promise.resolve();
-  const engine = import('../../../dist/index.mjs').then(({ init }) => init());
+  const engine = import('../../../dist/index.browser.mjs').then(({ init }) => init());
 
   async function run() {
     post({ type: 'started' });

@@ -3,7 +3,7 @@
 // /data/fashion-mnist/) is loaded once and kept across model switches. Every evalEvery steps the
 // model classifies a fixed subset of the test split: its accuracy, and the predictions for the
 // first SHOWN images, which the page draws.
-import { loadFashionMnist, shuffledIndices, makeBatch } from '../../../dist/index.mjs';
+import { loadFashionMnist, shuffledIndices, makeBatch } from '../../../dist/index.browser.mjs';
 import { serveTrainer, trainStep } from '../common/worker-loop.mjs';
 
 const EVAL_COUNT = 1000;

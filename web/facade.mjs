@@ -1,71 +1,92 @@
 // The fucina JavaScript facade: loads the best wasm variant and wraps the Embind binding in a
-// small typed API (ops named as in C++, the context implicit). Works in Node and browsers, on any
-// thread; browsers should run it in a Web Worker, since Emscripten busy-waits on the main thread.
+// small typed API (ops named as in C++, the context implicit). Everything here runs in Node and in
+// browsers alike: what differs (finding and loading the wasm files, thread counts, reading files) is
+// a platform object from platform.node.mjs or platform.browser.mjs, chosen by the package's exports
+// conditions (index.node.mjs / index.browser.mjs), so a browser bundle never reaches a Node built-in.
+// Browsers should run the engine in a Web Worker, since Emscripten busy-waits on the main thread.
 
 import { FucinaError, invalid, typeName, isPlainObject, checkInt, checkOptions, pair } from './errors.mjs';
 import { makeNn } from './nn.mjs';
 
 export { FucinaError };
-export { parseIdx, readIdx, shuffledIndices, loadFashionMnist, makeBatch } from './data.mjs';
 
-const isNode = typeof process === 'object' && !!process.versions && !!process.versions.node;
+const VARIANTS = ['threaded-simd', 'simd'];
 
-function chooseVariant(requested) {
-  const threadsPossible = typeof SharedArrayBuffer !== 'undefined' &&
-    (isNode || globalThis.crossOriginIsolated === true);
+function chooseVariant(requested, platform) {
+  const threadsPossible = typeof SharedArrayBuffer !== 'undefined' && platform.threadsPossible();
   if (requested === undefined || requested === 'auto') return threadsPossible ? 'threaded-simd' : 'simd';
-  if (requested !== 'threaded-simd' && requested !== 'simd')
-    throw invalid(`unknown variant '${requested}' (use "auto", "threaded-simd" or "simd")`);
+  if (!VARIANTS.includes(requested))
+    throw invalid(`unknown variant ${typeof requested === 'string' ? `'${requested}'` : typeName(requested)} (use "auto", "threaded-simd" or "simd")`);
   if (requested === 'threaded-simd' && !threadsPossible)
     throw invalid('threaded-simd needs SharedArrayBuffer, which a browser gives only to ' +
       'cross-origin isolated pages (COOP/COEP headers)');
   return requested;
 }
 
-async function defaultThreads() {
-  if (isNode) return (await import('node:os')).availableParallelism();
-  return globalThis.navigator?.hardwareConcurrency ?? 1;
+// Where each file of a variant is: locateFile(name, variant) wins, then wasmUrl (the .wasm alone)
+// and baseUrl (a folder holding the package's wasm/ files, e.g. on a CDN); else the platform's own
+// place (beside this module, as the bundler rewrote it). Returns a URL or path string per name.
+function locator(options, variant, platform) {
+  const { locateFile, baseUrl, wasmUrl } = options;
+  if (locateFile !== undefined && typeof locateFile !== 'function')
+    throw invalid(`init: locateFile must be a function (file name, variant) => URL, got ${typeName(locateFile)}`);
+  for (const [name, v] of [['baseUrl', baseUrl], ['wasmUrl', wasmUrl]])
+    if (v !== undefined && typeof v !== 'string' && !(v instanceof URL))
+      throw invalid(`init: ${name} must be a string or URL, got ${typeName(v)}`);
+  if (wasmUrl !== undefined && (options.variant === undefined || options.variant === 'auto'))
+    throw invalid('init: wasmUrl names one variant\'s .wasm file: pass variant "simd" or "threaded-simd" with it');
+  return (name, fallback) => {
+    if (locateFile) {
+      const url = locateFile(name, variant);
+      if (typeof url !== 'string' && !(url instanceof URL))
+        throw invalid(`init: locateFile('${name}') returned ${typeName(url)}, not a URL or string`);
+      return String(url);
+    }
+    if (wasmUrl !== undefined && name.endsWith('.wasm')) return String(wasmUrl);
+    if (baseUrl !== undefined) return new URL(name, new URL(String(baseUrl).replace(/\/?$/, '/'), platform.base())).href;
+    return fallback;
+  };
 }
 
-/** Loads the engine. options: { threads?: number, variant?: "auto" | "threaded-simd" | "simd" } */
-export async function init(options = {}) {
-  checkOptions(options, ['threads', 'variant'], 'init');
-  const variant = chooseVariant(options.variant);
-  let threads = 1;
-  if (variant === 'threaded-simd') {
-    threads = checkInt(options.threads ?? Math.min(await defaultThreads(), 8), 'init: threads', 1, 64);
-  } else if (options.threads !== undefined && options.threads !== 1) {
-    console.warn(`fucina: the simd variant runs on one thread (asked for ${options.threads})`);
-  }
-  if (options.variant === undefined && variant === 'simd' && !isNode)
-    console.info('fucina: this page is not cross-origin isolated; using the single-threaded simd build');
-  const { default: createFucina } = await import(`./${variant}/fucina.mjs`);
-  const moduleOptions = { fucinaPoolSize: Math.max(1, threads - 1) };
-  if (isNode) {
-    // Node's fetch cannot read file URLs: hand Emscripten the bytes (TOOLCHAIN.md §e).
-    const { readFileSync } = await import('node:fs');
-    moduleOptions.wasmBinary = readFileSync(new URL(`./${variant}/fucina.wasm`, import.meta.url));
-  }
-  const M = await createFucina(moduleOptions);
-  if (isNode && M.PThread) {
-    // Pool workers would keep Node's event loop alive forever; let the process exit when the
-    // program is done, as it would with plain JS.
-    for (const w of [...M.PThread.unusedWorkers, ...M.PThread.runningWorkers]) w.unref?.();
-  }
-  M.makeError = (code, message) => new FucinaError(code, message);
-  M.failure = null;  // the FucinaError of the last failed engine call (see Fucina._call)
-  M.pending = null;  // { error }: what a user callback threw, while C++ unwinds
-  M.copyOut = (view) => {  // for the binding: a JS copy of wasm memory, or null without room
-    try {
-      return view.slice();
-    } catch {
-      return null;
+/** Makes the package's init(options) for one platform (see platform.*.mjs). */
+export function makeInit(platform) {
+  return async function init(options = {}) {
+    checkOptions(options, ['threads', 'variant', 'locateFile', 'baseUrl', 'wasmUrl'], 'init');
+    const variant = chooseVariant(options.variant, platform);
+    let threads = 1;
+    if (variant === 'threaded-simd') {
+      threads = checkInt(options.threads ?? Math.min(await platform.defaultThreads(), 8), 'init: threads', 1, 64);
+    } else if (options.threads !== undefined && options.threads !== 1) {
+      console.warn(`fucina: the simd variant runs on one thread (asked for ${options.threads})`);
     }
+    if (options.variant === undefined && variant === 'simd' && platform.name === 'browser')
+      console.info('fucina: this page is not cross-origin isolated; using the single-threaded simd build');
+    const moduleOptions = { fucinaPoolSize: Math.max(1, threads - 1) };
+    let M;
+    try {
+      const createFucina = await platform.load(variant, moduleOptions, locator(options, variant, platform));
+      M = await createFucina(moduleOptions);
+    } catch (e) {
+      if (e instanceof FucinaError) throw e;
+      throw new FucinaError('LoadFailed', `LoadFailed: cannot load the ${variant} engine (${e?.message ?? e}); ` +
+        'if a bundler or CDN moved the files, pass init({ baseUrl }) or init({ locateFile })');
+    }
+    platform.started?.(M);
+    M.makeError = (code, message) => new FucinaError(code, message);
+    M.failure = null;  // the FucinaError of the last failed engine call (see Fucina._call)
+    M.pending = null;  // { error }: what a user callback threw, while C++ unwinds
+    M.copyOut = (view) => {  // for the binding: a JS copy of wasm memory, or null without room
+      try {
+        return view.slice();
+      } catch {
+        return null;
+      }
+    };
+    const fc = new Fucina(M, variant);
+    fc._call(() => M.init(threads));
+    fc.threads = fc._call(() => M.threads());
+    return fc;
   };
-  const fc = new Fucina(M, variant);
-  fc._call(() => M.init(threads));
-  fc.threads = fc._call(() => M.threads());
-  return fc;
 }
 
 // Anything the binding layer throws (embind's BindingError for a wrong argument type, a
