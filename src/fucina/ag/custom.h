@@ -1,6 +1,7 @@
 /// @file
 /// Custom VJPs (§5.6): user-defined differentiable ops. A Spec computes on raw tensors:
 ///
+/// ```
 ///   struct Spec {
 ///     static constexpr size_t output_rank = 1;  // optional: the forward result's rank is checked
 ///     static internal::RawTensor forward(ExecContext&, const Extra&,
@@ -11,6 +12,7 @@
 ///                          std::span<const bool> needs_grad,
 ///                          std::span<std::optional<internal::RawTensor>> out);
 ///   };
+/// ```
 ///
 /// backward must fill out[i] for every true needs_grad[i] with a gradient shaped like input i
 /// (MissingBackwardGradient / ShapeMismatch otherwise). The raw ops in <fucina/ops/raw.h> are the

@@ -2,7 +2,7 @@
 /// The safetensors format (https://huggingface.co/docs/safetensors): an 8-byte little-endian
 /// header length, a JSON header naming each tensor's dtype, shape and byte range, then the raw
 /// little-endian bytes. Files written here open in torch/numpy/JAX tools; fucina's axis names
-/// travel in the header's __metadata__ as "axes.<tensor name>" = "tag,tag,..." (or, when a name
+/// travel in the header's `__metadata__` as "axes.<tensor name>" = "tag,tag,..." (or, when a name
 /// holds a comma or the first starts with '[', a JSON array of strings in the string, so any name
 /// round-trips). Files without them (from other tools) load with axes "d0", "d1", ...
 #pragma once

@@ -15,7 +15,7 @@ void saveParameters(ExecContext& ctx, const std::string& path, std::span<const T
 /// Reads such a file into params in place, outside the graph (as an optimizer update does): the
 /// count, names, axes and extents must match (InvalidArgument / ShapeMismatch say which differ).
 void loadParameters(ExecContext& ctx, const std::string& path, std::span<const Tensor> params);
-/// The same from tensors already decoded (e.g. io::decodeSafetensors of bytes); `source` names them
+/// The same from tensors already decoded (e.g.\ io::decodeSafetensors of bytes); `source` names them
 /// in error messages.
 void loadParameters(ExecContext& ctx, const io::NamedTensors& loaded, std::span<const Tensor> params,
                     const std::string& source = "the file");

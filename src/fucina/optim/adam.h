@@ -1,10 +1,12 @@
 /// @file
 /// Adam and AdamW, as torch.optim.Adam / AdamW (amsgrad=False, maximize=False). At update t:
+/// ```
 ///   Adam:  g = grad + weight_decay * p                (L2 penalty added to the gradient)
 ///   AdamW: p -= lr * weight_decay * p                 (decoupled decay, before the Adam step); g = grad
 ///   m = beta1 * m + (1 - beta1) * g
 ///   v = beta2 * v + (1 - beta2) * g^2
 ///   p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+/// ```
 #pragma once
 
 #include "fucina/optim/optimizer.h"

@@ -60,7 +60,7 @@ class Optimizer {
   std::vector<ParamState> states_;
 };
 
-/// Several optimizers (e.g. one per parameter group) driven as one: step() and zeroGrad() fan out
+/// Several optimizers (e.g.\ one per parameter group) driven as one: step() and zeroGrad() fan out
 /// in the order the optimizers were added. A parameter may belong to only one of them.
 class OptimizerSet {
  public:

@@ -1,9 +1,11 @@
 /// @file
 /// Stochastic gradient descent, as torch.optim.SGD (maximize=False):
+/// ```
 ///   g = grad + weight_decay * p                       (L2 penalty added to the gradient)
 ///   with momentum > 0:  buf = g on the first update, else buf = momentum * buf + (1 - dampening) * g
 ///                       g = nesterov ? g + momentum * buf : buf
 ///   p -= lr * g
+/// ```
 #pragma once
 
 #include "fucina/optim/optimizer.h"
