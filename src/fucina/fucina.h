@@ -1,5 +1,6 @@
-// fucina: tensors with named axes and eager, backward-only reverse-mode autograd.
-// The public root header (§1): include this and nothing else.
+/// @file
+/// fucina: tensors with named axes and eager, backward-only reverse-mode autograd.
+/// The public root header (§1): include this and nothing else.
 #pragma once
 
 #include "fucina/ag/checkpoint.h"

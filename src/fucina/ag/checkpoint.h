@@ -1,12 +1,13 @@
-// Activation checkpointing (§5.5): the block's forward runs grad-free and keeps only its inputs
-// (as views) and one copy of its output; backward re-runs the block to rebuild the subgraph.
-// Memory per checkpoint is O(inputs + output) instead of O(intermediates).
-//
-// Contract for block: any callable Tensor(ExecContext&, const Tensor&...) (after `extra` for
-// checkpointWithContext), deterministic and pure in its inputs (dropout with explicit seeds is);
-// no nested checkpoint (its recompute fails with NestedCheckpointRecompute). `extra` is kept by
-// value and passed to every run; tensors reached through it are constants and never receive
-// gradients, so trainable tensors must travel through the inputs.
+/// @file
+/// Activation checkpointing (§5.5): the block's forward runs grad-free and keeps only its inputs
+/// (as views) and one copy of its output; backward re-runs the block to rebuild the subgraph.
+/// Memory per checkpoint is O(inputs + output) instead of O(intermediates).
+///
+/// Contract for block: any callable Tensor(ExecContext&, const Tensor&...) (after `extra` for
+/// checkpointWithContext), deterministic and pure in its inputs (dropout with explicit seeds is);
+/// no nested checkpoint (its recompute fails with NestedCheckpointRecompute). `extra` is kept by
+/// value and passed to every run; tensors reached through it are constants and never receive
+/// gradients, so trainable tensors must travel through the inputs.
 #pragma once
 
 #include <functional>
@@ -19,7 +20,7 @@
 namespace fucina {
 
 using CheckpointBlock = std::function<Tensor(ExecContext&, const std::vector<Tensor>&)>;
-// The type-erased form both templates (and the JS facade) go through.
+/// The type-erased form both templates (and the JS facade) go through.
 Tensor checkpointErased(ExecContext& ctx, CheckpointBlock block, const std::vector<Tensor>& inputs);
 
 template <class Block, class... In>

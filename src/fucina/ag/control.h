@@ -1,4 +1,5 @@
-// noGrad scopes (§5.4): a thread-local depth; gradients are recorded only at depth zero.
+/// @file
+/// noGrad scopes (§5.4): a thread-local depth; gradients are recorded only at depth zero.
 #pragma once
 
 namespace fucina {
@@ -10,7 +11,7 @@ class NoGradScope {
   NoGradScope(NoGradScope&& other) noexcept : open_(other.open_) { other.open_ = false; }
   NoGradScope& operator=(NoGradScope&&) = delete;
   NoGradScope(const NoGradScope&) = delete;
-  void close();  // idempotent: an early close makes the destructor's close a no-op
+  void close();  ///< idempotent: an early close makes the destructor's close a no-op
 
  private:
   bool open_ = true;

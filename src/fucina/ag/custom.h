@@ -1,19 +1,22 @@
-// Custom VJPs (§5.6): user-defined differentiable ops. A Spec computes on raw tensors:
-//
-//   struct Spec {
-//     static constexpr size_t output_rank = 1;  // optional: the forward result's rank is checked
-//     static internal::RawTensor forward(ExecContext&, const Extra&,
-//                                        std::span<const internal::RawTensor* const> inputs);
-//     static void backward(ExecContext&, const Extra&,
-//                          std::span<const internal::RawTensor* const> inputs,
-//                          const internal::RawTensor& output, const internal::RawTensor& gy,
-//                          std::span<const bool> needs_grad,
-//                          std::span<std::optional<internal::RawTensor>> out);
-//   };
-//
-// backward must fill out[i] for every true needs_grad[i] with a gradient shaped like input i
-// (MissingBackwardGradient / ShapeMismatch otherwise). The raw ops in <fucina/ops/raw.h> are the
-// usual building blocks. For elementwise functions, elementalUnary/elementalBinary need no raw code.
+/// @file
+/// Custom VJPs (§5.6): user-defined differentiable ops. A Spec computes on raw tensors:
+///
+/// ```
+///   struct Spec {
+///     static constexpr size_t output_rank = 1;  // optional: the forward result's rank is checked
+///     static internal::RawTensor forward(ExecContext&, const Extra&,
+///                                        std::span<const internal::RawTensor* const> inputs);
+///     static void backward(ExecContext&, const Extra&,
+///                          std::span<const internal::RawTensor* const> inputs,
+///                          const internal::RawTensor& output, const internal::RawTensor& gy,
+///                          std::span<const bool> needs_grad,
+///                          std::span<std::optional<internal::RawTensor>> out);
+///   };
+/// ```
+///
+/// backward must fill out[i] for every true needs_grad[i] with a gradient shaped like input i
+/// (MissingBackwardGradient / ShapeMismatch otherwise). The raw ops in <fucina/ops/raw.h> are the
+/// usual building blocks. For elementwise functions, elementalUnary/elementalBinary need no raw code.
 #pragma once
 
 #include <functional>
@@ -28,7 +31,7 @@
 
 namespace fucina {
 
-// The type-erased form every customVjp goes through (the JS facade calls it directly).
+/// The type-erased form every customVjp goes through (the JS facade calls it directly).
 struct CustomVjpFunctions {
   std::string name = "customVjp";
   std::function<internal::RawTensor(ExecContext&, std::span<const internal::RawTensor* const>)> forward;
@@ -37,7 +40,7 @@ struct CustomVjpFunctions {
                      std::span<const bool> needs_grad,
                      std::span<std::optional<internal::RawTensor>> out)>
       backward;
-  std::optional<size_t> output_rank;  // checked against the forward result when set
+  std::optional<size_t> output_rank;  ///< checked against the forward result when set
 };
 Tensor customVjpErased(ExecContext& ctx, CustomVjpFunctions fns, const std::vector<Tensor>& inputs);
 
@@ -58,14 +61,14 @@ Tensor customVjp(ExecContext& ctx, Extra extra, const In&... inputs) {
   return customVjpErased(ctx, std::move(fns), std::vector<Tensor>{inputs...});
 }
 
-// y = f(x) per element, with dfdx(x) its derivative: a differentiable op from two scalar functions.
+/// y = f(x) per element, with dfdx(x) its derivative: a differentiable op from two scalar functions.
 template <class F, class DF>
 Tensor elementalUnary(ExecContext& ctx, const Tensor& x, F f, DF dfdx) {
   return ops::unaryOp(ctx, "elementalUnary", x, f, ops::reads::kA,
                       [dfdx](float g, float a, float) { return g * dfdx(a); });
 }
 
-// y = f(a, b) per element (operands aligned by tag), with partials dfda(a, b) and dfdb(a, b).
+/// y = f(a, b) per element (operands aligned by tag), with partials dfda(a, b) and dfdb(a, b).
 template <class F, class DA, class DB>
 Tensor elementalBinary(ExecContext& ctx, const Tensor& a, const Tensor& b, F f, DA dfda, DB dfdb) {
   using namespace ops::reads;

@@ -1,6 +1,7 @@
-// Tensor (§5.1): a cheap refcounted handle (copy = share) to one value and at most one GradState.
-// Constants have no GradState; variables have a leaf one; op results get one (with a VJP record)
-// when an operand requires gradients and gradients are enabled.
+/// @file
+/// Tensor (§5.1): a cheap refcounted handle (copy = share) to one value and at most one GradState.
+/// Constants have no GradState; variables have a leaf one; op results get one (with a VJP record)
+/// when an operand requires gradients and gradients are enabled.
 #pragma once
 
 #include <initializer_list>
@@ -16,43 +17,43 @@
 
 namespace fucina {
 
-// How a loss reduces its per-element values.
+/// How a loss reduces its per-element values.
 enum class Reduction { mean, sum, none };
 
 struct CrossEntropyOptions {
   Reduction reduction = Reduction::mean;
-  double label_smoothing = 0.0;  // in [0, 1): the target puts (1-s) on the label and s/C everywhere
+  double label_smoothing = 0.0;  ///< in [0, 1): the target puts (1-s) on the label and s/C everywhere
 };
 
-// conv2d's axes and geometry. The input holds `channels`, `height` and `width` plus any other
-// (batch-like) axes, in any order; the weight holds exactly {out_channels, channels, kernel_h,
-// kernel_w} (its `channels` extent is the input's channels / groups), in any order.
+/// conv2d's axes and geometry. The input holds `channels`, `height` and `width` plus any other
+/// (batch-like) axes, in any order; the weight holds exactly {out_channels, channels, kernel_h,
+/// kernel_w} (its `channels` extent is the input's channels / groups), in any order.
 struct Conv2dOptions {
   Tag channels = "c", height = "h", width = "w";
   Tag out_channels = "out", kernel_h = "kh", kernel_w = "kw";
   int64_t stride_h = 1, stride_w = 1;
-  int64_t pad_h = 0, pad_w = 0;            // zero padding on both sides
+  int64_t pad_h = 0, pad_w = 0;            ///< zero padding on both sides
   int64_t dilation_h = 1, dilation_w = 1;
-  int64_t groups = 1;  // channels and out_channels split into this many independent groups
+  int64_t groups = 1;  ///< channels and out_channels split into this many independent groups
 };
 
-// rope's axes and frequencies. Pairs of the `dim` axis (extent D, even) are rotated by the angle
-// (offset + p)·θ_i at position p, θ_i = base^(-2i/D), i < D/2. half pairs (i, i + D/2) (GPT-NeoX,
-// HF llama); interleaved pairs (2i, 2i+1) (original RoPE, GPT-J).
+/// rope's axes and frequencies. Pairs of the `dim` axis (extent D, even) are rotated by the angle
+/// (offset + p)·θ_i at position p, θ_i = base^(-2i/D), i < D/2. half pairs (i, i + D/2) (GPT-NeoX,
+/// HF llama); interleaved pairs (2i, 2i+1) (original RoPE, GPT-J).
 struct RopeOptions {
   Tag position = "t";
   Tag dim = "d";
   double base = 10000.0;
-  int64_t offset = 0;  // position of the first element along `position` (a KV-cache's length)
+  int64_t offset = 0;  ///< position of the first element along `position` (a KV-cache's length)
   enum class Mode { half, interleaved } mode = Mode::half;
 };
 
-// groupedAttention's axis names, mask and score scale (default 1/sqrt(D)).
+/// groupedAttention's axis names, mask and score scale (default 1/sqrt(D)).
 struct AttentionOptions {
   Tag heads = "head";
   Tag time = "t";
   Tag dim = "d";
-  bool causal = true;  // end-aligned: query i sees keys j <= i + Tk - Tq
+  bool causal = true;  ///< end-aligned: query i sees keys j <= i + Tk - Tq
   std::optional<double> scale = std::nullopt;
 };
 
@@ -83,7 +84,7 @@ class TensorImpl {
 
 class Tensor {
  public:
-  Tensor() = default;  // an empty handle; every use throws InvalidArgument
+  Tensor() = default;  ///< an empty handle; every use throws InvalidArgument
 
   // --- constants (no GradState) ---
   static Tensor fromSlice(ExecContext& ctx, Tags tags, Extents shape, std::span<const float> values);
@@ -92,20 +93,20 @@ class Tensor {
   static Tensor ones(ExecContext& ctx, Tags tags, Extents shape, DType dtype = DType::f32);
   static Tensor full(ExecContext& ctx, Tags tags, Extents shape, double value, DType dtype = DType::f32);
   static Tensor scalar(ExecContext& ctx, double value, DType dtype = DType::f32);
-  static Tensor fromRaw(ExecContext& ctx, internal::RawTensor value);  // wraps, no copy
-  // Integer constants (labels, indices): i32 by default, or i64/u8; exact up to |v| < 2^24 in f32 views.
+  static Tensor fromRaw(ExecContext& ctx, internal::RawTensor value);  ///< wraps, no copy
+  /// Integer constants (labels, indices): i32 by default, or i64/u8; exact up to |v| < 2^24 in f32 views.
   static Tensor fromInts(ExecContext& ctx, Tags tags, Extents shape, std::span<const int64_t> values,
                          DType dtype = DType::i32);
   static Tensor fromInts(ExecContext& ctx, Tags tags, Extents shape,
                          std::initializer_list<int64_t> values, DType dtype = DType::i32);
-  // Seeded random f32 constants: element i (row-major) is a pure function of (seed, i), the same
-  // in every build. uniform draws from [lo, hi); normal from N(mean, std^2) (Box–Muller).
+  /// Seeded random f32 constants: element i (row-major) is a pure function of (seed, i), the same
+  /// in every build. uniform draws from [lo, hi); normal from N(mean, std^2) (Box–Muller).
   static Tensor uniform(ExecContext& ctx, Tags tags, Extents shape, double lo, double hi, uint64_t seed);
   static Tensor normal(ExecContext& ctx, Tags tags, Extents shape, double mean, double std, uint64_t seed);
   // --- variables (leaf GradState); f32 only ---
   static Tensor variableFromSlice(ExecContext& ctx, Tags tags, Extents shape, std::span<const float> values);
   static Tensor variableFromSlice(ExecContext& ctx, Tags tags, Extents shape, std::initializer_list<float> values);
-  static Tensor variable(ExecContext& ctx, const Tensor& value);  // a leaf holding a copy of value
+  static Tensor variable(ExecContext& ctx, const Tensor& value);  ///< a leaf holding a copy of value
 
   bool defined() const { return impl_ != nullptr; }
   DType dtype() const;
@@ -120,25 +121,25 @@ class Tensor {
   // --- autograd (§5.2, §5.3) ---
   void backward(ExecContext& ctx) const;
   void backwardWithGrad(ExecContext& ctx, const Tensor& grad_output) const;
-  std::optional<Tensor> grad(ExecContext& ctx) const;      // deep copy, a constant
-  std::optional<Tensor> gradView(ExecContext& ctx) const;  // shares the accumulator's buffer
+  std::optional<Tensor> grad(ExecContext& ctx) const;      ///< deep copy, a constant
+  std::optional<Tensor> gradView(ExecContext& ctx) const;  ///< shares the accumulator's buffer
   void zeroGrad() const;
-  Tensor detach(ExecContext& ctx) const;  // constant sharing this value's storage
+  Tensor detach(ExecContext& ctx) const;  ///< constant sharing this value's storage
 
   // --- values ---
-  std::span<float> data();                   // MutableDataRequiresNoGrad when requiresGrad()
-  std::span<const float> dataConst() const;  // f32, contiguous: a view, or a cached copy
-  float item() const;                        // one-element tensors
+  std::span<float> data();                   ///< MutableDataRequiresNoGrad when requiresGrad()
+  std::span<const float> dataConst() const;  ///< f32, contiguous: a view, or a cached copy
+  float item() const;                        ///< one-element tensors
   std::vector<float> toVector() const;
-  Tensor to(ExecContext& ctx, DType dtype) const;  // §3.8 casts
-  void dispose();  // releases value and gradient state now, for every copy of this handle
+  Tensor to(ExecContext& ctx, DType dtype) const;  ///< §3.8 casts
+  void dispose();  ///< releases value and gradient state now, for every copy of this handle
 
   // --- pointwise arithmetic (ops/pointwise.cpp): operands align by tag, missing axes broadcast ---
   Tensor add(ExecContext& ctx, const Tensor& y) const;
   Tensor sub(ExecContext& ctx, const Tensor& y) const;
   Tensor mul(ExecContext& ctx, const Tensor& y) const;
   Tensor div(ExecContext& ctx, const Tensor& y) const;
-  Tensor maximum(ExecContext& ctx, const Tensor& y) const;  // ties split the gradient evenly
+  Tensor maximum(ExecContext& ctx, const Tensor& y) const;  ///< ties split the gradient evenly
   Tensor minimum(ExecContext& ctx, const Tensor& y) const;
   Tensor pow(ExecContext& ctx, const Tensor& exponent) const;
   Tensor scale(ExecContext& ctx, double factor) const;
@@ -155,10 +156,10 @@ class Tensor {
   Tensor tanh(ExecContext& ctx) const;
   Tensor sigmoid(ExecContext& ctx) const;
   Tensor relu(ExecContext& ctx) const;
-  Tensor leakyRelu(ExecContext& ctx, double slope = 0.01) const;  // gradient at 0: slope
-  Tensor gelu(ExecContext& ctx) const;     // tanh approximation (torch's approximate='tanh')
-  Tensor geluErf(ExecContext& ctx) const;  // exact, x·Φ(x)
-  Tensor quickGelu(ExecContext& ctx) const;  // x·sigmoid(1.702x)
+  Tensor leakyRelu(ExecContext& ctx, double slope = 0.01) const;  ///< gradient at 0: slope
+  Tensor gelu(ExecContext& ctx) const;     ///< tanh approximation (torch's approximate='tanh')
+  Tensor geluErf(ExecContext& ctx) const;  ///< exact, x·Φ(x)
+  Tensor quickGelu(ExecContext& ctx) const;  ///< x·sigmoid(1.702x)
   Tensor silu(ExecContext& ctx) const;
   Tensor elu(ExecContext& ctx, double alpha = 1.0) const;
   Tensor log1p(ExecContext& ctx) const;
@@ -166,16 +167,16 @@ class Tensor {
   Tensor reciprocal(ExecContext& ctx) const;
   Tensor sin(ExecContext& ctx) const;
   Tensor cos(ExecContext& ctx) const;
-  // Gradient 1 where lo <= x <= hi (boundaries included, as torch), else 0. lo > hi: InvalidArgument.
+  /// Gradient 1 where lo <= x <= hi (boundaries included, as torch), else 0. lo > hi: InvalidArgument.
   Tensor clamp(ExecContext& ctx, double lo, double hi) const;
   // --- gated units (ops/gated.cpp): `axis` splits into halves [gate | up], the result has it
   // halved (an odd extent is InvalidArgument). Forward and VJP are one fused pass each.
-  Tensor swiglu(ExecContext& ctx, Tag axis) const;  // silu(gate)·up
-  Tensor geglu(ExecContext& ctx, Tag axis) const;   // geluErf(gate)·up
+  Tensor swiglu(ExecContext& ctx, Tag axis) const;  ///< silu(gate)·up
+  Tensor geglu(ExecContext& ctx, Tag axis) const;   ///< geluErf(gate)·up
   // --- seeded randomness (ops/dropout.cpp) ---
-  // Zeroes each element with probability p and scales the rest by 1/(1-p). The mask is a pure
-  // function of (seed, element index in row-major order of this tensor's axes), so forward,
-  // backward and a checkpoint recompute agree, on any thread count and in every build.
+  /// Zeroes each element with probability p and scales the rest by 1/(1-p). The mask is a pure
+  /// function of (seed, element index in row-major order of this tensor's axes), so forward,
+  /// backward and a checkpoint recompute agree, on any thread count and in every build.
   Tensor dropout(ExecContext& ctx, double p, uint64_t seed) const;
   // --- reductions (ops/reduce.cpp) ---
   Tensor sumAll(ExecContext& ctx) const;
@@ -184,87 +185,87 @@ class Tensor {
   Tensor mean(ExecContext& ctx, Tag axis) const;
   // The following drop the reduced axis (cumsum keeps it). An empty axis is InvalidArgument
   // where the result is undefined (max, min; variance needs more elements than `correction`).
-  Tensor variance(ExecContext& ctx, Tag axis, int64_t correction = 1) const;  // torch.var
-  Tensor max(ExecContext& ctx, Tag axis) const;  // gradient to the first maximum only
-  Tensor min(ExecContext& ctx, Tag axis) const;  // gradient to the first minimum only
-  Tensor logsumexp(ExecContext& ctx, Tag axis) const;  // stable; -inf over an empty axis
-  Tensor cumsum(ExecContext& ctx, Tag axis) const;     // inclusive, keeps the axis
-  Tensor prod(ExecContext& ctx, Tag axis) const;       // gradient exact with zeros (no division)
-  Tensor norm(ExecContext& ctx, Tag axis) const;       // 2-norm; gradient 0 where the norm is 0
+  Tensor variance(ExecContext& ctx, Tag axis, int64_t correction = 1) const;  ///< torch.var
+  Tensor max(ExecContext& ctx, Tag axis) const;  ///< gradient to the first maximum only
+  Tensor min(ExecContext& ctx, Tag axis) const;  ///< gradient to the first minimum only
+  Tensor logsumexp(ExecContext& ctx, Tag axis) const;  ///< stable; -inf over an empty axis
+  Tensor cumsum(ExecContext& ctx, Tag axis) const;     ///< inclusive, keeps the axis
+  Tensor prod(ExecContext& ctx, Tag axis) const;       ///< gradient exact with zeros (no division)
+  Tensor norm(ExecContext& ctx, Tag axis) const;       ///< 2-norm; gradient 0 where the norm is 0
   // --- contraction (ops/contract.cpp) ---
-  // Contracts the axis both operands share; other shared axes are batch axes. Result axes: this
-  // tensor's remaining axes, then y's remaining axes that this tensor lacks.
+  /// Contracts the axis both operands share; other shared axes are batch axes. Result axes: this
+  /// tensor's remaining axes, then y's remaining axes that this tensor lacks.
   Tensor dot(ExecContext& ctx, const Tensor& y, Tag axis) const;
-  // dot(y, axis) + bias in one GEMM (torch's addmm / Linear): bias's axes are a subset of the
-  // result's (same extents), broadcast over the rest by tag; its gradient is gy summed to them.
+  /// dot(y, axis) + bias in one GEMM (torch's addmm / Linear): bias's axes are a subset of the
+  /// result's (same extents), broadcast over the rest by tag; its gradient is gy summed to them.
   Tensor addDot(ExecContext& ctx, const Tensor& y, Tag axis, const Tensor& bias) const;
-  // Positional matrix product (torch.matmul for rank >= 2): this {batch..., m, k} times
-  // y {batch..., k', n} ({batch..., n, k'} when transpose_y) contracts this's LAST axis with y's
-  // second-to-last (last) whatever their names. The leading axes of both are batch axes, matched
-  // by tag. Result: {batch... (this's order), m, n}, n keeping y's tag (which must differ from m).
+  /// Positional matrix product (torch.matmul for rank >= 2): this {batch..., m, k} times
+  /// y {batch..., k', n} ({batch..., n, k'} when transpose_y) contracts this's LAST axis with y's
+  /// second-to-last (last) whatever their names. The leading axes of both are batch axes, matched
+  /// by tag. Result: {batch... (this's order), m, n}, n keeping y's tag (which must differ from m).
   Tensor matmul(ExecContext& ctx, const Tensor& y, bool transpose_y = false) const;
-  // Named-axis einsum: axes both operands have are batch axes if `out` keeps them, else
-  // contracted; axes one operand alone has are kept if in `out`, else summed away. The result's
-  // axes are exactly `out`, in its order; every tag of `out` must be in a or b, once.
+  /// Named-axis einsum: axes both operands have are batch axes if `out` keeps them, else
+  /// contracted; axes one operand alone has are kept if in `out`, else summed away. The result's
+  /// axes are exactly `out`, in its order; every tag of `out` must be in a or b, once.
   static Tensor einsum(ExecContext& ctx, const Tensor& a, const Tensor& b, const Tags& out);
-  // Swaps the names of axes a and b (result[a=i, b=j] = this[a=j, b=i]; extents travel with
-  // the data): a view.
+  /// Swaps the names of axes a and b (result[a=i, b=j] = this[a=j, b=i]; extents travel with
+  /// the data): a view.
   Tensor transpose(ExecContext& ctx, Tag a, Tag b) const;
   // --- convolution and pooling (ops/conv.cpp) ---
-  // 2-D cross-correlation (torch.nn.functional.conv2d), lowered to GEMM through im2col. The
-  // result has the input's axes in the input's order with `channels` replaced by `out_channels`;
-  // height and width become floor((H + 2·pad - dilation·(K-1) - 1) / stride) + 1. The bias form
-  // adds a tensor with axes {out_channels} (composed with add, so its gradient is the sum).
+  /// 2-D cross-correlation (torch.nn.functional.conv2d), lowered to GEMM through im2col. The
+  /// result has the input's axes in the input's order with `channels` replaced by `out_channels`;
+  /// height and width become floor((H + 2·pad - dilation·(K-1) - 1) / stride) + 1. The bias form
+  /// adds a tensor with axes {out_channels} (composed with add, so its gradient is the sum).
   Tensor conv2d(ExecContext& ctx, const Tensor& weight, const Conv2dOptions& options = {}) const;
   Tensor conv2d(ExecContext& ctx, const Tensor& weight, const Tensor& bias,
                 const Conv2dOptions& options = {}) const;
-  // Pooling over the axes h and w of every other axis's planes; axes keep their names and order.
-  // maxPool2d pads with -inf and sends each window's gradient to its first maximum; avgPool2d
-  // pads with zeros and always divides by kernel_h·kernel_w (torch's count_include_pad=True).
-  // pad <= kernel / 2 on each axis, as torch requires, and at most the input's h and w.
+  /// Pooling over the axes h and w of every other axis's planes; axes keep their names and order.
+  /// maxPool2d pads with -inf and sends each window's gradient to its first maximum; avgPool2d
+  /// pads with zeros and always divides by kernel_h·kernel_w (torch's count_include_pad=True).
+  /// pad <= kernel / 2 on each axis, as torch requires, and at most the input's h and w.
   Tensor maxPool2d(ExecContext& ctx, int64_t kernel_h, int64_t kernel_w, int64_t stride_h,
                    int64_t stride_w, int64_t pad = 0, Tag h = "h", Tag w = "w") const;
   Tensor avgPool2d(ExecContext& ctx, int64_t kernel_h, int64_t kernel_w, int64_t stride_h,
                    int64_t stride_w, int64_t pad = 0, Tag h = "h", Tag w = "w") const;
-  // Doubles h and w by repeating each element in a 2x2 block; the VJP sums each block.
+  /// Doubles h and w by repeating each element in a 2x2 block; the VJP sums each block.
   Tensor upsample2xNearest(ExecContext& ctx, Tag h = "h", Tag w = "w") const;
   // --- softmax family (ops/softmax.cpp): along a named axis ---
   Tensor softmax(ExecContext& ctx, Tag axis) const;
   Tensor logSoftmax(ExecContext& ctx, Tag axis) const;
   // --- norms (ops/norm.cpp): statistics over a named axis ---
-  // (x - mean) / sqrt(var + eps), biased variance (as torch); the affine form multiplies by
-  // weight and adds bias, both indexed by `axis` alone.
+  /// (x - mean) / sqrt(var + eps), biased variance (as torch); the affine form multiplies by
+  /// weight and adds bias, both indexed by `axis` alone.
   Tensor layerNorm(ExecContext& ctx, Tag axis, double eps = 1e-5) const;
   Tensor layerNorm(ExecContext& ctx, Tag axis, const Tensor& weight, const Tensor& bias, double eps = 1e-5) const;
-  // x / sqrt(mean(x^2) + eps); rmsNormMul also multiplies by weight (indexed by `axis`).
+  /// x / sqrt(mean(x^2) + eps); rmsNormMul also multiplies by weight (indexed by `axis`).
   Tensor rmsNorm(ExecContext& ctx, Tag axis, double eps = 1e-6) const;
   Tensor rmsNormMul(ExecContext& ctx, Tag axis, const Tensor& weight, double eps = 1e-6) const;
-  // x / max(||x||_2, eps) along axis (torch.nn.functional.normalize).
+  /// x / max(||x||_2, eps) along axis (torch.nn.functional.normalize).
   Tensor l2Normalize(ExecContext& ctx, Tag axis, double eps = 1e-12) const;
   // --- losses (ops/loss.cpp) ---
-  // Softmax cross-entropy of these logits against integer labels (i32 or i64) whose axes are the
-  // logits' axes without class_axis. The gradient of the logits is fused: softmax - target.
+  /// Softmax cross-entropy of these logits against integer labels (i32 or i64) whose axes are the
+  /// logits' axes without class_axis. The gradient of the logits is fused: softmax - target.
   Tensor crossEntropy(ExecContext& ctx, const Tensor& labels, Tag class_axis,
                       CrossEntropyOptions options = {}) const;
-  // Negative log-likelihood of log-probabilities (this tensor) at integer labels.
+  /// Negative log-likelihood of log-probabilities (this tensor) at integer labels.
   Tensor nllLoss(ExecContext& ctx, const Tensor& labels, Tag class_axis,
                  Reduction reduction = Reduction::mean) const;
-  // (this - target)^2, reduced; both operands differentiable; axes aligned by tag.
+  /// (this - target)^2, reduced; both operands differentiable; axes aligned by tag.
   Tensor mseLoss(ExecContext& ctx, const Tensor& target, Reduction reduction = Reduction::mean) const;
-  // Pointwise losses as torch.nn's, this tensor the input: both operands have the same axes (any
-  // order; else ShapeMismatch), both are differentiable; mean is over every element.
-  // HuberLoss: 0.5·d² where |d| <= delta, else delta·(|d| - 0.5·delta), d = this - target.
+  /// Pointwise losses as torch.nn's, this tensor the input: both operands have the same axes (any
+  /// order; else ShapeMismatch), both are differentiable; mean is over every element.
+  /// HuberLoss: 0.5·d² where |d| <= delta, else delta·(|d| - 0.5·delta), d = this - target.
   Tensor huberLoss(ExecContext& ctx, const Tensor& target, double delta = 1.0,
                    Reduction reduction = Reduction::mean) const;
-  // BCELoss of probabilities in [0, 1] (else InvalidArgument): -(t·log x + (1-t)·log(1-x)), each
-  // log clamped at >= -100 as torch; a clamped term has gradient 0 (torch's input gradient is
-  // (x-t)/max(x(1-x), 1e-12) instead, which differs only where a log is clamped).
+  /// BCELoss of probabilities in [0, 1] (else InvalidArgument): -(t·log x + (1-t)·log(1-x)), each
+  /// log clamped at >= -100 as torch; a clamped term has gradient 0 (torch's input gradient is
+  /// (x-t)/max(x(1-x), 1e-12) instead, which differs only where a log is clamped).
   Tensor bceLoss(ExecContext& ctx, const Tensor& target, Reduction reduction = Reduction::mean) const;
-  // BCEWithLogitsLoss of logits, stable: max(x,0) - x·t + log1p(exp(-|x|)).
+  /// BCEWithLogitsLoss of logits, stable: max(x,0) - x·t + log1p(exp(-|x|)).
   Tensor bceWithLogitsLoss(ExecContext& ctx, const Tensor& target, Reduction reduction = Reduction::mean) const;
-  // torch.nn.functional.kl_div of log-probabilities (this) against target probabilities:
-  // t·(log t - x), 0 where t == 0 (there the target's gradient is -x); log_target: exp(t)·(t - x).
-  // mean is torch's elementwise 'mean'; 'batchmean' is sum / batch size, left to the caller.
+  /// torch.nn.functional.kl_div of log-probabilities (this) against target probabilities:
+  /// t·(log t - x), 0 where t == 0 (there the target's gradient is -x); log_target: exp(t)·(t - x).
+  /// mean is torch's elementwise 'mean'; 'batchmean' is sum / batch size, left to the caller.
   Tensor klDivLoss(ExecContext& ctx, const Tensor& target, Reduction reduction = Reduction::mean,
                    bool log_target = false) const;
   // --- views (ops/view.cpp); share storage ---
@@ -274,78 +275,78 @@ class Tensor {
   Tensor narrow(ExecContext& ctx, Tag axis, int64_t start, int64_t length) const;
   Tensor contiguous(ExecContext& ctx) const;
   // --- structure (ops/view.cpp): views where the strides allow, else one contiguous copy ---
-  // A new axis of extent 1 at `position` in [0, rank]; squeeze removes an extent-1 axis.
+  /// A new axis of extent 1 at `position` in [0, rank]; squeeze removes an extent-1 axis.
   Tensor insertAxis(ExecContext& ctx, Tag name, size_t position) const;
   Tensor squeeze(ExecContext& ctx, Tag axis) const;
-  // Fuses `axes` into one axis `into`, row-major over the listed order, placed where the first
-  // of them (in this tensor's axis order) was. split is its inverse: `axis` becomes `into`
-  // (row-major, extents multiplying to its extent) in place.
+  /// Fuses `axes` into one axis `into`, row-major over the listed order, placed where the first
+  /// of them (in this tensor's axis order) was. split is its inverse: `axis` becomes `into`
+  /// (row-major, extents multiplying to its extent) in place.
   Tensor merge(ExecContext& ctx, const Tags& axes, Tag into) const;
   Tensor split(ExecContext& ctx, Tag axis, Tags into, Extents extents) const;
-  Tensor flatten(ExecContext& ctx, Tag into) const;  // every axis, in this tensor's order
-  // Row-major over this tensor's axis order; the element count must not change.
+  Tensor flatten(ExecContext& ctx, Tag into) const;  ///< every axis, in this tensor's order
+  /// Row-major over this tensor's axis order; the element count must not change.
   Tensor reshape(ExecContext& ctx, Tags tags, Extents shape) const;
-  // The slice at `index` (negative counts from the end), dropping the axis.
+  /// The slice at `index` (negative counts from the end), dropping the axis.
   Tensor select(ExecContext& ctx, Tag axis, int64_t index) const;
-  // Elements start, start+step, ... below end, with 0 <= start <= end <= extent and step >= 1.
+  /// Elements start, start+step, ... below end, with 0 <= start <= end <= extent and step >= 1.
   Tensor slice(ExecContext& ctx, Tag axis, int64_t start, int64_t end, int64_t step = 1) const;
   // --- indexing (ops/gather.cpp) ---
-  // Rows of this tensor along `axis` at integer indices (i32/i64): the result has `axis` replaced,
-  // in place, by the indices' axes (table{vocab, d}.indexSelect("vocab", ids{batch, t}) ->
-  // {batch, t, d}). The VJP scatter-adds, so repeated indices accumulate.
+  /// Rows of this tensor along `axis` at integer indices (i32/i64): the result has `axis` replaced,
+  /// in place, by the indices' axes (table{vocab, d}.indexSelect("vocab", ids{batch, t}) ->
+  /// {batch, t, d}). The VJP scatter-adds, so repeated indices accumulate.
   Tensor indexSelect(ExecContext& ctx, Tag axis, const Tensor& indices) const;
-  // Indices are i32/i64 in [0, extent of `axis`); an index outside is IndexOutOfRange. The VJPs
-  // scatter-add, so repeated indices accumulate.
-  // torch.gather: indices have exactly this tensor's axes (any order), extents <= this's except
-  // along `axis`; result[.., i, ..] = this[.., indices[.., i, ..], ..] with the indices' extents,
-  // in this tensor's axis order.
+  /// Indices are i32/i64 in [0, extent of `axis`); an index outside is IndexOutOfRange. The VJPs
+  /// scatter-add, so repeated indices accumulate.
+  /// torch.gather: indices have exactly this tensor's axes (any order), extents <= this's except
+  /// along `axis`; result[.., i, ..] = this[.., indices[.., i, ..], ..] with the indices' extents,
+  /// in this tensor's axis order.
   Tensor gather(ExecContext& ctx, Tag axis, const Tensor& indices) const;
-  // numpy.take_along_axis by name: indices have `axis`; their other axes are axes of this tensor
-  // with equal extent or extent 1, and missing axes broadcast. The result has this tensor's axes
-  // and order, `axis` with the indices' extent.
+  /// numpy.take_along_axis by name: indices have `axis`; their other axes are axes of this tensor
+  /// with equal extent or extent 1, and missing axes broadcast. The result has this tensor's axes
+  /// and order, `axis` with the indices' extent.
   Tensor takeAlongAxis(ExecContext& ctx, Tag axis, const Tensor& indices) const;
-  // torch.scatter_add, out of place: this plus each src element added at its index along `axis`.
-  // indices and src have the same axes and extents, as gather's indices. Gradients: this gets
-  // gy, src gets gy gathered at the indices.
+  /// torch.scatter_add, out of place: this plus each src element added at its index along `axis`.
+  /// indices and src have the same axes and extents, as gather's indices. Gradients: this gets
+  /// gy, src gets gy gathered at the indices.
   Tensor scatterAdd(ExecContext& ctx, Tag axis, const Tensor& indices, const Tensor& src) const;
   // --- structure (ops/structure.cpp): new values ---
-  // Joins tensors with the same axes (any order; extents equal except along `axis`) along
-  // `axis`, in the first tensor's axis order. stack adds `new_axis` (first) to each, then joins.
+  /// Joins tensors with the same axes (any order; extents equal except along `axis`) along
+  /// `axis`, in the first tensor's axis order. stack adds `new_axis` (first) to each, then joins.
   static Tensor concat(ExecContext& ctx, std::span<const Tensor> tensors, Tag axis);
   static Tensor stack(ExecContext& ctx, std::span<const Tensor> tensors, Tag new_axis);
-  // `before` and `after` elements of `value` on each side of axis.
+  /// `before` and `after` elements of `value` on each side of axis.
   Tensor pad(ExecContext& ctx, Tag axis, int64_t before, int64_t after, double value = 0) const;
-  // a where cond (u8, or f32 nonzero) else b, axes aligned by tag; gradients to a and b only.
+  /// a where cond (u8, or f32 nonzero) else b, axes aligned by tag; gradients to a and b only.
   static Tensor where(ExecContext& ctx, const Tensor& cond, const Tensor& a, const Tensor& b);
-  // value where mask (u8 or f32, axes a subset of this tensor's) is nonzero; gradient 0 there.
+  /// value where mask (u8 or f32, axes a subset of this tensor's) is nonzero; gradient 0 there.
   Tensor maskedFill(ExecContext& ctx, const Tensor& mask, double value) const;
-  // Keeps elements with col - row <= diagonal (tril) or >= diagonal (triu), zeroes the rest.
+  /// Keeps elements with col - row <= diagonal (tril) or >= diagonal (triu), zeroes the rest.
   Tensor tril(ExecContext& ctx, Tag row, Tag col, int64_t diagonal = 0) const;
   Tensor triu(ExecContext& ctx, Tag row, Tag col, int64_t diagonal = 0) const;
-  // Keeps row - col <= lower and col - row <= upper; -1 leaves that side unbounded (as TF).
+  /// Keeps row - col <= lower and col - row <= upper; -1 leaves that side unbounded (as TF).
   Tensor bandPart(ExecContext& ctx, Tag row, Tag col, int64_t lower, int64_t upper) const;
 
   // --- position encodings and attention (ops/rope.cpp, ops/attention.cpp) ---
-  // Rotary position embedding along options.position and options.dim (D even, else
-  // InvalidArgument); every other axis is a batch axis. The result keeps this tensor's axis order;
-  // the VJP is the inverse rotation. The table form reads cos and sin from constants with axes
-  // {position, dim}: dim extent D/2 (one angle per pair, in pair order i), position extent at
-  // least offset + T (rows offset .. offset+T-1 are used). The tables take no gradient: a table
-  // that requires one is UnsupportedGradient.
+  /// Rotary position embedding along options.position and options.dim (D even, else
+  /// InvalidArgument); every other axis is a batch axis. The result keeps this tensor's axis order;
+  /// the VJP is the inverse rotation. The table form reads cos and sin from constants with axes
+  /// {position, dim}: dim extent D/2 (one angle per pair, in pair order i), position extent at
+  /// least offset + T (rows offset .. offset+T-1 are used). The tables take no gradient: a table
+  /// that requires one is UnsupportedGradient.
   Tensor rope(ExecContext& ctx, const RopeOptions& options = {}) const;
   Tensor rope(ExecContext& ctx, const Tensor& cos, const Tensor& sin, const RopeOptions& options = {}) const;
-  // softmax(scale·q·kᵀ [+ causal mask]) · v per head. q {batch..., heads: H, time: Tq, dim: D},
-  // k {batch..., heads: Hkv, time: Tk, dim: D}, v {batch..., heads: Hkv, time: Tk, dim: Dv};
-  // batch axes are all other axes, the same tags and extents in all three, any order. H must be
-  // a multiple of Hkv: query head h reads kv head h / (H / Hkv) (grouped-query attention; H = Hkv
-  // is multi-head attention). Result: {batch... in q's order, heads, time: Tq, dim: Dv}.
-  // Causal with Tk < Tq (a query that sees no key) is InvalidArgument.
+  /// softmax(scale·q·kᵀ [+ causal mask]) · v per head. q {batch..., heads: H, time: Tq, dim: D},
+  /// k {batch..., heads: Hkv, time: Tk, dim: D}, v {batch..., heads: Hkv, time: Tk, dim: Dv};
+  /// batch axes are all other axes, the same tags and extents in all three, any order. H must be
+  /// a multiple of Hkv: query head h reads kv head h / (H / Hkv) (grouped-query attention; H = Hkv
+  /// is multi-head attention). Result: {batch... in q's order, heads, time: Tq, dim: Dv}.
+  /// Causal with Tk < Tq (a query that sees no key) is InvalidArgument.
   static Tensor groupedAttention(ExecContext& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
                                  const AttentionOptions& options = {});
 
   // --- internals ---
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
-  const internal::RawTensor& value() const;  // throws on an empty or disposed handle
+  const internal::RawTensor& value() const;  ///< throws on an empty or disposed handle
   const std::shared_ptr<TensorImpl>& impl() const { return impl_; }
   static Tensor make(ExecContext& ctx, internal::RawTensor value, std::shared_ptr<GradState> state);
 

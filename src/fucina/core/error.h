@@ -1,4 +1,5 @@
-// Errors: every failure the library reports is a fucina::Error carrying an ErrorCode.
+/// @file
+/// Errors: every failure the library reports is a fucina::Error carrying an ErrorCode.
 #pragma once
 
 #include <new>
@@ -8,7 +9,7 @@
 
 namespace fucina {
 
-// Names follow the reference (§5); the JS facade exposes them as FucinaError.code.
+/// Names follow the reference (§5); the JS facade exposes them as FucinaError.code.
 #define FUCINA_ERROR_CODES(X)                                                                 \
   X(ShapeMismatch) X(DTypeMismatch) X(InvalidArgument) X(IndexOutOfRange) X(OutOfMemory)       \
   X(NoGradientGraph) X(MissingOutputGradient) X(MissingBackwardGradient) X(BackwardAlreadyRun) \
@@ -36,12 +37,12 @@ class Error : public std::runtime_error {
   ErrorCode code_;
 };
 
-// Throws Error(code, "<CodeName>: message"). Kept out of line so call sites stay small.
+/// Throws Error(code, "<CodeName>: message"). Kept out of line so call sites stay small.
 [[noreturn]] void fail(ErrorCode code, const std::string& message);
 
-// Runs f, turning an allocation failure of the standard library (std::bad_alloc, or
-// std::length_error from a container asked for more than it can hold) into OutOfMemory: only
-// fucina::Error leaves the API, also where buffers are not tensors (a decoder's byte vectors).
+/// Runs f, turning an allocation failure of the standard library (std::bad_alloc, or
+/// std::length_error from a container asked for more than it can hold) into OutOfMemory: only
+/// fucina::Error leaves the API, also where buffers are not tensors (a decoder's byte vectors).
 template <class F>
 auto withOutOfMemoryAsError(std::string_view what, F&& f) -> decltype(f()) {
   try {

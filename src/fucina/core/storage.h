@@ -1,5 +1,6 @@
-// Storage: one refcounted, 64-byte aligned buffer made through an ExecContext's MemoryAccount.
-// Views share it (shared_ptr); the account sees every byte that is live.
+/// @file
+/// Storage: one refcounted, 64-byte aligned buffer made through an ExecContext's MemoryAccount.
+/// Views share it (shared_ptr); the account sees every byte that is live.
 #pragma once
 
 #include <algorithm>
@@ -15,27 +16,27 @@
 namespace fucina {
 
 struct MemoryStats {
-  size_t live_bytes = 0;          // bytes of tensor storage alive now (values, gradients, saved views)
-  size_t peak_bytes = 0;          // highest live_bytes since creation or the last resetPeak()
-  size_t live_tensors = 0;        // Tensor handles alive and not disposed
-  size_t allocations = 0;         // buffers handed out so far (system allocations + cache hits)
-  size_t system_allocations = 0;  // buffers that had to be allocated from the system
-  size_t cache_hits = 0;          // buffers served from the cache of freed buffers
-  size_t cached_bytes = 0;        // bytes held in the cache, free for reuse
+  size_t live_bytes = 0;          ///< bytes of tensor storage alive now (values, gradients, saved views)
+  size_t peak_bytes = 0;          ///< highest live_bytes since creation or the last resetPeak()
+  size_t live_tensors = 0;        ///< Tensor handles alive and not disposed
+  size_t allocations = 0;         ///< buffers handed out so far (system allocations + cache hits)
+  size_t system_allocations = 0;  ///< buffers that had to be allocated from the system
+  size_t cache_hits = 0;          ///< buffers served from the cache of freed buffers
+  size_t cached_bytes = 0;        ///< bytes held in the cache, free for reuse
 };
 
-// Note [Caching allocator]: a freed buffer goes back to a free list of its size class and the
-// next request of that class takes it, so once a training step has run a few times its
-// buffers recirculate and it makes no system allocations. Classes are powers of two split in
-// four sub-steps (waste below 25%; see docs/design-notes.md). The cache holds at most
-// cacheLimit() bytes; a buffer freed beyond that, or bigger than it, goes back to the system.
-//
-// Accounting and cache of one context's buffers. Shared by every Storage it made, so a buffer
-// that outlives its context still has somewhere to report its release: once the context is
-// gone (detach()) buffers go straight back to the system.
+/// Note [Caching allocator]: a freed buffer goes back to a free list of its size class and the
+/// next request of that class takes it, so once a training step has run a few times its
+/// buffers recirculate and it makes no system allocations. Classes are powers of two split in
+/// four sub-steps (waste below 25%; see docs/design-notes.md). The cache holds at most
+/// cacheLimit() bytes; a buffer freed beyond that, or bigger than it, goes back to the system.
+///
+/// Accounting and cache of one context's buffers. Shared by every Storage it made, so a buffer
+/// that outlives its context still has somewhere to report its release: once the context is
+/// gone (detach()) buffers go straight back to the system.
 class MemoryAccount {
  public:
-  static constexpr size_t kAlign = 64;  // a cache line; enough for any SIMD load
+  static constexpr size_t kAlign = 64;  ///< a cache line; enough for any SIMD load
   static constexpr size_t kDefaultCacheLimit = size_t{1} << 30;
 
   MemoryAccount() = default;
@@ -43,26 +44,26 @@ class MemoryAccount {
   MemoryAccount(const MemoryAccount&) = delete;
   MemoryAccount& operator=(const MemoryAccount&) = delete;
 
-  void* allocate(size_t bytes);  // throws OutOfMemory; null for zero bytes
+  void* allocate(size_t bytes);  ///< throws OutOfMemory; null for zero bytes
   void release(void* ptr, size_t bytes) noexcept;
   void tensorCreated() noexcept { live_tensors_.fetch_add(1, std::memory_order_relaxed); }
   void tensorReleased() noexcept { live_tensors_.fetch_sub(1, std::memory_order_relaxed); }
   MemoryStats stats() const noexcept;
   void resetPeak() noexcept;
 
-  // Returns every cached buffer to the system.
+  /// Returns every cached buffer to the system.
   void trimCache() noexcept;
-  // Caps the cached bytes (trimming now if the cache holds more).
+  /// Caps the cached bytes (trimming now if the cache holds more).
   void setCacheLimit(size_t bytes) noexcept;
   size_t cacheLimit() const noexcept { return cache_limit_.load(std::memory_order_relaxed); }
-  // Caps the live bytes: a request that would take them past `bytes` is OutOfMemory, a budget for
-  // untrusted inputs (the fuzzers set one, so a hostile shape fails instead of exhausting memory).
+  /// Caps the live bytes: a request that would take them past `bytes` is OutOfMemory, a budget for
+  /// untrusted inputs (the fuzzers set one, so a hostile shape fails instead of exhausting memory).
   void setLiveLimit(size_t bytes) noexcept { live_limit_.store(bytes, std::memory_order_relaxed); }
   size_t liveLimit() const noexcept { return live_limit_.load(std::memory_order_relaxed); }
-  // The owning context is gone: empty the cache and stop caching.
+  /// The owning context is gone: empty the cache and stop caching.
   void detach() noexcept;
 
-  // The size of the block that serves a request of `bytes` (its size class), 0 for 0 bytes.
+  /// The size of the block that serves a request of `bytes` (its size class), 0 for 0 bytes.
   static size_t blockSize(size_t bytes) noexcept;
 
  private:
@@ -94,9 +95,9 @@ class Storage {
   size_t bytes_;
 };
 
-// A typed temporary array for a kernel (or saved for its VJP), drawn from the context's cache
-// like tensor storage so that per-step scratch recirculates too, and accounted as live while
-// it exists. Copies share the buffer.
+/// A typed temporary array for a kernel (or saved for its VJP), drawn from the context's cache
+/// like tensor storage so that per-step scratch recirculates too, and accounted as live while
+/// it exists. Copies share the buffer.
 template <class T>
 class Scratch {
   static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>);

@@ -1,5 +1,6 @@
-// Tag: an interned axis name. Tensors name their axes ("batch", "in"); ops align, broadcast and
-// contract by these names, never by position.
+/// @file
+/// Tag: an interned axis name. Tensors name their axes ("batch", "in"); ops align, broadcast and
+/// contract by these names, never by position.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,6 @@
-// ExecContext: the allocator (with memory accounting), the work pool and the stack of exec scopes
-// that every op is given explicitly as its first argument.
+/// @file
+/// ExecContext: the allocator (with memory accounting), the work pool and the stack of exec scopes
+/// that every op is given explicitly as its first argument.
 #pragma once
 
 #include <memory>
@@ -17,8 +18,8 @@ class TensorImpl;
 class ExecScope;
 
 struct ExecOptions {
-  int threads = 0;  // 0 = hardware concurrency; 1 = no worker threads
-  size_t cache_limit = MemoryAccount::kDefaultCacheLimit;  // bytes of freed buffers kept for reuse
+  int threads = 0;  ///< 0 = hardware concurrency; 1 = no worker threads
+  size_t cache_limit = MemoryAccount::kDefaultCacheLimit;  ///< bytes of freed buffers kept for reuse
 };
 
 class ExecContext {
@@ -30,19 +31,19 @@ class ExecContext {
 
   MemoryStats memory() const { return account_->stats(); }
   void resetPeak() { account_->resetPeak(); }
-  // Gives the buffers cached for reuse back to the system (Note [Caching allocator]).
+  /// Gives the buffers cached for reuse back to the system (Note [Caching allocator]).
   void trimCache() { account_->trimCache(); }
   void setCacheLimit(size_t bytes) { account_->setCacheLimit(bytes); }
   int threads() const { return pool_ ? pool_->size() : 1; }
 
   // --- engine internals (public so that ops, kernels and bindings can reach them) ---
   const std::shared_ptr<MemoryAccount>& account() const { return account_; }
-  // The pool, or null when running on one thread.
+  /// The pool, or null when running on one thread.
   WorkPool* workPool() const { return pool_.get(); }
-  // Runs fn over [0, n) on the pool when n >= 2*grain and there is a pool, else inline.
+  /// Runs fn over [0, n) on the pool when n >= 2*grain and there is a pool, else inline.
   void parallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) const;
-  // Called for every Tensor made: the innermost ExecScope open on this thread (if any) takes
-  // ownership.
+  /// Called for every Tensor made: the innermost ExecScope open on this thread (if any) takes
+  /// ownership.
   void adopt(const std::shared_ptr<TensorImpl>& tensor);
 
  private:

@@ -1,7 +1,8 @@
-// ExecScope (§6): tensors made on this thread while a scope is open belong to it and are
-// released when it closes, unless kept. Each thread has its own stack of scopes (Note [Scopes per
-// thread], exec/context.h). Releasing a handle drops its value and gradient state; graph records that
-// still need them keep them alive through their own references, so closing is always safe.
+/// @file
+/// ExecScope (§6): tensors made on this thread while a scope is open belong to it and are
+/// released when it closes, unless kept. Each thread has its own stack of scopes (Note [Scopes per
+/// thread], exec/context.h). Releasing a handle drops its value and gradient state; graph records that
+/// still need them keep them alive through their own references, so closing is always safe.
 #pragma once
 
 #include <memory>
@@ -21,10 +22,10 @@ class ExecScope {
   ExecScope(const ExecScope&) = delete;
   ExecScope& operator=(const ExecScope&) = delete;
 
-  // Lets t outlive this scope: it moves to the enclosing scope, or to the caller when none.
+  /// Lets t outlive this scope: it moves to the enclosing scope, or to the caller when none.
   Tensor keep(const Tensor& t);
-  // Releases every tensor made in this scope and not kept. Idempotent. Scopes close innermost
-  // first; closing an outer scope closes the inner ones still open.
+  /// Releases every tensor made in this scope and not kept. Idempotent. Scopes close innermost
+  /// first; closing an outer scope closes the inner ones still open.
   void close();
   bool isOpen() const { return open_; }
 

@@ -1,6 +1,7 @@
-// Layers (fucina::nn): small structs that own their parameters (leaf variables) and apply one
-// named-axis op chain. Initialisation follows torch's defaults, drawn from seeded generators
-// (Tensor::uniform / normal), so the same seed gives the same model in C++ and in JS.
+/// @file
+/// Layers (fucina::nn): small structs that own their parameters (leaf variables) and apply one
+/// named-axis op chain. Initialisation follows torch's defaults, drawn from seeded generators
+/// (Tensor::uniform / normal), so the same seed gives the same model in C++ and in JS.
 #pragma once
 
 #include <cstdint>
@@ -10,9 +11,9 @@
 
 namespace fucina::nn {
 
-// y{..., out} = x{..., in} · weight{out, in} + bias{out}. weight and bias ~ U(±1/sqrt(in)).
+/// y{..., out} = x{..., in} · weight{out, in} + bias{out}. weight and bias ~ U(±1/sqrt(in)).
 struct Linear {
-  Tensor weight, bias;  // bias is an empty handle when made without one
+  Tensor weight, bias;  ///< bias is an empty handle when made without one
   Tag in, out;
 
   Linear(ExecContext& ctx, Tag in, Tag out, int64_t in_features, int64_t out_features,
@@ -21,8 +22,8 @@ struct Linear {
   void collect(std::vector<Tensor>& params) const;
 };
 
-// conv2d with bias: x{..., in, h, w} -> {..., out, h', w'}; weight {out, in, kh, kw} and bias
-// {out} ~ U(±1/sqrt(in·kh·kw)) as torch. The tags for h, w, kh, kw come from `geometry`.
+/// conv2d with bias: x{..., in, h, w} -> {..., out, h', w'}; weight {out, in, kh, kw} and bias
+/// {out} ~ U(±1/sqrt(in·kh·kw)) as torch. The tags for h, w, kh, kw come from `geometry`.
 struct Conv2d {
   Tensor weight, bias;
   Conv2dOptions options;
@@ -33,7 +34,7 @@ struct Conv2d {
   void collect(std::vector<Tensor>& params) const;
 };
 
-// Affine layer normalisation over `axis`: weight ones, bias zeros.
+/// Affine layer normalisation over `axis`: weight ones, bias zeros.
 struct LayerNorm {
   Tensor weight, bias;
   Tag axis;
@@ -44,7 +45,7 @@ struct LayerNorm {
   void collect(std::vector<Tensor>& params) const;
 };
 
-// A lookup table {rows, dim} ~ N(0, std^2): ids{...} -> {..., dim}.
+/// A lookup table {rows, dim} ~ N(0, std^2): ids{...} -> {..., dim}.
 struct Embedding {
   Tensor table;
   Tag rows;
@@ -55,8 +56,8 @@ struct Embedding {
   void collect(std::vector<Tensor>& params) const;
 };
 
-// Distinct seeds for the parameters of one model from a base seed (so layers do not share draws).
-// Kept below 2^53 so JavaScript numbers hold them exactly (web/nn.mjs computes the same).
+/// Distinct seeds for the parameters of one model from a base seed (so layers do not share draws).
+/// Kept below 2^53 so JavaScript numbers hold them exactly (web/nn.mjs computes the same).
 inline uint64_t subSeed(uint64_t seed, uint64_t index) {
   return (seed * 1000003u + index * 7919u + 1u) & ((uint64_t{1} << 53) - 1);
 }

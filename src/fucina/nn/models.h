@@ -1,6 +1,7 @@
-// The benchmark models of ../shared/BENCHMARKS.md (W1 mlp, W2 cnn, W3 gpt) as reusable
-// definitions. Sizes are configurable so tests train small versions and bench/ the exact ones
-// with the same code; the defaults are the benchmark sizes.
+/// @file
+/// The benchmark models of ../shared/BENCHMARKS.md (W1 mlp, W2 cnn, W3 gpt) as reusable
+/// definitions. Sizes are configurable so tests train small versions and bench/ the exact ones
+/// with the same code; the defaults are the benchmark sizes.
 #pragma once
 
 #include <cstdint>
@@ -10,9 +11,9 @@
 
 namespace fucina::nn {
 
-// W1: x{batch, "in"} -> Linear+ReLU ... -> Linear -> logits{batch, "class"}.
+/// W1: x{batch, "in"} -> Linear+ReLU ... -> Linear -> logits{batch, "class"}.
 struct MlpConfig {
-  std::vector<int64_t> sizes = {784, 512, 256, 10};  // input, hidden..., classes
+  std::vector<int64_t> sizes = {784, 512, 256, 10};  ///< input, hidden..., classes
 };
 
 class Mlp {
@@ -25,9 +26,9 @@ class Mlp {
   std::vector<Linear> layers_;
 };
 
-// W2: images{batch, "c", "h", "w"} (or {batch, "h", "w"}: one channel) -> conv3x3+bias+ReLU ->
-// maxpool 2x2 -> conv3x3+bias+ReLU -> maxpool 2x2 -> flatten -> Linear+ReLU -> Linear ->
-// logits{batch, "class"}. Valid convolutions, stride 1.
+/// W2: images{batch, "c", "h", "w"} (or {batch, "h", "w"}: one channel) -> conv3x3+bias+ReLU ->
+/// maxpool 2x2 -> conv3x3+bias+ReLU -> maxpool 2x2 -> flatten -> Linear+ReLU -> Linear ->
+/// logits{batch, "class"}. Valid convolutions, stride 1.
 struct CnnConfig {
   int64_t image = 28, channels = 1, conv1 = 32, conv2 = 64, hidden = 128, classes = 10;
 };
@@ -37,7 +38,7 @@ class Cnn {
   Cnn(ExecContext& ctx, const CnnConfig& config, uint64_t seed);
   Tensor operator()(ExecContext& ctx, const Tensor& images) const;
   std::vector<Tensor> parameters() const;
-  int64_t flatFeatures() const { return flat_; }  // conv2 · s · s after the second pool
+  int64_t flatFeatures() const { return flat_; }  ///< conv2 · s · s after the second pool
 
  private:
   int64_t flat_;
@@ -45,19 +46,19 @@ class Cnn {
   Linear fc1_, fc2_;
 };
 
-// W3: a byte-level GPT. tokens{batch, "t"} (i32, t <= context) -> logits{batch, "t", "vocab"}.
-// Pre-LayerNorm blocks: x += Proj(CausalSelfAttention(LN1(x))); x += Linear(GELU_erf(Linear(LN2(x)))).
-// Learned position embedding, final LayerNorm, output head tied to the token embedding.
+/// W3: a byte-level GPT. tokens{batch, "t"} (i32, t <= context) -> logits{batch, "t", "vocab"}.
+/// Pre-LayerNorm blocks: x += Proj(CausalSelfAttention(LN1(x))); x += Linear(GELU_erf(Linear(LN2(x)))).
+/// Learned position embedding, final LayerNorm, output head tied to the token embedding.
 struct GptConfig {
   int64_t vocab = 256, context = 128, d_model = 128, heads = 4, layers = 2, mlp = 512;
-  bool checkpoint_blocks = false;  // recompute each block in backward (activation checkpointing)
+  bool checkpoint_blocks = false;  ///< recompute each block in backward (activation checkpointing)
 };
 
 class Gpt {
  public:
   Gpt(ExecContext& ctx, const GptConfig& config, uint64_t seed);
   Tensor operator()(ExecContext& ctx, const Tensor& tokens) const;
-  // Mean next-token cross-entropy of tokens[:, :-1] predicting tokens[:, 1:].
+  /// Mean next-token cross-entropy of tokens[:, :-1] predicting tokens[:, 1:].
   Tensor loss(ExecContext& ctx, const Tensor& tokens) const;
   std::vector<Tensor> parameters() const;
   const GptConfig& config() const { return config_; }

@@ -1,9 +1,12 @@
-// Adam and AdamW, as torch.optim.Adam / AdamW (amsgrad=False, maximize=False). At update t:
-//   Adam:  g = grad + weight_decay * p                (L2 penalty added to the gradient)
-//   AdamW: p -= lr * weight_decay * p                 (decoupled decay, before the Adam step); g = grad
-//   m = beta1 * m + (1 - beta1) * g
-//   v = beta2 * v + (1 - beta2) * g^2
-//   p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+/// @file
+/// Adam and AdamW, as torch.optim.Adam / AdamW (amsgrad=False, maximize=False). At update t:
+/// ```
+///   Adam:  g = grad + weight_decay * p                (L2 penalty added to the gradient)
+///   AdamW: p -= lr * weight_decay * p                 (decoupled decay, before the Adam step); g = grad
+///   m = beta1 * m + (1 - beta1) * g
+///   v = beta2 * v + (1 - beta2) * g^2
+///   p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+/// ```
 #pragma once
 
 #include "fucina/optim/optimizer.h"
@@ -15,12 +18,12 @@ struct AdamOptions {
   double beta1 = 0.9;
   double beta2 = 0.999;
   double eps = 1e-8;
-  double weight_decay = 0;  // AdamW's constructor uses 0.01 when given default options
+  double weight_decay = 0;  ///< AdamW's constructor uses 0.01 when given default options
 };
 
 class Adam : public Optimizer {
  public:
-  explicit Adam(AdamOptions options = {});  // InvalidArgument naming a bad option
+  explicit Adam(AdamOptions options = {});  ///< InvalidArgument naming a bad option
   Adam(std::span<const Tensor> params, AdamOptions options = {});
   const AdamOptions& options() const { return options_; }
 

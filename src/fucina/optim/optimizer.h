@@ -1,7 +1,8 @@
-// Optimizers (src/fucina/optim): the base class every optimizer derives from, and OptimizerSet.
-// Semantics follow torch.optim. An update writes each parameter's storage in place, outside the
-// autograd graph (no VJP record is ever made): graphs built afterwards read the new values and
-// the user's handles stay valid. See docs/design-notes.md, "Optimizers".
+/// @file
+/// Optimizers (src/fucina/optim): the base class every optimizer derives from, and OptimizerSet.
+/// Semantics follow torch.optim. An update writes each parameter's storage in place, outside the
+/// autograd graph (no VJP record is ever made): graphs built afterwards read the new values and
+/// the user's handles stay valid. See docs/design-notes.md, "Optimizers".
 #pragma once
 
 #include <cstdint>
@@ -21,32 +22,32 @@ class Optimizer {
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
 
-  // Registers a parameter: a contiguous f32 leaf variable (InvalidArgument otherwise, and when
-  // it is already registered here).
+  /// Registers a parameter: a contiguous f32 leaf variable (InvalidArgument otherwise, and when
+  /// it is already registered here).
   void add(const Tensor& param);
   void add(std::span<const Tensor> params);
-  // One update of every registered parameter that has a gradient (others are skipped, as in
-  // torch). State buffers are made on a parameter's first update, through ctx's allocator.
+  /// One update of every registered parameter that has a gradient (others are skipped, as in
+  /// torch). State buffers are made on a parameter's first update, through ctx's allocator.
   void step(ExecContext& ctx);
-  void zeroGrad();  // drops every registered parameter's gradient
+  void zeroGrad();  ///< drops every registered parameter's gradient
 
   double lr() const { return lr_; }
-  void setLr(double lr);  // InvalidArgument when negative or not finite
+  void setLr(double lr);  ///< InvalidArgument when negative or not finite
   const std::vector<Tensor>& params() const { return params_; }
-  // Updates applied to params()[i] so far (torch's state["step"]).
+  /// Updates applied to params()[i] so far (torch's state["step"]).
   int64_t stepsOf(size_t i) const { return states_.at(i).steps; }
 
  protected:
   explicit Optimizer(double lr);
-  // Applies one update to n floats at p given the gradient g (contiguous, same layout).
-  // `index` names the parameter; `t` is its update count including this one (1 on the first).
+  /// Applies one update to n floats at p given the gradient g (contiguous, same layout).
+  /// `index` names the parameter; `t` is its update count including this one (1 on the first).
   virtual void update(ExecContext& ctx, size_t index, int64_t t, float* p, const float* g,
                       int64_t n) = 0;
-  // The slot-th state buffer of parameter index: zeros shaped like the parameter, made on first
-  // use through ctx (so ctx.memory() accounts it).
+  /// The slot-th state buffer of parameter index: zeros shaped like the parameter, made on first
+  /// use through ctx (so ctx.memory() accounts it).
   float* stateBuffer(ExecContext& ctx, size_t index, size_t slot);
-  // Elements per pool task in update(): elements are independent, so any split over threads
-  // gives the same values.
+  /// Elements per pool task in update(): elements are independent, so any split over threads
+  /// gives the same values.
   static constexpr int64_t kParallelGrain = 32 * 1024;
 
  private:
@@ -59,15 +60,15 @@ class Optimizer {
   std::vector<ParamState> states_;
 };
 
-// Several optimizers (e.g. one per parameter group) driven as one: step() and zeroGrad() fan out
-// in the order the optimizers were added. A parameter may belong to only one of them.
+/// Several optimizers (e.g.\ one per parameter group) driven as one: step() and zeroGrad() fan out
+/// in the order the optimizers were added. A parameter may belong to only one of them.
 class OptimizerSet {
  public:
-  // Takes ownership; returns the optimizer for further configuration.
+  /// Takes ownership; returns the optimizer for further configuration.
   Optimizer& add(std::unique_ptr<Optimizer> optimizer);
-  // Borrows: the optimizer must outlive the set.
+  /// Borrows: the optimizer must outlive the set.
   Optimizer& add(Optimizer& optimizer);
-  // Registers params into `optimizer` (which must already be in the set).
+  /// Registers params into `optimizer` (which must already be in the set).
   void addParams(Optimizer& optimizer, std::span<const Tensor> params);
   template <class O, class... Args>
   O& emplace(Args&&... args) {
@@ -79,10 +80,10 @@ class OptimizerSet {
 
   void step(ExecContext& ctx);
   void zeroGrad();
-  void setLr(double lr);  // sets every optimizer's learning rate
+  void setLr(double lr);  ///< sets every optimizer's learning rate
   size_t size() const { return optimizers_.size(); }
   Optimizer& operator[](size_t i) const { return *optimizers_.at(i); }
-  std::vector<Tensor> params() const;  // every optimizer's parameters, in order
+  std::vector<Tensor> params() const;  ///< every optimizer's parameters, in order
 
  private:
   void checkDisjoint(const Optimizer& incoming) const;

@@ -1,10 +1,13 @@
-// Learning-rate schedules: pure functions of the step number (0-based: the step about to run).
-//   linearWarmup(s, W, base)     = base * s / W          for s < W,   base afterwards (and when W == 0)
-//   cosineDecay(s, T, base, min) = min + (base - min) * (1 + cos(pi * min(s, T) / T)) / 2
-//                                  (torch's CosineAnnealingLR closed form; held at min after T)
-//   WarmupCosine(base, W, T, min)(s) = linearWarmup(s, W, base) for s < W,
-//                                      cosineDecay(s - W, T - W, base, min) afterwards
-// Negative steps or counts, and T < W, are InvalidArgument.
+/// @file
+/// Learning-rate schedules: pure functions of the step number (0-based: the step about to run).
+/// ```
+///   linearWarmup(s, W, base)     = base * s / W          for s < W,   base afterwards (and when W == 0)
+///   cosineDecay(s, T, base, min) = min + (base - min) * (1 + cos(pi * min(s, T) / T)) / 2
+///                                  (torch's CosineAnnealingLR closed form; held at min after T)
+///   WarmupCosine(base, W, T, min)(s) = linearWarmup(s, W, base) for s < W,
+///                                      cosineDecay(s - W, T - W, base, min) afterwards
+/// ```
+/// Negative steps or counts, and T < W, are InvalidArgument.
 #pragma once
 
 #include <cstdint>

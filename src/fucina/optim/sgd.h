@@ -1,8 +1,11 @@
-// Stochastic gradient descent, as torch.optim.SGD (maximize=False):
-//   g = grad + weight_decay * p                       (L2 penalty added to the gradient)
-//   with momentum > 0:  buf = g on the first update, else buf = momentum * buf + (1 - dampening) * g
-//                       g = nesterov ? g + momentum * buf : buf
-//   p -= lr * g
+/// @file
+/// Stochastic gradient descent, as torch.optim.SGD (maximize=False):
+/// ```
+///   g = grad + weight_decay * p                       (L2 penalty added to the gradient)
+///   with momentum > 0:  buf = g on the first update, else buf = momentum * buf + (1 - dampening) * g
+///                       g = nesterov ? g + momentum * buf : buf
+///   p -= lr * g
+/// ```
 #pragma once
 
 #include "fucina/optim/optimizer.h"
@@ -13,13 +16,13 @@ struct SgdOptions {
   double lr = 1e-3;
   double momentum = 0;
   double dampening = 0;
-  bool nesterov = false;  // needs momentum > 0 and dampening == 0 (as torch)
+  bool nesterov = false;  ///< needs momentum > 0 and dampening == 0 (as torch)
   double weight_decay = 0;
 };
 
 class Sgd : public Optimizer {
  public:
-  explicit Sgd(SgdOptions options = {});  // InvalidArgument naming a bad option
+  explicit Sgd(SgdOptions options = {});  ///< InvalidArgument naming a bad option
   Sgd(std::span<const Tensor> params, SgdOptions options = {});
   const SgdOptions& options() const { return options_; }
 
