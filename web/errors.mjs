@@ -32,7 +32,7 @@ export const invalid = (message) => new FucinaError('InvalidArgument', `InvalidA
 export function typeName(x) {
   if (x === null) return 'null';
   if (Array.isArray(x)) return 'an array';
-  if (typeof x === 'object') return x.constructor?.name ? `a ${x.constructor.name}` : 'an object';
+  if (typeof x === 'object') return x.constructor?.name && x.constructor !== Object ? `a ${x.constructor.name}` : 'an object';
   return typeof x === 'number' ? String(x) : typeof x;
 }
 

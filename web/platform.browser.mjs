@@ -43,7 +43,7 @@ export const platform = {
     const wasm = locate(`fucina-${variant}.wasm`, place(files.wasm));
     let worker;
     if (variant === 'threaded-simd') {
-      const { default: source } = await import('./wasm/fucina-threaded-simd.worker-source.mjs');
+      const { default: source } = await import('./threaded-simd-worker.mjs');
       worker = URL.createObjectURL(new Blob([source], { type: 'text/javascript' }));
       moduleOptions.mainScriptUrlOrBlob = glue;  // what each pthread worker imports
     }

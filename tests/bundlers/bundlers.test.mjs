@@ -60,9 +60,12 @@ async function trains(url, variant) {
 }
 
 /** Serves folder `out` (isolated at /, not at /plain/) and trains its `pagePath` both ways. */
-async function trainsBothWays(out, pagePath = 'index.html') {
+async function trainsBothWays(out, pagePath = 'index.html', requests = []) {
   const missing = [];
-  const server = await startServer({ root: out, onRequest: (method, path, status) => { if (status >= 400) missing.push(`${status} ${path}`); } });
+  const server = await startServer({ root: out, onRequest: (method, path, status) => {
+    requests.push(path);
+    if (status >= 400) missing.push(`${status} ${path}`);
+  } });
   try {
     const isolated = await trains(`${server.url}${pagePath}`, 'threaded-simd');
     // The worker's default: one thread per core (2 on CI's machines), at most 8.
@@ -166,4 +169,42 @@ try {
 </script>
 `);
   await trainsBothWays(dir, 'plain.html');
+});
+
+test('files elsewhere (a CDN folder): init({ baseUrl }) loads both variants from there', opts, async () => {
+  const dir = makeApp('cdn');
+  // The package's wasm/ folder moves to /cdn/fucina/: nothing is left where the entry would look.
+  cpSync(join(dir, 'node_modules', 'fucina', 'wasm'), join(dir, 'cdn', 'fucina'), { recursive: true });
+  rmSync(join(dir, 'node_modules', 'fucina', 'wasm'), { recursive: true });
+  writeFileSync(join(dir, 'cdn-worker.js'), `import { init } from './node_modules/fucina/index.browser.mjs';
+self.onmessage = async () => {
+  try {
+    const fc = await init({ baseUrl: new URL('/cdn/fucina/', self.location.href).href });
+    const w = fc.variable(['in'], [1], [0]);
+    const opt = fc.optim.sgd([w], { lr: 0.1 });
+    const losses = [];
+    for (let i = 0; i < 30; ++i) losses.push(fc.scope(() => {
+      opt.zeroGrad();
+      const d = w.subScalar(3);
+      const loss = d.mul(d).sumAll();
+      loss.backward();
+      opt.step();
+      return loss.item();
+    }));
+    self.postMessage({ ok: true, variant: fc.variant, threads: fc.threads, first: losses[0], last: losses.at(-1) });
+  } catch (e) { self.postMessage({ ok: false, error: String(e?.stack ?? e) }); }
+};
+`);
+  writeFileSync(join(dir, 'cdn.html'), `<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><title>fucina from a CDN folder</title>
+<script type="module">
+const worker = new Worker('./cdn-worker.js', { type: 'module' });
+worker.onmessage = (e) => { window.result = e.data; };
+worker.onerror = (e) => { window.result = { ok: false, error: 'worker error: ' + (e.message || '(no message)') }; };
+worker.postMessage('go');
+</script>
+`);
+  const requests = [];
+  await trainsBothWays(dir, 'cdn.html', requests);
+  for (const v of ['simd', 'threaded-simd'])
+    assert.ok(requests.some((p) => p.endsWith(`/cdn/fucina/fucina-${v}.wasm`)), `${v}: the wasm was not fetched from /cdn/fucina/`);
 });
