@@ -6,6 +6,16 @@ export class FucinaError extends Error {
     this.name = 'FucinaError';
     this.code = code;  // the C++ ErrorCode name, e.g. "ShapeMismatch"
   }
+
+  /** Node's util.inspect / console.log: "FucinaError [ShapeMismatch]: add: ..." and the stack,
+   * as Node shows its own coded errors (the message's "Code: " prefix is not repeated). */
+  [Symbol.for('nodejs.util.inspect.custom')]() {
+    const text = this.message.startsWith(`${this.code}: `) ? this.message.slice(this.code.length + 2) : this.message;
+    const header = `${this.name} [${this.code}]: ${text}`;
+    const stack = typeof this.stack === 'string' ? this.stack : '';
+    const frames = stack.indexOf('\n    at ');
+    return frames < 0 ? header : header + stack.slice(frames);
+  }
 }
 
 export const invalid = (message) => new FucinaError('InvalidArgument', `InvalidArgument: ${message}`);
@@ -45,4 +55,37 @@ export function checkOptions(options, allowed, what) {
   for (const k of Object.keys(options))
     if (!allowed.includes(k)) throw invalid(`${what}: unknown option '${k}' (use ${allowed.join(', ')})`);
   return options;
+}
+
+// The engine's messages are written for C++ callers (a context argument, snake_case option
+// names, Class::method prefixes). JS callers get the same message in the facade's terms; the
+// error code never changes. Specific rewrites first, then the general C++ spellings.
+const JS_WORDING = [
+  [/seed it with backwardWithGrad\(ctx, grad_output\)/g, 'pass a gradient shaped like it: t.backward(gradOutput)'],
+  [/backwardWithGrad: gradient /g, 'backward: gradOutput '],
+  [/backwardWithGrad on /g, 'backward(gradOutput) on '],
+  [/keep it with ExecScope::keep to use it after the scope closes/g,
+    'return it from the fc.scope callback to use it after the scope ends'],
+  [/clipGradNorm option max_norm/g, 'optim.clipGradNorm: maxNorm'],
+  [/^(InvalidGradcheckOptions: )(eps|abs_tol|rel_tol) /, '$1gradcheck: $2 '],
+  [/\bSGD option /g, 'optim.sgd: option '],
+  [/\bAdamW option /g, 'optim.adamw: option '],
+  [/\bAdam option /g, 'optim.adam: option '],
+  [/option beta1\b/g, 'option betas[0]'],
+  [/option beta2\b/g, 'option betas[1]'],
+  [/\bOptimizer::add: /g, 'optimizer params: '],
+  [/\bOptimizer::step: /g, 'optimizer step: '],
+  [/\b(to|contiguous|detach)\(ctx, DType::(\w+)\)/g, ".$1('$2')"],
+  [/\b(\w+)\(ctx\)/g, '.$1()'],
+  [/\b(\w+)\(ctx, /g, '$1('],
+  [/\bDType::(\w+)/g, "'$1'"],
+  [/\bTensor::(\w+)/g, '$1'],
+  [/(?<![\w'{,=])([a-z]+)_([a-z])([a-z]*)(?![\w'=])/g, (m, a, b, c) => (SNAKE_OPTIONS.has(m) ? a + b.toUpperCase() + c : m)],
+];
+// The option names the engine spells in snake_case whose JS name is their camelCase.
+const SNAKE_OPTIONS = new Set(['label_smoothing', 'weight_decay', 'abs_tol', 'rel_tol', 'max_norm', 'grad_output']);
+
+/** message as a JS caller reads it (see JS_WORDING). */
+export function jsWording(message) {
+  return JS_WORDING.reduce((m, [from, to]) => m.replace(from, to), message);
 }

@@ -2,7 +2,7 @@
 // small typed API (ops named as in C++, the context implicit). Works in Node and browsers, on any
 // thread; browsers should run it in a Web Worker, since Emscripten busy-waits on the main thread.
 
-import { FucinaError, invalid, typeName, isPlainObject, checkInt, checkOptions, pair } from './errors.mjs';
+import { FucinaError, invalid, typeName, isPlainObject, checkInt, checkOptions, pair, jsWording } from './errors.mjs';
 import { makeNn } from './nn.mjs';
 
 export { FucinaError };
@@ -155,13 +155,20 @@ class Fucina {
     M.pending = outer;
     if (pending) throw pending.error;
     if (thrown) throw thrown;
-    if (failure) throw failure;
+    if (failure) throw inJsTerms(failure);
     return result;
   }
 
   /** y, checked to be a live Tensor of this engine (what: the argument, for messages). */
   _operand(y, what) {
-    if (!(y instanceof Tensor)) throw invalid(`${what} must be a Tensor, got ${typeName(y)}`);
+    if (!(y instanceof Tensor)) {
+      // A Tensor class of a second copy of this module (two bundles, two import paths): "must be
+      // a Tensor, got a Tensor" would be a riddle.
+      if (y && typeof y === 'object' && y.constructor?.name === 'Tensor' && '_engine' in y)
+        throw invalid(`${what} is a Tensor of another copy of the fucina module (two imports of different files); ` +
+          'tensors work only with the init() that made them');
+      throw invalid(`${what} must be a Tensor, got ${typeName(y)}`);
+    }
     if (y._engine !== this)
       throw invalid(`${what} belongs to another fucina instance (tensors work only with the init() that made them)`);
     void y._handle;  // TensorReleased if disposed
@@ -357,6 +364,13 @@ class Fucina {
   }
 }
 
+// An engine failure worded for JS callers (errors.mjs, jsWording): the same code, the message in
+// the facade's names; an error whose wording is already JS is returned as is.
+function inJsTerms(e) {
+  const message = jsWording(e.message);
+  return message === e.message ? e : new FucinaError(e.code, message);
+}
+
 function handlesOf(fc, tensors, what) {
   if (!Array.isArray(tensors)) throw invalid(`${what} must be an array of tensors, got ${typeName(tensors)}`);
   return tensors.map((t, i) => fc._operand(t, `${what}[${i}]`)._handle);
@@ -368,6 +382,8 @@ function collectTensors(value, out) {
   else if (value && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype)
     Object.values(value).forEach((v) => collectTensors(v, out));
 }
+
+const INSPECT_VALUES = 20;  // Tensor.toString shows the values of tensors up to this size
 
 export class Tensor {
   #fc;
@@ -414,6 +430,26 @@ export class Tensor {
       this.#h = null;
     }
   }
+
+  /** One line for people: axes and extents, dtype, requiresGrad and, for a tensor of at most
+   * 20 elements, the values (nested by axis, 6 significant digits); never throws. */
+  toString() {
+    if (!this.#h) return 'Tensor (disposed)';
+    try {
+      const [tags, shape, dtype] = [this.tags, this.shape, this.dtype];
+      const head = `Tensor {${tags.map((t, i) => `${t}=${shape[i]}`).join(', ')}} ${dtype}${this.requiresGrad ? ' requiresGrad' : ''}`;
+      const n = shape.reduce((a, b) => a * b, 1);
+      if (n > INSPECT_VALUES) return `${head} (${n} elements)`;
+      const v = Array.from(this.toArray(), (x) => String(Number.isInteger(x) ? x : +x.toPrecision(6)));
+      const nest = (d, offset, stride) => (d === shape.length ? v[offset]
+        : `[${Array.from({ length: shape[d] }, (_, i) => nest(d + 1, offset + i * (stride / shape[d]), stride / shape[d])).join(', ')}]`);
+      return `${head} ${nest(0, 0, n)}`;
+    } catch (e) {
+      return `Tensor (unreadable: ${e?.message ?? e})`;
+    }
+  }
+  /** What Node's util.inspect and console.log show (the facade imports nothing from Node). */
+  [Symbol.for('nodejs.util.inspect.custom')]() { return this.toString(); }
 
   dot(y, axis) {
     const other = this._operand(y, 'dot: y');
@@ -756,7 +792,7 @@ function makeOptim(fc) {
   const sgd = (params, options) => {
     const o = checkOptions(options, ['lr', 'momentum', 'dampening', 'nesterov', 'weightDecay'], 'optim.sgd');
     if (o.nesterov !== undefined) checkBoolean(o.nesterov, 'optim.sgd: nesterov');
-    const handles = handlesOf(fc, params, 'optimizer params');
+    const handles = handlesOf(fc, params, 'optim.sgd: params');
     const h = fc._call((M) => M.optimSgd(handles, optionNumber(o, 'lr', 1e-3), optionNumber(o, 'momentum', 0),
       optionNumber(o, 'dampening', 0), o.nesterov ?? false, optionNumber(o, 'weightDecay', 0)));
     return new Optimizer(fc, h, params);
@@ -766,10 +802,10 @@ function makeOptim(fc) {
     let betas = [0.9, 0.999];
     if (o.betas !== undefined) {
       if (!Array.isArray(o.betas) || o.betas.length !== 2 || !o.betas.every((b) => typeof b === 'number'))
-        throw invalid('optimizer option betas must be an array of two numbers');
+        throw invalid(`optim.${name}: option betas must be an array of two numbers`);
       betas = o.betas;
     }
-    const handles = handlesOf(fc, params, 'optimizer params');
+    const handles = handlesOf(fc, params, `optim.${name}: params`);
     const h = fc._call((M) => M.optimAdam(handles, optionNumber(o, 'lr', 1e-3), betas[0], betas[1],
       optionNumber(o, 'eps', 1e-8), optionNumber(o, 'weightDecay', defaultDecay), decoupled));
     return new Optimizer(fc, h, params);
@@ -779,7 +815,7 @@ function makeOptim(fc) {
     adam: adamLike('adam', false, 0),
     adamw: adamLike('adamw', true, 0.01),
     clipGradNorm(params, maxNorm) {
-      const handles = handlesOf(fc, params, 'clipGradNorm: params');
+      const handles = handlesOf(fc, params, 'optim.clipGradNorm: params');
       return fc._call((M) => M.optimClipGradNorm(handles, checkNumber(maxNorm, 'maxNorm')));
     },
     linearWarmup,
