@@ -564,8 +564,9 @@ export class Optimizer {
   step(): void;
   /** Clears the gradients of every parameter. */
   zeroGrad(): void;
-  /** The learning rate, read and set between steps (a schedule's value, say). */
+  /** The learning rate the next step uses. */
   get lr(): number;
+  /** Sets the learning rate for the following steps (a schedule's value, say). */
   set lr(value: number);
   /** A copy of the parameter list, in the order given. */
   readonly params: Tensor[];
@@ -655,10 +656,22 @@ export interface Conv2dLayerOptions {
   axes?: Conv2dLayerAxes;
 }
 
+/** The axis names a {@link Conv2d} layer passes to Tensor.conv2d, its own ones resolved. */
+export interface Conv2dLayerResolvedAxes extends Conv2dAxes {
+  /** The constructor's inAxis. */
+  channels: string;
+  /** The constructor's outAxis. */
+  outChannels: string;
+  /** The weight's kernel-height axis. */
+  kernelH: string;
+  /** The weight's kernel-width axis. */
+  kernelW: string;
+}
+
 /** The conv2d options a {@link Conv2d} layer applies (its axes resolved). */
 export interface Conv2dLayerSettings extends Conv2dLayerOptions {
   /** Every axis name, the channels included. */
-  axes: Conv2dAxes & { channels: string; outChannels: string; kernelH: string; kernelW: string };
+  axes: Conv2dLayerResolvedAxes;
 }
 
 /** conv2d + bias: x{..., in, h, w} -> {..., out, h', w'}, initialised as torch. */

@@ -11,7 +11,7 @@ import type {
   GradcheckResult, InputGradients, CustomVjpSpec, LayerNormOptions, AffineLayerNormOptions, LossOptions,
   CrossEntropyOptions, HuberLossOptions, KlDivLossOptions, RopeOptions, AttentionOptions, Conv2dAxes,
   Conv2dOptions, Pool2dOptions, SafetensorsContents, SgdOptions, AdamOptions, Optim, Module, LinearOptions,
-  Linear, LinearConstructor, Conv2dLayerAxes, Conv2dLayerOptions, Conv2dLayerSettings, Conv2d,
+  Linear, LinearConstructor, Conv2dLayerAxes, Conv2dLayerOptions, Conv2dLayerSettings, Conv2dLayerResolvedAxes, Conv2d,
   Conv2dConstructor, LayerNorm, LayerNormConstructor, Embedding, EmbeddingConstructor, MlpConfig, Mlp,
   MlpConstructor, CnnConfig, Cnn, CnnConstructor, GptConfig, GptBlock, Gpt, GptConstructor, Nn, Fucina,
   IdxArray, DatasetSplit, FashionMnistOptions, Batch,
@@ -300,7 +300,8 @@ const convOptions: Conv2dLayerOptions = { stride: 1, padding: [1, 1], dilation: 
 const ConvClass: Conv2dConstructor = nn.Conv2d;
 const convLayer: Conv2d = new ConvClass('c', 'c1', 2, 4, 3, 1, convOptions);
 const settings: Conv2dLayerSettings = convLayer.options;
-const channelAxis: string = settings.axes.channels;
+const resolved: Conv2dLayerResolvedAxes = settings.axes;
+const channelAxis: string = resolved.channels;
 const convFields: Tensor[] = [convLayer.weight, convLayer.bias, convLayer.forward(img), ...convLayer.parameters()];
 // @ts-expect-error the channel axes are the constructor's, not options
 new nn.Conv2d('c', 'c1', 2, 4, 3, 1, { axes: { channels: 'c' } });
