@@ -75,6 +75,11 @@ const JS_WORDING = [
   [/option beta2\b/g, 'option betas[1]'],
   [/\bOptimizer::add: /g, 'optimizer params: '],
   [/\bOptimizer::step: /g, 'optimizer step: '],
+  // conv2d / pooling geometry: the C++ per-axis fields are the JS [h, w] pairs' entries.
+  [/\b(stride|dilation|kernel)_h\b/g, '$1[0]'],
+  [/\b(stride|dilation|kernel)_w\b/g, '$1[1]'],
+  [/\bpad_h\b/g, 'padding[0]'],
+  [/\bpad_w\b/g, 'padding[1]'],
   [/\b(to|contiguous|detach)\(ctx, DType::(\w+)\)/g, ".$1('$2')"],
   [/\b(\w+)\(ctx\)/g, '.$1()'],
   [/\b(\w+)\(ctx, /g, '$1('],
