@@ -2,7 +2,7 @@
 // small typed API (ops named as in C++, the context implicit). Works in Node and browsers, on any
 // thread; browsers should run it in a Web Worker, since Emscripten busy-waits on the main thread.
 
-import { FucinaError, invalid, typeName, isPlainObject, checkInt, checkOptions, pair, jsWording } from './errors.mjs';
+import { FucinaError, invalid, typeName, isPlainObject, checkInt, checkOptions, pair } from './errors.mjs';
 import { makeNn } from './nn.mjs';
 
 export { FucinaError };
@@ -136,6 +136,45 @@ class Fucina {
     this.nn = makeNn(this);
   }
 
+  // The engine's messages are written for C++ callers (a context argument, snake_case option
+  // names, Class::method prefixes). JS callers get the same message in the facade's terms; the
+  // error code never changes. Specific rewrites first, then the general C++ spellings.
+  static #wording = [
+    [/seed it with backwardWithGrad\(ctx, grad_output\)/g, 'pass a gradient shaped like it: t.backward(gradOutput)'],
+    [/backwardWithGrad: gradient /g, 'backward: gradOutput '],
+    [/backwardWithGrad on /g, 'backward(gradOutput) on '],
+    [/keep it with ExecScope::keep to use it after the scope closes/g,
+      'return it from the fc.scope callback to use it after the scope ends'],
+    [/clipGradNorm option max_norm/g, 'optim.clipGradNorm: maxNorm'],
+    [/^(InvalidGradcheckOptions: )(eps|abs_tol|rel_tol) /, '$1gradcheck: $2 '],
+    [/\bSGD option /g, 'optim.sgd: option '],
+    [/\bAdamW option /g, 'optim.adamw: option '],
+    [/\bAdam option /g, 'optim.adam: option '],
+    [/option beta1\b/g, 'option betas[0]'],
+    [/option beta2\b/g, 'option betas[1]'],
+    [/\bOptimizer::add: /g, 'optimizer params: '],
+    [/\bOptimizer::step: /g, 'optimizer step: '],
+    // conv2d / pooling geometry: the C++ per-axis fields are the JS [h, w] pairs' entries.
+    [/\b(stride|dilation|kernel)_h\b/g, '$1[0]'],
+    [/\b(stride|dilation|kernel)_w\b/g, '$1[1]'],
+    [/\bpad_h\b/g, 'padding[0]'],
+    [/\bpad_w\b/g, 'padding[1]'],
+    [/\b(to|contiguous|detach)\(ctx, DType::(\w+)\)/g, ".$1('$2')"],
+    [/\b(\w+)\(ctx\)/g, '.$1()'],
+    [/\b(\w+)\(ctx, /g, '$1('],
+    [/\bDType::(\w+)/g, "'$1'"],
+    [/\bTensor::(\w+)/g, '$1'],
+    [/(?<![\w'{,=])([a-z]+)_([a-z])([a-z]*)(?![\w'=])/g, (m, a, b, c) => (Fucina.#snakeOptions.has(m) ? a + b.toUpperCase() + c : m)],
+  ];
+  // The option names the engine spells in snake_case whose JS name is their camelCase.
+  static #snakeOptions = new Set(['label_smoothing', 'weight_decay', 'abs_tol', 'rel_tol', 'max_norm', 'grad_output']);
+
+  /** An engine failure worded for JS callers (same code); one already in JS terms as is. */
+  static #inJsTerms(e) {
+    const message = Fucina.#wording.reduce((m, [from, to]) => m.replace(from, to), e.message);
+    return message === e.message ? e : new FucinaError(e.code, message);
+  }
+
   // Runs fn(M). A failed engine call returns normally and leaves its FucinaError in M.failure (no
   // JS exception may cross C++ frames, see web/bindings.cpp); what a user callback threw during
   // the call, parked in M.pending, is rethrown as thrown (null and strings included).
@@ -155,7 +194,7 @@ class Fucina {
     M.pending = outer;
     if (pending) throw pending.error;
     if (thrown) throw thrown;
-    if (failure) throw inJsTerms(failure);
+    if (failure) throw Fucina.#inJsTerms(failure);
     return result;
   }
 
@@ -364,13 +403,6 @@ class Fucina {
   }
 }
 
-// An engine failure worded for JS callers (errors.mjs, jsWording): the same code, the message in
-// the facade's names; an error whose wording is already JS is returned as is.
-function inJsTerms(e) {
-  const message = jsWording(e.message);
-  return message === e.message ? e : new FucinaError(e.code, message);
-}
-
 function handlesOf(fc, tensors, what) {
   if (!Array.isArray(tensors)) throw invalid(`${what} must be an array of tensors, got ${typeName(tensors)}`);
   return tensors.map((t, i) => fc._operand(t, `${what}[${i}]`)._handle);
@@ -382,8 +414,6 @@ function collectTensors(value, out) {
   else if (value && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype)
     Object.values(value).forEach((v) => collectTensors(v, out));
 }
-
-const INSPECT_VALUES = 20;  // Tensor.toString shows the values of tensors up to this size
 
 export class Tensor {
   #fc;
@@ -439,7 +469,7 @@ export class Tensor {
       const [tags, shape, dtype] = [this.tags, this.shape, this.dtype];
       const head = `Tensor {${tags.map((t, i) => `${t}=${shape[i]}`).join(', ')}} ${dtype}${this.requiresGrad ? ' requiresGrad' : ''}`;
       const n = shape.reduce((a, b) => a * b, 1);
-      if (n > INSPECT_VALUES) return `${head} (${n} elements)`;
+      if (n > 20) return `${head} (${n} elements)`;
       const v = Array.from(this.toArray(), (x) => String(Number.isInteger(x) ? x : +x.toPrecision(6)));
       const nest = (d, offset, stride) => (d === shape.length ? v[offset]
         : `[${Array.from({ length: shape[d] }, (_, i) => nest(d + 1, offset + i * (stride / shape[d]), stride / shape[d])).join(', ')}]`);
