@@ -10,6 +10,16 @@ export class FucinaError extends Error {
     this.code = code;  // the C++ ErrorCode name, e.g. "ShapeMismatch"
     if (unbundled && typeof this.stack === 'string') this.stack = callerStack(this.stack);
   }
+
+  /** Node's util.inspect / console.log: "FucinaError [ShapeMismatch]: add: ..." and the stack,
+   * as Node shows its own coded errors (the message's "Code: " prefix is not repeated). */
+  [Symbol.for('nodejs.util.inspect.custom')]() {
+    const text = this.message.startsWith(`${this.code}: `) ? this.message.slice(this.code.length + 2) : this.message;
+    const header = `${this.name} [${this.code}]: ${text}`;
+    const stack = typeof this.stack === 'string' ? this.stack : '';
+    const frames = stack.indexOf('\n    at ');
+    return frames < 0 ? header : header + stack.slice(frames);
+  }
 }
 
 // Frames inside the package (the facade, the Emscripten glue, the wasm) tell a caller nothing, and

@@ -157,6 +157,45 @@ class Fucina {
     this.nn = makeNn(this);
   }
 
+  // The engine's messages are written for C++ callers (a context argument, snake_case option
+  // names, Class::method prefixes). JS callers get the same message in the facade's terms; the
+  // error code never changes. Specific rewrites first, then the general C++ spellings.
+  static #wording = [
+    [/seed it with backwardWithGrad\(ctx, grad_output\)/g, 'pass a gradient shaped like it: t.backward(gradOutput)'],
+    [/backwardWithGrad: gradient /g, 'backward: gradOutput '],
+    [/backwardWithGrad on /g, 'backward(gradOutput) on '],
+    [/keep it with ExecScope::keep to use it after the scope closes/g,
+      'return it from the fc.scope callback to use it after the scope ends'],
+    [/clipGradNorm option max_norm/g, 'optim.clipGradNorm: maxNorm'],
+    [/^(InvalidGradcheckOptions: )(eps|abs_tol|rel_tol) /, '$1gradcheck: $2 '],
+    [/\bSGD option /g, 'optim.sgd: option '],
+    [/\bAdamW option /g, 'optim.adamw: option '],
+    [/\bAdam option /g, 'optim.adam: option '],
+    [/option beta1\b/g, 'option betas[0]'],
+    [/option beta2\b/g, 'option betas[1]'],
+    [/\bOptimizer::add: /g, 'optimizer params: '],
+    [/\bOptimizer::step: /g, 'optimizer step: '],
+    // conv2d / pooling geometry: the C++ per-axis fields are the JS [h, w] pairs' entries.
+    [/\b(stride|dilation|kernel)_h\b/g, '$1[0]'],
+    [/\b(stride|dilation|kernel)_w\b/g, '$1[1]'],
+    [/\bpad_h\b/g, 'padding[0]'],
+    [/\bpad_w\b/g, 'padding[1]'],
+    [/\b(to|contiguous|detach)\(ctx, DType::(\w+)\)/g, ".$1('$2')"],
+    [/\b(\w+)\(ctx\)/g, '.$1()'],
+    [/\b(\w+)\(ctx, /g, '$1('],
+    [/\bDType::(\w+)/g, "'$1'"],
+    [/\bTensor::(\w+)/g, '$1'],
+    [/(?<![\w'{,=])([a-z]+)_([a-z])([a-z]*)(?![\w'=])/g, (m, a, b, c) => (Fucina.#snakeOptions.has(m) ? a + b.toUpperCase() + c : m)],
+  ];
+  // The option names the engine spells in snake_case whose JS name is their camelCase.
+  static #snakeOptions = new Set(['label_smoothing', 'weight_decay', 'abs_tol', 'rel_tol', 'max_norm', 'grad_output']);
+
+  /** An engine failure worded for JS callers (same code); one already in JS terms as is. */
+  static #inJsTerms(e) {
+    const message = Fucina.#wording.reduce((m, [from, to]) => m.replace(from, to), e.message);
+    return message === e.message ? e : new FucinaError(e.code, message);
+  }
+
   // Runs fn(M). A failed engine call returns normally and leaves its FucinaError in M.failure (no
   // JS exception may cross C++ frames, see web/bindings.cpp); what a user callback threw during
   // the call, parked in M.pending, is rethrown as thrown (null and strings included).
@@ -176,13 +215,20 @@ class Fucina {
     M.pending = outer;
     if (pending) throw pending.error;
     if (thrown) throw thrown;
-    if (failure) throw failure;
+    if (failure) throw Fucina.#inJsTerms(failure);
     return result;
   }
 
   /** y, checked to be a live Tensor of this engine (what: the argument, for messages). */
   _operand(y, what) {
-    if (!(y instanceof Tensor)) throw invalid(`${what} must be a Tensor, got ${typeName(y)}`);
+    if (!(y instanceof Tensor)) {
+      // A Tensor class of a second copy of this module (two bundles, two import paths): "must be
+      // a Tensor, got a Tensor" would be a riddle.
+      if (y && typeof y === 'object' && y.constructor?.name === 'Tensor' && '_engine' in y)
+        throw invalid(`${what} is a Tensor of another copy of the fucina module (two imports of different files); ` +
+          'tensors work only with the init() that made them');
+      throw invalid(`${what} must be a Tensor, got ${typeName(y)}`);
+    }
     if (y._engine !== this)
       throw invalid(`${what} belongs to another fucina instance (tensors work only with the init() that made them)`);
     void y._handle;  // TensorReleased if disposed
@@ -435,6 +481,26 @@ export class Tensor {
       this.#h = null;
     }
   }
+
+  /** One line for people: axes and extents, dtype, requiresGrad and, for a tensor of at most
+   * 20 elements, the values (nested by axis, 6 significant digits); never throws. */
+  toString() {
+    if (!this.#h) return 'Tensor (disposed)';
+    try {
+      const [tags, shape, dtype] = [this.tags, this.shape, this.dtype];
+      const head = `Tensor {${tags.map((t, i) => `${t}=${shape[i]}`).join(', ')}} ${dtype}${this.requiresGrad ? ' requiresGrad' : ''}`;
+      const n = shape.reduce((a, b) => a * b, 1);
+      if (n > 20) return `${head} (${n} elements)`;
+      const v = Array.from(this.toArray(), (x) => String(Number.isInteger(x) ? x : +x.toPrecision(6)));
+      const nest = (d, offset, stride) => (d === shape.length ? v[offset]
+        : `[${Array.from({ length: shape[d] }, (_, i) => nest(d + 1, offset + i * (stride / shape[d]), stride / shape[d])).join(', ')}]`);
+      return `${head} ${nest(0, 0, n)}`;
+    } catch (e) {
+      return `Tensor (unreadable: ${e?.message ?? e})`;
+    }
+  }
+  /** What Node's util.inspect and console.log show (the facade imports nothing from Node). */
+  [Symbol.for('nodejs.util.inspect.custom')]() { return this.toString(); }
 
   dot(y, axis) {
     const other = this._operand(y, 'dot: y');
@@ -777,7 +843,7 @@ function makeOptim(fc) {
   const sgd = (params, options) => {
     const o = checkOptions(options, ['lr', 'momentum', 'dampening', 'nesterov', 'weightDecay'], 'optim.sgd');
     if (o.nesterov !== undefined) checkBoolean(o.nesterov, 'optim.sgd: nesterov');
-    const handles = handlesOf(fc, params, 'optimizer params');
+    const handles = handlesOf(fc, params, 'optim.sgd: params');
     const h = fc._call((M) => M.optimSgd(handles, optionNumber(o, 'lr', 1e-3), optionNumber(o, 'momentum', 0),
       optionNumber(o, 'dampening', 0), o.nesterov ?? false, optionNumber(o, 'weightDecay', 0)));
     return new Optimizer(fc, h, params);
@@ -787,10 +853,10 @@ function makeOptim(fc) {
     let betas = [0.9, 0.999];
     if (o.betas !== undefined) {
       if (!Array.isArray(o.betas) || o.betas.length !== 2 || !o.betas.every((b) => typeof b === 'number'))
-        throw invalid('optimizer option betas must be an array of two numbers');
+        throw invalid(`optim.${name}: option betas must be an array of two numbers`);
       betas = o.betas;
     }
-    const handles = handlesOf(fc, params, 'optimizer params');
+    const handles = handlesOf(fc, params, `optim.${name}: params`);
     const h = fc._call((M) => M.optimAdam(handles, optionNumber(o, 'lr', 1e-3), betas[0], betas[1],
       optionNumber(o, 'eps', 1e-8), optionNumber(o, 'weightDecay', defaultDecay), decoupled));
     return new Optimizer(fc, h, params);
@@ -800,7 +866,7 @@ function makeOptim(fc) {
     adam: adamLike('adam', false, 0),
     adamw: adamLike('adamw', true, 0.01),
     clipGradNorm(params, maxNorm) {
-      const handles = handlesOf(fc, params, 'clipGradNorm: params');
+      const handles = handlesOf(fc, params, 'optim.clipGradNorm: params');
       return fc._call((M) => M.optimClipGradNorm(handles, checkNumber(maxNorm, 'maxNorm')));
     },
     linearWarmup,

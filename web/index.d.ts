@@ -1,28 +1,115 @@
-// Types of the fucina JavaScript facade (web/index.mjs). Ops mirror the C++ Tensor methods.
+/**
+ * Types of the fucina JavaScript facade (web/index.mjs): tensors with named axes and reverse-mode
+ * autograd on a WebAssembly engine. Ops mirror the C++ `fucina::Tensor` methods with the
+ * execution context implicit; axes are addressed by name (a string), never by position, unless
+ * a method says otherwise.
+ *
+ * @example
+ * ```ts
+ * import { init } from 'fucina';
+ * const fc = await init();
+ * const w = fc.variable(['out', 'in'], [2, 3], [1, 2, 3, 4, 5, 6]);
+ * const x = fc.constant(['batch', 'in'], [1, 3], [1, 0, -1]);
+ * const loss = x.dot(w, 'in').sumAll();
+ * loss.backward();
+ * console.log(w.grad()?.toArray());
+ * ```
+ * @packageDocumentation
+ */
 
+// ---------------------------------------------------------------- values and names
+
+/** Element types of the engine's tensors (values are read and written as JS numbers). */
 export type DType = 'f32' | 'f16' | 'bf16' | 'f64' | 'i32' | 'i64' | 'u8';
+
+/** The WebAssembly builds: with threads (needs SharedArrayBuffer) or single-threaded. */
 export type Variant = 'threaded-simd' | 'simd';
+
+/** How a loss reduces its per-element values: their mean, their sum, or none (one per element). */
 export type Reduction = 'mean' | 'sum' | 'none';
 
-/** Every failure the engine reports; `code` is the C++ ErrorCode name (e.g. "ShapeMismatch"), or
- * "TensorReleased" for a disposed tensor. Options objects with unknown keys, non-integer or
- * out-of-range integer arguments and tensors of another init() are InvalidArgument. */
+/** Tensor values as given to the engine: an array or typed array of numbers, in row-major order. */
+export type Values =
+  | readonly number[]
+  | Float32Array
+  | Float64Array
+  | Int8Array
+  | Int16Array
+  | Int32Array
+  | Uint8Array
+  | Uint8ClampedArray
+  | Uint16Array
+  | Uint32Array;
+
+/** A kernel size, stride, padding or dilation: one integer for both axes, or [height, width]. */
+export type Pair = number | readonly [number, number];
+
+// ---------------------------------------------------------------- errors
+
+/**
+ * What a FucinaError's `code` can be: the name of a C++ `fucina::ErrorCode`, plus
+ * "Internal" for an engine trap (a bug worth reporting).
+ */
+export type FucinaErrorCode =
+  | 'ShapeMismatch'
+  | 'DTypeMismatch'
+  | 'InvalidArgument'
+  | 'IndexOutOfRange'
+  | 'OutOfMemory'
+  | 'NoGradientGraph'
+  | 'MissingOutputGradient'
+  | 'MissingBackwardGradient'
+  | 'BackwardAlreadyRun'
+  | 'UnsupportedGradient'
+  | 'MutableDataRequiresNoGrad'
+  | 'GradientCastUnsupported'
+  | 'GradientPackedMatmulUnsupported'
+  | 'GradientQuantizedMatmulUnsupported'
+  | 'GradientPreparedConv2dUnsupported'
+  | 'CheckpointOutputNotDifferentiable'
+  | 'CheckpointMissingInputGradient'
+  | 'NestedCheckpointRecompute'
+  | 'InvalidGradcheckOptions'
+  | 'NoVariableInputs'
+  | 'MissingAnalyticalGradient'
+  | 'GradientShapeMismatch'
+  | 'GradientMismatch'
+  | 'TensorReleased'
+  | 'Internal';
+
+/**
+ * Every failure the library reports. The message starts with the code ("ShapeMismatch: add:
+ * ..."). Options objects with unknown keys, non-integer or out-of-range integer arguments and
+ * tensors of another init() are InvalidArgument; a disposed tensor is TensorReleased.
+ * `util.inspect` shows it as `FucinaError [Code]: message` followed by the stack.
+ */
 export class FucinaError extends Error {
+  /** An error with this code; message should start with `${code}: `, as the library's do. */
+  constructor(code: FucinaErrorCode, message: string);
+  /** Always "FucinaError". */
   readonly name: 'FucinaError';
-  readonly code: string;
+  /** The C++ ErrorCode name, e.g. "ShapeMismatch" (see {@link FucinaErrorCode}). */
+  readonly code: FucinaErrorCode;
 }
 
+// ---------------------------------------------------------------- options and results
+
+/** Options of {@link init}. */
 export interface InitOptions {
-  /** Threads for the threaded-simd variant (default: the machine's cores, at most 8). */
+  /** Threads for the threaded-simd variant, 1 to 64 (default: the machine's cores, at most 8). */
   threads?: number;
   /** "auto" (default) picks threaded-simd where SharedArrayBuffer is usable (Node, or a
    * cross-origin isolated page), else simd. */
   variant?: 'auto' | Variant;
 }
 
+/** What {@link Fucina.memory} reports about the engine's tensors and buffers. */
 export interface MemoryInfo {
+  /** Tensors alive in the engine (handles not yet disposed, and what graphs keep). */
   liveTensors: number;
+  /** Bytes held by live tensors. */
   liveBytes: number;
+  /** The most liveBytes since init() or the last {@link Fucina.resetPeak}. */
   peakBytes: number;
   /** Buffers handed out so far: systemAllocations + cacheHits. */
   allocations: number;
@@ -30,105 +117,307 @@ export interface MemoryInfo {
   systemAllocations: number;
   /** Buffers served from the cache of freed buffers. */
   cacheHits: number;
-  /** Bytes of freed buffers held for reuse (fc.trimCache() releases them). */
+  /** Bytes of freed buffers held for reuse ({@link Fucina.trimCache} releases them). */
   cachedBytes: number;
   /** Size of the WebAssembly memory (it grows, never shrinks). */
   heapBytes: number;
 }
 
+/** Options of {@link Fucina.gradcheck}: central differences compared with backward. */
 export interface GradcheckOptions {
+  /** The finite-difference step, > 0 (default 1e-3). */
   eps?: number;
+  /** Absolute tolerance, >= 0 (default 1e-3). */
   absTol?: number;
+  /** Relative tolerance, >= 0 (default 1e-2). */
   relTol?: number;
 }
 
+/** What {@link Fucina.gradcheck} found when every element agreed. */
 export interface GradcheckResult {
+  /** Elements compared (over every variable input). */
   checked: number;
+  /** Largest |numerical - analytical|. */
   maxAbsError: number;
+  /** Largest relative error. */
   maxRelError: number;
 }
 
-export interface CustomVjpSpec<E = unknown> {
+/** One gradient per input of a custom op: a Tensor shaped like the input, or null. */
+export type InputGradients<A extends readonly Tensor[]> = { [K in keyof A]: Tensor | null };
+
+/**
+ * A differentiable op written in JS for {@link Fucina.customVjp}. The tensors handed to forward
+ * and backward are no-grad constants, disposed when the callback returns.
+ */
+export interface CustomVjpSpec<A extends readonly Tensor[] = Tensor[], E = undefined> {
+  /** A name for messages (default "customVjp"). */
   name?: string;
-  /** Runs on no-grad constants; returns the output. */
-  forward(inputs: Tensor[], extra: E): Tensor;
-  /** Returns one gradient per input (null where needsGrad[i] is false), shaped like the input. */
-  backward(inputs: Tensor[], output: Tensor, gy: Tensor, needsGrad: boolean[], extra: E): (Tensor | null)[];
+  /** Computes the output from the inputs (and the extra value given to customVjp). */
+  forward(inputs: A, extra: E): Tensor;
+  /** Returns one gradient per input, shaped like it (null where needsGrad[i] is false), given
+   * the output and its gradient gy. */
+  backward(inputs: A, output: Tensor, gy: Tensor, needsGrad: boolean[], extra: E): InputGradients<A>;
 }
 
+/** Options of {@link Tensor.layerNorm} without an affine transform. */
+export interface LayerNormOptions {
+  /** Added to the variance (default 1e-5). */
+  eps?: number;
+  /** Not given in this form: weight and bias come together ({@link AffineLayerNormOptions}). */
+  weight?: undefined;
+  /** Not given in this form: weight and bias come together ({@link AffineLayerNormOptions}). */
+  bias?: undefined;
+}
+
+/** Options of {@link Tensor.layerNorm} with an affine transform: weight and bias together. */
+export interface AffineLayerNormOptions {
+  /** Added to the variance (default 1e-5). */
+  eps?: number;
+  /** Multiplies the normalised values; its single axis is the normalised one. */
+  weight: Tensor;
+  /** Added after the weight; its single axis is the normalised one. */
+  bias: Tensor;
+}
+
+/** Options of a loss that only reduces. */
+export interface LossOptions {
+  /** 'mean' (default), 'sum' or 'none'. */
+  reduction?: Reduction;
+}
+
+/** Options of {@link Tensor.crossEntropy}. */
+export interface CrossEntropyOptions extends LossOptions {
+  /** torch's label_smoothing in [0, 1) (default 0). */
+  labelSmoothing?: number;
+}
+
+/** Options of {@link Tensor.huberLoss}. */
+export interface HuberLossOptions extends LossOptions {
+  /** Where the loss turns from quadratic to linear, > 0 (default 1). */
+  delta?: number;
+}
+
+/** Options of {@link Tensor.klDivLoss}. */
+export interface KlDivLossOptions extends LossOptions {
+  /** The target holds log-probabilities too (default false). */
+  logTarget?: boolean;
+}
+
+/** Options of {@link Tensor.rope}. */
+export interface RopeOptions {
+  /** The position axis (default 't'). */
+  position?: string;
+  /** The rotated axis, of even extent D (default 'd'). */
+  dim?: string;
+  /** theta_i = base^(-2i/D) (default 10000); ignored with tables. */
+  base?: number;
+  /** Position of the first element (default 0). */
+  offset?: number;
+  /** 'half' pairs (i, i + D/2) (GPT-NeoX, HF llama, default); 'interleaved' pairs (2i, 2i+1). */
+  mode?: 'half' | 'interleaved';
+}
+
+/** Options of {@link Fucina.groupedAttention}: the axis names and the masking. */
+export interface AttentionOptions {
+  /** The heads axis (default 'head'). */
+  heads?: string;
+  /** The time axis (default 't'). */
+  time?: string;
+  /** The feature axis (default 'd'). */
+  dim?: string;
+  /** End-aligned causal mask: query i sees keys j <= i + Tk - Tq (default true). */
+  causal?: boolean;
+  /** Multiplies the scores (default 1/sqrt(D)). */
+  scale?: number;
+}
+
+/** Axis names of {@link Tensor.conv2d}'s input and weight. */
+export interface Conv2dAxes {
+  /** The input's channel axis (default 'c'); the weight has it too. */
+  channels?: string;
+  /** The input's height axis (default 'h'). */
+  height?: string;
+  /** The input's width axis (default 'w'). */
+  width?: string;
+  /** The weight's output-channel axis, which replaces channels in the result (default 'out'). */
+  outChannels?: string;
+  /** The weight's kernel-height axis (default 'kh'). */
+  kernelH?: string;
+  /** The weight's kernel-width axis (default 'kw'). */
+  kernelW?: string;
+}
+
+/** Options of {@link Tensor.conv2d}. */
+export interface Conv2dOptions {
+  /** A tensor with the single axis outChannels, added to every output position. */
+  bias?: Tensor | null;
+  /** Step between windows, >= 1 (default 1). */
+  stride?: Pair;
+  /** Zeros added on each side, >= 0 (default 0). */
+  padding?: Pair;
+  /** Spacing of the kernel taps, >= 1 (default 1). */
+  dilation?: Pair;
+  /** Channel groups, dividing channels and outChannels (default 1). */
+  groups?: number;
+  /** Axis names (defaults c, h, w, out, kh, kw). */
+  axes?: Conv2dAxes;
+}
+
+/** Options of {@link Tensor.maxPool2d} and {@link Tensor.avgPool2d}. */
+export interface Pool2dOptions {
+  /** Step between windows (default: the kernel). */
+  stride?: Pair;
+  /** Same padding on both axes, at most half the kernel (default 0). */
+  padding?: number;
+  /** The height axis (default 'h'). */
+  height?: string;
+  /** The width axis (default 'w'). */
+  width?: string;
+}
+
+/** The contents of safetensors bytes, as {@link Fucina.decodeSafetensors} returns them. */
+export interface SafetensorsContents {
+  /** The tensors by name (new constants). */
+  tensors: Record<string, Tensor>;
+  /** The header's string metadata (without the axis names fucina keeps there). */
+  metadata: Record<string, string>;
+}
+
+// ---------------------------------------------------------------- Tensor
+
+/**
+ * A tensor with named axes: an n-dimensional array whose axes are addressed by name ("batch",
+ * "t", ...), with the gradient state of reverse-mode autograd when it requires gradients. Made
+ * by the {@link Fucina} methods (variable, constant, ...) and by ops; `String(t)` and
+ * `util.inspect(t)` show its axes, dtype, requiresGrad and, up to 20 elements, its values.
+ * Tensors work only with the init() that made them.
+ */
 export class Tensor {
+  private constructor();
+  /** The axis names, in storage order. */
   readonly tags: string[];
+  /** The extent of each axis, in the order of tags. */
   readonly shape: number[];
+  /** The element type. */
   readonly dtype: DType;
+  /** Whether backward computes a gradient for this tensor (a variable, or an op result of one). */
   readonly requiresGrad: boolean;
+  /** Whether dispose() has been called; a disposed tensor throws TensorReleased when used. */
   readonly isDisposed: boolean;
 
+  /** Runs reverse-mode autograd from this tensor: a one-element tensor seeds itself with 1,
+   * any other needs gradOutput, a tensor with the same axes and extents. */
   backward(gradOutput?: Tensor): void;
-  /** A copy of the accumulated gradient, or null. */
+  /** A copy of the gradient backward accumulated in this variable, or null. */
   grad(): Tensor | null;
+  /** Clears this variable's accumulated gradient. */
   zeroGrad(): void;
+  /** The same values as a constant, outside any graph. */
   detach(): Tensor;
   /** A copy of the values, converted to f32, in row-major order of `tags`. */
   toArray(): Float32Array;
+  /** The value of a one-element tensor. */
   item(): number;
+  /** The values cast to dtype (differentiable to f32, f16 and bf16). */
   to(dtype: DType): Tensor;
-  /** Frees this handle now (the engine keeps what a recorded graph still needs). */
+  /** Frees this handle now (the engine keeps what a recorded graph still needs); idempotent. */
   dispose(): void;
+  /** One line: "Tensor {a=2, b=3} f32 requiresGrad [[1, 2, 3], [4, 5, 6]]", the values only up
+   * to 20 elements, "Tensor (disposed)" once disposed; never throws. */
+  toString(): string;
 
+  /** Elementwise this + y, axes aligned by name and broadcast (as every binary op). */
   add(y: Tensor): Tensor;
+  /** Elementwise this − y. */
   sub(y: Tensor): Tensor;
+  /** Elementwise this · y. */
   mul(y: Tensor): Tensor;
+  /** Elementwise this / y. */
   div(y: Tensor): Tensor;
+  /** Elementwise maximum; the gradient goes to the larger operand (half each on ties). */
   maximum(y: Tensor): Tensor;
+  /** Elementwise minimum; the gradient goes to the smaller operand (half each on ties). */
   minimum(y: Tensor): Tensor;
+  /** Elementwise this ** exponent. */
   pow(exponent: Tensor): Tensor;
+  /** this · factor. */
   scale(factor: number): Tensor;
+  /** this + value. */
   addScalar(value: number): Tensor;
+  /** this − value. */
   subScalar(value: number): Tensor;
+  /** this / value. */
   divScalar(value: number): Tensor;
+  /** this ** exponent. */
   powScalar(exponent: number): Tensor;
+  /** −this. */
   neg(): Tensor;
+  /** Elementwise absolute value. */
   abs(): Tensor;
+  /** e ** this. */
   exp(): Tensor;
+  /** Natural logarithm. */
   log(): Tensor;
+  /** Square root. */
   sqrt(): Tensor;
+  /** Hyperbolic tangent. */
   tanh(): Tensor;
+  /** 1 / (1 + e ** −this). */
   sigmoid(): Tensor;
+  /** max(this, 0). */
   relu(): Tensor;
-  /** slope·x for x <= 0 (default 0.01). */
+  /** this for x > 0, slope·x for x <= 0 (default slope 0.01). */
   leakyRelu(slope?: number): Tensor;
-  /** tanh approximation, as torch's approximate='tanh'. */
+  /** GELU, tanh approximation (torch's approximate='tanh'). */
   gelu(): Tensor;
-  /** exact x·Φ(x). */
+  /** Exact GELU, x·Φ(x). */
   geluErf(): Tensor;
   /** x·sigmoid(1.702x). */
   quickGelu(): Tensor;
+  /** x·sigmoid(x). */
   silu(): Tensor;
-  /** alpha·(exp(x) − 1) for x <= 0 (default alpha 1). */
+  /** x for x > 0, alpha·(exp(x) − 1) for x <= 0 (default alpha 1). */
   elu(alpha?: number): Tensor;
+  /** log(1 + this), accurate near 0. */
   log1p(): Tensor;
+  /** 1 / sqrt(this). */
   rsqrt(): Tensor;
+  /** 1 / this. */
   reciprocal(): Tensor;
+  /** Sine. */
   sin(): Tensor;
+  /** Cosine. */
   cos(): Tensor;
-  /** Gradient passes where lo <= x <= hi; lo > hi throws InvalidArgument. */
+  /** Values limited to [lo, hi]; the gradient passes where lo <= x <= hi (lo > hi throws). */
   clamp(lo: number, hi: number): Tensor;
+  /** The sum of every element, a scalar. */
   sumAll(): Tensor;
+  /** The mean of every element, a scalar. */
   meanAll(): Tensor;
+  /** The sum over axis, which is dropped. */
   sum(axis: string): Tensor;
+  /** The mean over axis, which is dropped. */
   mean(axis: string): Tensor;
-  layerNorm(axis: string, options?: { eps?: number; weight?: Tensor; bias?: Tensor }): Tensor;
+  /** Normalises to zero mean and unit variance over axis, then applies weight and bias if given. */
+  layerNorm(axis: string, options?: LayerNormOptions | AffineLayerNormOptions): Tensor;
+  /** this / sqrt(mean(this² over axis) + eps) (default eps 1e-6). */
   rmsNorm(axis: string, eps?: number): Tensor;
+  /** rmsNorm(axis, eps) · weight, fused; weight has the single axis `axis`. */
   rmsNormMul(axis: string, weight: Tensor, eps?: number): Tensor;
+  /** this / max(‖this‖₂ over axis, eps) (default eps 1e-12). */
   l2Normalize(axis: string, eps?: number): Tensor;
+  /** Softmax over axis (kept). */
   softmax(axis: string): Tensor;
+  /** log(softmax(axis)), computed stably. */
   logSoftmax(axis: string): Tensor;
-  /** Softmax cross-entropy against integer labels (an i32/i64 tensor with the logits' axes
-   * without classAxis); the logits' gradient is fused (softmax - target). */
-  crossEntropy(labels: Tensor, classAxis: string, options?: Reduction | { reduction?: Reduction; labelSmoothing?: number }): Tensor;
-  nllLoss(labels: Tensor, classAxis: string, options?: Reduction | { reduction?: Reduction }): Tensor;
-  mseLoss(target: Tensor, options?: Reduction | { reduction?: Reduction }): Tensor;
-  // ---- indexing, pointwise losses, gated units ----
+  /** Softmax cross-entropy of these logits against integer labels (an i32/i64 tensor with the
+   * logits' axes without classAxis); the gradient is fused (softmax − target). */
+  crossEntropy(labels: Tensor, classAxis: string, options?: Reduction | CrossEntropyOptions): Tensor;
+  /** Negative log-likelihood of these log-probabilities at integer labels (axes as crossEntropy). */
+  nllLoss(labels: Tensor, classAxis: string, options?: Reduction | LossOptions): Tensor;
+  /** Mean (or summed) squared error against target, axes aligned by name. */
+  mseLoss(target: Tensor, options?: Reduction | LossOptions): Tensor;
   /** torch.gather: indices (i32/i64) have exactly this tensor's axes, extents <= this's except
    * along `axis`; the result has the indices' extents in this tensor's axis order. */
   gather(axis: string, indices: Tensor): Tensor;
@@ -137,268 +426,585 @@ export class Tensor {
   takeAlongAxis(axis: string, indices: Tensor): Tensor;
   /** torch.scatter_add, out of place: src (shaped as indices) added at the indices along `axis`. */
   scatterAdd(axis: string, indices: Tensor, src: Tensor): Tensor;
-  /** torch.nn.HuberLoss; options may also be just the reduction. */
-  huberLoss(target: Tensor, options?: Reduction | { delta?: number; reduction?: Reduction }): Tensor;
-  /** torch.nn.BCELoss of probabilities in [0, 1]; each log clamped at >= -100. */
-  bceLoss(target: Tensor, options?: Reduction | { reduction?: Reduction }): Tensor;
-  /** torch.nn.BCEWithLogitsLoss, stable form. */
-  bceWithLogitsLoss(target: Tensor, options?: Reduction | { reduction?: Reduction }): Tensor;
-  /** torch kl_div: this tensor is log-probabilities; 'mean' is elementwise (batchmean = sum / batch). */
-  klDivLoss(target: Tensor, options?: Reduction | { reduction?: Reduction; logTarget?: boolean }): Tensor;
-  /** silu(gate) * up, `axis` split into halves [gate | up] (an even extent) and halved. */
+  /** torch.nn.HuberLoss against target (options may also be just the reduction). */
+  huberLoss(target: Tensor, options?: Reduction | HuberLossOptions): Tensor;
+  /** torch.nn.BCELoss of these probabilities in [0, 1]; each log is clamped at >= −100. */
+  bceLoss(target: Tensor, options?: Reduction | LossOptions): Tensor;
+  /** torch.nn.BCEWithLogitsLoss of these logits, in the stable form. */
+  bceWithLogitsLoss(target: Tensor, options?: Reduction | LossOptions): Tensor;
+  /** torch's kl_div: this tensor holds log-probabilities; 'mean' is elementwise (batchmean is
+   * sum / batch). */
+  klDivLoss(target: Tensor, options?: Reduction | KlDivLossOptions): Tensor;
+  /** silu(gate) · up, with `axis` split into halves [gate | up] (an even extent) and halved. */
   swiglu(axis: string): Tensor;
-  /** geluErf(gate) * up, as swiglu. */
+  /** geluErf(gate) · up, with `axis` split as in swiglu. */
   geglu(axis: string): Tensor;
-  // ---- end indexing, pointwise losses, gated units ----
-  /** torch.var: divides by n − correction (default 1); the axis is dropped. */
+  /** torch.var over axis, dividing by n − correction (default 1); the axis is dropped. */
   variance(axis: string, correction?: number): Tensor;
-  /** Gradient flows to the first maximum only; the axis is dropped. */
+  /** The maximum over axis, which is dropped; the gradient flows to the first maximum. */
   max(axis: string): Tensor;
-  /** Gradient flows to the first minimum only; the axis is dropped. */
+  /** The minimum over axis, which is dropped; the gradient flows to the first minimum. */
   min(axis: string): Tensor;
+  /** log(sum(exp(this))) over axis, computed stably; the axis is dropped. */
   logsumexp(axis: string): Tensor;
-  /** Inclusive cumulative sum; keeps the axis. */
+  /** Inclusive cumulative sum along axis (kept). */
   cumsum(axis: string): Tensor;
+  /** The product over axis, which is dropped. */
   prod(axis: string): Tensor;
-  /** 2-norm over the axis; gradient 0 where the norm is 0. */
+  /** The 2-norm over axis, which is dropped; gradient 0 where the norm is 0. */
   norm(axis: string): Tensor;
-  /** Contracts the shared axis; other shared axes are batch axes. */
+  /** Contracts the shared axis `axis`; other shared axes are batch axes, the rest are kept. */
   dot(y: Tensor, axis: string): Tensor;
   /** this.dot(y, axis) + bias in one GEMM (torch's addmm / Linear): bias's axes are a subset of
-   * the result's, broadcast by tag; all three operands get gradients. */
+   * the result's, broadcast by name; all three operands get gradients. */
   addDot(y: Tensor, axis: string, bias: Tensor): Tensor;
   /** Positional matrix product (torch.matmul, rank >= 2): this's last axis contracts with y's
    * second-to-last (its last when transposeY), whatever their names; the leading axes are batch
-   * axes matched by tag. Result: [...batch, m, n] with this's m tag and y's n tag. */
+   * axes matched by name. Result: [...batch, m, n] with this's m name and y's n name. */
   matmul(y: Tensor, transposeY?: boolean): Tensor;
   /** Swaps the names of axes a and b (extents travel with the data); a view. */
   transpose(a: string, b: string): Tensor;
-  broadcastTo(tags: string[], shape: number[]): Tensor;
-  permuteTo(order: string[]): Tensor;
-  withTags(tags: string[]): Tensor;
+  /** Broadcasts to exactly these axes and extents (this tensor's axes among them, extents equal
+   * or 1). */
+  broadcastTo(tags: readonly string[], shape: readonly number[]): Tensor;
+  /** The same axes in the given order (a permutation of tags). */
+  permuteTo(order: readonly string[]): Tensor;
+  /** Renames every axis, position by position (as many names as axes). */
+  withTags(tags: readonly string[]): Tensor;
+  /** Elements start .. start+length−1 along axis (a view). */
   narrow(axis: string, start: number, length: number): Tensor;
   /** Embedding lookup: `axis` is replaced, in place, by the axes of the i32/i64 indices. */
   indexSelect(axis: string, indices: Tensor): Tensor;
+  /** The same tensor with contiguous row-major storage (a copy only if needed). */
   contiguous(): Tensor;
-  /** A new axis of extent 1 at position (0..rank). */
+  /** A new axis of extent 1 at position (0 .. rank). */
   insertAxis(axis: string, position: number): Tensor;
   /** Removes an axis of extent 1 (InvalidArgument otherwise). */
   squeeze(axis: string): Tensor;
-  /** Fuses axes into one, row-major over the listed order, where the first of them was. */
-  merge(axes: string[], into: string): Tensor;
-  /** Inverse of merge: axis becomes `into` (row-major; the extents multiply to its extent). */
-  split(axis: string, into: string[], extents: number[]): Tensor;
-  /** Every axis into one, row-major over the current axis order. */
+  /** Fuses axes into one named `into`, row-major over the listed order, where the first was. */
+  merge(axes: readonly string[], into: string): Tensor;
+  /** Inverse of merge: axis becomes the axes `into` (row-major; the extents multiply to its
+   * extent). */
+  split(axis: string, into: readonly string[], extents: readonly number[]): Tensor;
+  /** Every axis fused into one named `into`, row-major over the current axis order. */
   flatten(into: string): Tensor;
-  /** Row-major over the current axis order; same element count. */
-  reshape(tags: string[], shape: number[]): Tensor;
-  /** The slice at index (negative counts from the end); drops the axis. */
+  /** New axes and extents over the same elements in row-major order of the current axes. */
+  reshape(tags: readonly string[], shape: readonly number[]): Tensor;
+  /** The slice at index along axis (negative counts from the end); drops the axis. */
   select(axis: string, index: number): Tensor;
-  /** Elements start, start+step, ... below end (0 <= start <= end <= extent, step >= 1). */
+  /** Elements start, start+step, ... below end along axis (0 <= start <= end <= extent,
+   * step >= 1). */
   slice(axis: string, start: number, end: number, step?: number): Tensor;
-  /** `before` and `after` elements of `value` (default 0) on each side of axis. */
+  /** `before` and `after` elements of `value` (default 0) added on each side of axis. */
   pad(axis: string, before: number, after: number, value?: number): Tensor;
   /** value where mask (u8 or f32, axes a subset of this tensor's) is nonzero; gradient 0 there. */
   maskedFill(mask: Tensor, value: number): Tensor;
-  /** Keeps col - row <= diagonal (default 0), zeroes the rest. */
+  /** Keeps the elements with col − row <= diagonal (default 0), zeroes the rest. */
   tril(row: string, col: string, diagonal?: number): Tensor;
-  /** Keeps col - row >= diagonal (default 0), zeroes the rest. */
+  /** Keeps the elements with col − row >= diagonal (default 0), zeroes the rest. */
   triu(row: string, col: string, diagonal?: number): Tensor;
-  /** Keeps row - col <= lower and col - row <= upper; -1 is unbounded (as TF). */
+  /** Keeps row − col <= lower and col − row <= upper, zeroes the rest; −1 is unbounded (as TF). */
   bandPart(row: string, col: string, lower: number, upper: number): Tensor;
-  /** Mask is a pure function of (seed, element index): the same in every build and recompute. */
+  /** Zeroes each element with probability p and scales the rest by 1/(1−p); the mask is a pure
+   * function of (seed, element index), the same in every build and recompute. */
   dropout(p: number, seed: number): Tensor;
   /** 2-D cross-correlation (torch's conv2d) via im2col + GEMM. The input has axes c, h, w plus
    * any batch axes, in any order; the weight has exactly out, c (= input c / groups), kh, kw.
    * The result keeps the input's axis order with c replaced by out. */
   conv2d(weight: Tensor, options?: Conv2dOptions): Tensor;
-  /** -inf padding; the gradient goes to each window's first maximum. stride defaults to kernel. */
-  maxPool2d(kernel: number | [number, number], options?: Pool2dOptions): Tensor;
-  /** Zero padding counted in the divisor (torch's count_include_pad=True). */
-  avgPool2d(kernel: number | [number, number], options?: Pool2dOptions): Tensor;
-  /** Repeats each element in a 2x2 block; the gradient sums each block. */
+  /** Max over kernel windows of axes h and w (−inf padding); the gradient goes to each window's
+   * first maximum; stride defaults to the kernel. */
+  maxPool2d(kernel: Pair, options?: Pool2dOptions): Tensor;
+  /** Mean over kernel windows of axes h and w; zero padding counts in the divisor (torch's
+   * count_include_pad=True). */
+  avgPool2d(kernel: Pair, options?: Pool2dOptions): Tensor;
+  /** Doubles axes height and width (default 'h', 'w') by repeating each element in a 2x2 block;
+   * the gradient sums each block. */
   upsample2xNearest(height?: string, width?: string): Tensor;
-  /** Rotary position embedding along options.position and options.dim (even extent D); other
-   * axes are batch axes. The table form reads constant cos/sin tables {position, dim: D/2}
-   * (one angle per pair), rows offset .. offset+T-1; tables take no gradient. */
+  /** Rotary position embedding along options.position and options.dim (even extent D) with
+   * angles from options.base; other axes are batch axes. */
   rope(options?: RopeOptions): Tensor;
+  /** Rotary position embedding from constant cos/sin tables {position, dim: D/2} (one angle per
+   * pair), rows offset .. offset+T−1; the tables take no gradient. */
   rope(cos: Tensor, sin: Tensor, options?: RopeOptions): Tensor;
 }
 
-export interface RopeOptions {
-  /** default 't' */ position?: string;
-  /** default 'd' */ dim?: string;
-  /** theta_i = base^(-2i/D); default 10000 */ base?: number;
-  /** position of the first element; default 0 */ offset?: number;
-  /** 'half' pairs (i, i + D/2) (GPT-NeoX, HF llama, default); 'interleaved' pairs (2i, 2i+1). */
-  mode?: 'half' | 'interleaved';
-}
+// ---------------------------------------------------------------- fc.optim
 
-export interface AttentionOptions {
-  /** default 'head' */ heads?: string;
-  /** default 't' */ time?: string;
-  /** default 'd' */ dim?: string;
-  /** End-aligned: query i sees keys j <= i + Tk - Tq. Default true. */ causal?: boolean;
-  /** default 1/sqrt(D) */ scale?: number;
-}
-
-export interface Conv2dOptions {
-  /** A tensor with the single axis out (its gradient is the sum of the output's). */
-  bias?: Tensor;
-  stride?: number | [number, number];
-  padding?: number | [number, number];
-  dilation?: number | [number, number];
-  groups?: number;
-  /** Axis names; defaults c, h, w, out, kh, kw. */
-  axes?: { channels?: string; height?: string; width?: string; outChannels?: string; kernelH?: string; kernelW?: string };
-}
-
-export interface Pool2dOptions {
-  stride?: number | [number, number];
-  /** Same padding on both axes, at most half the kernel. */
-  padding?: number;
-  height?: string;
-  width?: string;
-}
-
+/** Options of {@link Optim.sgd} (torch.optim.SGD). */
 export interface SgdOptions {
-  /** default 1e-3 */ lr?: number;
+  /** Learning rate, >= 0 (default 1e-3). */
+  lr?: number;
+  /** Momentum factor, >= 0 (default 0). */
   momentum?: number;
+  /** Dampening of the momentum, >= 0 (default 0). */
   dampening?: number;
-  /** needs momentum > 0 and dampening 0 */ nesterov?: boolean;
-  /** L2 penalty added to the gradient */ weightDecay?: number;
-}
-
-export interface AdamOptions {
-  /** default 1e-3 */ lr?: number;
-  /** default [0.9, 0.999], each in [0, 1) */ betas?: [number, number];
-  /** default 1e-8 */ eps?: number;
-  /** Adam: L2 added to the gradient (default 0); AdamW: decoupled decay (default 0.01) */
+  /** Nesterov momentum; needs momentum > 0 and dampening 0 (default false). */
+  nesterov?: boolean;
+  /** L2 penalty added to the gradient, >= 0 (default 0). */
   weightDecay?: number;
 }
 
-/** Updates parameters in place, without building graph nodes (semantics of torch.optim). */
+/** Options of {@link Optim.adam} and {@link Optim.adamw} (torch.optim.Adam, AdamW). */
+export interface AdamOptions {
+  /** Learning rate, >= 0 (default 1e-3). */
+  lr?: number;
+  /** The moment decay rates, each in [0, 1) (default [0.9, 0.999]). */
+  betas?: readonly [number, number];
+  /** Added to the denominator, >= 0 (default 1e-8). */
+  eps?: number;
+  /** Adam: L2 added to the gradient (default 0); AdamW: decoupled decay (default 0.01). */
+  weightDecay?: number;
+}
+
+/** Updates parameters in place, without building graph nodes (the semantics of torch.optim). */
 export class Optimizer {
   private constructor();
   /** One update of every parameter that has a gradient; others are skipped. */
   step(): void;
+  /** Clears the gradients of every parameter. */
   zeroGrad(): void;
-  lr: number;
+  /** The learning rate the next step uses. */
+  get lr(): number;
+  /** Sets the learning rate for the following steps (a schedule's value, say). */
+  set lr(value: number);
+  /** A copy of the parameter list, in the order given. */
   readonly params: Tensor[];
+  /** Whether dispose() has been called; a disposed optimizer throws when used. */
   readonly isDisposed: boolean;
+  /** Frees the optimizer's state (and its hold on the parameters); idempotent. */
   dispose(): void;
 }
 
+/** fc.optim: optimizers, gradient clipping and learning-rate schedules. */
 export interface Optim {
-  sgd(params: Tensor[], options?: SgdOptions): Optimizer;
-  adam(params: Tensor[], options?: AdamOptions): Optimizer;
-  adamw(params: Tensor[], options?: AdamOptions): Optimizer;
-  /** Global 2-norm of the gradients; scales them by maxNorm / (norm + 1e-6) when norm > maxNorm.
-   * Returns the norm before clipping. */
-  clipGradNorm(params: Tensor[], maxNorm: number): number;
-  /** baseLr * step / warmupSteps before warmupSteps, then baseLr. */
+  /** Stochastic gradient descent with optional momentum, Nesterov and weight decay. */
+  sgd(params: readonly Tensor[], options?: SgdOptions): Optimizer;
+  /** Adam with L2 weight decay added to the gradient. */
+  adam(params: readonly Tensor[], options?: AdamOptions): Optimizer;
+  /** AdamW: Adam with decoupled weight decay. */
+  adamw(params: readonly Tensor[], options?: AdamOptions): Optimizer;
+  /** Scales the gradients by maxNorm / (norm + 1e-6) when their global 2-norm exceeds maxNorm;
+   * returns the norm before clipping. */
+  clipGradNorm(params: readonly Tensor[], maxNorm: number): number;
+  /** baseLr · step / warmupSteps before warmupSteps, then baseLr. */
   linearWarmup(step: number, warmupSteps: number, baseLr: number): number;
-  /** minLr + (baseLr - minLr) * (1 + cos(pi * min(step, totalSteps) / totalSteps)) / 2. */
+  /** minLr + (baseLr − minLr) · (1 + cos(π · min(step, totalSteps) / totalSteps)) / 2. */
   cosineDecay(step: number, totalSteps: number, baseLr: number, minLr?: number): number;
-  /** Linear warm-up, then cosine decay over the remaining totalSteps - warmupSteps steps. */
+  /** A schedule: linear warm-up, then cosine decay over the remaining totalSteps − warmupSteps
+   * steps. */
   warmupCosine(baseLr: number, warmupSteps: number, totalSteps: number, minLr?: number): (step: number) => number;
 }
 
-/** A layer or model: forward() applies it, parameters() lists its trainable leaves. */
+// ---------------------------------------------------------------- fc.nn
+
+/** A layer or model: forward() applies it, parameters() lists its trainable leaves in order. */
 export interface Module {
+  /** Applies the layer to x; the argument is checked up front (InvalidArgument naming it). */
   forward(x: Tensor): Tensor;
+  /** The trainable variables, in a fixed order (the order saveParameters writes). */
   parameters(): Tensor[];
 }
 
-export interface MlpConfig { /** input, hidden..., classes; default [784, 512, 256, 10] */ sizes?: number[] }
-export interface CnnConfig { image?: number; channels?: number; conv1?: number; conv2?: number; hidden?: number; classes?: number }
+/** Options of {@link Linear}'s constructor. */
+export interface LinearOptions {
+  /** Whether the layer adds a bias (default true). */
+  bias?: boolean;
+}
+
+/** y{..., out} = x{..., in} · weight{out, in} + bias{out}, initialised U(±1/sqrt(in)) as torch. */
+export interface Linear extends Module {
+  /** The input axis, contracted. */
+  readonly in: string;
+  /** The output axis, added. */
+  readonly out: string;
+  /** The weight {out, in}. */
+  readonly weight: Tensor;
+  /** The bias {out}, or null when made with bias: false. */
+  readonly bias: Tensor | null;
+}
+
+/** The constructor fc.nn.Linear. */
+export interface LinearConstructor {
+  /** A Linear layer from inAxis (inFeatures) to outAxis (outFeatures), its values from seed. */
+  new (inAxis: string, outAxis: string, inFeatures: number, outFeatures: number, seed: number, options?: LinearOptions): Linear;
+}
+
+/** Axis names of a {@link Conv2d} layer (its channel axes are the constructor's). */
+export interface Conv2dLayerAxes {
+  /** The input's height axis (default 'h'). */
+  height?: string;
+  /** The input's width axis (default 'w'). */
+  width?: string;
+  /** The weight's kernel-height axis (default 'kh'). */
+  kernelH?: string;
+  /** The weight's kernel-width axis (default 'kw'). */
+  kernelW?: string;
+}
+
+/** Options of {@link Conv2d}'s constructor: Tensor.conv2d's geometry. */
+export interface Conv2dLayerOptions {
+  /** Step between windows, >= 1 (default 1). */
+  stride?: Pair;
+  /** Zeros added on each side, >= 0 (default 0). */
+  padding?: Pair;
+  /** Spacing of the kernel taps, >= 1 (default 1). */
+  dilation?: Pair;
+  /** Channel groups, dividing inChannels and outChannels (default 1). */
+  groups?: number;
+  /** Axis names other than the channels. */
+  axes?: Conv2dLayerAxes;
+}
+
+/** The axis names a {@link Conv2d} layer passes to Tensor.conv2d, its own ones resolved. */
+export interface Conv2dLayerResolvedAxes extends Conv2dAxes {
+  /** The constructor's inAxis. */
+  channels: string;
+  /** The constructor's outAxis. */
+  outChannels: string;
+  /** The weight's kernel-height axis. */
+  kernelH: string;
+  /** The weight's kernel-width axis. */
+  kernelW: string;
+}
+
+/** The conv2d options a {@link Conv2d} layer applies (its axes resolved). */
+export interface Conv2dLayerSettings extends Conv2dLayerOptions {
+  /** Every axis name, the channels included. */
+  axes: Conv2dLayerResolvedAxes;
+}
+
+/** conv2d + bias: x{..., in, h, w} -> {..., out, h', w'}, initialised as torch. */
+export interface Conv2d extends Module {
+  /** The options forward passes to Tensor.conv2d (with the bias). */
+  readonly options: Conv2dLayerSettings;
+  /** The weight {out, in / groups, kh, kw}. */
+  readonly weight: Tensor;
+  /** The bias {out}. */
+  readonly bias: Tensor;
+}
+
+/** The constructor fc.nn.Conv2d. */
+export interface Conv2dConstructor {
+  /** A square-kernel convolution from inAxis (inChannels) to outAxis (outChannels). */
+  new (inAxis: string, outAxis: string, inChannels: number, outChannels: number, kernel: number, seed: number,
+    options?: Conv2dLayerOptions): Conv2d;
+}
+
+/** Affine layer normalisation over one axis: weight ones, bias zeros. */
+export interface LayerNorm extends Module {
+  /** The normalised axis. */
+  readonly axis: string;
+  /** Added to the variance. */
+  readonly eps: number;
+  /** The weight {axis}. */
+  readonly weight: Tensor;
+  /** The bias {axis}. */
+  readonly bias: Tensor;
+}
+
+/** The constructor fc.nn.LayerNorm. */
+export interface LayerNormConstructor {
+  /** Layer normalisation over axis of extent features (default eps 1e-5). */
+  new (axis: string, features: number, eps?: number): LayerNorm;
+}
+
+/** A lookup table {rows, dim} ~ N(0, std²): ids{...} (i32/i64) -> {..., dim}. */
+export interface Embedding extends Module {
+  /** The table's row axis, replaced by the ids' axes. */
+  readonly rows: string;
+  /** The table {rows, dim}. */
+  readonly table: Tensor;
+  /** Looks up the rows of ids (an i32/i64 tensor without the dim axis). */
+  forward(ids: Tensor): Tensor;
+}
+
+/** The constructor fc.nn.Embedding. */
+export interface EmbeddingConstructor {
+  /** A table of count rows of features values along dim, drawn from N(0, std²) with seed. */
+  new (rows: string, dim: string, count: number, features: number, std: number, seed: number): Embedding;
+}
+
+/** The configuration of {@link Mlp}. */
+export interface MlpConfig {
+  /** Input, hidden... and class sizes (default [784, 512, 256, 10]). */
+  sizes?: number[];
+}
+
+/** W1 of BENCHMARKS.md: x{batch, "in"} -> (Linear + ReLU)* -> Linear -> logits{batch, "class"}. */
+export interface Mlp extends Module {
+  /** The layers, input first. */
+  readonly layers: Linear[];
+}
+
+/** The constructor fc.nn.Mlp. */
+export interface MlpConstructor {
+  /** An MLP with the given sizes, its parameters from seed (default 0). */
+  new (config?: MlpConfig, seed?: number): Mlp;
+}
+
+/** The configuration of {@link Cnn}. */
+export interface CnnConfig {
+  /** Image height and width, >= 10 (default 28). */
+  image?: number;
+  /** Input channels (default 1). */
+  channels?: number;
+  /** Channels of the first convolution (default 32). */
+  conv1?: number;
+  /** Channels of the second convolution (default 64). */
+  conv2?: number;
+  /** Hidden units of the classifier (default 128). */
+  hidden?: number;
+  /** Classes (default 10). */
+  classes?: number;
+}
+
+/** W2: images{batch, "c"?, "h", "w"} -> two conv + ReLU + 2x2 max-pool blocks -> two Linear
+ * layers -> logits{batch, "class"}. */
+export interface Cnn extends Module {
+  /** The configuration, defaults filled in. */
+  readonly config: Required<CnnConfig>;
+  /** Features after the convolutions: conv2 · side², the input of fc1. */
+  readonly flatFeatures: number;
+  /** The first convolution, c -> c1. */
+  readonly conv1: Conv2d;
+  /** The second convolution, c1 -> c2. */
+  readonly conv2: Conv2d;
+  /** The hidden layer, feature -> hidden. */
+  readonly fc1: Linear;
+  /** The classifier, hidden -> class. */
+  readonly fc2: Linear;
+  /** Logits{batch, "class"} of images (f32, axes h and w of extent config.image, and c of
+   * extent config.channels unless it is 1). */
+  forward(images: Tensor): Tensor;
+}
+
+/** The constructor fc.nn.Cnn. */
+export interface CnnConstructor {
+  /** A CNN with the given sizes, its parameters from seed (default 0). */
+  new (config?: CnnConfig, seed?: number): Cnn;
+}
+
+/** The configuration of {@link Gpt}. */
 export interface GptConfig {
-  vocab?: number; context?: number; dModel?: number; heads?: number; layers?: number; mlp?: number;
-  /** recompute each block in backward (activation checkpointing); default false */
+  /** Vocabulary size (default 256, bytes). */
+  vocab?: number;
+  /** Longest sequence (default 128). */
+  context?: number;
+  /** Width of the residual stream (default 128), a multiple of heads. */
+  dModel?: number;
+  /** Attention heads (default 4). */
+  heads?: number;
+  /** Transformer blocks (default 2). */
+  layers?: number;
+  /** Hidden width of each block's MLP (default 512). */
+  mlp?: number;
+  /** Recompute each block in backward (activation checkpointing); default false. */
   checkpointBlocks?: boolean;
+}
+
+/** One pre-LayerNorm transformer block of {@link Gpt}. */
+export interface GptBlock {
+  /** Normalises the attention's input. */
+  readonly ln1: LayerNorm;
+  /** Normalises the MLP's input. */
+  readonly ln2: LayerNorm;
+  /** Projects e to the queries, keys and values (axis qkv). */
+  readonly qkv: Linear;
+  /** Projects the attention's output back to e. */
+  readonly proj: Linear;
+  /** The MLP's first layer, e -> mlp. */
+  readonly fc: Linear;
+  /** The MLP's second layer, mlp -> e. */
+  readonly out: Linear;
+  /** The block's layers in parameter order: ln1, qkv, proj, ln2, fc, out. */
+  readonly layers: readonly [LayerNorm, Linear, Linear, LayerNorm, Linear, Linear];
+}
+
+/** W3: a byte-level pre-LayerNorm GPT; tokens{batch..., "t"} (i32/i64) -> logits{batch...,
+ * "t", "vocab"}, the head tied to the token embedding. */
+export interface Gpt extends Module {
+  /** The configuration, defaults filled in. */
+  readonly config: Required<GptConfig>;
+  /** The transformer blocks, input first. */
+  readonly blocks: GptBlock[];
+  /** The token embedding {vocab, e}, also the output head. */
+  readonly token: Embedding;
+  /** The position embedding {t, e}. */
+  readonly position: Embedding;
+  /** The final layer normalisation. */
+  readonly final: LayerNorm;
+  /** Logits{batch..., t, vocab} of tokens{batch..., t} (1 to context positions). */
+  forward(tokens: Tensor): Tensor;
+  /** Mean next-token cross-entropy of tokens[:, :-1] predicting tokens[:, 1:] (2 to
+   * context + 1 positions). */
+  loss(tokens: Tensor): Tensor;
+}
+
+/** The constructor fc.nn.Gpt. */
+export interface GptConstructor {
+  /** A GPT with the given sizes, its parameters from seed (default 0). */
+  new (config?: GptConfig, seed?: number): Gpt;
 }
 
 /** fc.nn: the twins of C++'s fucina::nn; the same seed gives the same parameters in both. */
 export interface Nn {
-  /** x{..., in} · weight{out, in} + bias{out}, U(±1/sqrt(in)) as torch. */
-  Linear: new (inAxis: string, outAxis: string, inFeatures: number, outFeatures: number, seed: number,
-    options?: { bias?: boolean }) => Module & { weight: Tensor; bias: Tensor | null };
-  Conv2d: new (inAxis: string, outAxis: string, inChannels: number, outChannels: number, kernel: number,
-    seed: number, options?: Conv2dOptions) => Module & { weight: Tensor; bias: Tensor };
-  LayerNorm: new (axis: string, features: number, eps?: number) => Module & { weight: Tensor; bias: Tensor };
-  Embedding: new (rows: string, dim: string, count: number, features: number, std: number, seed: number) =>
-    Module & { table: Tensor };
-  /** W1 of BENCHMARKS.md: x{batch, "in"} -> logits{batch, "class"}. */
-  Mlp: new (config?: MlpConfig, seed?: number) => Module;
-  /** W2: images{batch, "c"?, "h", "w"} -> logits{batch, "class"}. */
-  Cnn: new (config?: CnnConfig, seed?: number) => Module & { readonly flatFeatures: number };
-  /** W3: tokens{batch, "t"} (i32) -> logits{batch, "t", "vocab"}; loss() is next-token cross-entropy. */
-  Gpt: new (config?: GptConfig, seed?: number) => Module & { loss(tokens: Tensor): Tensor; readonly config: Required<GptConfig> };
+  /** A fully connected layer ({@link Linear}). */
+  readonly Linear: LinearConstructor;
+  /** A convolution layer ({@link Conv2d}). */
+  readonly Conv2d: Conv2dConstructor;
+  /** A layer normalisation ({@link LayerNorm}). */
+  readonly LayerNorm: LayerNormConstructor;
+  /** An embedding table ({@link Embedding}). */
+  readonly Embedding: EmbeddingConstructor;
+  /** The W1 benchmark model ({@link Mlp}). */
+  readonly Mlp: MlpConstructor;
+  /** The W2 benchmark model ({@link Cnn}). */
+  readonly Cnn: CnnConstructor;
+  /** The W3 benchmark model ({@link Gpt}). */
+  readonly Gpt: GptConstructor;
+  /** The per-parameter seed of C++'s nn::subSeed (both non-negative integers; below 2^53). */
   subSeed(seed: number, index: number): number;
   /** params (a model's parameters(), in order) as safetensors bytes named "param.0", "param.1", ... */
-  saveParameters(params: Tensor[], metadata?: Record<string, string>): Uint8Array;
+  saveParameters(params: readonly Tensor[], metadata?: Record<string, string>): Uint8Array;
   /** Reads saveParameters' bytes (or a file of C++'s nn::saveParameters) into params, in place. */
-  loadParameters(params: Tensor[], bytes: Uint8Array): void;
+  loadParameters(params: readonly Tensor[], bytes: Uint8Array): void;
 }
 
+// ---------------------------------------------------------------- the engine
+
+/** A loaded engine, from {@link init}: makes tensors and holds the modes, scopes and memory. */
 export interface Fucina {
+  /** The WebAssembly build in use. */
   readonly variant: Variant;
+  /** Threads the engine computes with (1 for simd). */
   readonly threads: number;
+  /** Optimizers and schedules. */
   readonly optim: Optim;
+  /** Layers and models. */
   readonly nn: Nn;
-  variable(tags: string[], shape: number[], values: ArrayLike<number>): Tensor;
-  /** A trainable leaf holding a copy of value. */
+  /** The Tensor class (for instanceof; tensors come from this engine's methods). */
+  readonly Tensor: typeof Tensor;
+  /** The FucinaError class (for instanceof). */
+  readonly FucinaError: typeof FucinaError;
+
+  /** A trainable f32 leaf with these axes, extents and values (row-major). */
+  variable(tags: readonly string[], shape: readonly number[], values: Values): Tensor;
+  /** A trainable f32 leaf holding a copy of value. */
   variable(value: Tensor): Tensor;
-  constant(tags: string[], shape: number[], values: ArrayLike<number>, dtype?: DType): Tensor;
-  zeros(tags: string[], shape: number[], dtype?: DType): Tensor;
-  ones(tags: string[], shape: number[], dtype?: DType): Tensor;
-  full(tags: string[], shape: number[], value: number, dtype?: DType): Tensor;
+  /** A constant with these axes, extents and values (row-major), stored as dtype (default f32). */
+  constant(tags: readonly string[], shape: readonly number[], values: Values, dtype?: DType): Tensor;
+  /** A constant of zeros. */
+  zeros(tags: readonly string[], shape: readonly number[], dtype?: DType): Tensor;
+  /** A constant of ones. */
+  ones(tags: readonly string[], shape: readonly number[], dtype?: DType): Tensor;
+  /** A constant filled with value. */
+  full(tags: readonly string[], shape: readonly number[], value: number, dtype?: DType): Tensor;
+  /** A constant without axes holding value. */
   scalar(value: number, dtype?: DType): Tensor;
+  /** Seeded U[lo, hi) f32 constants: element i is a pure function of (seed, i), equal to C++'s
+   * Tensor::uniform. */
+  uniform(tags: readonly string[], shape: readonly number[], lo: number, hi: number, seed: number): Tensor;
+  /** Seeded N(mean, std²) f32 constants, equal to C++'s Tensor::normal. */
+  normal(tags: readonly string[], shape: readonly number[], mean: number, std: number, seed: number): Tensor;
   /** Encodes named tensors in the safetensors format; axis names travel in the metadata. */
   encodeSafetensors(tensors: Record<string, Tensor>, metadata?: Record<string, string>): Uint8Array;
   /** Decodes safetensors bytes (from fucina, torch, ...); axes without names are d0, d1, ... */
-  decodeSafetensors(bytes: Uint8Array): { tensors: Record<string, Tensor>; metadata: Record<string, string> };
-  /** Seeded constants: element i is a pure function of (seed, i), equal to C++'s Tensor::uniform. */
-  uniform(tags: string[], shape: number[], lo: number, hi: number, seed: number): Tensor;
-  /** Seeded N(mean, std^2) constants, equal to C++'s Tensor::normal. */
-  normal(tags: string[], shape: number[], mean: number, std: number, seed: number): Tensor;
+  decodeSafetensors(bytes: Uint8Array): SafetensorsContents;
   /** Joins tensors with the same axes along axis (in the first tensor's axis order). */
-  concat(tensors: Tensor[], axis: string): Tensor;
+  concat(tensors: readonly Tensor[], axis: string): Tensor;
   /** Adds axis (first) to each tensor and joins along it. */
-  stack(tensors: Tensor[], axis: string): Tensor;
+  stack(tensors: readonly Tensor[], axis: string): Tensor;
   /** Named-axis einsum: axes shared by a and b are batch axes if outTags keeps them, else
    * contracted; axes only one has are kept if in outTags, else summed away. Result axes are
    * exactly outTags, in order. */
-  einsum(a: Tensor, b: Tensor, outTags: string[]): Tensor;
-  /** a where cond (u8, or f32 nonzero) else b, axes aligned by tag; gradients to a and b. */
+  einsum(a: Tensor, b: Tensor, outTags: readonly string[]): Tensor;
+  /** a where cond (u8, or f32 nonzero) else b, axes aligned by name; gradients to a and b. */
   where(cond: Tensor, a: Tensor, b: Tensor): Tensor;
   /** softmax(scale·q·kᵀ [+ causal mask])·v per head. q {batch..., heads: H, time: Tq, dim: D},
    * k {batch..., heads: Hkv, time: Tk, dim: D}, v {batch..., heads: Hkv, time: Tk, dim: Dv};
    * H a multiple of Hkv (query head h reads kv head h / (H / Hkv)). Result {batch... (q's
    * order), heads, time, dim: Dv}. */
   groupedAttention(q: Tensor, k: Tensor, v: Tensor, options?: AttentionOptions): Tensor;
+  /** Runs fn with gradient recording off (ops make constants) and returns its result. */
   noGrad<T>(fn: () => T): T;
+  /** Whether ops record gradients now (false inside noGrad). */
   isGradEnabled(): boolean;
-  /** Disposes every tensor made inside fn except those it returns (a tensor, array or object). */
+  /** Runs fn and disposes every tensor made inside except those it returns (a tensor, or an
+   * array or plain object of them), which move to the enclosing scope. */
   scope<T>(fn: () => T): T;
+  /** The engine's memory counters. */
   memory(): MemoryInfo;
+  /** Starts peakBytes again from liveBytes. */
   resetPeak(): void;
+  /** Gives the buffers kept for reuse back to the heap (the WebAssembly memory never shrinks). */
   trimCache(): void;
-  /** The block runs grad-free now and again during backward; it receives the inputs, then extra. */
-  checkpoint<E = undefined>(block: (...args: any[]) => Tensor, inputs: Tensor[], extra?: E): Tensor;
-  customVjp<E = undefined>(spec: CustomVjpSpec<E>, inputs: Tensor[], extra?: E): Tensor;
-  gradcheck(lossFn: (...inputs: Tensor[]) => Tensor, inputs: Tensor[], options?: GradcheckOptions): GradcheckResult;
+  /** block(...inputs) with activation checkpointing: it runs grad-free now and again during
+   * backward, so its intermediates are not kept. */
+  checkpoint<A extends Tensor[]>(block: (...inputs: A) => Tensor, inputs: [...A]): Tensor;
+  /** block(...inputs, extra) with activation checkpointing; extra is passed through as is. */
+  checkpoint<A extends Tensor[], E>(block: (...args: [...A, E]) => Tensor, inputs: [...A], extra: E): Tensor;
+  /** A differentiable op from a JS forward and backward ({@link CustomVjpSpec}) over inputs. */
+  customVjp<A extends Tensor[]>(spec: CustomVjpSpec<A, undefined>, inputs: [...A]): Tensor;
+  /** A differentiable op from a JS forward and backward, both given extra. */
+  customVjp<A extends Tensor[], E>(spec: CustomVjpSpec<A, E>, inputs: [...A], extra: E): Tensor;
+  /** Compares backward's gradients of lossFn(...inputs) (a scalar) with central differences for
+   * every variable input; throws GradientMismatch naming the first bad element. */
+  gradcheck<A extends Tensor[]>(lossFn: (...inputs: A) => Tensor, inputs: [...A], options?: GradcheckOptions): GradcheckResult;
 }
 
+/** Loads the engine (the best wasm variant unless options.variant says which). */
 export function init(options?: InitOptions): Promise<Fucina>;
 
-// ---- datasets (web/data.mjs)
-export interface IdxArray { dims: number[]; values: Uint8Array; }
-export interface DatasetSplit { images: Float32Array; labels: Int32Array; count: number; h: number; w: number; }
+// ---------------------------------------------------------------- datasets (web/data.mjs)
+
+/** An IDX file's contents: its dimensions and unsigned-byte values. */
+export interface IdxArray {
+  /** The dimensions, outermost first. */
+  dims: number[];
+  /** The values, row-major. */
+  values: Uint8Array;
+}
+
+/** A Fashion-MNIST split as plain arrays. */
+export interface DatasetSplit {
+  /** Pixels in [0, 1], row-major sample × h × w. */
+  images: Float32Array;
+  /** The class of each sample, 0 to 9. */
+  labels: Int32Array;
+  /** Samples. */
+  count: number;
+  /** Image height. */
+  h: number;
+  /** Image width. */
+  w: number;
+}
+
+/** Options of {@link loadFashionMnist}. */
+export interface FashionMnistOptions {
+  /** A folder (Node) or URL prefix holding the four .gz files (default
+   * /usr/share/datasets/fashion-mnist). */
+  base?: string;
+  /** The training split (default) or, when false, the test split. */
+  train?: boolean;
+}
+
+/** A batch from {@link makeBatch}. */
+export interface Batch {
+  /** The images {batch, h, w}, f32. */
+  images: Tensor;
+  /** The labels {batch}, i32. */
+  labels: Tensor;
+}
+
+/** Parses uncompressed IDX bytes (unsigned-byte data). */
 export function parseIdx(bytes: Uint8Array): IdxArray;
-/** A path in Node or a URL in browsers; gzip is detected and decompressed. */
-export function readIdx(source: string): Promise<IdxArray>;
-/** The same permutation as C++'s fucina::data::shuffledIndices for the same seed; n at most 2^24. */
+/** Reads an IDX file: a path in Node or a URL in browsers; gzip is detected and decompressed. */
+export function readIdx(source: string | URL): Promise<IdxArray>;
+/** The same permutation of [0, n) as C++'s fucina::data::shuffledIndices for the same seed; n at
+ * most 2^24. */
 export function shuffledIndices(n: number, seed: number | bigint): Int32Array;
-export function loadFashionMnist(options?: { base?: string; train?: boolean }): Promise<DatasetSplit>;
-export function makeBatch(fc: Fucina, split: DatasetSplit, order: ArrayLike<number>, begin: number, size: number): { images: Tensor; labels: Tensor };
+/** Loads Fashion-MNIST's train or test split. */
+export function loadFashionMnist(options?: FashionMnistOptions): Promise<DatasetSplit>;
+/** Samples order[begin, begin + size) of split as tensors on fc. */
+export function makeBatch(fc: Fucina, split: DatasetSplit, order: Values, begin: number, size: number): Batch;

@@ -14,7 +14,28 @@ export function makeNn(fc) {
   const uniformVariable = (tags, shape, bound, seed) =>
     fc.scope(() => fc.variable(fc.uniform(tags, shape, -bound, bound, seed)));
   const defined = (...ts) => ts.filter((t) => t !== null);
-  const input = (x, what) => fc._operand(x, `nn.${what}: the input`);
+  // A layer method's tensor argument, checked up front so that a mistake is reported in the
+  // layer's terms ("nn.Gpt.loss: tokens ...") rather than by whichever op meets it first:
+  // where = 'Layer.method', name = the argument; axes: { axis: extent (or null for any) } it
+  // must have; dtypes: those allowed; forbid: axes the layer makes itself, which would collide.
+  const input = (x, where, name, { axes = {}, dtypes = ['f32'], forbid = [] } = {}) => {
+    const what = `nn.${where}: ${name}`;
+    fc._operand(x, what);
+    const [tags, shape, dtype] = [x.tags, x.shape, x.dtype];
+    const got = () => `got {${tags.map((t, i) => `${t}=${shape[i]}`).join(', ')}} ${dtype}`;
+    if (!dtypes.includes(dtype))
+      throw invalid(`${what} must be an ${dtypes.join(' or ')} tensor, ${got()}`);
+    for (const [axis, extent] of Object.entries(axes)) {
+      const i = tags.indexOf(axis);
+      if (i < 0) throw invalid(`${what} must have an axis '${axis}'${extent === null ? '' : ` of extent ${extent}`}, ${got()}`);
+      if (extent !== null && shape[i] !== extent) throw invalid(`${what}: axis '${axis}' must have extent ${extent}, ${got()}`);
+    }
+    const clash = tags.filter((t) => forbid.includes(t));
+    if (clash.length)
+      throw invalid(`${what} must not have ${clash.map((t) => `'${t}'`).join(', ')}: the layer makes ${clash.length > 1 ? 'those axes' : 'that axis'} itself, ${got()}`);
+    return x;
+  };
+  const INDEX_DTYPES = ['i32', 'i64'];
   const size = (x, what) => checkInt(x, what, 1, 2 ** 31 - 1);  // a layer's feature or channel count
   // A config object: unknown keys rejected, every given value a positive integer unless listed.
   const config = (c, defaults, what, other = []) => {
@@ -37,7 +58,7 @@ export function makeNn(fc) {
       this.bias = bias ? uniformVariable([outAxis], [outFeatures], bound, subSeed(seed, 1)) : null;
     }
     forward(x) {
-      input(x, 'Linear.forward');
+      input(x, 'Linear.forward', 'x', { axes: { [this.in]: this.weight.shape[1] }, forbid: this.out === this.in ? [] : [this.out] });
       return this.bias ? x.addDot(this.weight, this.in, this.bias) : x.dot(this.weight, this.in);
     }
     parameters() { return defined(this.weight, this.bias); }
@@ -63,7 +84,12 @@ export function makeNn(fc) {
         [outChannels, inChannels / groups, kernel, kernel], bound, subSeed(seed, 0));
       this.bias = uniformVariable([outAxis], [outChannels], bound, subSeed(seed, 1));
     }
-    forward(x) { return input(x, 'Conv2d.forward').conv2d(this.weight, { ...this.options, bias: this.bias }); }
+    forward(x) {
+      const { channels, height = 'h', width = 'w', outChannels, kernelH, kernelW } = this.options.axes;
+      const groups = this.options.groups ?? 1;
+      input(x, 'Conv2d.forward', 'x', { axes: { [channels]: this.weight.shape[1] * groups, [height]: null, [width]: null },
+        forbid: [outChannels, kernelH, kernelW].filter((a) => a !== channels) });
+      return x.conv2d(this.weight, { ...this.options, bias: this.bias }); }
     parameters() { return [this.weight, this.bias]; }
   }
 
@@ -77,7 +103,9 @@ export function makeNn(fc) {
       this.weight = fc.scope(() => fc.variable(fc.ones([axis], [features])));
       this.bias = fc.scope(() => fc.variable(fc.zeros([axis], [features])));
     }
-    forward(x) { return input(x, 'LayerNorm.forward').layerNorm(this.axis, { eps: this.eps, weight: this.weight, bias: this.bias }); }
+    forward(x) {
+      input(x, 'LayerNorm.forward', 'x', { axes: { [this.axis]: this.weight.shape[0] } });
+      return x.layerNorm(this.axis, { eps: this.eps, weight: this.weight, bias: this.bias }); }
     parameters() { return [this.weight, this.bias]; }
   }
 
@@ -89,7 +117,11 @@ export function makeNn(fc) {
       this.rows = rows;
       this.table = fc.scope(() => fc.variable(fc.normal([rows, dim], [count, features], 0, std, seed)));
     }
-    forward(ids) { return this.table.indexSelect(this.rows, ids); }
+    forward(ids) {
+      const dim = this.table.tags[1];
+      input(ids, 'Embedding.forward', 'ids', { dtypes: INDEX_DTYPES, forbid: [dim] });
+      return this.table.indexSelect(this.rows, ids);
+    }
     parameters() { return [this.table]; }
   }
 
@@ -119,7 +151,9 @@ export function makeNn(fc) {
       });
     }
     forward(x) {
-      input(x, 'Mlp.forward');
+      const last = this.layers.length;
+      input(x, 'Mlp.forward', 'x', { axes: { in: this.layers[0].weight.shape[1] },
+        forbid: this.layers.map((_, i) => hiddenTag(i + 1, last)) });
       return fc.scope(() => this.layers.reduce((h, layer, i) => {
         const y = layer.forward(h);
         return i + 1 < this.layers.length ? y.relu() : y;
@@ -137,6 +171,7 @@ export function makeNn(fc) {
         config(options, { image: 28, channels: 1, conv1: 32, conv2: 64, hidden: 128, classes: 10 }, 'nn.Cnn');
       const side = afterConvPool(afterConvPool(image));
       if (side < 1) throw invalid(`nn.Cnn: images of ${image} pixels are too small (need >= 10)`);
+      this.config = { image, channels, conv1, conv2, hidden, classes };
       this.flatFeatures = conv2 * side * side;
       layered(this, () => {
         this.conv1 = new Conv2d('c', 'c1', channels, conv1, 3, subSeed(seed, 0));
@@ -146,7 +181,11 @@ export function makeNn(fc) {
       });
     }
     forward(images) {
-      input(images, 'Cnn.forward');
+      const { image, channels } = this.config;
+      const forbid = ['c1', 'c2', 'kh', 'kw', 'feature', 'hidden', 'class'];
+      input(images, 'Cnn.forward', 'images', { axes: { h: image, w: image }, forbid });
+      // One-channel images may leave out 'c'.
+      if (channels !== 1 || images.tags.includes('c')) input(images, 'Cnn.forward', 'images', { axes: { c: channels } });
       return fc.scope(() => {
         const x = images.tags.includes('c') ? images : images.insertAxis('c', images.tags.length - 2);
         let h = this.conv1.forward(x).relu().maxPool2d(2);
@@ -195,11 +234,19 @@ export function makeNn(fc) {
       const h = x.add(a.merge(['head', 'hd'], 'ao').addDot(projw, 'ao', projb));
       return h.add(h.layerNorm('e', { weight: ln2w, bias: ln2b }).addDot(fcw, 'e', fcb).geluErf().addDot(outw, 'mlp', outb));
     }
-    forward(tokens) {
-      input(tokens, 'Gpt.forward');
+    // Checks tokens{batch..., t} (i32/i64) for method and returns t: at least min tokens, and
+    // the ones the model reads (all in forward, all but the last in loss) within the context.
+    #tokens(tokens, method, min) {
+      input(tokens, `Gpt.${method}`, 'tokens', { axes: { t: null }, dtypes: INDEX_DTYPES,
+        forbid: ['vocab', 'e', 'qkv', 'part', 'head', 'hd', 'ao', 'mlp'] });
       const t = tokens.shape[tokens.tags.indexOf('t')];
-      if (!(t >= 1 && t <= this.config.context))
-        throw invalid(`nn.Gpt: ${t} tokens, the context holds 1 to ${this.config.context}`);
+      const max = this.config.context + min - 1;
+      if (t < min || t > max)
+        throw invalid(`nn.Gpt.${method}: tokens hold ${t} positions along 't'; ${method} takes ${min} to ${max} (context ${this.config.context})`);
+      return t;
+    }
+    forward(tokens) {
+      const t = this.#tokens(tokens, 'forward', 1);
       return fc.scope(() => {
         let x = this.token.forward(tokens).add(this.position.table.narrow('t', 0, t));
         for (const b of this.blocks) {
@@ -213,8 +260,7 @@ export function makeNn(fc) {
     }
     /** Mean next-token cross-entropy of tokens[:, :-1] predicting tokens[:, 1:]. */
     loss(tokens) {
-      input(tokens, 'Gpt.loss');
-      const t = tokens.shape[tokens.tags.indexOf('t')];
+      const t = this.#tokens(tokens, 'loss', 2);
       return fc.scope(() => this.forward(tokens.narrow('t', 0, t - 1)).crossEntropy(tokens.narrow('t', 1, t - 1), 'vocab'));
     }
     parameters() {
@@ -226,6 +272,7 @@ export function makeNn(fc) {
   /** params (a model's parameters(), in order) as safetensors bytes: "param.0", "param.1", ... */
   function saveParameters(params, metadata = {}) {
     if (!Array.isArray(params)) throw invalid('nn.saveParameters: params must be an array of Tensors');
+    params.forEach((p, i) => fc._operand(p, `nn.saveParameters: params[${i}]`));
     return fc.encodeSafetensors(Object.fromEntries(params.map((p, i) => [`param.${i}`, p])), metadata);
   }
   /** Reads saveParameters' bytes (or C++ nn::saveParameters' file) into params in place. */

@@ -116,7 +116,8 @@ export const TENSOR = {
   upsample2xNearest: { self: 'img', args: [axis('h'), axis('w')] },
 };
 /** Public Tensor members with nothing to get wrong, and why. */
-export const TENSOR_EXEMPT = { dispose: 'idempotent, no arguments', isDisposed: 'a flag that never throws' };
+export const TENSOR_EXEMPT = { dispose: 'idempotent, no arguments', isDisposed: 'a flag that never throws',
+  toString: 'no arguments, never throws (a disposed tensor says so; tests/js/polish.test.mjs)' };
 
 // scale: null is the default 1/sqrt(D).
 const attentionOptions = { heads: 'axis', time: 'axis', dim: 'axis', causal: 'bool', scale: ['1', {}, [], true] };

@@ -161,8 +161,8 @@ for (const variant of VARIANTS) {
       named(() => fc.optim.sgd([p], { momentum: -0.1 }), 'momentum');
       named(() => fc.optim.sgd([p], { nesterov: true }), 'nesterov');
       named(() => fc.optim.sgd([p], { weight_decay: 0.1 }), 'weight_decay');  // unknown key
-      named(() => fc.optim.adam([p], { betas: [1, 0.999] }), 'beta1');
-      named(() => fc.optim.adamw([p], { betas: [0.9, -1] }), 'beta2');
+      named(() => fc.optim.adam([p], { betas: [1, 0.999] }), 'betas\\[0\\]');
+      named(() => fc.optim.adamw([p], { betas: [0.9, -1] }), 'betas\\[1\\]');
       named(() => fc.optim.adam([p], { betas: 0.9 }), 'betas');
       named(() => fc.optim.adam([p], { eps: -1 }), 'eps');
       named(() => fc.optim.adam([p], { lr: '0.1' }), 'lr');

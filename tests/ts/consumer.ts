@@ -1,0 +1,406 @@
+// A strict-mode TypeScript program against the published types of 'fucina' (resolved through
+// the package's exports, as an application resolves them). It is type-checked, never run:
+// tests/js/types.test.mjs runs `tsc -p tests/ts` and also checks that this file uses every
+// public member the runtime has. `// @ts-expect-error` lines are misuses the types must reject.
+import {
+  init, FucinaError, Tensor, Optimizer,
+  parseIdx, readIdx, shuffledIndices, loadFashionMnist, makeBatch,
+} from 'fucina';
+import type {
+  DType, Variant, Reduction, Values, Pair, FucinaErrorCode, InitOptions, MemoryInfo, GradcheckOptions,
+  GradcheckResult, InputGradients, CustomVjpSpec, LayerNormOptions, AffineLayerNormOptions, LossOptions,
+  CrossEntropyOptions, HuberLossOptions, KlDivLossOptions, RopeOptions, AttentionOptions, Conv2dAxes,
+  Conv2dOptions, Pool2dOptions, SafetensorsContents, SgdOptions, AdamOptions, Optim, Module, LinearOptions,
+  Linear, LinearConstructor, Conv2dLayerAxes, Conv2dLayerOptions, Conv2dLayerSettings, Conv2dLayerResolvedAxes, Conv2d,
+  Conv2dConstructor, LayerNorm, LayerNormConstructor, Embedding, EmbeddingConstructor, MlpConfig, Mlp,
+  MlpConstructor, CnnConfig, Cnn, CnnConstructor, GptConfig, GptBlock, Gpt, GptConstructor, Nn, Fucina,
+  IdxArray, DatasetSplit, FashionMnistOptions, Batch,
+} from 'fucina';
+
+const expectType = <T>(value: T): T => value;
+
+// ---------------------------------------------------------------- init, the engine's fields
+const options: InitOptions = { threads: 2, variant: 'auto' };
+const fc: Fucina = await init(options);
+await init();
+await init({ variant: 'simd' });
+// @ts-expect-error an unknown variant
+await init({ variant: 'wasm64' });
+// @ts-expect-error an unknown option key
+await init({ thread: 2 });
+// @ts-expect-error threads is a number
+await init({ threads: '2' });
+
+const variant: Variant = fc.variant;
+const threads: number = fc.threads;
+const optim: Optim = fc.optim;
+const nn: Nn = fc.nn;
+expectType<typeof Tensor>(fc.Tensor);
+expectType<typeof FucinaError>(fc.FucinaError);
+// @ts-expect-error the engine's fields are read-only
+fc.threads = 3;
+
+// ---------------------------------------------------------------- making tensors
+const values: Values = new Float32Array([1, 2, 3, 4, 5, 6]);
+const w = fc.variable(['out', 'in'], [2, 3], values);
+const x = fc.constant(['batch', 'in'], [1, 3], [1, 0, -1]);
+const copy = fc.variable(x);
+const ints = fc.constant(['batch'], [1], new Int32Array([1]), 'i32');
+const z = fc.zeros(['a'], [2]);
+const o = fc.ones(['a'], [2], 'f16');
+const f = fc.full(['a'], [2], 0.5);
+const s = fc.scalar(3);
+const u = fc.uniform(['a'], [2], -1, 1, 7);
+const n = fc.normal(['a'], [2], 0, 1, 7);
+// @ts-expect-error tags are strings
+fc.variable([1, 2], [2], [1, 2]);
+// @ts-expect-error values are numbers
+fc.constant(['a'], [2], ['1', '2']);
+// @ts-expect-error an array-like object is not accepted at run time either
+fc.constant(['a'], [2], { length: 2, 0: 1, 1: 2 });
+// @ts-expect-error an unknown dtype
+fc.zeros(['a'], [2], 'f128');
+// @ts-expect-error variable takes no dtype (leaves are f32)
+fc.variable(['a'], [2], [1, 2], 'f16');
+// @ts-expect-error the shape is missing
+fc.ones(['a']);
+// @ts-expect-error a Tensor is not a tag list
+fc.zeros(x, [2]);
+
+// ---------------------------------------------------------------- Tensor fields and autograd
+const tags: string[] = w.tags;
+const shape: number[] = w.shape;
+const dtype: DType = w.dtype;
+const requiresGrad: boolean = w.requiresGrad;
+const isDisposed: boolean = w.isDisposed;
+// @ts-expect-error tags are read-only
+w.tags = ['x'];
+// @ts-expect-error tensors come from the engine, not from new
+new Tensor();
+const loss = x.dot(w, 'in').sumAll();
+loss.backward();
+x.dot(w, 'in').backward(fc.ones(['batch', 'out'], [1, 2]));
+// @ts-expect-error the gradient is a Tensor
+loss.backward([1]);
+const g: Tensor | null = w.grad();
+g?.dispose();
+// @ts-expect-error grad() may be null
+w.grad().toArray();
+w.zeroGrad();
+const d: Tensor = w.detach();
+const arr: Float32Array = w.toArray();
+const item: number = s.item();
+const half: Tensor = w.to('bf16');
+// @ts-expect-error q8_0 is not a JS dtype
+w.to('q8_0');
+const text: string = w.toString();
+d.dispose();
+
+// ---------------------------------------------------------------- elementwise and reductions
+const a = fc.variable(['r', 'c'], [2, 3], [1, 2, 3, 4, 5, 6]);
+const b = fc.ones(['r', 'c'], [2, 3]);
+const binaries: Tensor[] = [a.add(b), a.sub(b), a.mul(b), a.div(b), a.maximum(b), a.minimum(b), a.pow(b)];
+const scalars: Tensor[] = [a.scale(2), a.addScalar(1), a.subScalar(1), a.divScalar(2), a.powScalar(2)];
+// @ts-expect-error scale takes a number
+a.scale(b);
+// @ts-expect-error add takes a Tensor
+a.add(1);
+const unaries: Tensor[] = [a.neg(), a.abs(), a.exp(), a.log(), a.sqrt(), a.tanh(), a.sigmoid(), a.relu(),
+  a.leakyRelu(), a.leakyRelu(0.2), a.gelu(), a.geluErf(), a.quickGelu(), a.silu(), a.elu(), a.elu(0.5),
+  a.log1p(), a.rsqrt(), a.reciprocal(), a.sin(), a.cos(), a.clamp(0, 1)];
+const reductions: Tensor[] = [a.sumAll(), a.meanAll(), a.sum('c'), a.mean('c'), a.variance('c'), a.variance('c', 0),
+  a.max('c'), a.min('c'), a.logsumexp('c'), a.cumsum('c'), a.prod('c'), a.norm('c')];
+// @ts-expect-error an axis is a string, not a Tensor
+a.sum(b);
+// @ts-expect-error an axis is a string, not an index
+a.mean(1);
+
+// ---------------------------------------------------------------- normalisation and losses
+const lnPlain: LayerNormOptions = { eps: 1e-5 };
+const lnAffine: AffineLayerNormOptions = { weight: fc.ones(['c'], [3]), bias: fc.zeros(['c'], [3]) };
+const norms: Tensor[] = [a.layerNorm('c'), a.layerNorm('c', lnPlain), a.layerNorm('c', lnAffine),
+  a.rmsNorm('c'), a.rmsNorm('c', 1e-6), a.rmsNormMul('c', fc.ones(['c'], [3])), a.l2Normalize('c'),
+  a.softmax('c'), a.logSoftmax('c')];
+// @ts-expect-error weight and bias come together
+a.layerNorm('c', { weight: fc.ones(['c'], [3]) });
+// @ts-expect-error an unknown option key
+a.layerNorm('c', { epsilon: 1e-5 });
+const labels = fc.constant(['r'], [2], [0, 2], 'i32');
+const reduction: Reduction = 'sum';
+const ce: CrossEntropyOptions = { reduction, labelSmoothing: 0.1 };
+const plainLoss: LossOptions = { reduction: 'none' };
+const huber: HuberLossOptions = { delta: 2 };
+const kl: KlDivLossOptions = { logTarget: true, reduction: 'mean' };
+const losses: Tensor[] = [a.crossEntropy(labels, 'c'), a.crossEntropy(labels, 'c', 'sum'), a.crossEntropy(labels, 'c', ce),
+  a.logSoftmax('c').nllLoss(labels, 'c', plainLoss), a.mseLoss(b), a.mseLoss(b, 'mean'), a.huberLoss(b, huber),
+  a.sigmoid().bceLoss(b), a.bceWithLogitsLoss(b, { reduction: 'sum' }), a.logSoftmax('c').klDivLoss(b, kl)];
+// @ts-expect-error an unknown reduction
+a.mseLoss(b, 'avg');
+// @ts-expect-error unknown option keys are rejected
+a.crossEntropy(labels, 'c', { reduction: 'mean', smoothing: 0.1 });
+// @ts-expect-error the class axis is missing
+a.crossEntropy(labels);
+
+// ---------------------------------------------------------------- indexing and gated units
+const idx = fc.constant(['r', 'c'], [2, 1], [0, 2], 'i64');
+const indexing: Tensor[] = [a.gather('c', idx), a.takeAlongAxis('c', idx), a.scatterAdd('c', idx, fc.ones(['r', 'c'], [2, 1])),
+  fc.ones(['r', 'c'], [2, 4]).swiglu('c'), fc.ones(['r', 'c'], [2, 4]).geglu('c'),
+  fc.variable(['v', 'e'], [4, 2], [1, 2, 3, 4, 5, 6, 7, 8]).indexSelect('v', ints)];
+// @ts-expect-error the axis comes first
+a.gather(idx, 'c');
+
+// ---------------------------------------------------------------- contractions and structure
+const contractions: Tensor[] = [x.dot(w, 'in'), x.addDot(w, 'in', fc.zeros(['out'], [2])),
+  a.matmul(fc.ones(['c', 'k'], [3, 2])), a.matmul(b, true), fc.einsum(a, b, ['r']), fc.where(fc.ones(['r'], [2], 'u8'), a, b)];
+// @ts-expect-error dot needs the contracted axis
+x.dot(w);
+const structure: Tensor[] = [a.transpose('r', 'c'), a.broadcastTo(['n', 'r', 'c'], [2, 2, 3]), a.permuteTo(['c', 'r']),
+  a.withTags(['x', 'y']), a.narrow('c', 0, 2), a.contiguous(), a.insertAxis('n', 0), a.insertAxis('n', 0).squeeze('n'),
+  a.merge(['r', 'c'], 'rc'), a.flatten('all').split('all', ['p', 'q'], [3, 2]), a.reshape(['x'], [6]), a.select('r', -1),
+  a.slice('c', 0, 3, 2), a.slice('c', 1, 2), a.pad('c', 1, 1), a.pad('c', 1, 0, -1), a.maskedFill(fc.ones(['c'], [3], 'u8'), 0),
+  a.tril('r', 'c'), a.triu('r', 'c', 1), a.bandPart('r', 'c', 0, -1), a.dropout(0.1, 3),
+  fc.concat([a, b], 'r'), fc.stack([a, b], 'n')];
+// @ts-expect-error merge takes a list of axes
+a.merge('r', 'rc');
+// @ts-expect-error narrow's start is a number
+a.narrow('c', '0', 2);
+// @ts-expect-error concat takes an array of tensors
+fc.concat(a, 'r');
+
+// ---------------------------------------------------------------- convolution, pooling, rope, attention
+const img = fc.ones(['batch', 'c', 'h', 'w'], [1, 2, 8, 8]);
+const axes: Conv2dAxes = { channels: 'c', height: 'h', width: 'w', outChannels: 'out', kernelH: 'kh', kernelW: 'kw' };
+const stride: Pair = [1, 2];
+const conv: Conv2dOptions = { bias: fc.zeros(['out'], [4]), stride, padding: 1, dilation: 1, groups: 1, axes };
+const pool: Pool2dOptions = { stride: 2, padding: 0, height: 'h', width: 'w' };
+const spatial: Tensor[] = [img.conv2d(fc.ones(['out', 'c', 'kh', 'kw'], [4, 2, 3, 3]), conv), img.maxPool2d(2),
+  img.maxPool2d([2, 2], pool), img.avgPool2d(2, { stride: 1 }), img.upsample2xNearest(), img.upsample2xNearest('h', 'w')];
+// @ts-expect-error an unknown conv2d option
+img.conv2d(fc.ones(['out', 'c', 'kh', 'kw'], [4, 2, 3, 3]), { strides: 2 });
+// @ts-expect-error a kernel pair has two entries
+img.maxPool2d([2, 2, 2]);
+const seq = fc.ones(['t', 'd'], [4, 8]);
+const rope: RopeOptions = { position: 't', dim: 'd', base: 10000, offset: 0, mode: 'interleaved' };
+const rotated: Tensor[] = [seq.rope(), seq.rope(rope), seq.rope(fc.ones(['t', 'd'], [4, 4]), fc.zeros(['t', 'd'], [4, 4]), { offset: 0 })];
+// @ts-expect-error an unknown rope mode
+seq.rope({ mode: 'full' });
+const attention: AttentionOptions = { heads: 'head', time: 't', dim: 'd', causal: true, scale: 0.5 };
+const q = fc.ones(['head', 't', 'd'], [2, 4, 8]);
+const attended: Tensor = fc.groupedAttention(q, q, q, attention);
+fc.groupedAttention(q, q, q);
+// @ts-expect-error causal is a boolean
+fc.groupedAttention(q, q, q, { causal: 'yes' });
+
+// ---------------------------------------------------------------- modes, scopes, memory
+const kept: { y: Tensor; n: number } = fc.scope(() => ({ y: a.scale(2), n: 1 }));
+const noGrad: Tensor = fc.noGrad(() => a.scale(2));
+const enabled: boolean = fc.isGradEnabled();
+const memory: MemoryInfo = fc.memory();
+const counters: number[] = [memory.liveTensors, memory.liveBytes, memory.peakBytes, memory.allocations,
+  memory.systemAllocations, memory.cacheHits, memory.cachedBytes, memory.heapBytes];
+
+fc.resetPeak();
+fc.trimCache();
+// @ts-expect-error scope takes a function
+fc.scope(a);
+
+// ---------------------------------------------------------------- checkpoint, customVjp, gradcheck
+const c1: Tensor = fc.checkpoint((p, r) => expectType<Tensor>(p).mul(r), [a, b]);
+const c2: Tensor = fc.checkpoint((p, factor) => p.scale(expectType<number>(factor)), [a], 2);
+const c3: Tensor = fc.checkpoint((...ts) => ts[0]!.add(ts[1]!), [a, ...[b, b]]);
+// @ts-expect-error the block must return a Tensor
+fc.checkpoint((p) => p.toArray(), [a]);
+// @ts-expect-error the block takes the inputs' types (a Tensor is not a string)
+fc.checkpoint((p: string) => a.sum(p), [a]);
+// @ts-expect-error inputs are tensors
+fc.checkpoint((p) => p, [1]);
+// @ts-expect-error the block takes as many inputs as given (and extra, here missing)
+fc.checkpoint((p, r, t) => p.add(r).add(t), [a, b]);
+
+const double: CustomVjpSpec<[Tensor]> = {
+  name: 'double',
+  forward: ([v]) => v.scale(2),
+  backward: (_inputs, _output, gy, needsGrad) => [needsGrad[0] ? gy.scale(2) : null],
+};
+const v1: Tensor = fc.customVjp(double, [a]);
+const grads: InputGradients<[Tensor, Tensor]> = [null, b];
+const v2: Tensor = fc.customVjp({
+  forward: ([p, r], k: number) => p.mul(r).scale(k),
+  backward: ([p, r], _out, gy, _needs, k) => [gy.mul(r).scale(k), gy.mul(p).scale(k)],
+}, [a, b], 3);
+fc.customVjp({
+  forward: ([p]) => p,
+  // @ts-expect-error one gradient per input: two inputs need two entries
+  backward: (_i, _o, gy) => [gy],
+}, [a, b]);
+// @ts-expect-error backward is required
+fc.customVjp({ forward: ([p]: [Tensor]) => p }, [a]);
+
+const gcOptions: GradcheckOptions = { eps: 1e-3, absTol: 1e-3, relTol: 1e-2 };
+const gc: GradcheckResult = fc.gradcheck((p, r) => p.mul(r).sumAll(), [a, b], gcOptions);
+const gcNumbers: number[] = [gc.checked, gc.maxAbsError, gc.maxRelError];
+// @ts-expect-error an unknown gradcheck option
+fc.gradcheck((p) => p.sumAll(), [a], { tolerance: 1 });
+
+// ---------------------------------------------------------------- safetensors
+const bytes: Uint8Array = fc.encodeSafetensors({ w, x }, { note: 'hi' });
+const decoded: SafetensorsContents = fc.decodeSafetensors(bytes);
+const decodedW: Tensor | undefined = decoded.tensors['w'];
+const meta: string | undefined = decoded.metadata['note'];
+// @ts-expect-error metadata values are strings
+fc.encodeSafetensors({ w }, { n: 1 });
+
+// ---------------------------------------------------------------- fc.optim and Optimizer
+const sgdOptions: SgdOptions = { lr: 0.1, momentum: 0.9, dampening: 0, nesterov: true, weightDecay: 0 };
+const adamOptions: AdamOptions = { lr: 1e-3, betas: [0.9, 0.999], eps: 1e-8, weightDecay: 0.01 };
+const opt: Optimizer = optim.sgd([w], sgdOptions);
+const adam: Optimizer = fc.optim.adam([w], adamOptions);
+const adamw: Optimizer = fc.optim.adamw([w], { lr: 1e-3 });
+opt.step();
+opt.zeroGrad();
+opt.lr = opt.lr * 0.5;
+const params: Tensor[] = opt.params;
+const optDisposed: boolean = opt.isDisposed;
+opt.dispose();
+adam.dispose();
+adamw.dispose();
+// @ts-expect-error an unknown optimizer option (weight_decay is weightDecay)
+fc.optim.sgd([w], { weight_decay: 0.1 });
+// @ts-expect-error betas are a pair
+fc.optim.adam([w], { betas: [0.9] });
+// @ts-expect-error params is an array of tensors
+fc.optim.adam(w);
+// @ts-expect-error optimizers come from fc.optim
+new Optimizer();
+// @ts-expect-error params is read-only
+opt.params = [];
+const norm: number = fc.optim.clipGradNorm([w], 1);
+const lrs: number[] = [fc.optim.linearWarmup(1, 10, 0.1), fc.optim.cosineDecay(5, 10, 0.1), fc.optim.cosineDecay(5, 10, 0.1, 0.01)];
+const schedule: (step: number) => number = fc.optim.warmupCosine(0.1, 10, 100, 0);
+lrs.push(schedule(3));
+
+// ---------------------------------------------------------------- fc.nn: layers and models
+const linearOptions: LinearOptions = { bias: false };
+const LinearClass: LinearConstructor = nn.Linear;
+const linear: Linear = new LinearClass('in', 'out', 3, 2, 1, linearOptions);
+const linearFields: [string, string, Tensor, Tensor | null] = [linear.in, linear.out, linear.weight, linear.bias];
+const y1: Tensor = linear.forward(x);
+const linearParams: Tensor[] = linear.parameters();
+// @ts-expect-error a layer's fields are read-only
+linear.weight = w;
+// @ts-expect-error inFeatures is a number
+new nn.Linear('in', 'out', '3', 2, 1);
+// @ts-expect-error the seed is missing
+new nn.Linear('in', 'out', 3, 2);
+// @ts-expect-error an unknown option key
+new nn.Linear('in', 'out', 3, 2, 1, { bias: true, init: 'xavier' });
+
+const convAxes: Conv2dLayerAxes = { height: 'h', width: 'w', kernelH: 'kh', kernelW: 'kw' };
+const convOptions: Conv2dLayerOptions = { stride: 1, padding: [1, 1], dilation: 1, groups: 1, axes: convAxes };
+const ConvClass: Conv2dConstructor = nn.Conv2d;
+const convLayer: Conv2d = new ConvClass('c', 'c1', 2, 4, 3, 1, convOptions);
+const settings: Conv2dLayerSettings = convLayer.options;
+const resolved: Conv2dLayerResolvedAxes = settings.axes;
+const channelAxis: string = resolved.channels;
+const convFields: Tensor[] = [convLayer.weight, convLayer.bias, convLayer.forward(img), ...convLayer.parameters()];
+// @ts-expect-error the channel axes are the constructor's, not options
+new nn.Conv2d('c', 'c1', 2, 4, 3, 1, { axes: { channels: 'c' } });
+
+const LayerNormClass: LayerNormConstructor = nn.LayerNorm;
+const layerNorm: LayerNorm = new LayerNormClass('c', 3, 1e-5);
+const lnFields: [string, number, Tensor, Tensor] = [layerNorm.axis, layerNorm.eps, layerNorm.weight, layerNorm.bias];
+layerNorm.forward(a);
+layerNorm.parameters();
+
+const EmbeddingClass: EmbeddingConstructor = nn.Embedding;
+const embedding: Embedding = new EmbeddingClass('vocab', 'e', 16, 4, 0.02, 1);
+const embFields: [string, Tensor, Tensor] = [embedding.rows, embedding.table, embedding.forward(ints)];
+embedding.parameters();
+
+const mlpConfig: MlpConfig = { sizes: [3, 4, 2] };
+const MlpClass: MlpConstructor = nn.Mlp;
+const mlp: Mlp = new MlpClass(mlpConfig, 1);
+const mlpLayers: Linear[] = mlp.layers;
+mlp.forward(x);
+mlp.parameters();
+new nn.Mlp();
+// @ts-expect-error sizes is an array
+new nn.Mlp({ sizes: 3 });
+
+const cnnConfig: CnnConfig = { image: 12, channels: 1, conv1: 2, conv2: 2, hidden: 4, classes: 10 };
+const CnnClass: CnnConstructor = nn.Cnn;
+const cnn: Cnn = new CnnClass(cnnConfig, 1);
+const cnnFields: [Required<CnnConfig>, number, Conv2d, Conv2d, Linear, Linear] =
+  [cnn.config, cnn.flatFeatures, cnn.conv1, cnn.conv2, cnn.fc1, cnn.fc2];
+cnn.forward(fc.ones(['batch', 'h', 'w'], [1, 12, 12]));
+cnn.parameters();
+// @ts-expect-error an unknown config key
+new nn.Cnn({ kernel: 5 });
+
+const gptConfig: GptConfig = { vocab: 16, context: 8, dModel: 8, heads: 2, layers: 1, mlp: 16, checkpointBlocks: true };
+const GptClass: GptConstructor = nn.Gpt;
+const gpt: Gpt = new GptClass(gptConfig, 1);
+const context: number = gpt.config.context;
+const block: GptBlock = gpt.blocks[0]!;
+const blockLayers: [LayerNorm, LayerNorm, Linear, Linear, Linear, Linear] = [block.ln1, block.ln2, block.qkv, block.proj, block.fc, block.out];
+const [firstLayer]: readonly [LayerNorm, Linear, Linear, LayerNorm, Linear, Linear] = block.layers;
+const gptFields: [Embedding, Embedding, LayerNorm] = [gpt.token, gpt.position, gpt.final];
+const tokens = fc.constant(['batch', 't'], [1, 4], [1, 2, 3, 4], 'i32');
+const logits: Tensor = gpt.forward(tokens);
+const gptLoss: Tensor = gpt.loss(tokens);
+gpt.parameters();
+// @ts-expect-error checkpointBlocks is a boolean
+new nn.Gpt({ checkpointBlocks: 1 });
+// @ts-expect-error loss takes a Tensor of tokens
+gpt.loss([1, 2, 3]);
+
+const modules: Module[] = [linear, convLayer, layerNorm, embedding, mlp, cnn, gpt];
+if (modules[0] instanceof nn.Linear) expectType<Linear>(modules[0]);
+const seed: number = nn.subSeed(1, 2);
+const saved: Uint8Array = nn.saveParameters(gpt.parameters(), { step: '1' });
+nn.loadParameters(gpt.parameters(), saved);
+// @ts-expect-error loadParameters takes bytes
+nn.loadParameters(gpt.parameters(), 'model.safetensors');
+
+// ---------------------------------------------------------------- errors
+try {
+  a.add(fc.ones(['r'], [7]));
+} catch (e) {
+  if (e instanceof FucinaError) {
+    const code: FucinaErrorCode = e.code;
+    const name: 'FucinaError' = e.name;
+    if (e.code === 'ShapeMismatch') console.log(e.message);
+    // @ts-expect-error not an error code
+    if (e.code === 'ShapeMismatchh') console.log(code, name);
+  }
+  if (e instanceof fc.FucinaError) console.log(e.code);
+}
+const made: FucinaError = new FucinaError('InvalidArgument', 'InvalidArgument: made by hand');
+// @ts-expect-error codes are the library's
+new FucinaError('Oops', 'Oops: no');
+if (kept.y instanceof fc.Tensor) expectType<Tensor>(kept.y);
+
+// ---------------------------------------------------------------- datasets
+const idxBytes = new Uint8Array([0, 0, 8, 1, 0, 0, 0, 2, 7, 9]);
+const parsed: IdxArray = parseIdx(idxBytes);
+const dims: number[] = parsed.dims;
+const read: Promise<IdxArray> = readIdx('data/train-labels-idx1-ubyte.gz');
+void readIdx(new URL('https://example.com/labels.gz'));
+const order: Int32Array = shuffledIndices(10, 42);
+shuffledIndices(10, 42n);
+const mnistOptions: FashionMnistOptions = { base: '/data/fashion-mnist', train: false };
+const split: DatasetSplit = await loadFashionMnist(mnistOptions);
+const splitFields: [Float32Array, Int32Array, number, number, number] = [split.images, split.labels, split.count, split.h, split.w];
+const batch: Batch = makeBatch(fc, split, order, 0, 4);
+const batchTensors: [Tensor, Tensor] = [batch.images, batch.labels];
+// @ts-expect-error makeBatch needs the engine first
+makeBatch(split, order, 0, 4);
+// @ts-expect-error parseIdx takes bytes
+parseIdx('file.idx');
+
+// Everything above is used once more so that noUnusedLocals holds.
+console.log(variant, threads, copy, z, o, f, u, n, tags, shape, dtype, requiresGrad, isDisposed, arr, item, half, text,
+  binaries, scalars, unaries, reductions, norms, losses, indexing, contractions, structure, spatial, rotated, attended,
+  noGrad, enabled, counters, c1, c2, c3, v1, v2, grads, gcNumbers, decodedW, meta, params, optDisposed, norm, linearFields,
+  y1, linearParams, channelAxis, convFields, lnFields, embFields, mlpLayers, cnnFields, context, blockLayers, firstLayer,
+  gptFields, logits, gptLoss, seed, made, dims, read, splitFields, batchTensors);
