@@ -1,5 +1,5 @@
 /**
- * Types of the fucina JavaScript facade (web/index.mjs): tensors with named axes and reverse-mode
+ * Types of the fucina JavaScript facade (web/facade.mjs, through index.node.mjs and index.browser.mjs): tensors with named axes and reverse-mode
  * autograd on a WebAssembly engine. Ops mirror the C++ `fucina::Tensor` methods with the
  * execution context implicit; axes are addressed by name (a string), never by position, unless
  * a method says otherwise.
@@ -48,7 +48,8 @@ export type Pair = number | readonly [number, number];
 
 /**
  * What a FucinaError's `code` can be: the name of a C++ `fucina::ErrorCode`, plus
- * "Internal" for an engine trap (a bug worth reporting).
+ * "Internal" for an engine trap (a bug worth reporting) and "LoadFailed" when init() cannot load
+ * the engine's files (see {@link InitOptions.baseUrl}).
  */
 export type FucinaErrorCode =
   | 'ShapeMismatch'
@@ -75,7 +76,8 @@ export type FucinaErrorCode =
   | 'GradientShapeMismatch'
   | 'GradientMismatch'
   | 'TensorReleased'
-  | 'Internal';
+  | 'Internal'
+  | 'LoadFailed';
 
 /**
  * Every failure the library reports. The message starts with the code ("ShapeMismatch: add:
@@ -101,6 +103,16 @@ export interface InitOptions {
   /** "auto" (default) picks threaded-simd where SharedArrayBuffer is usable (Node, or a
    * cross-origin isolated page), else simd. */
   variant?: 'auto' | Variant;
+  /**
+   * Where the engine's files are, for a CDN or a layout the bundler did not make: called with each
+   * file name (`fucina-simd.wasm`, `fucina-threaded-simd.mjs`, ...) and the chosen variant, it
+   * returns that file's URL (or path, in Node). Wins over baseUrl and wasmUrl.
+   */
+  locateFile?: (file: string, variant: Variant) => string | URL;
+  /** A folder (URL, or path in Node) holding the package's wasm/ files, e.g. on a CDN. */
+  baseUrl?: string | URL;
+  /** The .wasm file alone, for an explicit `variant` (the glue stays with the package). */
+  wasmUrl?: string | URL;
 }
 
 /** What {@link Fucina.memory} reports about the engine's tensors and buffers. */

@@ -112,12 +112,12 @@ test('the d.ts matches the runtime, member for member, and the consumer uses eve
     if (unused.length) problems.push(`${area}: tests/ts/consumer.ts never uses ${unused.join(', ')}`);
   }
 
-  // FucinaErrorCode is the C++ ErrorCode list (src/fucina/core/error.h) plus Internal.
+  // FucinaErrorCode is the C++ ErrorCode list (src/fucina/core/error.h) plus Internal and LoadFailed.
   const header = readFileSync(`${root}src/fucina/core/error.h`, 'utf8');
   const list = header.slice(header.indexOf('#define FUCINA_ERROR_CODES'), header.indexOf('enum class ErrorCode'));
   const cpp = [...list.matchAll(/X\((\w+)\)/g)].map((m) => m[1]);
   const codes = typeOf('FucinaErrorCode').types.map((t) => t.value);
-  assert.deepEqual([...codes].sort(), [...cpp, 'Internal'].sort(), 'FucinaErrorCode vs error.h');
+  assert.deepEqual([...codes].sort(), [...cpp, 'Internal', 'LoadFailed'].sort(), 'FucinaErrorCode vs error.h');
 
   assert.deepEqual(problems, []);
   for (const l of Object.values(layers)) for (const p of l.parameters()) p.dispose();

@@ -30,6 +30,13 @@ await init({ variant: 'wasm64' });
 await init({ thread: 2 });
 // @ts-expect-error threads is a number
 await init({ threads: '2' });
+const located: InitOptions = { variant: 'simd', locateFile: (file: string, v: Variant) => `/static/${v}/${file}` };
+const cdn: InitOptions = { baseUrl: new URL('https://cdn.example/fucina/wasm/'), wasmUrl: '/fucina-simd.wasm', variant: 'simd' };
+void [located, cdn];
+// @ts-expect-error locateFile returns a URL or a string
+await init({ locateFile: () => 42 });
+// @ts-expect-error baseUrl is a string or URL
+await init({ baseUrl: 7 });
 
 const variant: Variant = fc.variant;
 const threads: number = fc.threads;
