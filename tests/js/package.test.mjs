@@ -43,6 +43,7 @@ test('the manifest: exports conditions, engines, sideEffects; the repository poi
   const pkg = JSON.parse(readFileSync(join(dist, 'package.json'), 'utf8'));
   assert.deepEqual(pkg.exports['.'], { types: './index.d.ts', node: './index.node.mjs', browser: './index.browser.mjs', default: './index.browser.mjs' });
   assert.equal(pkg.engines.node, '>=20.19');
+  assert.equal(pkg.browser, './index.browser.mjs', 'tools that read no exports (webpack 4) take the browser entry');
   assert.equal(pkg.sideEffects, false);
   assert.equal(pkg.private, undefined);
   const repo = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
