@@ -68,8 +68,7 @@ export function makeInit(platform) {
       M = await createFucina(moduleOptions);
     } catch (e) {
       if (e instanceof FucinaError) throw e;
-      throw new FucinaError('LoadFailed', `LoadFailed: cannot load the ${variant} engine (${e?.message ?? e}); ` +
-        'if a bundler or CDN moved the files, pass init({ baseUrl }) or init({ locateFile })');
+      throw new FucinaError('LoadFailed', `LoadFailed: cannot load the ${variant} engine (${e?.message ?? e}); ${platform.loadHint}`);
     }
     platform.started?.(M);
     M.makeError = (code, message) => new FucinaError(code, message);

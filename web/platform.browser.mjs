@@ -34,6 +34,8 @@ async function readBytes(source) {
 
 export const platform = {
   name: 'browser',
+  loadHint: "esbuild and Rollup do not copy the package's wasm/ folder: copy node_modules/fucina/wasm/ " +
+    'beside the bundle, or say where the files are with init({ baseUrl }) or init({ locateFile })',
   threadsPossible: () => globalThis.crossOriginIsolated === true,
   defaultThreads: async () => globalThis.navigator?.hardwareConcurrency ?? 1,
   base: () => globalThis.location?.href ?? import.meta.url,

@@ -25,6 +25,7 @@ async function readBytes(source) {
 
 export const platform = {
   name: 'node',
+  loadHint: 'if the files were moved, say where they are with init({ baseUrl }) or init({ locateFile })',
   threadsPossible: () => true,
   defaultThreads: async () => availableParallelism(),
   base: () => pathToFileURL(`${process.cwd()}/`).href,

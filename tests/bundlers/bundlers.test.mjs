@@ -121,6 +121,24 @@ test('esbuild: an app importing fucina bundles and trains', opts, async () => {
   await trainsBothWays(join(dir, 'dist'));
 });
 
+test('esbuild without the copy: init() fails with LoadFailed saying what to copy', opts, async () => {
+  const dir = makeApp('esbuild-nocopy');
+  run(bin('.bin/esbuild'), ['src/index.js', 'src/worker.js', '--bundle', '--format=esm', '--outdir=dist', '--log-level=warning'], dir);
+  writeFileSync(join(dir, 'dist', 'index.html'), page('./index.js'));
+  const server = await startServer({ root: join(dir, 'dist') });
+  const { context, page: p } = await openPage(browser);
+  try {
+    await p.goto(`${server.url}plain/index.html`);
+    await p.waitForFunction(() => window.result !== undefined, null, { timeout: 60_000 });
+    const result = await p.evaluate(() => window.result);
+    assert.equal(result.ok, false);
+    assert.match(result.error, /FucinaError: LoadFailed: cannot load the simd engine .*copy node_modules\/fucina\/wasm\/ beside the bundle/);
+  } finally {
+    await context.close();
+    await server.close();
+  }
+});
+
 test('Rollup: an app importing fucina bundles and trains', opts, async () => {
   const dir = makeApp('rollup');
   writeFileSync(join(dir, 'rollup.config.mjs'), `import { nodeResolve } from ${JSON.stringify(pathToFileURL(bin('@rollup/plugin-node-resolve/dist/es/index.js')).href)};
