@@ -12,6 +12,10 @@ const isUrl = (s) => /^[a-z][a-z0-9+.-]+:/i.test(s);  // a scheme of two letters
 const asUrl = (s) => (isUrl(s) ? s : pathToFileURL(s).href);
 const asPath = (s) => (s.startsWith('file:') ? fileURLToPath(s) : s);
 
+// A Buffer as a plain Uint8Array over the same memory (new Uint8Array(buffer) would copy it: the
+// training images are 47 MB).
+const view = (buffer) => new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+
 // Reads a path, a file: URL or an http(s) URL.
 async function readBytes(source) {
   const s = String(source);
@@ -20,7 +24,7 @@ async function readBytes(source) {
     if (!response.ok) throw new Error(`HTTP ${response.status} for ${s}`);
     return new Uint8Array(await response.arrayBuffer());
   }
-  return new Uint8Array(await readFile(asPath(s)));
+  return view(await readFile(asPath(s)));
 }
 
 export const platform = {
@@ -44,5 +48,5 @@ export const platform = {
     if (M.PThread) for (const w of [...M.PThread.unusedWorkers, ...M.PThread.runningWorkers]) w.unref?.();
   },
   readBytes,
-  gunzip: async (bytes) => new Uint8Array(gunzipSync(bytes)),
+  gunzip: async (bytes) => view(gunzipSync(bytes)),
 };
