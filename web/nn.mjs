@@ -245,8 +245,9 @@ export function makeNn(fc) {
         throw invalid(`nn.Gpt.${method}: tokens hold ${t} positions along 't'; ${method} takes ${min} to ${max} (context ${this.config.context})`);
       return t;
     }
-    forward(tokens) {
-      const t = this.#tokens(tokens, 'forward', 1);
+    forward(tokens) { return this.#logits(tokens, this.#tokens(tokens, 'forward', 1)); }
+    // logits{batch..., t, vocab} of t checked tokens.
+    #logits(tokens, t) {
       return fc.scope(() => {
         let x = this.token.forward(tokens).add(this.position.table.narrow('t', 0, t));
         for (const b of this.blocks) {
@@ -261,7 +262,7 @@ export function makeNn(fc) {
     /** Mean next-token cross-entropy of tokens[:, :-1] predicting tokens[:, 1:]. */
     loss(tokens) {
       const t = this.#tokens(tokens, 'loss', 2);
-      return fc.scope(() => this.forward(tokens.narrow('t', 0, t - 1)).crossEntropy(tokens.narrow('t', 1, t - 1), 'vocab'));
+      return fc.scope(() => this.#logits(tokens.narrow('t', 0, t - 1), t - 1).crossEntropy(tokens.narrow('t', 1, t - 1), 'vocab'));
     }
     parameters() {
       return [...this.token.parameters(), ...this.position.parameters(),
