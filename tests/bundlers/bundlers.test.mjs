@@ -154,33 +154,20 @@ test('no bundler: an import map on the main thread, a module Worker importing by
   const dir = makeApp('plain');
   // Import maps do not reach workers: the worker imports the package's browser entry by path.
   writeFileSync(join(dir, 'plain-worker.js'), `import { init } from './node_modules/fucina/index.browser.mjs';
-self.onmessage = async () => {
-  try {
-    const fc = await init();
-    const t = fc.constant(['a'], [3], [1, 2, 3]);
-    self.postMessage({ ok: true, variant: fc.variant, threads: fc.threads, sum: t.mul(t).sumAll().item() });
-  } catch (e) { self.postMessage({ ok: false, error: String(e?.stack ?? e) }); }
-};
+import { trainOnMessage } from './src/train.js';
+self.onmessage = trainOnMessage(() => init());
 `);
   writeFileSync(join(dir, 'plain.html'), `<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><title>fucina, no bundler</title>
 <script type="importmap">{ "imports": { "fucina": "./node_modules/fucina/index.browser.mjs" } }</script>
 <script type="module">
 import { init } from 'fucina';
+import { train } from './src/train.js';
 try {
   // The main thread: the simd variant (threaded-simd would busy-wait the page's thread).
-  const fc = await init({ variant: 'simd' });
-  const x = fc.constant(['batch', 'in'], [3, 2], [1, 2, 3, 4, 5, 6]);
-  const y = fc.constant(['batch'], [3], [5, 11, 17]);
-  const w = fc.variable(['in'], [2], [0, 0]);
-  const opt = fc.optim.sgd([w], { lr: 0.01 });
-  const losses = [];
-  for (let i = 0; i < 50; ++i) losses.push(fc.scope(() => { opt.zeroGrad(); const d = x.dot(w, 'in').sub(y); const l = d.mul(d).meanAll(); l.backward(); opt.step(); return l.item(); }));
+  const main = train(await init({ variant: 'simd' }));
+  if (!(main.last < main.first / 10)) throw new Error('the main thread did not train: ' + JSON.stringify(main));
   const worker = new Worker('./plain-worker.js', { type: 'module' });
-  worker.onmessage = (e) => {
-    window.result = e.data.ok && e.data.sum === 14
-      ? { ok: true, variant: e.data.variant, threads: e.data.threads, first: losses[0], last: losses.at(-1) }
-      : { ok: false, error: e.data.error ?? JSON.stringify(e.data) };
-  };
+  worker.onmessage = (e) => { window.result = e.data; };
   worker.onerror = (e) => { window.result = { ok: false, error: 'worker error: ' + (e.message || '(no message)') }; };
   worker.postMessage('go');
 } catch (e) { window.result = { ok: false, error: String(e?.stack ?? e) }; }
@@ -195,23 +182,8 @@ test('files elsewhere (a CDN folder): init({ baseUrl }) loads both variants from
   cpSync(join(dir, 'node_modules', 'fucina', 'wasm'), join(dir, 'cdn', 'fucina'), { recursive: true });
   rmSync(join(dir, 'node_modules', 'fucina', 'wasm'), { recursive: true });
   writeFileSync(join(dir, 'cdn-worker.js'), `import { init } from './node_modules/fucina/index.browser.mjs';
-self.onmessage = async () => {
-  try {
-    const fc = await init({ baseUrl: new URL('/cdn/fucina/', self.location.href).href });
-    const w = fc.variable(['in'], [1], [0]);
-    const opt = fc.optim.sgd([w], { lr: 0.1 });
-    const losses = [];
-    for (let i = 0; i < 30; ++i) losses.push(fc.scope(() => {
-      opt.zeroGrad();
-      const d = w.subScalar(3);
-      const loss = d.mul(d).sumAll();
-      loss.backward();
-      opt.step();
-      return loss.item();
-    }));
-    self.postMessage({ ok: true, variant: fc.variant, threads: fc.threads, first: losses[0], last: losses.at(-1) });
-  } catch (e) { self.postMessage({ ok: false, error: String(e?.stack ?? e) }); }
-};
+import { trainOnMessage } from './src/train.js';
+self.onmessage = trainOnMessage(() => init({ baseUrl: new URL('/cdn/fucina/', self.location.href).href }));
 `);
   writeFileSync(join(dir, 'cdn.html'), `<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><title>fucina from a CDN folder</title>
 <script type="module">
