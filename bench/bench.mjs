@@ -1,7 +1,9 @@
 // Times ONE configuration of ../shared/BENCHMARKS.md's workloads on the built npm package (wasm),
 // with the protocol of protocol.mjs, and prints a table line or (--json) one JSON object:
-//   node bench/bench.mjs --workload w1|w2|w3|w3-ckpt|w4-1024|w4-fc --variant threaded-simd|simd
-//                        [--threads N] [--json] [--quick]
+//   node bench/bench.mjs --workload w1|w2|w3|w3-ckpt|w3-frozen-f32|w3-frozen-f16|w3-frozen-q8|w4-1024|w4-fc
+//                        --variant threaded-simd|simd [--threads N] [--json] [--quick]
+// w3-frozen-<dtype>: W3 with the projections frozen as that dtype (nn.Gpt.freezeProjections),
+// training the embeddings and LayerNorms, as bench/bench.cpp.
 // impl is "fucina-wasm-mt" (threaded-simd, N threads) or "fucina-wasm-st" (simd, one thread).
 // The models are fc.nn's (web/nn.mjs), the same definitions tests/js/models.test.mjs trains.
 import { init } from 'fucina';
@@ -38,12 +40,15 @@ function setUp(workload) {
     const y = fc.constant(['batch'], [64], labelPattern(64, 10), 'i32');
     return { step: trainingStep(opt, () => model.forward(x).crossEntropy(y, 'class')), note: 'NCHW' };
   }
-  if (workload === 'w3' || workload === 'w3-ckpt') {
+  const frozen = { 'w3-frozen-f32': 'f32', 'w3-frozen-f16': 'f16', 'w3-frozen-q8': 'q8_0' }[workload];
+  if (workload === 'w3' || workload === 'w3-ckpt' || frozen) {
     const model = new fc.nn.Gpt({ checkpointBlocks: workload === 'w3-ckpt' }, 1);
+    if (frozen) model.freezeProjections(frozen);
     const opt = fc.optim.adamw(model.parameters(), { lr: 1e-3, betas: [0.9, 0.999], eps: 1e-8, weightDecay: 0.01 });
     // 129 tokens per sequence: loss predicts the last 128 from the first 128 (2,048 tokens a step).
     const tokens = fc.constant(['batch', 't'], [16, 129], labelPattern(16 * 129, 256), 'i32');
-    return { step: trainingStep(opt, () => model.loss(tokens)), note: '129 tokens per sequence, 128 predicted' };
+    const note = frozen ? `projections frozen as ${frozen}, embeddings and LayerNorms trained` : '129 tokens per sequence, 128 predicted';
+    return { step: trainingStep(opt, () => model.loss(tokens)), note };
   }
   const [m, k, n] = GEMM_SHAPES[workload];
   const a = fc.normal(['m', 'k'], [m, k], 0, 1, 1), b = fc.normal(['k', 'n'], [k, n], 0, 1, 2);
@@ -59,7 +64,9 @@ try {
   // peak_bytes: the most tensor storage alive during the timed steps (parameters, optimizer state
   // and data included); step_bytes: what a step added on top of what lived before it.
   result = record(args.workload, impl, fc.threads, timing, load,
-    { peak_bytes: after.peakBytes, step_bytes: after.peakBytes - before.liveBytes, ...(note ? { note } : {}) });
+    { peak_bytes: after.peakBytes, step_bytes: after.peakBytes - before.liveBytes, live_bytes: after.liveBytes,
+      live_bytes_by_dtype: Object.fromEntries(Object.entries(after.bytesByDtype ?? {}).filter(([, v]) => v > 0)),
+      ...(note ? { note } : {}) });
 } catch (e) {
   result = { workload: args.workload, impl, threads: fc.threads, error: String(e.message ?? e).split('\n')[0], load_avg_1m: load };
 }

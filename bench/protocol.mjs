@@ -5,7 +5,9 @@
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 
-export const WORKLOADS = ['w1', 'w2', 'w3', 'w3-ckpt', 'w4-1024', 'w4-fc'];
+export const WORKLOADS = ['w1', 'w2', 'w3', 'w3-ckpt', 'w3-frozen-f32', 'w3-frozen-f16', 'w3-frozen-q8', 'w4-1024', 'w4-fc'];
+/** fucina's own variants (issue 19's frozen-base W3), which the peers do not run. */
+export const OWN_WORKLOADS = ['w3-frozen-f32', 'w3-frozen-f16', 'w3-frozen-q8'];
 
 /** GEMM shapes of W4: [M, K, N]. */
 export const GEMM_SHAPES = { 'w4-1024': [1024, 1024, 1024], 'w4-fc': [128, 784, 512] };
@@ -16,7 +18,7 @@ const W3_PARAMS = 445952, W3_T = 128, W3_D = 128, W3_LAYERS = 2, W3_BATCH = 16;
 export function gflopPerStep(workload) {
   if (workload === 'w1') return (6 * 128 * (784 * 512 + 512 * 256 + 256 * 10)) / 1e9;
   if (workload === 'w2') return (3 * 64 * 2 * (26 * 26 * 32 * 9 + 11 * 11 * 64 * 288 + 1600 * 128 + 128 * 10)) / 1e9;
-  if (workload === 'w3' || workload === 'w3-ckpt') {
+  if (workload.startsWith('w3')) {  // the frozen variants: the same nominal work (bench.cpp)
     const attention = 3 * W3_LAYERS * W3_BATCH * 2 * (2 * W3_T * W3_T * W3_D);  // QKᵀ and AV, ×3 with backward
     return (6 * W3_BATCH * W3_T * (W3_PARAMS - W3_T * W3_D) + attention) / 1e9;
   }

@@ -11,7 +11,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { WORKLOADS, gflopPerStep } from './protocol.mjs';
+import { OWN_WORKLOADS, WORKLOADS, gflopPerStep } from './protocol.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const argv = process.argv.slice(2);
@@ -60,7 +60,7 @@ const configs = [  // impl, threads, the command minus the workload flags, and w
 if (compare) {
   if (existsSync(join(root, 'node_modules', '@tensorflow', 'tfjs-backend-wasm'))) {
     const tfjs = [node, join(root, 'bench', 'peers', 'tfjs_bench.mjs'), '--threads', '1'];
-    configs.push({ impl: 'tfjs-wasm', threads: 1, cmd: tfjs, only: (w) => w !== 'w3-ckpt' },
+    configs.push({ impl: 'tfjs-wasm', threads: 1, cmd: tfjs, only: (w) => w !== 'w3-ckpt' && !OWN_WORKLOADS.includes(w) },
       { impl: 'tfjs-wasm-xt', threads: 1, cmd: [...tfjs, '--grads', 'xt'], only: (w) => w === 'w1' },
       { impl: 'tfjs-wasm-onehot', threads: 1, cmd: [...tfjs, '--embedding', 'onehot'], only: (w) => w === 'w3' });
   } else {
@@ -71,8 +71,9 @@ if (compare) {
     .find((py) => spawnSync(py, ['-c', 'import torch'], { stdio: 'ignore' }).status === 0);
   if (python) {
     const torch = [python, join(root, 'bench', 'peers', 'torch_bench.py')];
-    configs.push({ impl: 'torch', threads: 1, cmd: [...torch, '--threads', '1'] },
-      { impl: 'torch', threads: 2, cmd: [...torch, '--threads', '2'] });
+    const peer = (w) => !OWN_WORKLOADS.includes(w);
+    configs.push({ impl: 'torch', threads: 1, cmd: [...torch, '--threads', '1'], only: peer },
+      { impl: 'torch', threads: 2, cmd: [...torch, '--threads', '2'], only: peer });
   } else {
     note('PyTorch is not installed (neither python3 nor /usr/bin/python3 imports torch; Debian: apt-get install python3-torch); torch skipped');
   }

@@ -180,7 +180,7 @@ HandlePtr fromValues(val tags, val shape, val values, std::string dtype, bool va
     fucina::Extents e = toExtents(shape);
     const fucina::DType d = toDType(dtype);
     std::vector<float> data = emscripten::convertJSArrayToNumberVector<float>(values);
-    if (variable) return wrap(Tensor::variableFromSlice(ctx(), t, e, data));
+    if (variable) return wrap(Tensor::variableFromSlice(ctx(), t, e, data, d));
     return wrap(Tensor::fromRaw(ctx(), RawTensor::fromSlice(ctx(), t, e, data, d)));
   });
 }
@@ -630,21 +630,21 @@ struct JsOptimizer {
 using JsOptimizerPtr = std::shared_ptr<JsOptimizer>;
 
 JsOptimizerPtr optimSgd(val params, double lr, double momentum, double dampening, bool nesterov,
-                        double weight_decay) {
+                        double weight_decay, bool master_weights) {
   return guard([&] {
     auto opt = std::make_unique<fucina::optim::Sgd>(fucina::optim::SgdOptions{
         .lr = lr, .momentum = momentum, .dampening = dampening, .nesterov = nesterov,
-        .weight_decay = weight_decay});
+        .weight_decay = weight_decay, .master_weights = master_weights});
     opt->add(tensorsOf(params, "optimizer params"));
     return std::make_shared<JsOptimizer>(JsOptimizer{std::move(opt)});
   });
 }
 
 JsOptimizerPtr optimAdam(val params, double lr, double beta1, double beta2, double eps,
-                         double weight_decay, bool decoupled) {
+                         double weight_decay, bool decoupled, bool master_weights) {
   return guard([&] {
     const fucina::optim::AdamOptions o{.lr = lr, .beta1 = beta1, .beta2 = beta2, .eps = eps,
-                                       .weight_decay = weight_decay};
+                                       .weight_decay = weight_decay, .master_weights = master_weights};
     std::unique_ptr<fucina::optim::Optimizer> opt;
     if (decoupled) opt = std::make_unique<fucina::optim::AdamW>(o);
     else opt = std::make_unique<fucina::optim::Adam>(o);

@@ -242,13 +242,14 @@ class Fucina {
   }
 
   // ---- creation
-  /** variable(tags, shape, values), or variable(tensor): a trainable leaf holding a copy. */
-  variable(tags, shape, values) {
+  /** variable(tags, shape, values, dtype = 'f32'), or variable(tensor): a trainable leaf holding a
+   * copy. f16/bf16 leaves take f32 gradients; other dtypes fail with UnsupportedGradient. */
+  variable(tags, shape, values, dtype = 'f32') {
     if (tags instanceof Tensor) {
       const value = this._operand(tags, 'variable');
       return this._wrap(this._call((M) => M.variableOf(value._handle)));
     }
-    return this._wrap(this._call((M) => M.fromValues(checkTags(tags), checkShape(shape), checkValues(values), 'f32', true)));
+    return this._wrap(this._call((M) => M.fromValues(checkTags(tags), checkShape(shape), checkValues(values), checkDType(dtype), true)));
   }
   constant(tags, shape, values, dtype = 'f32') {
     return this._wrap(this._call((M) => M.fromValues(checkTags(tags), checkShape(shape), checkValues(values), checkDType(dtype), false)));
@@ -838,17 +839,21 @@ function optionNumber(options, key, fallback) {
   return v;
 }
 
+// Note [16-bit parameters] (optim/optimizer.h): keep f32 copies of f16/bf16 parameters.
+const masterWeights = (o, who) => (o.masterWeights === undefined ? false : checkBoolean(o.masterWeights, `${who}: masterWeights`));
+
 function makeOptim(fc) {
   const sgd = (params, options) => {
-    const o = checkOptions(options, ['lr', 'momentum', 'dampening', 'nesterov', 'weightDecay'], 'optim.sgd');
+    const o = checkOptions(options, ['lr', 'momentum', 'dampening', 'nesterov', 'weightDecay', 'masterWeights'], 'optim.sgd');
     if (o.nesterov !== undefined) checkBoolean(o.nesterov, 'optim.sgd: nesterov');
     const handles = handlesOf(fc, params, 'optim.sgd: params');
     const h = fc._call((M) => M.optimSgd(handles, optionNumber(o, 'lr', 1e-3), optionNumber(o, 'momentum', 0),
-      optionNumber(o, 'dampening', 0), o.nesterov ?? false, optionNumber(o, 'weightDecay', 0)));
+      optionNumber(o, 'dampening', 0), o.nesterov ?? false, optionNumber(o, 'weightDecay', 0),
+      masterWeights(o, 'optim.sgd')));
     return new Optimizer(fc, h, params);
   };
   const adamLike = (name, decoupled, defaultDecay) => (params, options) => {
-    const o = checkOptions(options, ['lr', 'betas', 'eps', 'weightDecay'], `optim.${name}`);
+    const o = checkOptions(options, ['lr', 'betas', 'eps', 'weightDecay', 'masterWeights'], `optim.${name}`);
     let betas = [0.9, 0.999];
     if (o.betas !== undefined) {
       if (!Array.isArray(o.betas) || o.betas.length !== 2 || !o.betas.every((b) => typeof b === 'number'))
@@ -857,7 +862,8 @@ function makeOptim(fc) {
     }
     const handles = handlesOf(fc, params, `optim.${name}: params`);
     const h = fc._call((M) => M.optimAdam(handles, optionNumber(o, 'lr', 1e-3), betas[0], betas[1],
-      optionNumber(o, 'eps', 1e-8), optionNumber(o, 'weightDecay', defaultDecay), decoupled));
+      optionNumber(o, 'eps', 1e-8), optionNumber(o, 'weightDecay', defaultDecay), decoupled,
+      masterWeights(o, `optim.${name}`)));
     return new Optimizer(fc, h, params);
   };
   return Object.freeze({

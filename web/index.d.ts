@@ -555,6 +555,10 @@ export interface SgdOptions {
   nesterov?: boolean;
   /** L2 penalty added to the gradient, >= 0 (default 0). */
   weightDecay?: number;
+  /** Keep an f32 master copy of each f16/bf16 parameter and update that (default false): without
+   * it a 16-bit parameter is updated in f32 and rounded back each step, so steps below half its
+   * precision are lost (bf16 has 8 bits of mantissa). */
+  masterWeights?: boolean;
 }
 
 /** Options of {@link Optim.adam} and {@link Optim.adamw} (torch.optim.Adam, AdamW). */
@@ -567,6 +571,8 @@ export interface AdamOptions {
   eps?: number;
   /** Adam: L2 added to the gradient (default 0); AdamW: decoupled decay (default 0.01). */
   weightDecay?: number;
+  /** Keep an f32 master copy of each f16/bf16 parameter (see {@link SgdOptions.masterWeights}). */
+  masterWeights?: boolean;
 }
 
 /** Updates parameters in place, without building graph nodes (the semantics of torch.optim). */
@@ -851,6 +857,10 @@ export interface Gpt extends Module {
   /** Mean next-token cross-entropy of tokens[:, :-1] predicting tokens[:, 1:] (2 to
    * context + 1 positions). */
   loss(tokens: Tensor): Tensor;
+  /** Makes the blocks' projections (qkv, proj, fc, out) frozen constants: weights stored as
+   * dtype (q8_0 with blocks along each weight's input axis), biases f32. parameters() then lists
+   * the embeddings and LayerNorms only; gradients still flow through the frozen weights. */
+  freezeProjections(dtype: 'f32' | 'f16' | 'bf16' | 'q8_0'): void;
 }
 
 /** The constructor fc.nn.Gpt. */
@@ -900,9 +910,12 @@ export interface Fucina {
   /** The FucinaError class (for instanceof). */
   readonly FucinaError: typeof FucinaError;
 
-  /** A trainable f32 leaf with these axes, extents and values (row-major). */
-  variable(tags: readonly string[], shape: readonly number[], values: Values): Tensor;
-  /** A trainable f32 leaf holding a copy of value. */
+  /** A trainable leaf with these axes, extents and values (row-major), stored as dtype (default
+   * f32). An f16/bf16 leaf's gradient is always f32; it is differentiable through `to()` and as
+   * the right operand of dot, einsum, addDot and matmul (other ops refuse it with
+   * UnsupportedGradient). */
+  variable(tags: readonly string[], shape: readonly number[], values: Values, dtype?: 'f32' | 'f16' | 'bf16'): Tensor;
+  /** A trainable leaf holding a copy of value, in value's dtype (f32, f16 or bf16). */
   variable(value: Tensor): Tensor;
   /** A constant with these axes, extents and values (row-major), stored as dtype (default f32). */
   constant(tags: readonly string[], shape: readonly number[], values: Values, dtype?: DType): Tensor;

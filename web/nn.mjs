@@ -252,9 +252,16 @@ export function makeNn(fc) {
         let x = this.token.forward(tokens).add(this.position.table.narrow('t', 0, t));
         for (const b of this.blocks) {
           const params = b.layers.flatMap((l) => l.parameters());
-          x = this.config.checkpointBlocks
-            ? fc.checkpoint((xi, ...ps) => this.#block(b, xi, ps), [x, ...params])
-            : this.#block(b, x, params);
+          if (!this.config.checkpointBlocks) {
+            x = this.#block(b, x, params);
+            continue;
+          }
+          // Trainable slots are checkpoint inputs; frozen ones (freezeProjections) stay captured.
+          const trainable = params.filter((p) => p.requiresGrad);
+          x = fc.checkpoint((xi, ...ps) => {
+            let next = 0;
+            return this.#block(b, xi, params.map((p) => (p.requiresGrad ? ps[next++] : p)));
+          }, [x, ...trainable]);
         }
         return this.final.forward(x).dot(this.token.table, 'e');  // the head is tied to the embedding
       });
@@ -264,9 +271,26 @@ export function makeNn(fc) {
       const t = this.#tokens(tokens, 'loss', 2);
       return fc.scope(() => this.#logits(tokens.narrow('t', 0, t - 1), t - 1).crossEntropy(tokens.narrow('t', 1, t - 1), 'vocab'));
     }
+    /** The trainable tensors: all, or after freezeProjections the embeddings and LayerNorms. */
     parameters() {
       return [...this.token.parameters(), ...this.position.parameters(),
-        ...this.blocks.flatMap((b) => b.layers.flatMap((l) => l.parameters())), ...this.final.parameters()];
+        ...this.blocks.flatMap((b) => b.layers.flatMap((l) => l.parameters())), ...this.final.parameters()]
+        .filter((p) => p.requiresGrad);
+    }
+    /** Makes the blocks' projections frozen constants: weights stored as dtype ('f32', 'f16',
+     * 'bf16', or 'q8_0' with blocks along each weight's input axis), biases f32 (C++'s
+     * Gpt::freezeProjections). Gradients still flow through them to the layers below. */
+    freezeProjections(dtype) {
+      if (!['f32', 'f16', 'bf16', 'q8_0'].includes(dtype))
+        throw invalid(`nn.Gpt.freezeProjections: dtype is 'f32', 'f16', 'bf16' or 'q8_0', got ${JSON.stringify(dtype)}`);
+      for (const b of this.blocks)
+        for (const l of [b.qkv, b.proj, b.fc, b.out]) {
+          const [w, bias] = [l.weight, l.bias];
+          l.weight = fc.scope(() => (dtype === 'q8_0' ? w.detach().quantize('q8_0', l.in) : w.detach().to(dtype)));
+          l.bias = fc.scope(() => bias.detach());
+          w.dispose();  // the detached copies keep the storage they share
+          bias.dispose();
+        }
     }
   }
 

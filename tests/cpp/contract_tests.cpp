@@ -200,7 +200,10 @@ TEST_CASE("addDot: bad inputs") {
   CHECK_FUCINA_ERROR(x.addDot(ctx, w, "k", Tensor::ones(ctx, {"out"}, {4})), ShapeMismatch);
   CHECK_FUCINA_ERROR(x.addDot(ctx, Tensor::ones(ctx, {"out", "in"}, {4, 5}), "in", Tensor::ones(ctx, {"out"}, {4})),
                      ShapeMismatch);
-  CHECK_FUCINA_ERROR(x.addDot(ctx, w, "in", Tensor::ones(ctx, {"out"}, {4}, fucina::DType::bf16)), DTypeMismatch);
+  // Integer operands are refused; 16-bit ones are typed branches (tests/cpp/typed_tests.cpp).
+  CHECK_FUCINA_ERROR(x.addDot(ctx, w, "in", Tensor::ones(ctx, {"out"}, {4}, fucina::DType::i32)), DTypeMismatch);
+  CHECK_FUCINA_ERROR(x.addDot(ctx, w, "in", Tensor::variableFromSlice(ctx, {"out"}, {4}, {1, 2, 3, 4}, fucina::DType::bf16)),
+                     UnsupportedGradient);
 }
 
 // ---------------------------------------------------------------- matmul
@@ -260,7 +263,7 @@ TEST_CASE("matmul: bad inputs") {
   CHECK_FUCINA_ERROR(bx.matmul(ctx, Tensor::ones(ctx, {"k", "n"}, {3, 4})), ShapeMismatch);
   CHECK_FUCINA_ERROR(bx.matmul(ctx, Tensor::ones(ctx, {"c", "k", "n"}, {2, 3, 4})), ShapeMismatch);
   CHECK_FUCINA_ERROR(bx.matmul(ctx, Tensor::ones(ctx, {"b", "k", "n"}, {5, 3, 4})), ShapeMismatch);
-  CHECK_FUCINA_ERROR(x.matmul(ctx, Tensor::ones(ctx, {"k", "n"}, {3, 4}, fucina::DType::f16)), DTypeMismatch);
+  CHECK_FUCINA_ERROR(x.matmul(ctx, Tensor::ones(ctx, {"k", "n"}, {3, 4}, fucina::DType::i64)), DTypeMismatch);
 }
 
 // ---------------------------------------------------------------- transpose

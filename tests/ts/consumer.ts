@@ -67,8 +67,9 @@ fc.constant(['a'], [2], ['1', '2']);
 fc.constant(['a'], [2], { length: 2, 0: 1, 1: 2 });
 // @ts-expect-error an unknown dtype
 fc.zeros(['a'], [2], 'f128');
-// @ts-expect-error variable takes no dtype (leaves are f32)
-fc.variable(['a'], [2], [1, 2], 'f16');
+const half16: Tensor = fc.variable(['a'], [2], [1, 2], 'f16');  // a 16-bit leaf, f32 gradient
+// @ts-expect-error variables are f32, f16 or bf16
+fc.variable(['a'], [2], [1, 2], 'f64');
 // @ts-expect-error the shape is missing
 fc.ones(['a']);
 // @ts-expect-error a Tensor is not a tag list

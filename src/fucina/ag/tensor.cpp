@@ -53,6 +53,11 @@ const RawTensor& TensorImpl::contiguousF32(ExecContext* ctx) const {
   return f32_cache_;
 }
 
+void TensorImpl::dropF32Cache() {
+  std::lock_guard lock(cache_mutex_);
+  f32_cache_ = RawTensor();
+}
+
 // ---------------------------------------------------------------- construction
 
 Tensor Tensor::make(ExecContext& ctx, RawTensor value, std::shared_ptr<GradState> state) {
@@ -144,29 +149,40 @@ Tensor Tensor::normal(ExecContext& ctx, Tags tags, Extents shape, double mean, d
                       [=](uint64_t i) { return mean + std * random::normal(seed, i); });
 }
 
+// Note [Dtype rules]: leaves are f32, or f16/bf16 whose accumulated gradient is f32 (there is no
+// 16-bit gradient anywhere). f64, integer and q8_0 tensors never take gradients.
 static std::shared_ptr<GradState> leafFor(const RawTensor& value) {
-  if (value.dtype() != DType::f32)
+  const DType d = value.dtype();
+  if (d != DType::f32 && d != DType::f16 && d != DType::bf16)
     fail(ErrorCode::UnsupportedGradient,
-         "variables are f32; got " + std::string(name(value.dtype())) +
-             " (convert with to(ctx, DType::f32) first)");
+         "variables are f32, f16 or bf16; got " + std::string(name(d)) +
+             (d == DType::q8_0 ? " (a quantized weight is a frozen constant; dequantize with "
+                                 "to(ctx, DType::f32) to train it)"
+                               : " (convert with to(ctx, DType::f32) first)"));
   return std::make_shared<GradState>(value.tags(), value.shape());
 }
 
 Tensor Tensor::variableFromSlice(ExecContext& ctx, Tags tags, Extents shape,
-                                 std::span<const float> values) {
-  RawTensor v = RawTensor::fromSlice(ctx, std::move(tags), std::move(shape), values);
+                                 std::span<const float> values, DType dtype) {
+  if (dtype != DType::f32 && dtype != DType::f16 && dtype != DType::bf16)
+    fail(ErrorCode::UnsupportedGradient, "variableFromSlice makes f32, f16 or bf16 leaves, not " +
+                                             std::string(name(dtype)));
+  RawTensor v = RawTensor::fromSlice(ctx, std::move(tags), std::move(shape), values, dtype);
   auto state = leafFor(v);
   return make(ctx, std::move(v), std::move(state));
 }
 
 Tensor Tensor::variableFromSlice(ExecContext& ctx, Tags tags, Extents shape,
-                                 std::initializer_list<float> values) {
+                                 std::initializer_list<float> values, DType dtype) {
   return variableFromSlice(ctx, std::move(tags), std::move(shape),
-                           std::span<const float>(values.begin(), values.size()));
+                           std::span<const float>(values.begin(), values.size()), dtype);
 }
 
 Tensor Tensor::variable(ExecContext& ctx, const Tensor& value) {
-  RawTensor v = value.value().clone(ctx);  // a leaf owns its storage (gradcheck perturbs it)
+  const RawTensor& src = value.value();
+  if (src.dtype() != DType::f32 && src.dtype() != DType::f16 && src.dtype() != DType::bf16)
+    leafFor(src);  // throws before a copy is made
+  RawTensor v = src.clone(ctx);  // a leaf owns its storage (gradcheck perturbs it)
   auto state = leafFor(v);
   return make(ctx, std::move(v), std::move(state));
 }
@@ -217,7 +233,15 @@ void Tensor::backwardWithGrad(ExecContext& ctx, const Tensor& grad_output) const
   backward(ctx);
 }
 
+// f64 tensors never take gradients, so asking one for its gradient is a mistake, not "none yet".
+static void refuseF64Grad(const Tensor& t, const char* what) {
+  if (t.dtype() == DType::f64)
+    fail(ErrorCode::UnsupportedGradient, std::string(what) + " of an f64 tensor " + t.value().describe() +
+                                             ": f64 computes forward only and never has a gradient");
+}
+
 std::optional<Tensor> Tensor::grad(ExecContext& ctx) const {
+  refuseF64Grad(*this, "grad()");
   GradState* state = gradState();
   if (!state) return std::nullopt;
   auto g = state->gradClone(ctx);
@@ -226,6 +250,7 @@ std::optional<Tensor> Tensor::grad(ExecContext& ctx) const {
 }
 
 std::optional<Tensor> Tensor::gradView(ExecContext& ctx) const {
+  refuseF64Grad(*this, "gradView()");
   GradState* state = gradState();
   if (!state) return std::nullopt;
   auto g = state->gradView();

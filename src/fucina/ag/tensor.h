@@ -72,6 +72,8 @@ class TensorImpl {
   const std::shared_ptr<GradState>& gradState() const { return grad_state_; }
   // The value as contiguous f32: the value itself, or a copy made once and kept.
   const internal::RawTensor& contiguousF32(ExecContext* ctx) const;
+  // Forgets that copy: the value was written in place (an optimizer's update of a 16-bit leaf).
+  void dropF32Cache();
 
  private:
   mutable std::mutex cache_mutex_;
@@ -103,10 +105,14 @@ class Tensor {
   /// in every build. uniform draws from [lo, hi); normal from N(mean, std^2) (Box–Muller).
   static Tensor uniform(ExecContext& ctx, Tags tags, Extents shape, double lo, double hi, uint64_t seed);
   static Tensor normal(ExecContext& ctx, Tags tags, Extents shape, double mean, double std, uint64_t seed);
-  // --- variables (leaf GradState); f32 only ---
-  static Tensor variableFromSlice(ExecContext& ctx, Tags tags, Extents shape, std::span<const float> values);
-  static Tensor variableFromSlice(ExecContext& ctx, Tags tags, Extents shape, std::initializer_list<float> values);
-  static Tensor variable(ExecContext& ctx, const Tensor& value);  ///< a leaf holding a copy of value
+  // --- variables (leaf GradState): f32, or f16/bf16 whose gradient is always f32 (§5.1) ---
+  /// values are rounded to dtype (nearest even); f64, integer and q8_0 are UnsupportedGradient.
+  static Tensor variableFromSlice(ExecContext& ctx, Tags tags, Extents shape, std::span<const float> values,
+                                  DType dtype = DType::f32);
+  static Tensor variableFromSlice(ExecContext& ctx, Tags tags, Extents shape, std::initializer_list<float> values,
+                                  DType dtype = DType::f32);
+  /// A leaf holding a copy of value, in value's dtype (f32, f16 or bf16).
+  static Tensor variable(ExecContext& ctx, const Tensor& value);
 
   bool defined() const { return impl_ != nullptr; }
   DType dtype() const;
@@ -121,6 +127,8 @@ class Tensor {
   // --- autograd (§5.2, §5.3) ---
   void backward(ExecContext& ctx) const;
   void backwardWithGrad(ExecContext& ctx, const Tensor& grad_output) const;
+  /// The accumulated gradient: f32 whatever this tensor's dtype (none for constants and before a
+  /// backward pass). f64 tensors: UnsupportedGradient (they never have one).
   std::optional<Tensor> grad(ExecContext& ctx) const;      ///< deep copy, a constant
   std::optional<Tensor> gradView(ExecContext& ctx) const;  ///< shares the accumulator's buffer
   void zeroGrad() const;

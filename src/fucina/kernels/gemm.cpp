@@ -82,9 +82,11 @@ bool splitsDepth(int64_t m, int64_t n, int64_t k) {
 }
 }  // namespace
 
-void gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-          const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
-          bool accumulate, const float* bias) {
+namespace {
+// Both gemm overloads: b for an f32 B, typed.base for a typed one.
+void gemmAny(ExecContext& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+             const float* a, int64_t lda, const float* b, const TypedB& typed, int64_t ldb, float* c,
+             int64_t ldc, bool accumulate, const float* bias) {
   if (m <= 0 || n <= 0) return;
   if (bias && accumulate) fail(ErrorCode::InvalidArgument, "gemm: a bias is added only when not accumulating");
   // Pieces are whole tiles (MR rows of the target; 32 columns, a multiple of every NR), and each
@@ -104,10 +106,12 @@ void gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n, in
   float* const second_half = scratch.data();  // by pointer: workers' `scratch` is their own
   auto piece = [&](int64_t half, int64_t u0, int64_t u1, uint64_t product_id = 0) {
     const int64_t k0 = half == 0 ? 0 : k_split, kk = half == 0 ? k_split : k - k_split;
+    const int64_t b_skip = trans_b ? k0 : k0 * ldb;  // B's first element of this half
     const detail::GemmArgs g{trans_a, trans_b, m, n, kk,
-                             a + (trans_a ? k0 * lda : k0), lda, b + (trans_b ? k0 : k0 * ldb), ldb,
+                             a + (trans_a ? k0 * lda : k0), lda, typed.dtype == DType::f32 ? b + b_skip : nullptr, ldb,
                              half == 0 ? c : second_half, half == 0 ? ldc : n,
-                             half == 0 && accumulate, {}, half == 0 ? bias : nullptr, product_id};
+                             half == 0 && accumulate, {}, half == 0 ? bias : nullptr, product_id,
+                             typed.dtype, typed.base, typed.offset + b_skip};
     const int64_t lo = u0 * unit, hi = std::min(by_rows ? m : n, u1 * unit);
     if (by_rows) detail::gemmBlock(g, lo, hi, 0, n);
     else detail::gemmBlock(g, 0, m, lo, hi);
@@ -137,6 +141,22 @@ void gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n, in
       for (int64_t j = 0; j < n; ++j) ci[j] += si[j];
     }
   });
+}
+}  // namespace
+
+void gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+          const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
+          bool accumulate, const float* bias) {
+  gemmAny(ctx, trans_a, trans_b, m, n, k, a, lda, b, TypedB{}, ldb, c, ldc, accumulate, bias);
+}
+
+void gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+          const float* a, int64_t lda, const TypedB& b, int64_t ldb, float* c, int64_t ldc,
+          bool accumulate, const float* bias) {
+  if (b.dtype != DType::f16 && b.dtype != DType::bf16 && b.dtype != DType::q8_0)
+    fail(ErrorCode::DTypeMismatch, "gemm: a typed right operand is f16, bf16 or q8_0, not " +
+                                       std::string(name(b.dtype)));
+  gemmAny(ctx, trans_a, trans_b, m, n, k, a, lda, nullptr, b, ldb, c, ldc, accumulate, bias);
 }
 
 namespace {
@@ -174,6 +194,7 @@ int64_t foldedStride(const RawTensor& t, const Tags& group) {
 struct MatrixOperand {
   RawTensor storage;  // the tensor data points into (the copy, when one was made)
   const float* data = nullptr;
+  TypedB typed;  // an f16, bf16 or q8_0 operand read in place (B only): data is then null
   int64_t ld = 0;
   bool trans = false;
   std::vector<int64_t> batch_offsets;  // row-major over the batch axes
@@ -191,10 +212,13 @@ MatrixOperand asMatrices(ExecContext& ctx, const RawTensor& t, const Tags& batch
     op.trans = true;
     op.ld = cs;
   } else {
-    op.storage = t.permuted(joinTags({batch, rows, cols})).contiguous(ctx);
+    // A typed operand whose layout does not fold is the rare case that is converted whole.
+    const RawTensor ordered = t.permuted(joinTags({batch, rows, cols}));
+    op.storage = t.dtype() == DType::f32 ? ordered.contiguous(ctx) : ordered.to(ctx, DType::f32);
     op.ld = ncols;
   }
-  op.data = op.storage.f32();
+  if (op.storage.dtype() == DType::f32) op.data = op.storage.f32();
+  else op.typed = TypedB{op.storage.storage()->data(), op.storage.dtype(), op.storage.offset()};
   op.batch_offsets = op.storage.offsetsOver(batch);
   return op;
 }
@@ -254,10 +278,21 @@ RawTensor contract(ExecContext& ctx, const RawTensor& a, const RawTensor& b,
   const bool accumulate = initial.valid() && !fused_bias;
   if (accumulate || (empty && initial.valid())) copyConvert(initial.broadcastView(gemm_tags, gemm_shape), out, &ctx);
   else if (empty) fill(out, 0.0, &ctx);
-  for (int64_t i = 0; !empty && i < nb; ++i)
-    gemm(ctx, ma.trans, mb.trans, m, n, k, ma.data + ma.batch_offsets[i], ma.ld,
-         mb.data + mb.batch_offsets[i], mb.ld, pc + i * m * n, n, accumulate,
-         fused_bias ? initial.f32() : nullptr);
+  if (!empty && !ma.data)
+    fail(ErrorCode::DTypeMismatch, "contract: the left operand " + a.describe() + " must be f32, got " +
+                                       std::string(name(a.dtype())));
+  for (int64_t i = 0; !empty && i < nb; ++i) {
+    const float* pa = ma.data + ma.batch_offsets[i];
+    const float* bias = fused_bias ? initial.f32() : nullptr;
+    if (mb.data) {
+      gemm(ctx, ma.trans, mb.trans, m, n, k, pa, ma.ld, mb.data + mb.batch_offsets[i], mb.ld,
+           pc + i * m * n, n, accumulate, bias);
+    } else {
+      TypedB tb = mb.typed;
+      tb.offset += mb.batch_offsets[i];
+      gemm(ctx, ma.trans, mb.trans, m, n, k, pa, ma.ld, tb, mb.ld, pc + i * m * n, n, accumulate, bias);
+    }
+  }
 
   // Result order: a's remaining axes (batch and free, as they stand in a), then b_free.
   Tags order;

@@ -36,6 +36,19 @@ void gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n, in
           const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
           bool accumulate, const float* bias = nullptr);
 
+// A right operand stored as f16, bf16 or q8_0: element (p, j) of op(B) is element index
+// offset + p·ldb + j (offset + j·ldb + p when trans_b) of the buffer at base (Note [q8_0 layout]
+// for q8_0), converted to f32 while the GEMM packs it, one packed block at a time, so the
+// operand is never copied whole to f32 (the mixed-precision contractions of Note [Dtype rules]).
+struct TypedB {
+  const std::byte* base = nullptr;
+  DType dtype = DType::f32;
+  int64_t offset = 0;
+};
+void gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+          const float* a, int64_t lda, const TypedB& b, int64_t ldb, float* c, int64_t ldc,
+          bool accumulate, const float* bias = nullptr);
+
 // The fast kernel on the calling thread only: for callers whose work items already spread over
 // the pool (attention's per-head tiles), where a nested split would only add overhead.
 void gemmSerial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,

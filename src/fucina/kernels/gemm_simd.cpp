@@ -13,6 +13,7 @@
 #include <cstring>
 #include <vector>
 
+#include "fucina/core/q8.h"
 #include "fucina/kernels/gemm_simd.h"
 
 namespace fucina::kernels::detail {
@@ -20,7 +21,7 @@ namespace {
 
 // Per-thread packing buffer that only grows, 64-byte aligned: no allocation in steady state.
 float* scratch(int slot, size_t floats) {
-  thread_local std::vector<float> buffers[2];
+  thread_local std::vector<float> buffers[3];  // A panels, B panels, a typed B block as f32
   std::vector<float>& buf = buffers[slot];
   if (buf.size() < floats + 16) buf.resize(floats + 16);
   const auto addr = reinterpret_cast<uintptr_t>(buf.data());
@@ -193,10 +194,67 @@ void PackA(const GemmArgs& g, int64_t m0, int64_t mc, int64_t p0, int64_t kc, fl
   PackPanels<kMR>(g.a + p0 * g.lda + m0, 1, g.lda, mc, kc, dst);
 }
 
+// out[i] = typed element e + i as f32 (gemm_simd.h, convertRun).
+void ConvertRun(const std::byte* base, DType dtype, int64_t e, int64_t n, float* HWY_RESTRICT out) {
+  const D d;
+  constexpr int64_t N = kLanes;
+  int64_t i = 0;
+  if (dtype == DType::f16 || dtype == DType::bf16) {
+    const uint16_t* src = reinterpret_cast<const uint16_t*>(base) + e;
+#if HWY_TARGET != HWY_SCALAR
+    if (dtype == DType::f16) {
+      const hn::Rebind<hwy::float16_t, D> dh;
+      const auto* h = reinterpret_cast<const hwy::float16_t*>(src);
+      for (; i + N <= n; i += N) hn::StoreU(hn::PromoteTo(d, hn::LoadU(dh, h + i)), d, out + i);
+    } else {  // bf16 is the high half of an f32
+      const hn::Rebind<uint16_t, D> du16;
+      const hn::RebindToUnsigned<D> du32;
+      for (; i + N <= n; i += N)
+        hn::StoreU(hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, src + i)))), d, out + i);
+    }
+#endif
+    for (; i < n; ++i) out[i] = dtype == DType::f16 ? f16ToF32(src[i]) : bf16ToF32(src[i]);
+    return;
+  }
+  // q8_0: the run crosses blocks; each block's values times its scale.
+  while (i < n) {
+    const int64_t at = e + i, in_block = at % q8::kBlock;
+    const std::byte* block = q8::blockOf(base, at);
+    const float scale = q8::scaleOf(block);
+    const int8_t* q = q8::valuesOf(block) + in_block;
+    const int64_t len = std::min(q8::kBlock - in_block, n - i);
+    int64_t j = 0;
+#if HWY_TARGET != HWY_SCALAR
+    const hn::Rebind<int8_t, D> di8;
+    const hn::Rebind<int32_t, D> di32;
+    const V vs = hn::Set(d, scale);
+    for (; j + N <= len; j += N)
+      hn::StoreU(hn::Mul(hn::ConvertTo(d, hn::PromoteTo(di32, hn::LoadU(di8, q + j))), vs), d, out + i + j);
+#endif
+    for (; j < len; ++j) out[i + j] = scale * static_cast<float>(q[j]);
+    i += len;
+  }
+}
+
 // op(B)[p0 : p0+kc, n0 : n0+nc] as kNR-column panels (op(B)(p, j) = b[p·ldb + j], or b[j·ldb + p]).
+// A typed B is converted to f32 one run at a time into a kc×nc block first (its runs are along
+// the unit-stride side, so each is one contiguous conversion), then packed like an f32 one.
 void PackB(const GemmArgs& g, int64_t p0, int64_t kc, int64_t n0, int64_t nc, float* dst) {
-  if (g.trans_b) PackPanels<kNR>(g.b + n0 * g.ldb + p0, g.ldb, 1, nc, kc, dst);
-  else PackPanels<kNR>(g.b + p0 * g.ldb + n0, 1, g.ldb, nc, kc, dst);
+  if (g.b_dtype == DType::f32) {
+    if (g.trans_b) PackPanels<kNR>(g.b + n0 * g.ldb + p0, g.ldb, 1, nc, kc, dst);
+    else PackPanels<kNR>(g.b + p0 * g.ldb + n0, 1, g.ldb, nc, kc, dst);
+    return;
+  }
+  float* block = scratch(2, static_cast<size_t>(kc * nc));
+  if (g.trans_b) {
+    for (int64_t j = 0; j < nc; ++j)
+      ConvertRun(g.b_base, g.b_dtype, g.b_offset + (n0 + j) * g.ldb + p0, kc, block + j * kc);
+    PackPanels<kNR>(block, kc, 1, nc, kc, dst);
+  } else {
+    for (int64_t p = 0; p < kc; ++p)
+      ConvertRun(g.b_base, g.b_dtype, g.b_offset + (p0 + p) * g.ldb + n0, nc, block + p * nc);
+    PackPanels<kNR>(block, 1, nc, nc, kc, dst);
+  }
 }
 
 // C's rows [i0, i0 + rows) × columns [j0, j0 + cols) = the bias (or 0): a product with no terms.
@@ -281,12 +339,17 @@ HWY_AFTER_NAMESPACE();
 namespace fucina::kernels::detail {
 
 HWY_EXPORT(GemmBlock);
+HWY_EXPORT(ConvertRun);
 HWY_EXPORT(TargetName);
 HWY_EXPORT(TileRows);
 HWY_EXPORT(BlockCols);
 
 void gemmBlock(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   HWY_DYNAMIC_DISPATCH(GemmBlock)(g, m0, m1, n0, n1);
+}
+
+void convertRun(const std::byte* base, DType dtype, int64_t e, int64_t n, float* out) {
+  HWY_DYNAMIC_DISPATCH(ConvertRun)(base, dtype, e, n, out);
 }
 
 const char* gemmTargetName() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }

@@ -35,7 +35,15 @@ struct GemmArgs {
   // block at a time), so a thread's packed B panels from its previous call are reused. Unique
   // per product: the same B pointer may hold new values in a later product.
   uint64_t product_id = 0;
+  // A typed B (gemm.h, TypedB): b is then unused and b_base/b_offset locate its elements.
+  DType b_dtype = DType::f32;
+  const std::byte* b_base = nullptr;
+  int64_t b_offset = 0;
 };
+
+// out[i] = element e + i of a typed buffer (f16, bf16 or q8_0) as f32, i < n: what PackB reads a
+// typed B through. SIMD on the dispatched target; exposed for the tests.
+void convertRun(const std::byte* base, DType dtype, int64_t e, int64_t n, float* out);
 
 // Computes the block rows [m0, m1) × columns [n0, n1) of C, all of K. Thread-safe: the packing
 // buffers are per thread.

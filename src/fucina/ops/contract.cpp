@@ -7,6 +7,7 @@
 #include "fucina/kernels/gemm.h"
 #include "fucina/kernels/reduce.h"
 #include "fucina/ops/finish_op.h"
+#include "fucina/ops/typed.h"
 
 namespace fucina {
 
@@ -74,6 +75,33 @@ Tensor contractOp(ExecContext& ctx, std::string_view name, const Tensor& x, cons
   return ops::finishOp(ctx, name, std::move(out), {&x, &y}, makeVjp, work);
 }
 
+// Note [Dtype rules], contractions: the right operand may be f16 or bf16 (a constant, or a leaf
+// whose gradient is an f32 contraction) or q8_0 (always a constant); the GEMM converts it while
+// packing. The left operand and a bias follow the general rule: 16-bit constants are converted
+// to f32 (the result is then 16-bit only when both operands are constants of that one dtype).
+bool typedRhs(DType d) { return d == DType::f16 || d == DType::bf16 || d == DType::q8_0; }
+
+template <class Body>
+Tensor typedContraction(ExecContext& ctx, std::string_view op, const Tensor& x, const Tensor& y,
+                        const Tensor* bias, Body body) {
+  const bool rhs_ok = y.dtype() == DType::f32 || typedRhs(y.dtype());
+  if (x.dtype() == DType::f32 && rhs_ok && (!bias || bias->dtype() == DType::f32)) return body(x, y, bias);
+  if (!rhs_ok) ops::typedResult(op, {&x, &y});  // f64, integers: the general rule's errors
+  Tensor lhs = x, b;
+  if (x.dtype() != DType::f32) {
+    ops::typedResult(op, {&x});  // a 16-bit constant, else its error
+    lhs = x.to(ctx, DType::f32);
+  }
+  if (bias && bias->dtype() != DType::f32) {
+    ops::typedResult(op, {bias});
+    b = bias->to(ctx, DType::f32);
+  }
+  Tensor r = body(lhs, y, bias ? (b.defined() ? &b : bias) : nullptr);
+  const bool same16 = x.dtype() == y.dtype() && x.dtype() != DType::f32 && x.dtype() != DType::q8_0 &&
+                      (!bias || bias->dtype() == x.dtype());
+  return same16 ? r.to(ctx, x.dtype()) : r;
+}
+
 void requireAxis(std::string_view op, const RawTensor& a, const RawTensor& b, Tag axis) {
   if (!hasTag(a.tags(), axis) || !hasTag(b.tags(), axis))
     fail(ErrorCode::ShapeMismatch, std::string(op) + " over " + quoted(axis) +
@@ -92,24 +120,21 @@ Tag privateTag(const Tags& a, const Tags& b) {
 }  // namespace
 
 Tensor Tensor::dot(ExecContext& ctx, const Tensor& y, Tag axis) const {
-  ops::requireF32("dot", *this);
-  ops::requireF32("dot", y);
   requireAxis("dot", value(), y.value(), axis);
-  return contractOp(ctx, "dot", *this, y, {axis});
+  return typedContraction(ctx, "dot", *this, y, nullptr, [&](const Tensor& a, const Tensor& b, const Tensor*) {
+    return contractOp(ctx, "dot", a, b, {axis});
+  });
 }
 
 Tensor Tensor::addDot(ExecContext& ctx, const Tensor& y, Tag axis, const Tensor& bias) const {
-  ops::requireF32("addDot", *this);
-  ops::requireF32("addDot", y);
-  ops::requireF32("addDot", bias);
   requireAxis("addDot", value(), y.value(), axis);
   checkBias(bias.value(), value(), y.value(), contractedTags(value(), y.value(), {axis}));
-  return contractOp(ctx, "addDot", *this, y, {axis}, &bias);
+  return typedContraction(ctx, "addDot", *this, y, &bias, [&](const Tensor& a, const Tensor& b, const Tensor* c) {
+    return contractOp(ctx, "addDot", a, b, {axis}, c);
+  });
 }
 
 Tensor Tensor::matmul(ExecContext& ctx, const Tensor& y, bool transpose_y) const {
-  ops::requireF32("matmul", *this);
-  ops::requireF32("matmul", y);
   const RawTensor& a = value();
   const RawTensor& b = y.value();
   if (a.rank() < 2 || b.rank() < 2)
@@ -142,12 +167,12 @@ Tensor Tensor::matmul(ExecContext& ctx, const Tensor& y, bool transpose_y) const
   Tags a_tags = a.tags(), b_tags = b.tags();
   a_tags[ra - 1] = k;
   b_tags[kb_at] = k;
-  return contractOp(ctx, "matmul", withTags(ctx, a_tags), y.withTags(ctx, b_tags), {k});
+  return typedContraction(ctx, "matmul", *this, y, nullptr, [&](const Tensor& x, const Tensor& w, const Tensor*) {
+    return contractOp(ctx, "matmul", x.withTags(ctx, a_tags), w.withTags(ctx, b_tags), {k});
+  });
 }
 
 Tensor Tensor::einsum(ExecContext& ctx, const Tensor& a, const Tensor& b, const Tags& out) {
-  ops::requireF32("einsum", a);
-  ops::requireF32("einsum", b);
   const RawTensor& ra = a.value();
   const RawTensor& rb = b.value();
   for (size_t i = 0; i < out.size(); ++i) {
@@ -171,13 +196,17 @@ Tensor Tensor::einsum(ExecContext& ctx, const Tensor& a, const Tensor& b, const 
   }
   // Axes only one operand has and the output drops are summed away first (their VJP broadcasts
   // the gradient back); what remains is one contraction, whose gradients are einsums again.
+  // A typed right operand with axes to sum away is summed in f32 (the cast is differentiable).
   auto sumAway = [&](const Tensor& x, const RawTensor& other) {
     Tensor r = x;
     for (Tag t : x.tags())
-      if (!hasTag(other.tags(), t) && !hasTag(out, t)) r = r.sum(ctx, t);
+      if (!hasTag(other.tags(), t) && !hasTag(out, t))
+        r = (r.dtype() == DType::f32 || !typedRhs(r.dtype()) ? r : r.to(ctx, DType::f32)).sum(ctx, t);
     return r;
   };
-  const Tensor c = contractOp(ctx, "einsum", sumAway(a, rb), sumAway(b, ra), contracted);
+  const Tensor c = typedContraction(ctx, "einsum", a, b, nullptr, [&](const Tensor& x, const Tensor& y, const Tensor*) {
+    return contractOp(ctx, "einsum", sumAway(x, rb), sumAway(y, ra), contracted);
+  });
   return c.tags() == out ? c : c.permuteTo(ctx, out);
 }
 

@@ -31,7 +31,7 @@ AdamOptions validated(AdamOptions o, const char* who) {
 Adam::Adam(AdamOptions options) : Adam(options, false) {}
 Adam::Adam(std::span<const Tensor> params, AdamOptions options) : Adam(options, false) { add(params); }
 Adam::Adam(AdamOptions options, bool decoupled)
-    : Optimizer(validated(options, decoupled ? "AdamW" : "Adam").lr),
+    : Optimizer(validated(options, decoupled ? "AdamW" : "Adam").lr, options.master_weights),
       options_(options),
       decoupled_(decoupled) {}
 

@@ -19,6 +19,7 @@ struct AdamOptions {
   double beta2 = 0.999;
   double eps = 1e-8;
   double weight_decay = 0;  ///< AdamW's constructor uses 0.01 when given default options
+  bool master_weights = false;  ///< f32 master copies of f16/bf16 parameters (optimizer.h)
 };
 
 class Adam : public Optimizer {

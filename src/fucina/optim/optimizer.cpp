@@ -6,6 +6,7 @@
 
 #include "fucina/ag/grad_state.h"
 #include "fucina/core/error.h"
+#include "fucina/kernels/copy.h"
 
 namespace fucina::optim {
 
@@ -20,8 +21,8 @@ void checkParam(const Tensor& p, const char* what) {
     fail(ErrorCode::InvalidArgument, std::string(what) + ": a parameter must be a variable (this tensor is a constant)");
   if (!p.gradState()->isLeaf())
     fail(ErrorCode::InvalidArgument, std::string(what) + ": a parameter must be a leaf variable, not an op result");
-  if (v.dtype() != DType::f32)
-    fail(ErrorCode::InvalidArgument, std::string(what) + ": a parameter must be f32");
+  if (v.dtype() != DType::f32 && v.dtype() != DType::f16 && v.dtype() != DType::bf16)
+    fail(ErrorCode::InvalidArgument, std::string(what) + ": a parameter must be f32, f16 or bf16");
   if (!v.isContiguous())
     fail(ErrorCode::InvalidArgument, std::string(what) + ": a parameter must be contiguous " + v.describe());
 }
@@ -30,7 +31,7 @@ bool sameParam(const Tensor& a, const Tensor& b) { return a.impl() == b.impl(); 
 
 }  // namespace
 
-Optimizer::Optimizer(double lr) : lr_(0) { setLr(lr); }
+Optimizer::Optimizer(double lr, bool master_weights) : lr_(0), master_weights_(master_weights) { setLr(lr); }
 Optimizer::~Optimizer() = default;
 
 void Optimizer::setLr(double lr) {
@@ -64,7 +65,18 @@ void Optimizer::step(ExecContext& ctx) {
     // A gradient may be a strided or broadcast view of an upstream one: read it contiguously.
     RawTensor g = grad->dtype() == DType::f32 ? grad->contiguous(ctx) : grad->to(ctx, DType::f32);
     const int64_t t = ++states_[i].steps;
-    update(ctx, i, t, param.value().f32(), g.f32(), param.numel());
+    const RawTensor& value = param.value();
+    if (value.dtype() == DType::f32) {
+      update(ctx, i, t, value.f32(), g.f32(), param.numel());
+      continue;
+    }
+    // Note [16-bit parameters]: the update runs on f32 values, then is rounded into the parameter.
+    RawTensor& master = states_[i].master;
+    if (master_weights_ && !master.valid()) master = value.to(ctx, DType::f32);
+    RawTensor work = master_weights_ ? master : value.to(ctx, DType::f32);
+    update(ctx, i, t, work.f32(), g.f32(), param.numel());
+    kernels::copyConvert(work, value, &ctx);
+    param.impl()->dropF32Cache();  // dataConst's f32 copy of the old values
   }
 }
 

@@ -22,8 +22,13 @@ class Optimizer {
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
 
-  /// Registers a parameter: a contiguous f32 leaf variable (InvalidArgument otherwise, and when
-  /// it is already registered here).
+  /// Registers a parameter: a contiguous f32, f16 or bf16 leaf variable (InvalidArgument
+  /// otherwise, and when it is already registered here). Note [16-bit parameters]: a 16-bit
+  /// parameter's state and update math are f32, and the updated value is written back rounded to
+  /// nearest (even); with master weights an f32 copy of it is kept and updated instead, and the
+  /// parameter receives that copy rounded, so updates smaller than a 16-bit step still add up
+  /// (bf16 keeps 8 bits of mantissa). The copy is made on the first update; values written into
+  /// the parameter by other means afterwards are not seen by it.
   void add(const Tensor& param);
   void add(std::span<const Tensor> params);
   /// One update of every registered parameter that has a gradient (others are skipped, as in
@@ -32,13 +37,14 @@ class Optimizer {
   void zeroGrad();  ///< drops every registered parameter's gradient
 
   double lr() const { return lr_; }
+  bool masterWeights() const { return master_weights_; }
   void setLr(double lr);  ///< InvalidArgument when negative or not finite
   const std::vector<Tensor>& params() const { return params_; }
   /// Updates applied to params()[i] so far (torch's state["step"]).
   int64_t stepsOf(size_t i) const { return states_.at(i).steps; }
 
  protected:
-  explicit Optimizer(double lr);
+  explicit Optimizer(double lr, bool master_weights = false);
   /// Applies one update to n floats at p given the gradient g (contiguous, same layout).
   /// `index` names the parameter; `t` is its update count including this one (1 on the first).
   virtual void update(ExecContext& ctx, size_t index, int64_t t, float* p, const float* g,
@@ -54,8 +60,10 @@ class Optimizer {
   struct ParamState {
     int64_t steps = 0;
     std::vector<internal::RawTensor> buffers;
+    internal::RawTensor master;  // the f32 copy of a 16-bit parameter, with master weights
   };
   double lr_;
+  bool master_weights_;
   std::vector<Tensor> params_;
   std::vector<ParamState> states_;
 };

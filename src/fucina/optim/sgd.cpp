@@ -28,7 +28,8 @@ SgdOptions validated(SgdOptions o) {
 
 }  // namespace
 
-Sgd::Sgd(SgdOptions options) : Optimizer(validated(options).lr), options_(options) {}
+Sgd::Sgd(SgdOptions options)
+    : Optimizer(validated(options).lr, options.master_weights), options_(options) {}
 
 Sgd::Sgd(std::span<const Tensor> params, SgdOptions options) : Sgd(options) { add(params); }
 

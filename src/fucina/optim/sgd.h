@@ -18,6 +18,7 @@ struct SgdOptions {
   double dampening = 0;
   bool nesterov = false;  ///< needs momentum > 0 and dampening == 0 (as torch)
   double weight_decay = 0;
+  bool master_weights = false;  ///< f32 master copies of f16/bf16 parameters (optimizer.h)
 };
 
 class Sgd : public Optimizer {
