@@ -60,6 +60,8 @@ int main() {
       {"scalar", Tensor::scalar(ctx, 2.5)}, {"empty", Tensor::zeros(ctx, {"e", "f"}, {0, 3})}}));
   write("safetensors_fuzz", "seed-odd-axes", io::encodeSafetensors(ctx, {
       {"t", Tensor::zeros(ctx, {"a,b", "[x]", "q\"\\", "n\nl"}, {1, 2, 1, 1})}}, {{"note", "\\u00e9\t"}}));
+  write("safetensors_fuzz", "seed-q8_0", io::encodeSafetensors(ctx, {  // U8 blocks + a q8_0 note
+      {"q", Tensor::uniform(ctx, {"in", "out"}, {64, 2}, -1, 1, 2).quantize(ctx, DType::q8_0, "in")}}));
   write("safetensors_fuzz", "seed-model", [&] {
     const fucina::nn::Mlp mlp(ctx, fucina::nn::MlpConfig{.sizes = {4, 3, 2}}, 1);
     io::NamedTensors named;

@@ -116,9 +116,9 @@ fucina::Reduction toReduction(const std::string& name) {
 
 fucina::DType toDType(const std::string& name) {
   using fucina::DType;
-  for (DType d : {DType::f32, DType::f16, DType::bf16, DType::f64, DType::i32, DType::i64, DType::u8})
+  for (DType d : {DType::f32, DType::f16, DType::bf16, DType::f64, DType::i32, DType::i64, DType::u8, DType::q8_0})
     if (fucina::name(d) == name) return d;
-  invalid("unknown dtype '" + name + "' (use f32, f16, bf16, f64, i32, i64 or u8)");
+  invalid("unknown dtype '" + name + "' (use f32, f16, bf16, f64, i32, i64, u8 or q8_0)");
 }
 
 // An integer argument given as a JS number (the facade checks the type; this checks the value).
@@ -304,6 +304,10 @@ val memory() {
     o.set("cacheHits", static_cast<double>(m.cache_hits));
     o.set("cachedBytes", static_cast<double>(m.cached_bytes));
     o.set("heapBytes", static_cast<double>(emscripten_get_heap_size()));  // the wasm memory
+    val by = val::object();  // live bytes per dtype, summing to liveBytes
+    for (size_t d = 0; d < fucina::kDTypeCount; ++d)
+      by.set(std::string(fucina::name(static_cast<fucina::DType>(d))), static_cast<double>(m.bytes_by_dtype[d]));
+    o.set("bytesByDtype", by);
     return o;
   });
 }
@@ -568,6 +572,9 @@ EMSCRIPTEN_BINDINGS(fucina) {
       })
       .function("dropout", +[](Handle& a, double p, double seed) {
         return guard([&] { return wrap(a.t.dropout(ctx(), p, toSeed(seed, "dropout: seed"))); });
+      })
+      .function("quantize", +[](Handle& a, std::string dtype, std::string axis) {
+        return guard([&] { return wrap(a.t.quantize(ctx(), toDType(dtype), fucina::Tag(axis))); });
       });
 
   function("init", &init);

@@ -137,7 +137,7 @@ function checkValues(values) {
   return values;
 }
 
-const DTYPES = ['f32', 'f16', 'bf16', 'f64', 'i32', 'i64', 'u8'];
+const DTYPES = ['f32', 'f16', 'bf16', 'f64', 'i32', 'i64', 'u8', 'q8_0'];
 function checkDType(dtype) {
   if (!DTYPES.includes(dtype)) throw invalid(`unknown dtype '${dtype}' (use ${DTYPES.join(', ')})`);
   return dtype;
@@ -688,6 +688,10 @@ export class Tensor {
   avgPool2d(kernel, options) { return pool(this, 'avgPool2d', kernel, options); }
   upsample2xNearest(height = 'h', width = 'w') {
     return this._make((h) => h.upsample2xNearest(checkString(height, 'upsample2xNearest: height'), checkString(width, 'upsample2xNearest: width')));
+  }
+  /** quantize('q8_0', axis): blocks of 32 along axis (extent a multiple of 32); a constant. */
+  quantize(dtype, axis) {
+    return this._make((h) => h.quantize(checkDType(dtype), checkString(axis, 'quantize: axis')));
   }
 }
 

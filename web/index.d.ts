@@ -19,8 +19,10 @@
 
 // ---------------------------------------------------------------- values and names
 
-/** Element types of the engine's tensors (values are read and written as JS numbers). */
-export type DType = 'f32' | 'f16' | 'bf16' | 'f64' | 'i32' | 'i64' | 'u8';
+/** Element types of the engine's tensors (values are read and written as JS numbers). q8_0 is
+ * block-quantized: made only by {@link Tensor.quantize} (to('q8_0') and constructors with it
+ * fail with DTypeMismatch), read back with to('f32') or toArray(). */
+export type DType = 'f32' | 'f16' | 'bf16' | 'f64' | 'i32' | 'i64' | 'u8' | 'q8_0';
 
 /** The WebAssembly builds: with threads (needs SharedArrayBuffer) or single-threaded. */
 export type Variant = 'threaded-simd' | 'simd';
@@ -133,6 +135,9 @@ export interface MemoryInfo {
   cachedBytes: number;
   /** Size of the WebAssembly memory (it grows, never shrinks). */
   heapBytes: number;
+  /** liveBytes split by the dtype of each buffer (they sum to liveBytes); engine scratch buffers
+   * count under their element type (u8 when not a float or integer type). */
+  bytesByDtype: Record<DType, number>;
 }
 
 /** Options of {@link Fucina.gradcheck}: central differences compared with backward. */
@@ -539,6 +544,11 @@ export class Tensor {
   /** Rotary position embedding from constant cos/sin tables {position, dim: D/2} (one angle per
    * pair), rows offset .. offset+T−1; the tables take no gradient. */
   rope(cos: Tensor, sin: Tensor, options?: RopeOptions): Tensor;
+  /** Block quantization of an f32, f16 or bf16 tensor to q8_0: blocks of 32 consecutive elements
+   * along `axis` (its extent a multiple of 32), each stored as an f16 scale d = max|x|/127 and 32
+   * int8 values round(x/d) (ties away from zero), 34 bytes per 32 values. The result is a
+   * constant with the same tags and shape; to('f32') dequantizes. */
+  quantize(dtype: 'q8_0', axis: string): Tensor;
 }
 
 // ---------------------------------------------------------------- fc.optim

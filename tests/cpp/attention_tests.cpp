@@ -328,7 +328,9 @@ TEST_CASE("groupedAttention: bad inputs name the tags") {
   REQUIRE_FUCINA_ERROR(Tensor::groupedAttention(ctx, q, kShort, vShort), InvalidArgument);
   CHECK(Tensor::groupedAttention(ctx, q, kShort, vShort, {.causal = false}).extent("t") == 3);
   REQUIRE_FUCINA_ERROR(Tensor::groupedAttention(ctx, q, k, v, {.time = "d"}), InvalidArgument);
-  REQUIRE_FUCINA_ERROR(Tensor::groupedAttention(ctx, q, k, v.to(ctx, fucina::DType::f16)), DTypeMismatch);
+  // f16/bf16/q8_0 k and v are KV-cache constants (q8_tests.cpp); f64 and integers are not.
+  REQUIRE_FUCINA_ERROR(Tensor::groupedAttention(ctx, q, k, v.to(ctx, fucina::DType::f64)), DTypeMismatch);
+  REQUIRE_FUCINA_ERROR(Tensor::groupedAttention(ctx, q, k.to(ctx, fucina::DType::i32), v), DTypeMismatch);
 }
 
 TEST_CASE("rope and groupedAttention give the same values and gradients on 1 and 2 threads") {

@@ -64,6 +64,7 @@ function fixtures(fc, foreign) {
     idxOut: fc.constant(['k'], [1], [9], 'i32'),
     gidxOut: fc.full(['r', 'c'], [2, 3], 9, 'i32'),
     labOut: fc.constant(['r'], [2], [0, 7], 'i32'),
+    w32: fc.ones(['r', 'c'], [2, 32]),
     foreign,
     fc,
   };

@@ -99,8 +99,11 @@ const d: Tensor = w.detach();
 const arr: Float32Array = w.toArray();
 const item: number = s.item();
 const half: Tensor = w.to('bf16');
-// @ts-expect-error q8_0 is not a JS dtype
-w.to('q8_0');
+// @ts-expect-error not a JS dtype
+w.to('q4');
+const q8: Tensor = fc.constant(['r', 'c'], [1, 32], new Float32Array(32)).quantize('q8_0', 'c');
+// @ts-expect-error quantize makes q8_0 only
+q8.quantize('f16', 'c');
 const text: string = w.toString();
 d.dispose();
 
@@ -205,7 +208,7 @@ const noGrad: Tensor = fc.noGrad(() => a.scale(2));
 const enabled: boolean = fc.isGradEnabled();
 const memory: MemoryInfo = fc.memory();
 const counters: number[] = [memory.liveTensors, memory.liveBytes, memory.peakBytes, memory.allocations,
-  memory.systemAllocations, memory.cacheHits, memory.cachedBytes, memory.heapBytes];
+  memory.systemAllocations, memory.cacheHits, memory.cachedBytes, memory.heapBytes, memory.bytesByDtype.q8_0];
 
 fc.resetPeak();
 fc.trimCache();

@@ -140,6 +140,14 @@ class Tensor {
   float item() const;                        ///< one-element tensors
   std::vector<float> toVector() const;
   Tensor to(ExecContext& ctx, DType dtype) const;  ///< §3.8 casts
+  /// Block quantization (ops/quantize.cpp, Note [q8_0 layout] in core/q8.h) of an f32, f16 or
+  /// bf16 tensor (any strides): dtype must be DType::q8_0 (else InvalidArgument); blocks of 32
+  /// run along block_axis, whose extent must be a multiple of 32 (else InvalidArgument; a missing
+  /// axis is ShapeMismatch). Per block d = max|x| / 127, stored as f16, and q = x / d rounded to
+  /// nearest, ties away from zero, clamped to [-127, 127] (d == 0: every q is 0). The result is a
+  /// constant (no gradient flows through quantization), with this tensor's tags and shape, stored
+  /// as the other axes in tag order with the block axis innermost; to(ctx, DType::f32) dequantizes.
+  Tensor quantize(ExecContext& ctx, DType dtype, Tag block_axis) const;
   void dispose();  ///< releases value and gradient state now, for every copy of this handle
 
   // --- pointwise arithmetic (ops/pointwise.cpp): operands align by tag, missing axes broadcast ---

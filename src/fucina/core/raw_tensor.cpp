@@ -2,8 +2,10 @@
 
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include "fucina/core/error.h"
+#include "fucina/core/q8.h"
 #include "fucina/exec/context.h"
 #include "fucina/kernels/copy.h"
 
@@ -13,8 +15,18 @@ namespace {
 void requireElementType(DType dtype, std::string_view what) {
   if (dtype == DType::q8_0)
     fail(ErrorCode::DTypeMismatch, std::string(what) +
-                                       ": q8_0 is block-quantized; build it with the quantization "
-                                       "API, not element-wise");
+                                       ": q8_0 is block-quantized; make it with quantize(ctx, "
+                                       "DType::q8_0, block_axis), not element-wise");
+}
+
+// A buffer of `bytes` for numel elements, refused in 64 bits: on wasm32 a large shape's byte
+// count would wrap around size_t.
+std::shared_ptr<Storage> allocate(ExecContext& ctx, const Tags& tags, const Extents& shape,
+                                  uint64_t bytes, DType dtype) {
+  if (bytes > std::numeric_limits<size_t>::max())
+    fail(ErrorCode::OutOfMemory, "tensor " + fucina::describe(tags, shape) + " needs " +
+                                     std::to_string(bytes) + " bytes, more than the address space");
+  return std::make_shared<Storage>(ctx.account(), static_cast<size_t>(bytes), dtype);
 }
 
 }  // namespace
@@ -22,18 +34,65 @@ void requireElementType(DType dtype, std::string_view what) {
 RawTensor RawTensor::empty(ExecContext& ctx, Tags tags, Extents shape, DType dtype) {
   validateShape(tags, shape, "tensor");
   requireElementType(dtype, "tensor");
-  // In 64 bits: on wasm32 a large shape's byte count would wrap around size_t.
-  const uint64_t bytes = static_cast<uint64_t>(numelOf(shape)) * elementSize(dtype);
-  if (bytes > std::numeric_limits<size_t>::max())
-    fail(ErrorCode::OutOfMemory, "tensor " + fucina::describe(tags, shape) + " needs " +
-                                     std::to_string(bytes) + " bytes, more than the address space");
   RawTensor t;
-  t.storage_ = std::make_shared<Storage>(ctx.account(), static_cast<size_t>(bytes));
+  t.storage_ = allocate(ctx, tags, shape, static_cast<uint64_t>(numelOf(shape)) * elementSize(dtype), dtype);
   t.dtype_ = dtype;
   t.strides_ = contiguousStrides(shape);
   t.tags_ = std::move(tags);
   t.shape_ = std::move(shape);
   return t;
+}
+
+std::vector<int64_t> q8Strides(const Tags& tags, const Extents& shape, Tag block_axis) {
+  const auto b = findTag(tags, block_axis);
+  std::vector<int64_t> strides(tags.size(), 1);
+  if (!b) return strides;
+  // Row-major over the storage order: the other axes as given, then the block axis.
+  int64_t inner = shape[*b];
+  for (size_t i = tags.size(); i-- > 0;) {
+    if (i == *b) continue;
+    strides[i] = inner;
+    inner *= shape[i];
+  }
+  return strides;
+}
+
+RawTensor RawTensor::emptyQ8(ExecContext& ctx, Tags tags, Extents shape, Tag block_axis) {
+  validateShape(tags, shape, "q8_0 tensor");
+  const auto b = findTag(tags, block_axis);
+  if (!b)
+    fail(ErrorCode::ShapeMismatch, "q8_0 block axis " + quoted(block_axis) + " is not one of " +
+                                       fucina::describe(tags, shape));
+  if (shape[*b] % q8::kBlock != 0)
+    fail(ErrorCode::InvalidArgument, "q8_0 blocks are 32 elements of the block axis: " +
+                                         quoted(block_axis) + " of " + fucina::describe(tags, shape) +
+                                         " has extent " + std::to_string(shape[*b]) +
+                                         ", not a multiple of 32");
+  RawTensor t;
+  t.storage_ = allocate(ctx, tags, shape, q8::bytesFor(numelOf(shape)), DType::q8_0);
+  t.dtype_ = DType::q8_0;
+  t.strides_ = q8Strides(tags, shape, block_axis);
+  t.tags_ = std::move(tags);
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+Tag blockAxisOf(const RawTensor& t) {
+  if (t.dtype() != DType::q8_0)
+    fail(ErrorCode::DTypeMismatch, "blockAxisOf: " + t.describe() + " is " +
+                                       std::string(name(t.dtype())) + ", not q8_0");
+  std::optional<size_t> block;
+  bool whole = t.offset() % q8::kBlock == 0;
+  for (size_t i = 0; i < t.rank(); ++i) {
+    if (t.strides()[i] == 1 && !block) block = i;
+    else whole = whole && t.strides()[i] % q8::kBlock == 0;
+  }
+  if (!block || !whole || t.shape()[*block] % q8::kBlock != 0)
+    fail(ErrorCode::InvalidArgument,
+         "q8_0 view " + t.describe() + " does not hold whole blocks (Note [q8_0 layout]: a stride-1 "
+         "block axis of extent a multiple of 32, other strides and the offset multiples of 32); "
+         "dequantize with to(ctx, DType::f32)");
+  return t.tags()[*block];
 }
 
 std::vector<int64_t> RawTensor::offsetsOver(const Tags& axes) const {
@@ -106,7 +165,6 @@ float* RawTensor::f32() const {
 
 std::vector<float> RawTensor::toVector() const {
   if (!valid()) return {};
-  requireElementType(dtype_, "toVector");
   std::vector<float> out = withOutOfMemoryAsError(
       "toVector of " + describe(), [&] { return std::vector<float>(static_cast<size_t>(numel())); });
   if (out.empty()) return out;
@@ -155,6 +213,12 @@ RawTensor RawTensor::narrowed(Tag tag, int64_t start, int64_t length) const {
     fail(ErrorCode::IndexOutOfRange, "narrow '" + std::string(tag.name()) + "' of " + describe() +
                                          " to start " + std::to_string(start) + ", length " +
                                          std::to_string(length));
+  // A q8_0 block axis (stride 1) keeps whole blocks, so that the view is q8_0 too.
+  if (dtype_ == DType::q8_0 && strides_[a] == 1 && (start % q8::kBlock || length % q8::kBlock))
+    fail(ErrorCode::InvalidArgument, "narrow the q8_0 block axis '" + std::string(tag.name()) +
+                                         "' of " + describe() + " to start " + std::to_string(start) +
+                                         ", length " + std::to_string(length) +
+                                         ": both must be multiples of 32 (whole blocks)");
   Extents shape = shape_;
   shape[a] = length;
   return view(storage_, dtype_, tags_, std::move(shape), strides_, offset_ + start * strides_[a]);
@@ -178,10 +242,21 @@ RawTensor RawTensor::broadcastView(const Tags& tags, const Extents& shape) const
 RawTensor RawTensor::clone(ExecContext& ctx) const { return to(ctx, dtype_); }
 
 RawTensor RawTensor::contiguous(ExecContext& ctx) const {
+  if (dtype_ == DType::q8_0)
+    return strides_ == q8Strides(tags_, shape_, blockAxisOf(*this)) ? *this : clone(ctx);
   return isContiguous() ? *this : clone(ctx);
 }
 
 RawTensor RawTensor::to(ExecContext& ctx, DType dtype) const {
+  if (dtype == DType::q8_0) {
+    if (dtype_ != DType::q8_0)
+      fail(ErrorCode::DTypeMismatch, "to(q8_0) of " + std::string(name(dtype_)) + " " + describe() +
+                                         ": q8_0 is block-quantized, made by quantize(ctx, "
+                                         "DType::q8_0, block_axis), not by an element-wise cast");
+    RawTensor out = emptyQ8(ctx, tags_, shape_, blockAxisOf(*this));
+    kernels::copyBlocks(*this, out, &ctx);
+    return out;
+  }
   RawTensor out = empty(ctx, tags_, shape_, dtype);
   kernels::copyConvert(*this, out, &ctx);
   return out;

@@ -40,7 +40,7 @@ int MemoryAccount::classOf(size_t block) noexcept {
 
 MemoryAccount::~MemoryAccount() { trimCache(); }
 
-void* MemoryAccount::allocate(size_t bytes) {
+void* MemoryAccount::allocate(size_t bytes, DType dtype) {
   const size_t limit = liveLimit(), live_now = live_bytes_.load(std::memory_order_relaxed);
   if (bytes > 0 && bytes > limit - std::min(limit, live_now))
     fail(ErrorCode::OutOfMemory, "could not allocate " + std::to_string(bytes) + " bytes: " +
@@ -72,6 +72,7 @@ void* MemoryAccount::allocate(size_t bytes) {
       system_allocations_.fetch_add(1, std::memory_order_relaxed);
     }
   }
+  live_by_dtype_[static_cast<size_t>(dtype)].fetch_add(bytes, std::memory_order_relaxed);
   const size_t live = live_bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
   size_t peak = peak_bytes_.load(std::memory_order_relaxed);
   while (live > peak && !peak_bytes_.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
@@ -79,7 +80,8 @@ void* MemoryAccount::allocate(size_t bytes) {
   return p;
 }
 
-void MemoryAccount::release(void* ptr, size_t bytes) noexcept {
+void MemoryAccount::release(void* ptr, size_t bytes, DType dtype) noexcept {
+  live_by_dtype_[static_cast<size_t>(dtype)].fetch_sub(bytes, std::memory_order_relaxed);
   live_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
   if (ptr == nullptr) return;
   const size_t block = blockSize(bytes);
@@ -116,18 +118,21 @@ void MemoryAccount::setCacheLimit(size_t bytes) noexcept {
 void MemoryAccount::detach() noexcept { setCacheLimit(0); }
 
 MemoryStats MemoryAccount::stats() const noexcept {
-  return {live_bytes_.load(),         peak_bytes_.load(), live_tensors_.load(),
-          allocations_.load(),        system_allocations_.load(),
-          cache_hits_.load(),         cached_bytes_.load()};
+  MemoryStats s{live_bytes_.load(),         peak_bytes_.load(), live_tensors_.load(),
+                allocations_.load(),        system_allocations_.load(),
+                cache_hits_.load(),         cached_bytes_.load()};
+  for (size_t d = 0; d < kDTypeCount; ++d) s.bytes_by_dtype[d] = live_by_dtype_[d].load();
+  return s;
 }
 
 void MemoryAccount::resetPeak() noexcept { peak_bytes_.store(live_bytes_.load()); }
 
-Storage::Storage(std::shared_ptr<MemoryAccount> account, size_t bytes)
+Storage::Storage(std::shared_ptr<MemoryAccount> account, size_t bytes, DType dtype)
     : account_(std::move(account)),
-      data_(static_cast<std::byte*>(account_->allocate(bytes))),
-      bytes_(bytes) {}
+      data_(static_cast<std::byte*>(account_->allocate(bytes, dtype))),
+      bytes_(bytes),
+      dtype_(dtype) {}
 
-Storage::~Storage() { account_->release(data_, bytes_); }
+Storage::~Storage() { account_->release(data_, bytes_, dtype_); }
 
 }  // namespace fucina

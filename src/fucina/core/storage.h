@@ -13,7 +13,12 @@
 #include <type_traits>
 #include <vector>
 
+#include "fucina/core/dtype.h"
+
 namespace fucina {
+
+inline constexpr size_t kDTypeCount = 8;  ///< entries of DType, for per-dtype tables
+static_assert(static_cast<size_t>(DType::q8_0) + 1 == kDTypeCount, "a new DType needs a table entry");
 
 struct MemoryStats {
   size_t live_bytes = 0;          ///< bytes of tensor storage alive now (values, gradients, saved views)
@@ -23,6 +28,10 @@ struct MemoryStats {
   size_t system_allocations = 0;  ///< buffers that had to be allocated from the system
   size_t cache_hits = 0;          ///< buffers served from the cache of freed buffers
   size_t cached_bytes = 0;        ///< bytes held in the cache, free for reuse
+  /// live_bytes split by the dtype of the buffer, indexed by static_cast<size_t>(DType); they sum
+  /// to live_bytes. Scratch buffers count under their element type (float: f32, double: f64,
+  /// int32_t: i32, int64_t: i64, anything else: u8).
+  std::array<size_t, kDTypeCount> bytes_by_dtype{};
 };
 
 /// Note [Caching allocator]: a freed buffer goes back to a free list of its size class and the
@@ -44,8 +53,9 @@ class MemoryAccount {
   MemoryAccount(const MemoryAccount&) = delete;
   MemoryAccount& operator=(const MemoryAccount&) = delete;
 
-  void* allocate(size_t bytes);  ///< throws OutOfMemory; null for zero bytes
-  void release(void* ptr, size_t bytes) noexcept;
+  /// Throws OutOfMemory; null for zero bytes. dtype only labels the bytes (MemoryStats::bytes_by_dtype).
+  void* allocate(size_t bytes, DType dtype = DType::u8);
+  void release(void* ptr, size_t bytes, DType dtype = DType::u8) noexcept;
   void tensorCreated() noexcept { live_tensors_.fetch_add(1, std::memory_order_relaxed); }
   void tensorReleased() noexcept { live_tensors_.fetch_sub(1, std::memory_order_relaxed); }
   MemoryStats stats() const noexcept;
@@ -75,25 +85,39 @@ class MemoryAccount {
   std::atomic<size_t> system_allocations_{0}, cache_hits_{0}, cached_bytes_{0};
   std::atomic<size_t> cache_limit_{kDefaultCacheLimit};
   std::atomic<size_t> live_limit_{SIZE_MAX};
+  std::array<std::atomic<size_t>, kDTypeCount> live_by_dtype_{};
   std::mutex cache_mutex_;
   std::array<std::vector<void*>, kClasses> free_;  // per size class, under cache_mutex_
 };
 
 class Storage {
  public:
-  Storage(std::shared_ptr<MemoryAccount> account, size_t bytes);
+  /// dtype is what the bytes hold, for the per-dtype accounting.
+  Storage(std::shared_ptr<MemoryAccount> account, size_t bytes, DType dtype);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 
   std::byte* data() const { return data_; }
   size_t bytes() const { return bytes_; }
+  DType dtype() const { return dtype_; }
 
  private:
   std::shared_ptr<MemoryAccount> account_;
   std::byte* data_;
   size_t bytes_;
+  DType dtype_;
 };
+
+/// The dtype a Scratch<T> is accounted under.
+template <class T>
+constexpr DType scratchDType() {
+  if constexpr (std::is_same_v<T, float>) return DType::f32;
+  else if constexpr (std::is_same_v<T, double>) return DType::f64;
+  else if constexpr (std::is_same_v<T, int32_t>) return DType::i32;
+  else if constexpr (std::is_same_v<T, int64_t>) return DType::i64;
+  else return DType::u8;
+}
 
 /// A typed temporary array for a kernel (or saved for its VJP), drawn from the context's cache
 /// like tensor storage so that per-step scratch recirculates too, and accounted as live while
@@ -104,7 +128,7 @@ class Scratch {
 
  public:
   Scratch(const std::shared_ptr<MemoryAccount>& account, size_t n)
-      : storage_(std::make_shared<Storage>(account, n * sizeof(T))), size_(n) {}
+      : storage_(std::make_shared<Storage>(account, n * sizeof(T), scratchDType<T>())), size_(n) {}
   Scratch(const std::shared_ptr<MemoryAccount>& account, size_t n, T init) : Scratch(account, n) {
     std::fill(begin(), end(), init);
   }

@@ -5,9 +5,11 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <set>
 
 #include "fucina/core/error.h"
+#include "fucina/core/q8.h"
 
 namespace fucina::io {
 
@@ -228,7 +230,67 @@ struct Entry {
   Tags tags;
   Extents shape;
   uint64_t begin, end;
+  std::optional<Tag> block_axis;  // q8_0 only
 };
+
+std::string jsonArray(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? "," : "") + items[i];
+  return out + "]";
+}
+
+// The "q8_0.<name>" note of a q8_0 tensor v stored as U8 blocks (safetensors.h).
+std::string q8Note(const RawTensor& v) {
+  std::vector<std::string> tags, shape;
+  for (Tag t : v.tags()) tags.push_back(quote(std::string(t.name())));
+  for (int64_t e : v.shape()) shape.push_back(std::to_string(e));
+  return "{\"tags\":" + jsonArray(tags) + ",\"shape\":" + jsonArray(shape) + ",\"block_axis\":" +
+         quote(std::string(internal::blockAxisOf(v).name())) + "}";
+}
+
+// Turns U8 entry e into the q8_0 tensor its note describes, checking the note against the entry.
+void applyQ8Note(Entry& e, const std::string& note) {
+  const std::string what = "the q8_0 note of '" + e.name + "'";
+  Json doc;
+  try {
+    doc = Parser(note).document();
+  } catch (const Error&) {
+    bad(what + " is not a JSON object");
+  }
+  if (doc.kind != Json::kObject) bad(what + " is not a JSON object");
+  Tags tags;
+  Extents shape;
+  for (const Json& t : member(doc, "tags", Json::kArray, e.name).items) {
+    if (t.kind != Json::kString) bad(what + " has a tag that is not a string");
+    tags.emplace_back(t.text);
+  }
+  for (const Json& x : member(doc, "shape", Json::kArray, e.name).items) {
+    if (x.kind != Json::kNumber) bad(what + " has a shape entry that is not an integer");
+    shape.push_back(x.number);
+  }
+  const Tag block(member(doc, "block_axis", Json::kString, e.name).text);
+  if (tags.size() != shape.size()) bad(what + " has " + std::to_string(tags.size()) + " tags for " +
+                                       std::to_string(shape.size()) + " extents");
+  try {
+    validateShape(tags, shape, what);
+  } catch (const Error& err) {
+    const std::string m = err.what();
+    bad(m.substr(m.find(": ") + 2));
+  }
+  const auto b = findTag(tags, block);
+  if (!b) bad(what + ": block axis " + quoted(block) + " is not one of " + describe(tags, shape));
+  if (shape[*b] % q8::kBlock) bad(what + ": block axis " + quoted(block) + " has extent " +
+                                  std::to_string(shape[*b]) + ", not a multiple of 32");
+  const int64_t n = numelOf(shape);
+  if (e.dtype != DType::u8 || e.shape.size() != 2 || e.shape[0] != n / q8::kBlock ||
+      e.shape[1] != static_cast<int64_t>(q8::kBlockBytes))
+    bad(what + " needs it stored as U8 of shape [" + std::to_string(n / q8::kBlock) + ", 34], got " +
+        std::string(name(e.dtype)) + " " + describe(e.tags, e.shape));
+  e.dtype = DType::q8_0;
+  e.tags = std::move(tags);
+  e.shape = std::move(shape);
+  e.block_axis = block;
+}
 
 std::vector<Entry> entriesOf(const Json& doc, const Metadata& meta, uint64_t body_size) {
   std::vector<Entry> entries;
@@ -237,7 +299,7 @@ std::vector<Entry> entriesOf(const Json& doc, const Metadata& meta, uint64_t bod
     if (name == "__metadata__") continue;
     if (!names.insert(name).second) bad("tensor '" + name + "' appears twice");
     if (entry.kind != Json::kObject) bad("entry '" + name + "' is not an object");
-    Entry e{name, dtypeOf(member(entry, "dtype", Json::kString, name).text), {}, {}, 0, 0};
+    Entry e{name, dtypeOf(member(entry, "dtype", Json::kString, name).text), {}, {}, 0, 0, std::nullopt};
     for (const Json& x : member(entry, "shape", Json::kArray, name).items) {
       if (x.kind != Json::kNumber) bad("shape of '" + name + "' holds a non-integer");
       e.shape.push_back(x.number);
@@ -263,8 +325,12 @@ std::vector<Entry> entriesOf(const Json& doc, const Metadata& meta, uint64_t bod
     const uint64_t want = static_cast<uint64_t>(numelOf(e.shape)) * elementSize(e.dtype);
     if (e.end - e.begin != want)
       bad("'" + name + "' holds " + std::to_string(e.end - e.begin) + " bytes, its shape needs " + std::to_string(want));
+    if (const auto note = meta.find("q8_0." + name); note != meta.end()) applyQ8Note(e, note->second);
     entries.push_back(std::move(e));
   }
+  for (const auto& [k, _] : meta)
+    if (k.rfind("q8_0.", 0) == 0 && !names.contains(k.substr(5)))
+      bad("metadata '" + k + "' is the q8_0 note of a tensor the file does not hold");
   // The spec: the byte ranges tile the data exactly, without gaps or overlaps.
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   for (const Entry& e : entries) ranges.emplace_back(e.begin, e.end);
@@ -289,17 +355,22 @@ std::vector<uint8_t> encodeSafetensors(ExecContext& ctx, const NamedTensors& ten
     uint64_t offset = 0;
     for (const auto& [name, t] : tensors) {
       if (name == "__metadata__" || !names.insert(name).second) bad("tensor name '" + name + "' is reserved or repeated");
+      // q8_0: its blocks in the layout emptyQ8 gives its tags (other axes, then the block axis).
       RawTensor v = t.value().contiguous(ctx);
-      const uint64_t bytes = static_cast<uint64_t>(v.numel()) * elementSize(v.dtype());
-      header += quote(name) + ":{\"dtype\":\"" + dtypeName(v.dtype()) + "\",\"shape\":[";
-      for (size_t i = 0; i < v.rank(); ++i) header += (i ? "," : "") + std::to_string(v.shape()[i]);
+      const bool q8 = v.dtype() == DType::q8_0;
+      const uint64_t bytes = q8 ? q8::bytesFor(v.numel()) : static_cast<uint64_t>(v.numel()) * elementSize(v.dtype());
+      header += quote(name) + ":{\"dtype\":\"" + (q8 ? "U8" : dtypeName(v.dtype())) + "\",\"shape\":[";
+      if (q8) header += std::to_string(v.numel() / q8::kBlock) + "," + std::to_string(q8::kBlockBytes);
+      for (size_t i = 0; i < v.rank() && !q8; ++i) header += (i ? "," : "") + std::to_string(v.shape()[i]);
       header += "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + bytes) + "]},";
-      meta["axes." + name] = encodeTags(v.tags());
+      if (q8) meta["q8_0." + name] = q8Note(v);
+      else meta["axes." + name] = encodeTags(v.tags());
       offset += bytes;
       bodies.push_back(std::move(v));
     }
     for (const auto& [k, _] : metadata)
-      if (k.rfind("axes.", 0) == 0) bad("metadata key '" + k + "' is reserved for axis names");
+      if (k.rfind("axes.", 0) == 0 || k.rfind("q8_0.", 0) == 0)
+        bad("metadata key '" + k + "' is reserved for axis names and q8_0 notes");
     header += "\"__metadata__\":{";
     bool first = true;
     for (const auto& [k, v] : meta) header += (first ? "" : ",") + quote(k) + ":" + quote(v), first = false;
@@ -311,8 +382,10 @@ std::vector<uint8_t> encodeSafetensors(ExecContext& ctx, const NamedTensors& ten
     std::memcpy(out.data() + 8, header.data(), header.size());
     uint8_t* body = out.data() + 8 + header.size();
     for (const RawTensor& v : bodies) {
-      const size_t bytes = static_cast<size_t>(v.numel()) * elementSize(v.dtype());
-      if (bytes) std::memcpy(body, bytesOf(v), bytes);
+      const bool q8 = v.dtype() == DType::q8_0;
+      const size_t bytes = q8 ? q8::bytesFor(v.numel()) : static_cast<size_t>(v.numel()) * elementSize(v.dtype());
+      const std::byte* from = q8 ? v.storage()->data() + q8::bytesFor(v.offset()) : bytesOf(v);
+      if (bytes) std::memcpy(body, from, bytes);
       body += bytes;
     }
     return out;
@@ -340,11 +413,15 @@ NamedTensors decodeSafetensors(ExecContext& ctx, std::span<const uint8_t> bytes,
     // Every size and range is checked before the first tensor is allocated.
     NamedTensors out;
     for (Entry& e : entriesOf(doc, meta, body.size())) {
-      RawTensor v = RawTensor::empty(ctx, std::move(e.tags), std::move(e.shape), e.dtype);
-      if (e.end > e.begin) std::memcpy(bytesOf(v), body.data() + e.begin, e.end - e.begin);
+      RawTensor v = e.dtype == DType::q8_0
+                        ? RawTensor::emptyQ8(ctx, std::move(e.tags), std::move(e.shape), *e.block_axis)
+                        : RawTensor::empty(ctx, std::move(e.tags), std::move(e.shape), e.dtype);
+      if (e.end > e.begin) std::memcpy(v.storage()->data(), body.data() + e.begin, e.end - e.begin);  // offset 0
       out.emplace_back(e.name, Tensor::fromRaw(ctx, std::move(v)));
     }
-    std::erase_if(meta, [](const auto& kv) { return kv.first.rfind("axes.", 0) == 0; });
+    std::erase_if(meta, [](const auto& kv) {
+      return kv.first.rfind("axes.", 0) == 0 || kv.first.rfind("q8_0.", 0) == 0;
+    });
     if (metadata) *metadata = std::move(meta);
     return out;
   });

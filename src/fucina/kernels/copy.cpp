@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "fucina/core/error.h"
+#include "fucina/core/q8.h"
 #include "fucina/exec/context.h"
 #include "fucina/kernels/strided.h"
 
@@ -25,6 +26,7 @@ double load(const std::byte* base, DType dtype, int64_t i) {
     case DType::u8: return reinterpret_cast<const uint8_t*>(base)[i];
     case DType::q8_0: break;
   }
+  // copyConvert and copyToF32 dequantize q8_0 before reaching here.
   fail(ErrorCode::DTypeMismatch, "q8_0 tensors have no element-wise representation");
 }
 
@@ -79,20 +81,83 @@ void copyStrided(const std::byte* s, DType sdt, const std::vector<int64_t>& sstr
   });
 }
 
+// Dequantizes q8_0 src (any view: element e = offset + Σ index·stride is value e % 32 of block
+// e / 32) into d, of dtype ddt with strides dstrides.
+void dequantize(const RawTensor& src, std::byte* d, DType ddt, const std::vector<int64_t>& dstrides,
+                const ExecContext* ctx) {
+  const auto plan = planStrided<2>(src.shape(), {&src.strides(), &dstrides});
+  const std::byte* base = src.storage()->data();
+  forEachRowParallel(ctx, plan, kCopyGrain, [&](auto off, int64_t n, auto st) {
+    int64_t e = src.offset() + off[0], o = off[1];
+    if (st[0] != 1) {
+      for (int64_t i = 0; i < n; ++i, e += st[0], o += st[1]) store(d, ddt, o, q8::load(base, e));
+      return;
+    }
+    // Along the block axis: the block's scale is read once per run inside it.
+    for (int64_t i = 0; i < n;) {
+      const std::byte* block = q8::blockOf(base, e);
+      const float scale = q8::scaleOf(block);
+      const int8_t* q = q8::valuesOf(block);
+      const int64_t m = std::min(n - i, q8::kBlock - e % q8::kBlock);
+      for (int64_t j = e % q8::kBlock, k = 0; k < m; ++j, ++k, o += st[1]) {
+        const float v = scale * static_cast<float>(q[j]);
+        if (ddt == DType::f32) reinterpret_cast<float*>(d)[o] = v;
+        else store(d, ddt, o, v);
+      }
+      i += m;
+      e += m;
+    }
+  });
+}
+
 }  // namespace
+
+void copyBlocks(const RawTensor& src, const RawTensor& dst, const ExecContext* ctx) {
+  if (src.shape() != dst.shape() || src.dtype() != DType::q8_0 || dst.dtype() != DType::q8_0)
+    fail(ErrorCode::ShapeMismatch, "copyBlocks from " + src.describe() + " " +
+                                       std::string(name(src.dtype())) + " into " + dst.describe() +
+                                       " " + std::string(name(dst.dtype())) + ": both must be q8_0 of one shape");
+  const size_t a = src.axis(internal::blockAxisOf(src));
+  if (dst.axis(internal::blockAxisOf(dst)) != a)
+    fail(ErrorCode::InvalidArgument, "copyBlocks: " + src.describe() + " and " + dst.describe() +
+                                         " have their q8_0 blocks along different axes");
+  if (src.numel() == 0) return;
+  // One step per block: the block axis counts blocks, 32 elements apart.
+  Extents shape = src.shape();
+  shape[a] /= q8::kBlock;
+  std::vector<int64_t> ss = src.strides(), ds = dst.strides();
+  ss[a] = ds[a] = q8::kBlock;
+  const auto plan = planStrided<2>(shape, {&ss, &ds});
+  const std::byte* s = src.storage()->data();
+  std::byte* d = dst.storage()->data();
+  auto at = [](int64_t e) { return static_cast<size_t>(e / q8::kBlock) * q8::kBlockBytes; };
+  forEachRowParallel(ctx, plan, kCopyGrain / q8::kBlock, [&](auto off, int64_t n, auto st) {
+    const int64_t es = src.offset() + off[0], ed = dst.offset() + off[1];
+    if (st[0] == q8::kBlock && st[1] == q8::kBlock) {  // a run of consecutive blocks
+      std::memcpy(d + at(ed), s + at(es), static_cast<size_t>(n) * q8::kBlockBytes);
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i) std::memcpy(d + at(ed + i * st[1]), s + at(es + i * st[0]), q8::kBlockBytes);
+  });
+}
 
 void copyConvert(const RawTensor& src, const RawTensor& dst, const ExecContext* ctx) {
   if (src.shape() != dst.shape())
     fail(ErrorCode::ShapeMismatch, "copy from " + src.describe() + " into " + dst.describe());
-  if (src.dtype() == DType::q8_0 || dst.dtype() == DType::q8_0)
-    fail(ErrorCode::DTypeMismatch, "q8_0 tensors have no element-wise representation");
+  if (dst.dtype() == DType::q8_0)
+    fail(ErrorCode::DTypeMismatch, "cannot write into q8_0 " + dst.describe() +
+                                       " element by element: q8_0 is block-quantized; make it with "
+                                       "quantize(ctx, DType::q8_0, block_axis)");
   if (src.numel() == 0) return;
+  if (src.dtype() == DType::q8_0) return dequantize(src, bytesAt(dst), dst.dtype(), dst.strides(), ctx);
   copyStrided(bytesAt(src), src.dtype(), src.strides(), bytesAt(dst), dst.dtype(), dst.strides(),
               src.shape(), ctx);
 }
 
 void copyToF32(const RawTensor& src, float* out) {
   if (src.numel() == 0) return;
+  if (src.dtype() == DType::q8_0)
+    return dequantize(src, reinterpret_cast<std::byte*>(out), DType::f32, contiguousStrides(src.shape()), nullptr);
   copyStrided(bytesAt(src), src.dtype(), src.strides(), reinterpret_cast<std::byte*>(out),
               DType::f32, contiguousStrides(src.shape()), src.shape());
 }

@@ -6,11 +6,16 @@
 namespace fucina::kernels {
 
 // dst[i] = convert(src[i]) for every logical index; dst and src must have equal extents in the
-// same axis order (tags are not consulted). q8_0 is not an element type and is rejected. Large
-// copies run on ctx's pool when one is given.
+// same axis order (tags are not consulted). A q8_0 src (any view) is dequantized; a q8_0 dst is
+// DTypeMismatch (q8_0 is written whole blocks at a time: quantize, copyBlocks). Large copies run
+// on ctx's pool when one is given.
 void copyConvert(const internal::RawTensor& src, const internal::RawTensor& dst,
                  const ExecContext* ctx = nullptr);
-// Writes src's values in logical row-major order, converted to f32, to out[0, numel).
+// Copies the blocks of q8_0 src into q8_0 dst: equal extents in the same axis order, both holding
+// whole blocks (blockAxisOf) along the same axis.
+void copyBlocks(const internal::RawTensor& src, const internal::RawTensor& dst,
+                const ExecContext* ctx = nullptr);
+// Writes src's values (q8_0 dequantized) in logical row-major order, converted to f32, to out[0, numel).
 void copyToF32(const internal::RawTensor& src, float* out);
 // Reads numel f32 values in logical row-major order from in, converting into dst.
 void copyFromF32(const float* in, const internal::RawTensor& dst);

@@ -12,6 +12,7 @@
 #include "fucina/kernels/softmax.h"
 #include "fucina/kernels/vector_ops.h"
 #include "fucina/ops/finish_op.h"
+#include "fucina/ops/typed.h"
 
 namespace fucina {
 
@@ -169,10 +170,9 @@ int64_t tileGrain(int64_t flops_per_tile) {
   return std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(1, flops_per_tile));
 }
 
-}  // namespace
-
-Tensor Tensor::groupedAttention(ExecContext& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
-                                const AttentionOptions& options) {
+// The f32 attention of f32 operands (the caller converts the others).
+Tensor attend(ExecContext& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
+              const AttentionOptions& options) {
   const Geometry g = geometry(q, k, v, options);
   const Tiles Q = tilesOf(ctx, q.value(), g, options), K = tilesOf(ctx, k.value(), g, options),
               V = tilesOf(ctx, v.value(), g, options);
@@ -272,6 +272,43 @@ Tensor Tensor::groupedAttention(ExecContext& ctx, const Tensor& q, const Tensor&
       if (needs[2]) grads[2] = std::move(dV);  // axis order
     };
   }, work);
+}
+
+// A k or v cache in f16, bf16 or q8_0 (§5.8: such KV caches are constants, the gradient goes to q
+// only) as f32: a transient f32 copy of the cache, made on every call and dropped after it (its
+// backward keeps it while the graph lives). f32 passes as it is.
+Tensor cacheAsF32(ExecContext& ctx, const Tensor& t, const char* which) {
+  switch (t.dtype()) {
+    case DType::f32: return t;
+    case DType::f16: case DType::bf16:
+      if (t.requiresGrad() && isGradEnabled())
+        fail(ErrorCode::UnsupportedGradient,
+             std::string("groupedAttention: ") + which + " is a " + std::string(name(t.dtype())) + " tensor " +
+                 t.value().describe() + " that requires gradients; a 16-bit (or q8_0) k/v is a constant "
+                 "cache whose gradient is not computed: detach() it, or pass it as f32 (to(ctx, DType::f32)) "
+                 "for gradients to k and v");
+      [[fallthrough]];
+    case DType::q8_0:  // q8_0 never requires gradients
+      return t.to(ctx, DType::f32);
+    default: ops::requireF32("groupedAttention", t);  // DTypeMismatch
+  }
+  return t;
+}
+
+}  // namespace
+
+// q f32, or a 16-bit constant q by the dtype rule (ops/typed.h: computed in f32, the result cast
+// back when every floating operand has q's dtype; q8_0 k/v do not count); k and v f32 or
+// f16/bf16/q8_0 constants (cacheAsF32).
+Tensor Tensor::groupedAttention(ExecContext& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
+                                const AttentionOptions& options) {
+  const Tensor k32 = cacheAsF32(ctx, k, "k"), v32 = cacheAsF32(ctx, v, "v");
+  if (q.dtype() == DType::f32) return attend(ctx, q, k32, v32, options);
+  DType out = ops::typedResult("groupedAttention", {&q});  // 16-bit q: its errors and its dtype
+  for (const Tensor* t : {&k, &v})
+    if (t->dtype() != DType::q8_0 && t->dtype() != out) out = DType::f32;
+  const Tensor r = attend(ctx, q.to(ctx, DType::f32), k32, v32, options);
+  return out == DType::f32 ? r : r.to(ctx, out);
 }
 
 }  // namespace fucina

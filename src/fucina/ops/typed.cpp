@@ -28,7 +28,8 @@ DType typedResult(std::string_view op, std::initializer_list<const Tensor*> oper
       default:
         fail(ErrorCode::DTypeMismatch, std::string(op) + " computes in f32, got a " +
                                            std::string(name(d)) + " tensor " + t->value().describe() +
-                                           "; convert with to(ctx, DType::f32)");
+                                           (d == DType::q8_0 ? "; dequantize" : "; convert") +
+                                           " with to(ctx, DType::f32)");
     }
     if (t->requiresGrad() && isGradEnabled())
       fail(ErrorCode::UnsupportedGradient,

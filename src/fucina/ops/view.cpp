@@ -18,7 +18,9 @@ void requireF32(std::string_view op, const Tensor& t) {
   if (t.dtype() != DType::f32)
     fail(ErrorCode::DTypeMismatch, std::string(op) + " computes in f32, got a " +
                                        std::string(name(t.dtype())) + " tensor " +
-                                       t.value().describe() + "; convert with to(ctx, DType::f32)");
+                                       t.value().describe() + "; " +
+                                       (t.dtype() == DType::q8_0 ? "dequantize" : "convert") +
+                                       " with to(ctx, DType::f32)");
 }
 }  // namespace ops
 
@@ -65,8 +67,8 @@ Tensor Tensor::narrow(ExecContext& ctx, Tag axis, int64_t start, int64_t length)
 
 Tensor Tensor::contiguous(ExecContext& ctx) const {
   const RawTensor& a = value();
-  if (a.isContiguous()) return *this;
-  RawTensor out = a.clone(ctx);
+  RawTensor out = a.contiguous(ctx);  // q8_0: already in, or copied into, its canonical layout
+  if (out.storage() == a.storage()) return *this;
   return ops::finishOp(ctx, "contiguous", out, {this}, [] {
     return [](ExecContext&, const RawTensor& gy, NeedsGrad, Grads g) { g[0] = gy; };
   });
@@ -163,6 +165,16 @@ RawTensor splitAxis(std::string_view op, const RawTensor& a, Tag axis, const Tag
   return makeView(a, std::move(tags), std::move(shape), std::move(strides), a.offset());
 }
 
+// The reshaping ops assume element-wise layouts (their copies are row-major): a q8_0 tensor, whose
+// blocks must stay whole along a stride-1 axis, is refused instead.
+void refuseQ8(std::string_view op, const RawTensor& a) {
+  if (a.dtype() == DType::q8_0)
+    fail(ErrorCode::DTypeMismatch, std::string(op) + " of q8_0 " + a.describe() +
+                                       ": q8_0 views are permute, withTags, narrow (the block axis "
+                                       "by whole blocks), select and slice of other axes, "
+                                       "insertAxis and squeeze; dequantize with to(ctx, DType::f32) first");
+}
+
 // Row-major reshape over a's axis order: a view when a is contiguous, else a copy.
 RawTensor reshapeRaw(ExecContext& ctx, const RawTensor& a, Tags tags, Extents shape) {
   const RawTensor src = a.contiguous(ctx);
@@ -226,6 +238,7 @@ Tensor Tensor::squeeze(ExecContext& ctx, Tag axis) const {
 
 Tensor Tensor::merge(ExecContext& ctx, const Tags& axes, Tag into) const {
   const RawTensor& a = value();
+  refuseQ8("merge", a);
   if (axes.empty())
     fail(ErrorCode::InvalidArgument, "merge into " + quoted(into) + ": no axes to merge in " + a.describe());
   size_t first = a.rank();
@@ -256,6 +269,7 @@ Tensor Tensor::merge(ExecContext& ctx, const Tags& axes, Tag into) const {
 
 Tensor Tensor::split(ExecContext& ctx, Tag axis, Tags into, Extents extents) const {
   const RawTensor& a = value();
+  refuseQ8("split", a);
   RawTensor out = splitAxis("split", a, axis, into, extents);
   return ops::finishOp(ctx, "split", out, {this}, [&] {
     return [tags = out.tags(), first = a.axis(axis), n = into.size(), axis](
@@ -273,6 +287,7 @@ Tensor Tensor::flatten(ExecContext& ctx, Tag into) const {
 
 Tensor Tensor::reshape(ExecContext& ctx, Tags tags, Extents shape) const {
   const RawTensor& a = value();
+  refuseQ8("reshape", a);
   validateShape(tags, shape, "reshape");
   if (numelOf(shape) != a.numel())
     fail(ErrorCode::ShapeMismatch, "reshape " + a.describe() + " to " + describe(tags, shape) +
@@ -334,7 +349,8 @@ Tensor Tensor::slice(ExecContext& ctx, Tag axis, int64_t start, int64_t end, int
     fail(ErrorCode::IndexOutOfRange, "slice " + quoted(axis) + " of " + a.describe() + " to [" +
                                          std::to_string(start) + ", " + std::to_string(end) +
                                          "): need 0 <= start <= end <= " + std::to_string(n));
-  RawTensor out = strided(a, p, start, end, step);
+  if (a.dtype() == DType::q8_0 && a.strides()[p] == 1 && step != 1) refuseQ8("slice with a step along the block axis", a);
+  RawTensor out = step == 1 ? a.narrowed(axis, start, end - start) : strided(a, p, start, end, step);
   return ops::finishOp(ctx, "slice", out, {this}, [&] {
     return [tags = a.tags(), shape = a.shape(), p, start, end, step](
                ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
@@ -349,6 +365,10 @@ Tensor Tensor::slice(ExecContext& ctx, Tag axis, int64_t start, int64_t end, int
 // through); a grad-carrying cast to f64 or an integer type is refused.
 Tensor Tensor::to(ExecContext& ctx, DType dtype) const {
   const RawTensor& a = value();
+  if (dtype == DType::q8_0 && a.dtype() != DType::q8_0)
+    fail(ErrorCode::DTypeMismatch, "to(q8_0) of " + std::string(name(a.dtype())) + " " + a.describe() +
+                                       ": q8_0 is block-quantized; use quantize(ctx, DType::q8_0, "
+                                       "block_axis), which picks the axis the blocks run along");
   if (requiresGrad() && isGradEnabled() &&
       !(dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16))
     fail(ErrorCode::GradientCastUnsupported,
