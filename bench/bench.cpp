@@ -2,8 +2,13 @@
 // protocol, and prints a table line or (--json) one JSON object. bench/run.mjs runs every
 // configuration in a fresh process; this program never loops over configurations itself.
 //
-//   fucina_bench --workload w1|w2|w3|w3-ckpt|w4-1024|w4-fc --threads N [--json] [--quick]
-//                [--gemm-layout kn|nk] [--steps N]
+//   fucina_bench --workload w1|w2|w3|w3-ckpt|w3-frozen-f32|w3-frozen-f16|w3-frozen-q8|w4-1024|w4-fc
+//                --threads N [--json] [--quick] [--gemm-layout kn|nk] [--rhs-dtype f32|f16|bf16|q8_0]
+//                [--steps N]
+//
+// w3-frozen-<dtype>: W3 with the blocks' projections frozen (Gpt::freezeProjections) as f32, f16
+// or q8_0 constants, training the embeddings and LayerNorms (forward + backward through the
+// frozen weights). --rhs-dtype: W4's b stored as that dtype (q8_0 needs --gemm-layout nk).
 //
 // --steps N times N steps instead of the protocol's 50 (e.g. to run long enough under `perf record`).
 //
@@ -36,13 +41,15 @@ struct Args {
   bool json = false;
   bool quick = false;        // a smoke test: 2 warm-up and 3 timed steps
   std::string layout = "kn";  // W4: b is {k, n} (contracted axis first) or {n, k} (a weight)
+  std::string rhs_dtype = "f32";  // W4: b's dtype
   int steps = 0;              // > 0: time this many steps (profiling), not the protocol's count
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr,
-               "fucina_bench: %s\nusage: fucina_bench --workload w1|w2|w3|w3-ckpt|w4-1024|w4-fc "
-               "--threads N [--json] [--quick] [--gemm-layout kn|nk] [--steps N]\n",
+               "fucina_bench: %s\nusage: fucina_bench --workload w1|w2|w3|w3-ckpt|w3-frozen-f32|"
+               "w3-frozen-f16|w3-frozen-q8|w4-1024|w4-fc --threads N [--json] [--quick] [--gemm-layout kn|nk] "
+               "[--rhs-dtype f32|f16|bf16|q8_0] [--steps N]\n",
                why.c_str());
   std::exit(2);
 }
@@ -60,6 +67,7 @@ Args parse(int argc, char** argv) {
     else if (s == "--json") a.json = true;
     else if (s == "--quick") a.quick = true;
     else if (s == "--gemm-layout") a.layout = value();
+    else if (s == "--rhs-dtype") a.rhs_dtype = value();
     else if (s == "--steps") {
       a.steps = std::atoi(value().c_str());
       if (a.steps < 1) usage("--steps must be >= 1");
@@ -69,6 +77,8 @@ Args parse(int argc, char** argv) {
   if (a.workload.empty()) usage("--workload is required");
   if (a.threads < 1) usage("--threads must be >= 1");
   if (a.layout != "kn" && a.layout != "nk") usage("--gemm-layout is kn or nk");
+  if (a.rhs_dtype != "f32" && a.rhs_dtype != "f16" && a.rhs_dtype != "bf16" && a.rhs_dtype != "q8_0")
+    usage("--rhs-dtype is f32, f16, bf16 or q8_0");
   return a;
 }
 
@@ -189,29 +199,42 @@ Result run(const Args& a, ExecContext& ctx) {
     r.note = "NCHW";
     return r;
   }
-  if (w == "w3" || w == "w3-ckpt") {
+  if (w == "w3" || w == "w3-ckpt" || w.rfind("w3-frozen-", 0) == 0) {
     constexpr int64_t kBatch = 16, kT = 128;
     nn::GptConfig config;
     config.checkpoint_blocks = w == "w3-ckpt";
-    const nn::Gpt model(ctx, config, 1);
+    nn::Gpt model(ctx, config, 1);
+    const std::string frozen = w.rfind("w3-frozen-", 0) == 0 ? w.substr(10) : "";
+    if (!frozen.empty()) {
+      if (frozen != "f32" && frozen != "f16" && frozen != "q8") usage("unknown workload " + w);
+      model.freezeProjections(ctx, frozen == "f32" ? fucina::DType::f32 : frozen == "f16" ? fucina::DType::f16
+                                                                                        : fucina::DType::q8_0);
+    }
     optim::AdamW opt(model.parameters(), {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.01});
     // T + 1 = 129 tokens per sequence: Gpt::loss predicts the last 128 from the first 128, so a
     // step trains on 16 · 128 = 2,048 predicted tokens.
     const Tensor tokens = Tensor::fromInts(ctx, {"batch", "t"}, {kBatch, kT + 1}, labelPattern(kBatch * (kT + 1), 256));
     Result r = measureTraining(ctx, opt, [&] { return model.loss(ctx, tokens); }, a);
+    // The FLOP count of the full W3 (frozen variants skip the projections' dW: their GFLOP/s is
+    // then a rate on the same nominal work, comparable only as a time).
     int64_t params = 0;
-    for (const Tensor& p : model.parameters()) params += p.numel();
+    for (const Tensor& p : nn::Gpt(ctx, config, 1).parameters()) params += p.numel();
     const double tokens_per_step = kBatch * kT;
     const double attention = 3.0 * config.layers * kBatch * 2 * (2.0 * kT * kT * config.d_model);  // QKᵀ, AV
     r.gflop = (6.0 * tokens_per_step * static_cast<double>(params - kT * config.d_model) + attention) / 1e9;
-    r.note = "129 tokens per sequence, 128 predicted";
+    r.note = frozen.empty() ? "129 tokens per sequence, 128 predicted"
+                            : "projections frozen as " + (frozen == "q8" ? std::string("q8_0") : frozen) +
+                                  ", embeddings and LayerNorms trained";
     return r;
   }
   if (w == "w4-1024" || w == "w4-fc") {
     const int64_t m = w == "w4-1024" ? 1024 : 128, k = w == "w4-1024" ? 1024 : 784, n = w == "w4-1024" ? 1024 : 512;
     const Tensor lhs = Tensor::normal(ctx, {"m", "k"}, {m, k}, 0, 1, 1);
-    const Tensor rhs = a.layout == "kn" ? Tensor::normal(ctx, {"k", "n"}, {k, n}, 0, 1, 2)
+    const Tensor f32 = a.layout == "kn" ? Tensor::normal(ctx, {"k", "n"}, {k, n}, 0, 1, 2)
                                         : Tensor::normal(ctx, {"n", "k"}, {n, k}, 0, 1, 2);
+    const Tensor rhs = a.rhs_dtype == "f32"    ? f32
+                       : a.rhs_dtype == "q8_0" ? f32.quantize(ctx, fucina::DType::q8_0, "k")
+                                               : f32.to(ctx, a.rhs_dtype == "f16" ? fucina::DType::f16 : fucina::DType::bf16);
     Result r = measure(ctx, [&] {
       ExecScope scope(ctx);
       const Tensor c = lhs.dot(ctx, rhs, "k");
@@ -219,7 +242,8 @@ Result run(const Args& a, ExecContext& ctx) {
       (void)sink;
     }, a);
     r.gflop = 2.0 * static_cast<double>(m * n * k) / 1e9;
-    r.note = a.layout == "kn" ? "a{m,k}.dot(b{k,n}, k)" : "a{m,k}.dot(b{n,k}, k)";
+    r.note = std::string(a.layout == "kn" ? "a{m,k}.dot(b{k,n}, k)" : "a{m,k}.dot(b{n,k}, k)") +
+             (a.rhs_dtype == "f32" ? "" : ", b " + a.rhs_dtype);
     return r;
   }
   usage("unknown workload " + w);
@@ -249,22 +273,33 @@ int main(int argc, char** argv) {
   // and data included); step_bytes: the part a step added on top of what lived before it.
   const size_t step_bytes = r.after.peak_bytes - r.before.live_bytes;
   const std::string saved = r.saved_bytes ? "\"saved_bytes\":" + std::to_string(*r.saved_bytes) + "," : "";
+  // What stays alive between steps (parameters, frozen weights, gradients, optimizer state,
+  // data), by dtype: the memory a frozen 16-bit or q8_0 base saves.
+  std::string by_dtype = "\"live_bytes\":" + std::to_string(r.after.live_bytes) + ",\"live_bytes_by_dtype\":{";
+  bool first = true;
+  for (size_t d = 0; d < r.after.bytes_by_dtype.size(); ++d) {
+    if (r.after.bytes_by_dtype[d] == 0) continue;
+    by_dtype += (first ? "\"" : ",\"") + std::string(fucina::name(static_cast<fucina::DType>(d))) +
+                "\":" + std::to_string(r.after.bytes_by_dtype[d]);
+    first = false;
+  }
+  by_dtype += "},";
   if (a.json) {
     std::printf("{\"workload\":\"%s\",\"impl\":\"fucina-native\",\"threads\":%d,\"median_ms\":%.4f,"
                 "\"min_ms\":%.4f,\"max_ms\":%.4f,\"gflops_median\":%.3f,\"reduced_protocol\":%s,"
                 "\"load_avg_1m\":%.2f,\"warmup\":%d,\"steps\":%zu,\"peak_bytes\":%zu,\"step_bytes\":%zu,"
-                "\"allocs_per_step\":%.2f,%s\"note\":\"%s\"}\n",
+                "\"allocs_per_step\":%.2f,%s%s\"note\":\"%s\"}\n",
                 a.workload.c_str(), a.threads, median, t.ms.front(), t.ms.back(), gflops,
                 t.reduced ? "true" : "false", load, t.warmup, steps, r.after.peak_bytes, step_bytes,
-                allocs, saved.c_str(), r.note.c_str());
+                allocs, saved.c_str(), by_dtype.c_str(), r.note.c_str());
   } else {
     char saved_mib[48] = "";
     if (r.saved_bytes) std::snprintf(saved_mib, sizeof saved_mib, ", saved %.1f MiB", static_cast<double>(*r.saved_bytes) / 1048576.0);
     std::printf("%-8s fucina-native %d thr  median %9.3f ms  (min %.3f, max %.3f)  %7.2f GFLOP/s  "
-                "peak %.1f MiB (step %.1f MiB%s)  %.1f allocs/step  load %.2f%s%s%s\n",
+                "peak %.1f MiB (step %.1f MiB%s, live %.1f MiB)  %.1f allocs/step  load %.2f%s%s%s\n",
                 a.workload.c_str(), a.threads, median, t.ms.front(), t.ms.back(), gflops,
                 static_cast<double>(r.after.peak_bytes) / 1048576.0, static_cast<double>(step_bytes) / 1048576.0,
-                saved_mib, allocs, load, t.reduced ? "  [reduced protocol]" : "", r.note.empty() ? "" : "  ", r.note.c_str());
+                saved_mib, static_cast<double>(r.after.live_bytes) / 1048576.0, allocs, load, t.reduced ? "  [reduced protocol]" : "", r.note.empty() ? "" : "  ", r.note.c_str());
   }
   return 0;
 }

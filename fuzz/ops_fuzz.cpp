@@ -169,7 +169,10 @@ class Run {
     const Tags tags = in_.tags(rank);
     const Extents shape = in_.extents(rank);
     Tensor t = Tensor::uniform(ctx_, tags, shape, -2, 2, in_.byte());
-    if (variable) return Tensor::variable(ctx_, t);
+    if (variable) {  // f32 mostly, f16 and bf16 leaves too (§5.1)
+      const uint8_t kind = in_.byte() % 4;
+      return Tensor::variable(ctx_, kind == 1 ? t.to(ctx_, DType::f16) : kind == 2 ? t.to(ctx_, DType::bf16) : t);
+    }
     const DType d = in_.dtype();
     return d == DType::f32 ? t : t.to(ctx_, d);
   }
@@ -183,7 +186,7 @@ class Run {
   }
 
   Tensor unary(const Tensor& t) {
-    switch (in_.below(32)) {
+    switch (in_.below(33)) {
       case 0: return t.neg(ctx_);
       case 1: return t.abs(ctx_);
       case 2: return t.exp(ctx_);
@@ -215,6 +218,7 @@ class Run {
       case 28: return t.to(ctx_, in_.dtype());
       case 29: return t.detach(ctx_);
       case 30: return t.swiglu(ctx_, in_.tag());
+      case 31: return t.quantize(ctx_, in_.byte() & 1 ? DType::q8_0 : in_.dtype(), in_.tag());
       default: return t.logsumexp(ctx_, in_.tag());
     }
   }

@@ -300,3 +300,59 @@ TEST_CASE("master weights: bf16 updates below half a bf16 step still add up", "[
   CHECK(optim::clipGradNorm(ctx, std::span<const Tensor>(&p, 1), 1.0) == Approx(5.0));
   CHECK(p.grad(ctx)->dtype() == DType::f32);
 }
+
+// ---------------------------------------------------------------- q8_0 right operands
+
+TEST_CASE("dot and einsum with a q8_0 right operand: the gradient goes to the left operand only", "[typed][q8]") {
+  ExecContext ctx(ExecOptions{.threads = 2});
+  const int64_t B = 3, IN = 96, OUT = 40;
+  const Floats xv = test::wave(B * IN, 1.0f, 0.1f, 0.37f), wv = test::wave(OUT * IN, 0.5f, 0.4f, 0.23f);
+  // Blocks along the contracted axis (a Linear weight {out, in}), and along the kept one.
+  for (bool along_in : {true, false}) {
+    Tensor w32 = along_in ? Tensor::fromSlice(ctx, {"out", "in"}, {OUT, IN}, wv)
+                          : Tensor::fromSlice(ctx, {"in", "out"}, {IN, 32}, Floats(wv.begin(), wv.begin() + IN * 32));
+    Tensor q = w32.quantize(ctx, DType::q8_0, along_in ? "in" : "out");
+    CHECK_FALSE(q.requiresGrad());
+    Tensor deq = q.to(ctx, DType::f32);
+    auto run = [&](const Tensor& w) {
+      Tensor x = Tensor::variableFromSlice(ctx, {"b", "in"}, {B, IN}, xv);
+      Tensor y = x.dot(ctx, w, "in");
+      y.mul(ctx, y).sumAll(ctx).backward(ctx);
+      return std::pair{test::vec(y.dataConst()), test::vec(x.grad(ctx)->dataConst())};
+    };
+    INFO("blocks along " << (along_in ? "in" : "out"));
+    CHECK(run(q) == run(deq));
+    Tensor x = Tensor::fromSlice(ctx, {"b", "in"}, {B, IN}, xv);
+    CHECK(test::vec(Tensor::einsum(ctx, x, q, {"b"}).dataConst()) ==
+          test::vec(Tensor::einsum(ctx, x, deq, {"b"}).dataConst()));
+    CHECK(x.dot(ctx, q, "in").dtype() == DType::f32);
+  }
+  // q8_0 on the left is refused (it is a weight format): dequantize first.
+  Tensor q = Tensor::fromSlice(ctx, {"out", "in"}, {1, 32}, Floats(32, 1.0f)).quantize(ctx, DType::q8_0, "in");
+  CHECK_FUCINA_ERROR(q.dot(ctx, Tensor::ones(ctx, {"in"}, {32}), "in"), DTypeMismatch);
+}
+
+TEST_CASE("Gpt::freezeProjections: frozen 16-bit or q8_0 projections, trainable LayerNorms and embeddings", "[typed][nn]") {
+  ExecContext ctx;
+  fucina::nn::GptConfig config;
+  config.vocab = 32, config.context = 8, config.d_model = 32, config.heads = 2, config.layers = 1, config.mlp = 64;
+  const Tensor tokens = Tensor::fromInts(ctx, {"batch", "t"}, {2, 9}, {1, 5, 9, 3, 7, 2, 8, 4, 6, 0, 31, 12, 17, 23, 3, 3, 9, 1});
+  const float base = fucina::nn::Gpt(ctx, config, 1).loss(ctx, tokens).item();
+  for (DType d : {DType::f32, DType::f16, DType::bf16, DType::q8_0})
+    for (bool ckpt : {false, true}) {
+      config.checkpoint_blocks = ckpt;
+      fucina::nn::Gpt model(ctx, config, 1);
+      const size_t all = model.parameters().size();
+      model.freezeProjections(ctx, d);
+      const std::vector<Tensor> params = model.parameters();
+      CHECK(params.size() == all - 8);  // 4 weights and 4 biases per block
+      Tensor loss = model.loss(ctx, tokens);
+      INFO(fucina::name(d) << " checkpointed " << ckpt);
+      if (d == DType::f32) CHECK(loss.item() == base);
+      else CHECK(std::abs(loss.item() - base) < (d == DType::f16 ? 1e-3f : 2e-2f));
+      loss.backward(ctx);
+      for (const Tensor& p : params) CHECK(p.grad(ctx).has_value());
+    }
+  fucina::nn::Gpt model(ctx, config, 1);
+  CHECK_FUCINA_ERROR(model.freezeProjections(ctx, DType::i32), InvalidArgument);
+}

@@ -69,13 +69,16 @@ Tensor Gpt::operator()(ExecContext& ctx, const Tensor& tokens) const {
       x = block(ctx, b, x);
       continue;
     }
-    // The block's parameters are checkpoint inputs, so their gradients flow through the recompute.
+    // The block's trainable parameters are checkpoint inputs, so their gradients flow through the
+    // recompute; frozen ones stay in the captured block (the reference's `extra` channel, §5.5).
     std::vector<Tensor> inputs{x};
-    b.collect(inputs);
+    for (const Tensor* t : blockSlots(b))
+      if (t->requiresGrad()) inputs.push_back(*t);
     x = checkpointErased(ctx, [this, b](ExecContext& c, const std::vector<Tensor>& xs) {
       Block local = b;
-      const auto slots = blockSlots(local);
-      for (size_t i = 0; i < slots.size(); ++i) *slots[i] = xs[i + 1];
+      size_t next = 1;
+      for (Tensor* slot : blockSlots(local))
+        if (slot->requiresGrad()) *slot = xs[next++];
       return block(c, local, xs[0]);
     }, inputs);
   }
@@ -90,12 +93,27 @@ Tensor Gpt::loss(ExecContext& ctx, const Tensor& tokens) const {
 }
 
 std::vector<Tensor> Gpt::parameters() const {
-  std::vector<Tensor> params;
-  token_.collect(params);
-  position_.collect(params);
-  for (const Block& b : blocks_) b.collect(params);
-  final_.collect(params);
+  std::vector<Tensor> all, params;
+  token_.collect(all);
+  position_.collect(all);
+  for (const Block& b : blocks_) b.collect(all);
+  final_.collect(all);
+  for (const Tensor& t : all)
+    if (t.requiresGrad()) params.push_back(t);
   return params;
+}
+
+void Gpt::freezeProjections(ExecContext& ctx, DType dtype) {
+  if (dtype != DType::f32 && dtype != DType::f16 && dtype != DType::bf16 && dtype != DType::q8_0)
+    fail(ErrorCode::InvalidArgument, "Gpt::freezeProjections: dtype is f32, f16, bf16 or q8_0, not " +
+                                         std::string(name(dtype)));
+  for (Block& b : blocks_)
+    for (Linear* l : {&b.qkv, &b.proj, &b.fc, &b.out}) {
+      const Tensor w = l->weight.detach(ctx);
+      l->weight = dtype == DType::q8_0 ? w.quantize(ctx, DType::q8_0, l->in) : w.to(ctx, dtype);
+      if (dtype == DType::f32) l->weight = l->weight.contiguous(ctx);  // its own buffer, not the old leaf's
+      l->bias = l->bias.detach(ctx);
+    }
 }
 
 }  // namespace fucina::nn

@@ -60,8 +60,15 @@ class Gpt {
   Tensor operator()(ExecContext& ctx, const Tensor& tokens) const;
   /// Mean next-token cross-entropy of tokens[:, :-1] predicting tokens[:, 1:].
   Tensor loss(ExecContext& ctx, const Tensor& tokens) const;
+  /// The trainable tensors: every parameter, or after freezeProjections the embeddings and
+  /// LayerNorms only.
   std::vector<Tensor> parameters() const;
   const GptConfig& config() const { return config_; }
+  /// Makes the blocks' projections (qkv, proj, fc, out) frozen constants, the weights stored as
+  /// dtype (f32, f16, bf16, or q8_0 with blocks along each weight's input axis) and the biases as
+  /// f32: the fine-tuning setting of a big frozen base under trainable LayerNorms and embeddings.
+  /// Gradients still flow through the frozen weights to everything below them.
+  void freezeProjections(ExecContext& ctx, DType dtype);
 
  private:
   struct Block {
