@@ -20,6 +20,9 @@ namespace fucina {
 /// How a loss reduces its per-element values.
 enum class Reduction { mean, sum, none };
 
+/// The relation Tensor::compare tests elementwise: ==, !=, <, <=, >, >=.
+enum class CompareOp { eq, ne, lt, le, gt, ge };
+
 struct CrossEntropyOptions {
   Reduction reduction = Reduction::mean;
   double label_smoothing = 0.0;  ///< in [0, 1): the target puts (1-s) on the label and s/C everywhere
@@ -134,7 +137,10 @@ class Tensor {
   Tensor to(ExecContext& ctx, DType dtype) const;  ///< §3.8 casts
   void dispose();  ///< releases value and gradient state now, for every copy of this handle
 
-  // --- pointwise arithmetic (ops/pointwise.cpp): operands align by tag, missing axes broadcast ---
+  // --- pointwise arithmetic (ops/pointwise.cpp): operands align by tag, missing axes broadcast.
+  // Dtypes (Note [Dtype rules], ops/typed.h): f32 differentiates; f64 computes in double (no
+  // gradient; f64 with f32/f16/bf16 gives f64); 16-bit constants compute in f32; add, sub, mul
+  // and neg also take two tensors of one integer dtype (i32, i64, u8), wrapping on overflow. ---
   Tensor add(ExecContext& ctx, const Tensor& y) const;
   Tensor sub(ExecContext& ctx, const Tensor& y) const;
   Tensor mul(ExecContext& ctx, const Tensor& y) const;
@@ -147,6 +153,10 @@ class Tensor {
   Tensor subScalar(ExecContext& ctx, double value) const;
   Tensor divScalar(ExecContext& ctx, double value) const;
   Tensor powScalar(ExecContext& ctx, double exponent) const;
+  /// 1 where `this op y` holds, else 0, as a u8 constant (no gradient, even from variables);
+  /// operands align and broadcast by tag as in add, and may have any element dtypes: i64 with
+  /// i64 compares exactly, anything else in double. NaN compares false, except under ne.
+  Tensor compare(ExecContext& ctx, const Tensor& y, CompareOp op) const;
   // --- unary (ops/unary.cpp) ---
   Tensor neg(ExecContext& ctx) const;
   Tensor abs(ExecContext& ctx) const;
