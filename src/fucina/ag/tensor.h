@@ -157,7 +157,7 @@ class Tensor {
   /// operands align and broadcast by tag as in add, and may have any element dtypes: i64 with
   /// i64 compares exactly, anything else in double. NaN compares false, except under ne.
   Tensor compare(ExecContext& ctx, const Tensor& y, CompareOp op) const;
-  // --- unary (ops/unary.cpp) ---
+  // --- unary (ops/unary.cpp); dtypes as the pointwise ops (neg also on integers) ---
   Tensor neg(ExecContext& ctx) const;
   Tensor abs(ExecContext& ctx) const;
   Tensor exp(ExecContext& ctx) const;
@@ -188,7 +188,7 @@ class Tensor {
   /// function of (seed, element index in row-major order of this tensor's axes), so forward,
   /// backward and a checkpoint recompute agree, on any thread count and in every build.
   Tensor dropout(ExecContext& ctx, double p, uint64_t seed) const;
-  // --- reductions (ops/reduce.cpp) ---
+  // --- reductions (ops/reduce.cpp); f64 computes in double, 16-bit constants in f32 ---
   Tensor sumAll(ExecContext& ctx) const;
   Tensor meanAll(ExecContext& ctx) const;
   Tensor sum(ExecContext& ctx, Tag axis) const;
