@@ -1,6 +1,7 @@
 // Elementwise maps over named-axis tensors: inputs are aligned to the output's axes by tag
 // (missing axes broadcast with stride 0), any strides are accepted, the output is a new
-// contiguous tensor (f32, or the element type of mapAs). Every pointwise op and its VJP is one call with a scalar lambda.
+// contiguous tensor (f32, or the element type of mapAs/mapTo). Every pointwise op and its VJP is
+// one call with a scalar lambda.
 #pragma once
 
 #include <array>
@@ -11,6 +12,7 @@
 #include "fucina/core/error.h"
 #include "fucina/core/raw_tensor.h"
 #include "fucina/exec/context.h"
+#include "fucina/kernels/copy.h"
 #include "fucina/kernels/strided.h"
 #include "fucina/kernels/vector_ops.h"
 
@@ -49,82 +51,83 @@ constexpr DType dtypeOf() {
   }
 }
 
-// Typed pointer to t's first element after checking that t stores T.
-template <class T>
-const T* elementsOf(const internal::RawTensor& t) {
-  if constexpr (std::is_same_v<T, float>) {
-    return t.f32();
-  } else {
-    if (t.dtype() != dtypeOf<T>())
-      fail(ErrorCode::DTypeMismatch, "expected a " + std::string(name(dtypeOf<T>())) + " tensor, got " +
-                                         std::string(name(t.dtype())) + " " + t.describe());
-    return t.data<T>();
-  }
-}
-
-// out[i] = f(in_0[i], ..., in_{K-1}[i]) over out's axes, every input and the output holding T
-// (f32 for `map`; the f64 and integer paths of pointwise ops use mapAs<double> etc., without SIMD).
-// Each input's axes must be a subset of out's with the same extents (ops check this first with
-// alignShapes for good messages).
-// mapTo writes Out elements from In inputs (compare's u8 results).
-template <class Out, class T, size_t K, class F>
-internal::RawTensor mapTo(ExecContext& ctx, const Tags& tags, const Extents& shape,
-                          const std::array<const internal::RawTensor*, K>& ins, F f, VecMap simd = {}) {
-  internal::RawTensor out = internal::RawTensor::empty(ctx, tags, shape, dtypeOf<Out>());
+// out[i] = f(in_0[i], ..., in_{K-1}[i]) over out's axes. Each input's axes must be a subset of
+// out's with the same extents (ops check this first with alignShapes for good messages).
+//
+// The f32 map: any strides, SIMD twins where the inputs allow, split over ctx's pool.
+template <size_t K, class F>
+internal::RawTensor map(ExecContext& ctx, const Tags& tags, const Extents& shape,
+                        const std::array<const internal::RawTensor*, K>& ins, F f, VecMap simd = {}) {
+  internal::RawTensor out = internal::RawTensor::empty(ctx, tags, shape, DType::f32);
   if (out.numel() == 0) return out;
   std::array<internal::RawTensor, K> views;
   std::array<const std::vector<int64_t>*, K + 1> strides;
-  std::array<const T*, K> base;
+  std::array<const float*, K> base;
   for (size_t k = 0; k < K; ++k) {
     views[k] = ins[k]->broadcastView(tags, shape);
     strides[k] = &views[k].strides();
-    base[k] = elementsOf<T>(views[k]);
+    base[k] = views[k].f32();
   }
   strides[K] = &out.strides();
   const auto plan = planStrided<K + 1>(shape, strides);
-  Out* dst = out.data<Out>();
-  constexpr bool kF32 = std::is_same_v<T, float> && std::is_same_v<Out, float>;
-  const bool use_simd = kF32 && simd.op != vec::Op::none && vec::enabled();
+  float* dst = out.f32();
+  const bool use_simd = simd.op != vec::Op::none && vec::enabled();
   const bool binary = vec::isBinary(simd.op);
   forEachRowParallel(&ctx, plan, kElementwiseGrain, [&](const auto& off, int64_t n, const auto& st) {
-    Out* o = dst + off[K];
-    if constexpr (kF32) {
-      if (use_simd && st[K] == 1 && (st[simd.x] == 0 || st[simd.x] == 1) &&
-          (!binary || st[simd.y] == 0 || st[simd.y] == 1)) {
-        vec::run(simd.op, n, base[simd.x] + off[simd.x], st[simd.x],
-                 binary ? base[simd.y] + off[simd.y] : nullptr, binary ? st[simd.y] : 0, o);
-        return;
-      }
+    float* o = dst + off[K];
+    if (use_simd && st[K] == 1 && (st[simd.x] == 0 || st[simd.x] == 1) &&
+        (!binary || st[simd.y] == 0 || st[simd.y] == 1)) {
+      vec::run(simd.op, n, base[simd.x] + off[simd.x], st[simd.x],
+               binary ? base[simd.y] + off[simd.y] : nullptr, binary ? st[simd.y] : 0, o);
+      return;
     }
     bool unit = true;
     for (size_t k = 0; k < K; ++k) unit = unit && st[k] == 1;
     if (unit) {  // the common case, kept simple so the compiler vectorizes it
-      std::array<const T*, K> p;
+      std::array<const float*, K> p;
       for (size_t k = 0; k < K; ++k) p[k] = base[k] + off[k];
       for (int64_t i = 0; i < n; ++i)
-        o[i] = [&]<size_t... I>(std::index_sequence<I...>) { return static_cast<Out>(f(p[I][i]...)); }(
+        o[i] = [&]<size_t... I>(std::index_sequence<I...>) { return f(p[I][i]...); }(
             std::make_index_sequence<K>{});
     } else {
       for (int64_t i = 0; i < n; ++i)
         o[i] = [&]<size_t... I>(std::index_sequence<I...>) {
-          return static_cast<Out>(f(base[I][off[I] + i * st[I]]...));
+          return f(base[I][off[I] + i * st[I]]...);
         }(std::make_index_sequence<K>{});
     }
   });
   return out;
 }
 
-template <class T, size_t K, class F>
-internal::RawTensor mapAs(ExecContext& ctx, const Tags& tags, const Extents& shape,
-                          const std::array<const internal::RawTensor*, K>& ins, F f, VecMap simd = {}) {
-  return mapTo<T, T, K>(ctx, tags, shape, ins, f, simd);
+// The other element types (the f64, integer and compare paths, Note [Dtype rules]): each input
+// is first copied, converted to T, into a dense tensor of out's shape (broadcasts materialized),
+// then one flat loop writes Out. Simple on purpose: these paths are not the hot ones, and each
+// op instantiates this for several types, so a lean body keeps the wasm binary small.
+template <class Out, class T, size_t K, class F>
+internal::RawTensor mapTo(ExecContext& ctx, const Tags& tags, const Extents& shape,
+                          const std::array<const internal::RawTensor*, K>& ins, F f) {
+  internal::RawTensor out = internal::RawTensor::empty(ctx, tags, shape, dtypeOf<Out>());
+  if (out.numel() == 0) return out;
+  std::array<internal::RawTensor, K> dense;
+  std::array<const T*, K> p;
+  for (size_t k = 0; k < K; ++k) {
+    dense[k] = internal::RawTensor::empty(ctx, tags, shape, dtypeOf<T>());
+    copyConvert(ins[k]->broadcastView(tags, shape), dense[k], &ctx);
+    p[k] = dense[k].template data<T>();
+  }
+  Out* o = out.data<Out>();
+  ctx.parallelFor(out.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      o[i] = [&]<size_t... I>(std::index_sequence<I...>) { return static_cast<Out>(f(p[I][i]...)); }(
+          std::make_index_sequence<K>{});
+  });
+  return out;
 }
 
-// The f32 map every op and VJP uses.
-template <size_t K, class F>
-internal::RawTensor map(ExecContext& ctx, const Tags& tags, const Extents& shape,
-                        const std::array<const internal::RawTensor*, K>& ins, F f, VecMap simd = {}) {
-  return mapAs<float, K>(ctx, tags, shape, ins, f, simd);
+template <class T, size_t K, class F>
+internal::RawTensor mapAs(ExecContext& ctx, const Tags& tags, const Extents& shape,
+                          const std::array<const internal::RawTensor*, K>& ins, F f) {
+  return mapTo<T, T, K>(ctx, tags, shape, ins, f);
 }
 
 // Unary convenience: same axes as a.

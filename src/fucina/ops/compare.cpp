@@ -11,7 +11,8 @@ using internal::RawTensor;
 
 namespace {
 
-// Applies op in T (IEEE comparisons in double: NaN is unordered, so only ne holds for it).
+// Applies op in T, reading both operands as T (IEEE comparisons in double: NaN is unordered, so
+// only ne holds for it).
 template <class T>
 RawTensor compareAs(ExecContext& ctx, const kernels::AlignedShape& s, const RawTensor& a,
                     const RawTensor& b, CompareOp op) {
@@ -40,8 +41,7 @@ Tensor Tensor::compare(ExecContext& ctx, const Tensor& y, CompareOp op) const {
   // i64 beyond 2^53 is not exact in double, so two i64 operands compare as integers.
   if (a.dtype() == DType::i64 && b.dtype() == DType::i64)
     return Tensor::make(ctx, compareAs<int64_t>(ctx, s, a, b, op), nullptr);
-  auto f64 = [&](const RawTensor& t) { return t.dtype() == DType::f64 ? t : t.to(ctx, DType::f64); };
-  return Tensor::make(ctx, compareAs<double>(ctx, s, f64(a), f64(b), op), nullptr);
+  return Tensor::make(ctx, compareAs<double>(ctx, s, a, b, op), nullptr);  // mapTo reads them as double
 }
 
 }  // namespace fucina

@@ -42,7 +42,7 @@ Tensor unaryOp(ExecContext& ctx, std::string_view name, const Tensor& x, Fwd fwd
                Dx dx, VecOps simd = {}) {
   if (x.dtype() != DType::f32) {
     if (promotesToF64(name, {&x})) {
-      const RawTensor a = asF64(ctx, x);
+      const RawTensor& a = x.value();  // mapAs reads it as double
       return Tensor::make(ctx, kernels::mapAs<double, 1>(ctx, a.tags(), a.shape(), {&a}, fwd), nullptr);
     }
     return viaF32(ctx, name, {&x}, [&](std::span<const Tensor> f) {
@@ -69,7 +69,7 @@ Tensor binaryOp(ExecContext& ctx, std::string_view name, const Tensor& x, const 
                 unsigned da_reads, Da da, unsigned db_reads, Db db, VecOps simd = {}) {
   if (!allF32({&x, &y})) {
     if (promotesToF64(name, {&x, &y})) {
-      const RawTensor a = asF64(ctx, x), b = asF64(ctx, y);
+      const RawTensor &a = x.value(), &b = y.value();  // mapAs reads them as double
       const kernels::AlignedShape s = kernels::alignShapes(name, a, b);
       return Tensor::make(ctx, kernels::mapAs<double, 2>(ctx, s.tags, s.shape, {&a, &b}, fwd), nullptr);
     }

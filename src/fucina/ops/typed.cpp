@@ -70,10 +70,6 @@ bool promotesToF64(std::string_view op, std::initializer_list<const Tensor*> ope
   return true;
 }
 
-internal::RawTensor asF64(ExecContext& ctx, const Tensor& t) {
-  return t.dtype() == DType::f64 ? t.value() : t.value().to(ctx, DType::f64);
-}
-
 bool integerOperands(std::string_view op, std::initializer_list<const Tensor*> operands) {
   const Tensor* first = nullptr;
   for (const Tensor* t : operands)

@@ -46,10 +46,9 @@ bool composeViaF32(std::initializer_list<const Tensor*> operands);
 
 // The f64 path (Note [Dtype rules]): true when some operand is f64, after checking that every
 // operand is floating (else DTypeMismatch) and that none requires gradients while they are
-// enabled (UnsupportedGradient: f64 results carry no gradient). The op then computes in double on
-// asF64 copies and returns a constant f64 tensor (PyTorch's promotion: f64 with f32/f16 is f64).
+// enabled (UnsupportedGradient: f64 results carry no gradient). The op then computes in double
+// and returns a constant f64 tensor (PyTorch's promotion: f64 with f32/f16 is f64).
 bool promotesToF64(std::string_view op, std::initializer_list<const Tensor*> operands);
-internal::RawTensor asF64(ExecContext& ctx, const Tensor& t);  // t's value, converted when not f64
 
 // The integer path of add, sub, mul and neg: true when some operand is i32/i64/u8, after checking
 // that they all have that one dtype (else DTypeMismatch, naming both dtypes).
