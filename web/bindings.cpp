@@ -121,6 +121,14 @@ fucina::DType toDType(const std::string& name) {
   invalid("unknown dtype '" + name + "' (use f32, f16, bf16, f64, i32, i64, u8 or q8_0)");
 }
 
+fucina::CompareOp toCompareOp(const std::string& name) {
+  using fucina::CompareOp;
+  for (auto [n, op] : {std::pair{"eq", CompareOp::eq}, {"ne", CompareOp::ne}, {"lt", CompareOp::lt},
+                       {"le", CompareOp::le}, {"gt", CompareOp::gt}, {"ge", CompareOp::ge}})
+    if (name == n) return op;
+  invalid("compare: unknown op '" + name + "' (use eq, ne, lt, le, gt or ge)");
+}
+
 // An integer argument given as a JS number (the facade checks the type; this checks the value).
 int64_t toInt(double d, const std::string& what) {
   if (!std::isfinite(d) || d != std::floor(d) || std::fabs(d) > 9007199254740991.0)
@@ -575,6 +583,10 @@ EMSCRIPTEN_BINDINGS(fucina) {
       })
       .function("quantize", +[](Handle& a, std::string dtype, std::string axis) {
         return guard([&] { return wrap(a.t.quantize(ctx(), toDType(dtype), fucina::Tag(axis))); });
+      })
+      // ---- comparison (ops/compare.cpp): a u8 constant ----
+      .function("compare", +[](Handle& a, val b, std::string op) {
+        return guard([&] { return wrap(a.t.compare(ctx(), tensorOf(b, "compare"), toCompareOp(op))); });
       });
 
   function("init", &init);

@@ -748,6 +748,15 @@ for (const op of ['sum', 'mean', 'max', 'min', 'logsumexp', 'cumsum', 'prod', 'n
     return this._make((h) => h[op](axis));
   };
 }
+const COMPARE_OPS = ['eq', 'ne', 'lt', 'le', 'gt', 'ge'];
+/** compare(y, op): 1 where `this op y` holds, else 0, as a u8 constant (no gradient). */
+Tensor.prototype.compare = function (y, op) {
+  const other = this._operand(y, 'compare: y');
+  if (!COMPARE_OPS.includes(op)) {
+    throw invalid(`compare: unknown op ${typeof op === 'string' ? `'${op}'` : typeName(op)} (use ${COMPARE_OPS.join(', ')})`);
+  }
+  return this._make((h) => h.compare(other._handle, op));
+};
 
 // ---------------------------------------------------------------- fc.optim
 // Optimizers run in C++ (in-place, graph-free updates; see docs/design-notes.md, "Optimizers");

@@ -30,6 +30,9 @@ export type Variant = 'threaded-simd' | 'simd';
 /** How a loss reduces its per-element values: their mean, their sum, or none (one per element). */
 export type Reduction = 'mean' | 'sum' | 'none';
 
+/** The relations of {@link Tensor.compare}: equal, not equal, less, less or equal, greater, greater or equal. */
+export type CompareOp = 'eq' | 'ne' | 'lt' | 'le' | 'gt' | 'ge';
+
 /** Tensor values as given to the engine: an array or typed array of numbers, in row-major order. */
 export type Values =
   | readonly number[]
@@ -549,6 +552,11 @@ export class Tensor {
    * int8 values round(x/d) (ties away from zero), 34 bytes per 32 values. The result is a
    * constant with the same tags and shape; to('f32') dequantizes. */
   quantize(dtype: 'q8_0', axis: string): Tensor;
+  /** Elementwise comparison `this op y` (== != < <= > >=), axes aligned by name and broadcast as
+   * in add: a u8 tensor of 1 (true) and 0 (false), never differentiable. Any dtypes on either side
+   * (i64 with i64 compares exactly, anything else by value in f64); NaN compares false except
+   * under 'ne'. An unknown op is InvalidArgument. */
+  compare(y: Tensor, op: CompareOp): Tensor;
 }
 
 // ---------------------------------------------------------------- fc.optim

@@ -191,7 +191,7 @@ TEST_CASE("rope: bad inputs") {
   REQUIRE_FUCINA_ERROR(x.rope(ctx, {.position = "d"}), InvalidArgument);
   REQUIRE_FUCINA_ERROR(x.rope(ctx, {.offset = -1}), InvalidArgument);
   REQUIRE_FUCINA_ERROR(x.rope(ctx, {.base = 0}), InvalidArgument);
-  REQUIRE_FUCINA_ERROR(Tensor::ones(ctx, {"t", "d"}, {3, 4}, fucina::DType::bf16).rope(ctx), DTypeMismatch);
+  REQUIRE_FUCINA_ERROR(Tensor::ones(ctx, {"t", "d"}, {3, 4}, fucina::DType::i32).rope(ctx), DTypeMismatch);
   // Tables: too few positions for offset + T, wrong dim extent (D instead of D/2), extra axes.
   REQUIRE_FUCINA_ERROR(x.rope(ctx, cos, sin, {.offset = 2}), ShapeMismatch);
   auto [cos4, sin4] = ropeTables(ctx, 4, 8, 10000);

@@ -78,7 +78,7 @@ TEST_CASE("softmax: bad inputs") {
   Tensor x = Tensor::ones(ctx, {"r", "c"}, {2, 3});
   REQUIRE_FUCINA_ERROR(x.softmax(ctx, "class"), ShapeMismatch);
   REQUIRE_FUCINA_ERROR(x.logSoftmax(ctx, "class"), ShapeMismatch);
-  REQUIRE_FUCINA_ERROR(Tensor::ones(ctx, {"c"}, {3}, DType::f16).softmax(ctx, "c"), DTypeMismatch);
+  REQUIRE_FUCINA_ERROR(Tensor::ones(ctx, {"c"}, {3}, DType::i32).softmax(ctx, "c"), DTypeMismatch);
 }
 
 TEST_CASE("crossEntropy matches the naive formula for every reduction and label smoothing") {
@@ -325,7 +325,7 @@ TEST_CASE("pointwise losses: bad inputs") {
   for (auto loss : {&Tensor::bceLoss, &Tensor::bceWithLogitsLoss}) {
     CHECK_FUCINA_ERROR((x.*loss)(ctx, Tensor::ones(ctx, {"batch"}, {2}), Reduction::mean), ShapeMismatch);
     CHECK_FUCINA_ERROR((x.*loss)(ctx, Tensor::ones(ctx, {"batch", "out"}, {2, 4}), Reduction::mean), ShapeMismatch);
-    CHECK_FUCINA_ERROR((x.*loss)(ctx, Tensor::ones(ctx, {"batch", "out"}, {2, 3}, DType::f16), Reduction::sum), DTypeMismatch);
+    CHECK_FUCINA_ERROR((x.*loss)(ctx, Tensor::ones(ctx, {"batch", "out"}, {2, 3}, DType::i32), Reduction::sum), DTypeMismatch);
   }
   CHECK_FUCINA_ERROR(x.huberLoss(ctx, x, 0.0), InvalidArgument);
   CHECK_FUCINA_ERROR(x.huberLoss(ctx, Tensor::ones(ctx, {"batch", "out", "k"}, {2, 3, 1})), ShapeMismatch);

@@ -61,6 +61,7 @@ function fixtures(fc, foreign) {
     gone: fc.ones(['r', 'c'], [2, 3]),
     c4: fc.ones(['c'], [4]),
     h: fc.ones(['d'], [2], 'f16'),
+    hv: fc.variable(['d'], [2], [1, 2]).to('f16'),  // a 16-bit tensor that requires gradients
     idxOut: fc.constant(['k'], [1], [9], 'i32'),
     gidxOut: fc.full(['r', 'c'], [2, 3], 9, 'i32'),
     labOut: fc.constant(['r'], [2], [0, 7], 'i32'),

@@ -115,6 +115,7 @@ export const TENSOR = {
   maxPool2d: { self: 'img', args: [pairPos(2), options({}, poolOptions)] },
   avgPool2d: { self: 'img', args: [pairPos(2), options({}, poolOptions)] },
   upsample2xNearest: { self: 'img', args: [axis('h'), axis('w')] },
+  compare: { args: [tensor('p'), raw('lt', ['equal', 'EQ', 7, null, {}])] },
 };
 /** Public Tensor members with nothing to get wrong, and why. */
 export const TENSOR_EXEMPT = { dispose: 'idempotent, no arguments', isDisposed: 'a flag that never throws',
@@ -238,11 +239,13 @@ export const ENGINE = {
   'gather of an index out of range': (f) => f.x.gather('c', f.gidxOut),
   'crossEntropy with f32 labels': (f) => f.x.crossEntropy(f.p.sum('c'), 'c'),
   'crossEntropy with a label out of range': (f) => f.x.crossEntropy(f.labOut, 'c'),
-  'exp of f16': (f) => f.h.exp(),
   'to() an unknown dtype': (f) => f.p.to('q4'),
   'to(q8_0), which quantize makes': (f) => f.p.to('q8_0'),
   'quantize to f16': (f) => f.w32.quantize('f16', 'c'),
   'quantize along an axis of extent 3': (f) => f.p.quantize('q8_0', 'c'),
+  'exp of i32': (f) => f.lab.exp(),
+  'exp of a grad-requiring f16': (f) => f.hv.exp(),
+  'add of i32 and f32': (f) => f.idx.add(f.v),
   'a variable cast to i32': (f) => f.x.to('i32'),
   'item of 6 values': (f) => f.x.item(),
   'backward of a non-scalar': (f) => f.x.mul(f.x).backward(),

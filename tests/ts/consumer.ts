@@ -14,7 +14,7 @@ import type {
   Linear, LinearConstructor, Conv2dLayerAxes, Conv2dLayerOptions, Conv2dLayerSettings, Conv2dLayerResolvedAxes, Conv2d,
   Conv2dConstructor, LayerNorm, LayerNormConstructor, Embedding, EmbeddingConstructor, MlpConfig, Mlp,
   MlpConstructor, CnnConfig, Cnn, CnnConstructor, GptConfig, GptBlock, Gpt, GptConstructor, Nn, Fucina,
-  IdxArray, DatasetSplit, FashionMnistOptions, Batch,
+  IdxArray, DatasetSplit, FashionMnistOptions, Batch, CompareOp,
 } from 'fucina';
 
 const expectType = <T>(value: T): T => value;
@@ -195,6 +195,10 @@ const rope: RopeOptions = { position: 't', dim: 'd', base: 10000, offset: 0, mod
 const rotated: Tensor[] = [seq.rope(), seq.rope(rope), seq.rope(fc.ones(['t', 'd'], [4, 4]), fc.zeros(['t', 'd'], [4, 4]), { offset: 0 })];
 // @ts-expect-error an unknown rope mode
 seq.rope({ mode: 'full' });
+const relation: CompareOp = 'le';
+expectType<Tensor>(seq.compare(fc.zeros(['t'], [4], 'i32'), relation));
+// @ts-expect-error an unknown comparison
+seq.compare(seq, 'equal');
 const attention: AttentionOptions = { heads: 'head', time: 't', dim: 'd', causal: true, scale: 0.5 };
 const q = fc.ones(['head', 't', 'd'], [2, 4, 8]);
 const attended: Tensor = fc.groupedAttention(q, q, q, attention);

@@ -20,6 +20,9 @@ namespace fucina {
 /// How a loss reduces its per-element values.
 enum class Reduction { mean, sum, none };
 
+/// The relation Tensor::compare tests elementwise: ==, !=, <, <=, >, >=.
+enum class CompareOp { eq, ne, lt, le, gt, ge };
+
 struct CrossEntropyOptions {
   Reduction reduction = Reduction::mean;
   double label_smoothing = 0.0;  ///< in [0, 1): the target puts (1-s) on the label and s/C everywhere
@@ -150,7 +153,10 @@ class Tensor {
   Tensor quantize(ExecContext& ctx, DType dtype, Tag block_axis) const;
   void dispose();  ///< releases value and gradient state now, for every copy of this handle
 
-  // --- pointwise arithmetic (ops/pointwise.cpp): operands align by tag, missing axes broadcast ---
+  // --- pointwise arithmetic (ops/pointwise.cpp): operands align by tag, missing axes broadcast.
+  // Dtypes (Note [Dtype rules], ops/typed.h): f32 differentiates; f64 computes in double (no
+  // gradient; f64 with f32/f16/bf16 gives f64); 16-bit constants compute in f32; add, sub, mul
+  // and neg also take two tensors of one integer dtype (i32, i64, u8), wrapping on overflow. ---
   Tensor add(ExecContext& ctx, const Tensor& y) const;
   Tensor sub(ExecContext& ctx, const Tensor& y) const;
   Tensor mul(ExecContext& ctx, const Tensor& y) const;
@@ -163,7 +169,11 @@ class Tensor {
   Tensor subScalar(ExecContext& ctx, double value) const;
   Tensor divScalar(ExecContext& ctx, double value) const;
   Tensor powScalar(ExecContext& ctx, double exponent) const;
-  // --- unary (ops/unary.cpp) ---
+  /// 1 where `this op y` holds, else 0, as a u8 constant (no gradient, even from variables);
+  /// operands align and broadcast by tag as in add, and may have any element dtypes: i64 with
+  /// i64 compares exactly, anything else in double. NaN compares false, except under ne.
+  Tensor compare(ExecContext& ctx, const Tensor& y, CompareOp op) const;
+  // --- unary (ops/unary.cpp); dtypes as the pointwise ops (neg also on integers) ---
   Tensor neg(ExecContext& ctx) const;
   Tensor abs(ExecContext& ctx) const;
   Tensor exp(ExecContext& ctx) const;
@@ -194,7 +204,7 @@ class Tensor {
   /// function of (seed, element index in row-major order of this tensor's axes), so forward,
   /// backward and a checkpoint recompute agree, on any thread count and in every build.
   Tensor dropout(ExecContext& ctx, double p, uint64_t seed) const;
-  // --- reductions (ops/reduce.cpp) ---
+  // --- reductions (ops/reduce.cpp); f64 computes in double, 16-bit constants in f32 ---
   Tensor sumAll(ExecContext& ctx) const;
   Tensor meanAll(ExecContext& ctx) const;
   Tensor sum(ExecContext& ctx, Tag axis) const;

@@ -1,5 +1,7 @@
 /// @file
-/// Element types. f32 computes and differentiates; the others are storable and convertible (§3.8).
+/// Element types. f32 computes and differentiates; the others are storable and convertible (§3.8),
+/// and computing ops treat them by Note [Dtype rules] (ops/typed.h): 16-bit constants compute in
+/// f32, f64 in double where an op has an f64 path, integers only in add/sub/mul/neg and compare.
 #pragma once
 
 #include <cstddef>

@@ -1,14 +1,18 @@
 // Elementwise maps over named-axis tensors: inputs are aligned to the output's axes by tag
 // (missing axes broadcast with stride 0), any strides are accepted, the output is a new
-// contiguous f32 tensor. Every pointwise op and its VJP is one call with a scalar lambda.
+// contiguous tensor (f32, or the element type of mapAs/mapTo). Every pointwise op and its VJP is
+// one call with a scalar lambda.
 #pragma once
 
 #include <array>
 #include <span>
+#include <string>
+#include <type_traits>
 
 #include "fucina/core/error.h"
 #include "fucina/core/raw_tensor.h"
 #include "fucina/exec/context.h"
+#include "fucina/kernels/copy.h"
 #include "fucina/kernels/strided.h"
 #include "fucina/kernels/vector_ops.h"
 
@@ -34,8 +38,23 @@ struct VecMap {
   uint8_t x = 0, y = 1;
 };
 
+// The dtype that stores elements of type T (the maps below work in T).
+template <class T>
+constexpr DType dtypeOf() {
+  if constexpr (std::is_same_v<T, float>) return DType::f32;
+  else if constexpr (std::is_same_v<T, double>) return DType::f64;
+  else if constexpr (std::is_same_v<T, int32_t>) return DType::i32;
+  else if constexpr (std::is_same_v<T, int64_t>) return DType::i64;
+  else {
+    static_assert(std::is_same_v<T, uint8_t>, "no dtype stores this element type");
+    return DType::u8;
+  }
+}
+
 // out[i] = f(in_0[i], ..., in_{K-1}[i]) over out's axes. Each input's axes must be a subset of
 // out's with the same extents (ops check this first with alignShapes for good messages).
+//
+// The f32 map: any strides, SIMD twins where the inputs allow, split over ctx's pool.
 template <size_t K, class F>
 internal::RawTensor map(ExecContext& ctx, const Tags& tags, const Extents& shape,
                         const std::array<const internal::RawTensor*, K>& ins, F f, VecMap simd = {}) {
@@ -78,6 +97,37 @@ internal::RawTensor map(ExecContext& ctx, const Tags& tags, const Extents& shape
     }
   });
   return out;
+}
+
+// The other element types (the f64, integer and compare paths, Note [Dtype rules]): each input
+// is first copied, converted to T, into a dense tensor of out's shape (broadcasts materialized),
+// then one flat loop writes Out. Simple on purpose: these paths are not the hot ones, and each
+// op instantiates this for several types, so a lean body keeps the wasm binary small.
+template <class Out, class T, size_t K, class F>
+internal::RawTensor mapTo(ExecContext& ctx, const Tags& tags, const Extents& shape,
+                          const std::array<const internal::RawTensor*, K>& ins, F f) {
+  internal::RawTensor out = internal::RawTensor::empty(ctx, tags, shape, dtypeOf<Out>());
+  if (out.numel() == 0) return out;
+  std::array<internal::RawTensor, K> dense;
+  std::array<const T*, K> p;
+  for (size_t k = 0; k < K; ++k) {
+    dense[k] = internal::RawTensor::empty(ctx, tags, shape, dtypeOf<T>());
+    copyConvert(ins[k]->broadcastView(tags, shape), dense[k], &ctx);
+    p[k] = dense[k].template data<T>();
+  }
+  Out* o = out.data<Out>();
+  ctx.parallelFor(out.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      o[i] = [&]<size_t... I>(std::index_sequence<I...>) { return static_cast<Out>(f(p[I][i]...)); }(
+          std::make_index_sequence<K>{});
+  });
+  return out;
+}
+
+template <class T, size_t K, class F>
+internal::RawTensor mapAs(ExecContext& ctx, const Tags& tags, const Extents& shape,
+                          const std::array<const internal::RawTensor*, K>& ins, F f) {
+  return mapTo<T, T, K>(ctx, tags, shape, ins, f);
 }
 
 // Unary convenience: same axes as a.

@@ -1,20 +1,32 @@
 // Scalar activations and their derivatives shared by the unary ops and the gated units, so each
-// formula is written once.
+// formula is written once. Templates over float (the differentiable path) and double (the f64
+// forward path, Note [Dtype rules]).
 #pragma once
 
 #include <cmath>
+#include <type_traits>
 
 namespace fucina::ops::act {
 
+// A constant in T: the float literal for float (so the f32 results stay bit-for-bit what they
+// were), the double literal for double (rounding the double to float could differ from it).
+template <class T>
+constexpr T constant(float f, double d) {
+  if constexpr (std::is_same_v<T, float>) return f;
+  else return static_cast<T>(d);
+}
+
 // The logistic function, split by sign so exp never overflows.
-inline float logistic(float a) {
-  if (a >= 0) return 1.0f / (1.0f + std::exp(-a));
-  const float e = std::exp(a);
-  return e / (1.0f + e);
+template <class T>
+T logistic(T a) {
+  if (a >= 0) return T(1) / (T(1) + std::exp(-a));
+  const T e = std::exp(a);
+  return e / (T(1) + e);
 }
 
 // silu (swish): x·σ(x); d/dx = σ(x)·(1 + x·(1 − σ(x))).
-inline float silu(float a) { return a * logistic(a); }
+template <class T>
+T silu(T a) { return a * logistic(a); }
 inline float siluGrad(float a) {
   const float s = logistic(a);
   return s * (1.0f + a * (1.0f - s));
@@ -24,7 +36,10 @@ inline constexpr float kInvSqrt2 = 0.7071067811865476f;
 inline constexpr float kInvSqrt2Pi = 0.3989422804014327f;  // 1/sqrt(2 pi)
 
 // Exact gelu: x·Φ(x) = 0.5·x·(1 + erf(x/√2)); d/dx = Φ(x) + x·φ(x).
-inline float geluErf(float a) { return 0.5f * a * (1.0f + std::erf(a * kInvSqrt2)); }
+template <class T>
+T geluErf(T a) {
+  return T(0.5) * a * (T(1) + std::erf(a * constant<T>(kInvSqrt2, 0.7071067811865476)));
+}
 inline float geluErfGrad(float a) {
   const float cdf = 0.5f * (1.0f + std::erf(a * kInvSqrt2));
   return cdf + a * kInvSqrt2Pi * std::exp(-0.5f * a * a);

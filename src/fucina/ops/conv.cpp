@@ -12,6 +12,7 @@
 #include "fucina/kernels/conv.h"
 #include "fucina/kernels/gemm.h"
 #include "fucina/ops/finish_op.h"
+#include "fucina/ops/typed.h"
 
 namespace fucina {
 
@@ -141,7 +142,6 @@ struct PoolSetup {
 
 PoolSetup poolSetup(ExecContext& ctx, std::string_view op, const Tensor& t, int64_t kh, int64_t kw,
                     int64_t sh, int64_t sw, int64_t pad, Tag h, Tag w) {
-  ops::requireF32(op, t);
   const RawTensor& a = t.value();
   requireDistinct(op, {h, w});
   requireAxes(op, "input", a, {h, w});
@@ -182,8 +182,8 @@ PoolSetup poolSetup(ExecContext& ctx, std::string_view op, const Tensor& t, int6
 
 Tensor Tensor::conv2d(ExecContext& ctx, const Tensor& weight, const Conv2dOptions& o) const {
   constexpr std::string_view op = "conv2d";
-  ops::requireF32(op, *this);
-  ops::requireF32(op, weight);
+  if (!ops::allF32({this, &weight}))
+    return ops::viaF32(ctx, op, {this, &weight}, [&](std::span<const Tensor> f) { return f[0].conv2d(ctx, f[1], o); });
   const RawTensor& a = value();
   const RawTensor& wv = weight.value();
   requireDistinct(op, {o.channels, o.height, o.width, o.out_channels, o.kernel_h, o.kernel_w});
@@ -303,6 +303,9 @@ Tensor Tensor::conv2d(ExecContext& ctx, const Tensor& weight, const Conv2dOption
 }
 
 Tensor Tensor::conv2d(ExecContext& ctx, const Tensor& weight, const Tensor& bias, const Conv2dOptions& o) const {
+  if (ops::composeViaF32({this, &weight, &bias}))
+    return ops::viaF32(ctx, "conv2d", {this, &weight, &bias},
+                       [&](std::span<const Tensor> f) { return f[0].conv2d(ctx, f[1], f[2], o); });
   Tensor y = conv2d(ctx, weight, o);
   const RawTensor& b = bias.value();
   if (b.rank() != 1 || !(b.tags()[0] == o.out_channels) || b.shape()[0] != weight.extent(o.out_channels))
@@ -315,6 +318,8 @@ Tensor Tensor::conv2d(ExecContext& ctx, const Tensor& weight, const Tensor& bias
 
 Tensor Tensor::maxPool2d(ExecContext& ctx, int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w,
                          int64_t pad, Tag h, Tag w) const {
+  if (!ops::allF32({this}))
+    return ops::viaF32(ctx, "maxPool2d", {this}, [&](std::span<const Tensor> f) { return f[0].maxPool2d(ctx, kernel_h, kernel_w, stride_h, stride_w, pad, h, w); });
   PoolSetup s = poolSetup(ctx, "maxPool2d", *this, kernel_h, kernel_w, stride_h, stride_w, pad, h, w);
   RawTensor y = RawTensor::empty(ctx, s.order, s.out_shape);
   const Scratch<int64_t> argmax(ctx.account(), static_cast<size_t>(y.numel()));  // saved for the VJP
@@ -335,6 +340,8 @@ Tensor Tensor::maxPool2d(ExecContext& ctx, int64_t kernel_h, int64_t kernel_w, i
 
 Tensor Tensor::avgPool2d(ExecContext& ctx, int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w,
                          int64_t pad, Tag h, Tag w) const {
+  if (!ops::allF32({this}))
+    return ops::viaF32(ctx, "avgPool2d", {this}, [&](std::span<const Tensor> f) { return f[0].avgPool2d(ctx, kernel_h, kernel_w, stride_h, stride_w, pad, h, w); });
   PoolSetup s = poolSetup(ctx, "avgPool2d", *this, kernel_h, kernel_w, stride_h, stride_w, pad, h, w);
   RawTensor y = RawTensor::empty(ctx, s.order, s.out_shape);
   const int64_t in_plane = s.g.height * s.g.width, out_plane = s.g.out_h * s.g.out_w;
@@ -354,7 +361,8 @@ Tensor Tensor::avgPool2d(ExecContext& ctx, int64_t kernel_h, int64_t kernel_w, i
 
 Tensor Tensor::upsample2xNearest(ExecContext& ctx, Tag h, Tag w) const {
   constexpr std::string_view op = "upsample2xNearest";
-  ops::requireF32(op, *this);
+  if (!ops::allF32({this}))
+    return ops::viaF32(ctx, op, {this}, [&](std::span<const Tensor> f) { return f[0].upsample2xNearest(ctx, h, w); });
   const RawTensor& a = value();
   requireDistinct(op, {h, w});
   requireAxes(op, "input", a, {h, w});

@@ -4,6 +4,7 @@
 #include "fucina/core/random.h"
 #include "fucina/kernels/elementwise.h"
 #include "fucina/ops/finish_op.h"
+#include "fucina/ops/typed.h"
 
 namespace fucina {
 
@@ -38,7 +39,8 @@ RawTensor applyMask(ExecContext& ctx, const RawTensor& in, const Mask& mask) {
 }  // namespace
 
 Tensor Tensor::dropout(ExecContext& ctx, double p, uint64_t seed) const {
-  ops::requireF32("dropout", *this);
+  if (!ops::allF32({this}))
+    return ops::viaF32(ctx, "dropout", {this}, [&](std::span<const Tensor> f) { return f[0].dropout(ctx, p, seed); });
   if (!(p >= 0.0 && p <= 1.0))
     fail(ErrorCode::InvalidArgument, "dropout: p must be in [0, 1], got " + std::to_string(p));
   const Mask mask{seed, p, p >= 1.0 ? 0.0f : static_cast<float>(1.0 / (1.0 - p))};

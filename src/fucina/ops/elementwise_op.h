@@ -4,10 +4,12 @@
 
 #include <array>
 #include <string_view>
+#include <type_traits>
 
 #include "fucina/kernels/elementwise.h"
 #include "fucina/kernels/reduce.h"
 #include "fucina/ops/finish_op.h"
+#include "fucina/ops/typed.h"
 
 namespace fucina::ops {
 
@@ -33,10 +35,20 @@ struct VecOps {
 };
 
 // y = fwd(a) per element; dx(g, a, y) is the partial times g, reading what `reads` says.
+// fwd is generic: an f64 operand is computed by the same fwd in double (no gradient), a 16-bit
+// one through f32 (Note [Dtype rules]).
 template <class Fwd, class Dx>
 Tensor unaryOp(ExecContext& ctx, std::string_view name, const Tensor& x, Fwd fwd, unsigned reads,
                Dx dx, VecOps simd = {}) {
-  requireF32(name, x);
+  if (x.dtype() != DType::f32) {
+    if (promotesToF64(name, {&x})) {
+      const RawTensor& a = x.value();  // mapAs reads it as double
+      return Tensor::make(ctx, kernels::mapAs<double, 1>(ctx, a.tags(), a.shape(), {&a}, fwd), nullptr);
+    }
+    return viaF32(ctx, name, {&x}, [&](std::span<const Tensor> f) {
+      return unaryOp(ctx, name, f[0], fwd, reads, dx, simd);
+    });
+  }
   const RawTensor& a = x.value();
   RawTensor out = kernels::map1(ctx, a, fwd, simd.fwd);
   return finishOp(ctx, name, out, {&x}, [&] {
@@ -50,12 +62,21 @@ Tensor unaryOp(ExecContext& ctx, std::string_view name, const Tensor& x, Fwd fwd
 }
 
 // y = fwd(a, b) per element over the aligned axes; da(g, a, b, y) and db(g, a, b, y) are the
-// partials times g, each summed back to its operand's own axes.
+// partials times g, each summed back to its operand's own axes. Dtypes as unaryOp: any f64
+// operand computes fwd in double, 16-bit constants go through f32.
 template <class Fwd, class Da, class Db>
 Tensor binaryOp(ExecContext& ctx, std::string_view name, const Tensor& x, const Tensor& y, Fwd fwd,
                 unsigned da_reads, Da da, unsigned db_reads, Db db, VecOps simd = {}) {
-  requireF32(name, x);
-  requireF32(name, y);
+  if (!allF32({&x, &y})) {
+    if (promotesToF64(name, {&x, &y})) {
+      const RawTensor &a = x.value(), &b = y.value();  // mapAs reads them as double
+      const kernels::AlignedShape s = kernels::alignShapes(name, a, b);
+      return Tensor::make(ctx, kernels::mapAs<double, 2>(ctx, s.tags, s.shape, {&a, &b}, fwd), nullptr);
+    }
+    return viaF32(ctx, name, {&x, &y}, [&](std::span<const Tensor> f) {
+      return binaryOp(ctx, name, f[0], f[1], fwd, da_reads, da, db_reads, db, simd);
+    });
+  }
   const RawTensor& a = x.value();
   const RawTensor& b = y.value();
   RawTensor out = kernels::map2(ctx, name, a, b, fwd, simd.fwd);
@@ -81,6 +102,32 @@ Tensor binaryOp(ExecContext& ctx, std::string_view name, const Tensor& x, const 
       if (needs[1]) g[1] = partial(db, simd.db, mb);
     };
   }, static_cast<size_t>(out.numel()));
+}
+
+// Integer add/sub/mul/neg (no gradient): two's-complement wrap-around without UB, computed in the
+// unsigned type of the same width (whose arithmetic wraps by definition) and converted back
+// (modular since C++20); u8 wraps mod 256 as torch's uint8.
+template <class T, class F>
+RawTensor integerMap(ExecContext& ctx, std::string_view name, const RawTensor& a, const RawTensor* b, F f) {
+  using U = std::make_unsigned_t<T>;
+  auto wrapped = [f](auto... v) { return static_cast<T>(static_cast<U>(f(static_cast<U>(v)...))); };
+  if constexpr (std::is_invocable_v<F, U>) {  // neg
+    return kernels::mapAs<T, 1>(ctx, a.tags(), a.shape(), {&a}, wrapped);
+  } else {
+    const kernels::AlignedShape s = kernels::alignShapes(name, a, *b);
+    return kernels::mapAs<T, 2>(ctx, s.tags, s.shape, {&a, b}, wrapped);
+  }
+}
+
+template <class F>
+Tensor integerOp(ExecContext& ctx, std::string_view name, const Tensor& x, const Tensor* y, F f) {
+  const RawTensor& a = x.value();
+  const RawTensor* b = y ? &y->value() : nullptr;
+  switch (x.dtype()) {
+    case DType::i32: return Tensor::make(ctx, integerMap<int32_t>(ctx, name, a, b, f), nullptr);
+    case DType::i64: return Tensor::make(ctx, integerMap<int64_t>(ctx, name, a, b, f), nullptr);
+    default: return Tensor::make(ctx, integerMap<uint8_t>(ctx, name, a, b, f), nullptr);
+  }
 }
 
 }  // namespace fucina::ops

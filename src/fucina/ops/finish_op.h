@@ -69,7 +69,8 @@ Tensor finishOp(ExecContext& ctx, std::string_view name, RawTensor value,
   return Tensor::make(ctx, std::move(value), std::move(state));
 }
 
-// Operands of computing ops must be f32 (other dtypes are storable constants, §5.1).
+// DTypeMismatch unless t is f32. Superseded by Note [Dtype rules] (ops/typed.h); kept for the ops
+// that do not apply the rule yet (contractions, attention, checkpoint and customVjp blocks).
 void requireF32(std::string_view op, const Tensor& t);
 
 }  // namespace fucina::ops

@@ -8,6 +8,7 @@
 #include "fucina/kernels/strided.h"
 #include "fucina/ops/activation.h"
 #include "fucina/ops/finish_op.h"
+#include "fucina/ops/typed.h"
 
 namespace fucina {
 
@@ -19,7 +20,8 @@ namespace {
 
 template <class Act, class ActGrad>
 Tensor gatedOp(ExecContext& ctx, std::string_view op, const Tensor& x, Tag axis, Act act, ActGrad act_grad) {
-  ops::requireF32(op, x);
+  if (!ops::allF32({&x}))
+    return ops::viaF32(ctx, op, {&x}, [&](std::span<const Tensor> f) { return gatedOp(ctx, op, f[0], axis, act, act_grad); });
   const RawTensor& a = x.value();
   const int64_t n = a.extent(axis);
   if (n % 2 != 0)
@@ -68,11 +70,11 @@ Tensor gatedOp(ExecContext& ctx, std::string_view op, const Tensor& x, Tag axis,
 }  // namespace
 
 Tensor Tensor::swiglu(ExecContext& ctx, Tag axis) const {
-  return gatedOp(ctx, "swiglu", *this, axis, ops::act::silu, ops::act::siluGrad);
+  return gatedOp(ctx, "swiglu", *this, axis, ops::act::silu<float>, ops::act::siluGrad);
 }
 
 Tensor Tensor::geglu(ExecContext& ctx, Tag axis) const {
-  return gatedOp(ctx, "geglu", *this, axis, ops::act::geluErf, ops::act::geluErfGrad);
+  return gatedOp(ctx, "geglu", *this, axis, ops::act::geluErf<float>, ops::act::geluErfGrad);
 }
 
 }  // namespace fucina

@@ -8,6 +8,7 @@
 #include "fucina/kernels/elementwise.h"
 #include "fucina/kernels/strided.h"
 #include "fucina/ops/finish_op.h"
+#include "fucina/ops/typed.h"
 
 namespace fucina {
 
@@ -16,7 +17,8 @@ using ops::Grads;
 using ops::NeedsGrad;
 
 Tensor Tensor::indexSelect(ExecContext& ctx, Tag axis, const Tensor& indices) const {
-  ops::requireF32("indexSelect", *this);
+  if (!ops::allF32({this}))
+    return ops::viaF32(ctx, "indexSelect", {this}, [&](std::span<const Tensor> f) { return f[0].indexSelect(ctx, axis, indices); });
   const RawTensor& a = value();
   const RawTensor& ix = indices.value();
   const size_t p = a.axis(axis);
@@ -206,13 +208,15 @@ Tensor gatherOp(ExecContext& ctx, std::string_view op, const Tensor& x, Tag axis
 }  // namespace
 
 Tensor Tensor::gather(ExecContext& ctx, Tag axis, const Tensor& indices) const {
-  ops::requireF32("gather", *this);
+  if (!ops::allF32({this}))
+    return ops::viaF32(ctx, "gather", {this}, [&](std::span<const Tensor> f) { return f[0].gather(ctx, axis, indices); });
   const RawTensor& ix = requireIndices("gather", axis, indices);
   return gatherOp(ctx, "gather", *this, axis, indices, sameAxesMap("gather", value(), axis, ix));
 }
 
 Tensor Tensor::takeAlongAxis(ExecContext& ctx, Tag axis, const Tensor& indices) const {
-  ops::requireF32("takeAlongAxis", *this);
+  if (!ops::allF32({this}))
+    return ops::viaF32(ctx, "takeAlongAxis", {this}, [&](std::span<const Tensor> f) { return f[0].takeAlongAxis(ctx, axis, indices); });
   const RawTensor& a = value();
   const RawTensor& ix = requireIndices("takeAlongAxis", axis, indices);
   const std::string where = "takeAlongAxis along " + quoted(axis) + ": the indices " + ix.describe();
@@ -231,8 +235,8 @@ Tensor Tensor::takeAlongAxis(ExecContext& ctx, Tag axis, const Tensor& indices) 
 }
 
 Tensor Tensor::scatterAdd(ExecContext& ctx, Tag axis, const Tensor& indices, const Tensor& src) const {
-  ops::requireF32("scatterAdd", *this);
-  ops::requireF32("scatterAdd", src);
+  if (!ops::allF32({this, &src}))
+    return ops::viaF32(ctx, "scatterAdd", {this, &src}, [&](std::span<const Tensor> f) { return f[0].scatterAdd(ctx, axis, indices, f[1]); });
   const RawTensor& a = value();
   const RawTensor& ix = requireIndices("scatterAdd", axis, indices);
   const RawTensor& s = src.value();

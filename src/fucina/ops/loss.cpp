@@ -9,6 +9,7 @@
 #include "fucina/kernels/elementwise.h"
 #include "fucina/kernels/softmax.h"
 #include "fucina/ops/finish_op.h"
+#include "fucina/ops/typed.h"
 
 namespace fucina {
 
@@ -94,7 +95,8 @@ void requireRows(std::string_view op, int64_t rows, Reduction r) {
 
 Tensor Tensor::crossEntropy(ExecContext& ctx, const Tensor& labels, Tag class_axis,
                             CrossEntropyOptions options) const {
-  ops::requireF32("crossEntropy", *this);
+  if (!ops::allF32({this}))
+    return ops::viaF32(ctx, "crossEntropy", {this}, [&](std::span<const Tensor> f) { return f[0].crossEntropy(ctx, labels, class_axis, options); });
   const double eps = options.label_smoothing;
   if (!(eps >= 0.0 && eps < 1.0))
     fail(ErrorCode::InvalidArgument, "crossEntropy: label_smoothing must be in [0, 1), got " + std::to_string(eps));
@@ -148,7 +150,8 @@ Tensor Tensor::crossEntropy(ExecContext& ctx, const Tensor& labels, Tag class_ax
 }
 
 Tensor Tensor::nllLoss(ExecContext& ctx, const Tensor& labels, Tag class_axis, Reduction reduction) const {
-  ops::requireF32("nllLoss", *this);
+  if (!ops::allF32({this}))
+    return ops::viaF32(ctx, "nllLoss", {this}, [&](std::span<const Tensor> f) { return f[0].nllLoss(ctx, labels, class_axis, reduction); });
   const RawTensor in = kernels::axisLast(ctx, value(), class_axis);
   const int64_t classes = in.extent(class_axis);
   Labels lab = readLabels(ctx, "nllLoss", value(), labels, class_axis);
@@ -173,6 +176,8 @@ Tensor Tensor::nllLoss(ExecContext& ctx, const Tensor& labels, Tag class_axis, R
 }
 
 Tensor Tensor::mseLoss(ExecContext& ctx, const Tensor& target, Reduction reduction) const {
+  if (ops::composeViaF32({this, &target}))
+    return ops::viaF32(ctx, "mseLoss", {this, &target}, [&](std::span<const Tensor> f) { return f[0].mseLoss(ctx, f[1], reduction); });
   const Tensor d = sub(ctx, target);
   const Tensor sq = d.mul(ctx, d);
   switch (reduction) {
@@ -200,8 +205,8 @@ void requireSameAxes(std::string_view op, const RawTensor& x, const RawTensor& t
 template <class L, class Dx, class Dt>
 Tensor pointwiseLoss(ExecContext& ctx, std::string_view op, const Tensor& input, const Tensor& target,
                      Reduction reduction, L loss, Dx dx, Dt dt) {
-  ops::requireF32(op, input);
-  ops::requireF32(op, target);
+  if (!ops::allF32({&input, &target}))
+    return ops::viaF32(ctx, op, {&input, &target}, [&](std::span<const Tensor> f) { return pointwiseLoss(ctx, op, f[0], f[1], reduction, loss, dx, dt); });
   const RawTensor& x = input.value();
   const RawTensor& t = target.value();
   requireSameAxes(op, x, t);
@@ -252,7 +257,8 @@ Tensor Tensor::huberLoss(ExecContext& ctx, const Tensor& target, double delta, R
 }
 
 Tensor Tensor::bceLoss(ExecContext& ctx, const Tensor& target, Reduction reduction) const {
-  ops::requireF32("bceLoss", *this);
+  if (!ops::allF32({this, &target}))
+    return ops::viaF32(ctx, "bceLoss", {this, &target}, [&](std::span<const Tensor> f) { return f[0].bceLoss(ctx, f[1], reduction); });
   for (float v : dataConst())
     if (!(v >= 0.0f && v <= 1.0f))
       fail(ErrorCode::InvalidArgument, "bceLoss: every input must be a probability in [0, 1], got " +

@@ -7,6 +7,7 @@
 #include "fucina/kernels/softmax.h"
 #include "fucina/kernels/vector_ops.h"
 #include "fucina/ops/finish_op.h"
+#include "fucina/ops/typed.h"
 
 namespace fucina {
 
@@ -24,7 +25,8 @@ enum class Kind { layer, rms, l2 };
 //   rms:   gx = inv * (g - y * <g y>)
 //   l2:    gx = inv * (g - y * sum(g y))   when the norm exceeds eps, else inv * g
 Tensor normalize(ExecContext& ctx, const char* name, const Tensor& x, Tag axis, double eps, Kind kind) {
-  ops::requireF32(name, x);
+  if (!ops::allF32({&x}))
+    return ops::viaF32(ctx, name, {&x}, [&](std::span<const Tensor> f) { return normalize(ctx, name, f[0], axis, eps, kind); });
   if (!(eps >= 0) || !std::isfinite(eps))
     fail(ErrorCode::InvalidArgument, std::string(name) + ": eps must be finite and >= 0");
   const RawTensor& a = x.value();
@@ -126,6 +128,9 @@ Tensor Tensor::layerNorm(ExecContext& ctx, Tag axis, const Tensor& weight, const
   const int64_t m = extent(axis);
   requireAxisVector("layerNorm", weight, axis, m, "weight");
   requireAxisVector("layerNorm", bias, axis, m, "bias");
+  if (ops::composeViaF32({this, &weight, &bias}))
+    return ops::viaF32(ctx, "layerNorm", {this, &weight, &bias},
+                       [&](std::span<const Tensor> f) { return f[0].layerNorm(ctx, axis, f[1], f[2], eps); });
   return layerNorm(ctx, axis, eps).mul(ctx, weight).add(ctx, bias);
 }
 
@@ -135,6 +140,9 @@ Tensor Tensor::rmsNorm(ExecContext& ctx, Tag axis, double eps) const {
 
 Tensor Tensor::rmsNormMul(ExecContext& ctx, Tag axis, const Tensor& weight, double eps) const {
   requireAxisVector("rmsNormMul", weight, axis, extent(axis), "weight");
+  if (ops::composeViaF32({this, &weight}))
+    return ops::viaF32(ctx, "rmsNormMul", {this, &weight},
+                       [&](std::span<const Tensor> f) { return f[0].rmsNormMul(ctx, axis, f[1], eps); });
   return rmsNorm(ctx, axis, eps).mul(ctx, weight);
 }
 

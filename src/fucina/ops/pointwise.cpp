@@ -13,28 +13,34 @@ using kernels::VecMap;
 using Op = kernels::vec::Op;
 
 Tensor Tensor::add(ExecContext& ctx, const Tensor& y) const {
-  return binaryOp(ctx, "add", *this, y, [](float a, float b) { return a + b; },
+  if (ops::integerOperands("add", {this, &y}))
+    return ops::integerOp(ctx, "add", *this, &y, [](auto a, auto b) { return a + b; });
+  return binaryOp(ctx, "add", *this, y, [](auto a, auto b) { return a + b; },
                   kNone, [](float g, float, float, float) { return g; },
                   kNone, [](float g, float, float, float) { return g; },
                   {VecMap{Op::add}, VecMap{Op::copy}, VecMap{Op::copy}});
 }
 
 Tensor Tensor::sub(ExecContext& ctx, const Tensor& y) const {
-  return binaryOp(ctx, "sub", *this, y, [](float a, float b) { return a - b; },
+  if (ops::integerOperands("sub", {this, &y}))
+    return ops::integerOp(ctx, "sub", *this, &y, [](auto a, auto b) { return a - b; });
+  return binaryOp(ctx, "sub", *this, y, [](auto a, auto b) { return a - b; },
                   kNone, [](float g, float, float, float) { return g; },
                   kNone, [](float g, float, float, float) { return -g; },
                   {VecMap{Op::sub}, VecMap{Op::copy}, VecMap{Op::neg}});
 }
 
 Tensor Tensor::mul(ExecContext& ctx, const Tensor& y) const {
-  return binaryOp(ctx, "mul", *this, y, [](float a, float b) { return a * b; },
+  if (ops::integerOperands("mul", {this, &y}))
+    return ops::integerOp(ctx, "mul", *this, &y, [](auto a, auto b) { return a * b; });
+  return binaryOp(ctx, "mul", *this, y, [](auto a, auto b) { return a * b; },
                   kB, [](float g, float, float b, float) { return g * b; },
                   kA, [](float g, float a, float, float) { return g * a; },
                   {VecMap{Op::mul}, VecMap{Op::mul, 0, 2}, VecMap{Op::mul, 0, 1}});
 }
 
 Tensor Tensor::div(ExecContext& ctx, const Tensor& y) const {
-  return binaryOp(ctx, "div", *this, y, [](float a, float b) { return a / b; },
+  return binaryOp(ctx, "div", *this, y, [](auto a, auto b) { return a / b; },
                   kB, [](float g, float, float b, float) { return g / b; },
                   kB | kY, [](float g, float, float b, float y) { return -g * y / b; });
 }
@@ -42,14 +48,14 @@ Tensor Tensor::div(ExecContext& ctx, const Tensor& y) const {
 // maximum/minimum: on exact ties the gradient is split evenly between the operands.
 Tensor Tensor::maximum(ExecContext& ctx, const Tensor& y) const {
   return binaryOp(
-      ctx, "maximum", *this, y, [](float a, float b) { return a >= b ? a : b; },
+      ctx, "maximum", *this, y, [](auto a, auto b) { return a >= b ? a : b; },
       kA | kB, [](float g, float a, float b, float) { return a > b ? g : a == b ? 0.5f * g : 0.0f; },
       kA | kB, [](float g, float a, float b, float) { return b > a ? g : a == b ? 0.5f * g : 0.0f; });
 }
 
 Tensor Tensor::minimum(ExecContext& ctx, const Tensor& y) const {
   return binaryOp(
-      ctx, "minimum", *this, y, [](float a, float b) { return a <= b ? a : b; },
+      ctx, "minimum", *this, y, [](auto a, auto b) { return a <= b ? a : b; },
       kA | kB, [](float g, float a, float b, float) { return a < b ? g : a == b ? 0.5f * g : 0.0f; },
       kA | kB, [](float g, float a, float b, float) { return b < a ? g : a == b ? 0.5f * g : 0.0f; });
 }
@@ -58,38 +64,38 @@ Tensor Tensor::minimum(ExecContext& ctx, const Tensor& y) const {
 // base never turns the exponent's gradient into NaN).
 Tensor Tensor::pow(ExecContext& ctx, const Tensor& exponent) const {
   return binaryOp(
-      ctx, "pow", *this, exponent, [](float a, float b) { return std::pow(a, b); },
+      ctx, "pow", *this, exponent, [](auto a, auto b) { return std::pow(a, b); },
       kA | kB, [](float g, float a, float b, float) { return b == 0.0f ? 0.0f : g * b * std::pow(a, b - 1.0f); },
       kA | kY, [](float g, float a, float, float y) { return a == 0.0f ? 0.0f : g * y * std::log(a); });
 }
 
 Tensor Tensor::scale(ExecContext& ctx, double factor) const {
   const float s = static_cast<float>(factor);
-  return unaryOp(ctx, "scale", *this, [s](float a) { return a * s; },
+  return unaryOp(ctx, "scale", *this, [factor](auto a) { return a * static_cast<decltype(a)>(factor); },
                  kNone, [s](float g, float, float) { return g * s; });
 }
 
 Tensor Tensor::addScalar(ExecContext& ctx, double value) const {
   const float v = static_cast<float>(value);
-  return unaryOp(ctx, "addScalar", *this, [v](float a) { return a + v; },
+  return unaryOp(ctx, "addScalar", *this, [value](auto a) { return a + static_cast<decltype(a)>(value); },
                  kNone, [](float g, float, float) { return g; });
 }
 
 Tensor Tensor::subScalar(ExecContext& ctx, double value) const {
   const float v = static_cast<float>(value);
-  return unaryOp(ctx, "subScalar", *this, [v](float a) { return a - v; },
+  return unaryOp(ctx, "subScalar", *this, [value](auto a) { return a - static_cast<decltype(a)>(value); },
                  kNone, [](float g, float, float) { return g; });
 }
 
 Tensor Tensor::divScalar(ExecContext& ctx, double value) const {
   const float v = static_cast<float>(value);
-  return unaryOp(ctx, "divScalar", *this, [v](float a) { return a / v; },
+  return unaryOp(ctx, "divScalar", *this, [value](auto a) { return a / static_cast<decltype(a)>(value); },
                  kNone, [v](float g, float, float) { return g / v; });
 }
 
 Tensor Tensor::powScalar(ExecContext& ctx, double exponent) const {
   const float e = static_cast<float>(exponent);
-  return unaryOp(ctx, "powScalar", *this, [e](float a) { return std::pow(a, e); },
+  return unaryOp(ctx, "powScalar", *this, [exponent](auto a) { return std::pow(a, static_cast<decltype(a)>(exponent)); },
                  kA, [e](float g, float a, float) { return e == 0.0f ? 0.0f : g * e * std::pow(a, e - 1.0f); });
 }
 

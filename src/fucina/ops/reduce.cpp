@@ -1,4 +1,5 @@
 // Reductions over named axes, each with its VJP (a broadcast of the gradient back).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -7,6 +8,7 @@
 #include "fucina/kernels/elementwise.h"
 #include "fucina/kernels/reduce.h"
 #include "fucina/ops/finish_op.h"
+#include "fucina/ops/typed.h"
 
 namespace fucina {
 
@@ -16,10 +18,58 @@ using ops::NeedsGrad;
 
 namespace {
 
+// The f64 path (Note [Dtype rules]): x converted to f64 with `axes` moved last, so that each
+// output's line is a contiguous run of n doubles; line(src, n, dst) writes one output (or, when
+// `keep`, n outputs: x's axes are then kept in x's order). No gradient: f64 never requires one.
+template <class Line>
+Tensor f64Lines(ExecContext& ctx, const Tensor& x, const Tags& axes, bool keep, Line line) {
+  const RawTensor& a = x.value();
+  Tags order, kept_tags;
+  Extents kept_shape;
+  int64_t rows = 1, n = 1;
+  for (size_t i = 0; i < a.rank(); ++i) {
+    if (hasTag(axes, a.tags()[i])) continue;
+    order.push_back(a.tags()[i]);
+    kept_tags.push_back(a.tags()[i]);
+    kept_shape.push_back(a.shape()[i]);
+    rows *= a.shape()[i];
+  }
+  for (Tag t : axes) {
+    order.push_back(t);
+    n *= a.extent(t);
+  }
+  const RawTensor in = a.permuted(order).to(ctx, DType::f64);  // a contiguous copy
+  RawTensor out = keep ? RawTensor::empty(ctx, in.tags(), in.shape(), DType::f64)
+                       : RawTensor::empty(ctx, kept_tags, kept_shape, DType::f64);
+  const double* src = in.data<double>();
+  double* dst = out.data<double>();
+  for (int64_t r = 0; r < rows; ++r) line(src + r * n, n, dst + (keep ? r * n : r));
+  if (keep) out = out.permuted(a.tags()).contiguous(ctx);
+  return Tensor::make(ctx, std::move(out), nullptr);
+}
+
+// A reduction of a non-f32 x: f64 computes `line` in double, 16-bit constants run f32op on an f32
+// copy (Note [Dtype rules]).
+template <class F32Op, class Line>
+Tensor typedReduction(ExecContext& ctx, std::string_view name, const Tensor& x, const Tags& axes,
+                      bool keep, F32Op f32op, Line line) {
+  if (ops::promotesToF64(name, {&x})) return f64Lines(ctx, x, axes, keep, line);
+  return ops::viaF32(ctx, name, {&x}, [&](std::span<const Tensor> f) { return f32op(f[0]); });
+}
+
+double sumOf(const double* s, int64_t n) {
+  double acc = 0;
+  for (int64_t i = 0; i < n; ++i) acc += s[i];
+  return acc;
+}
+
 // sum over `axes` times `factor` (1 for sum, 1/n for mean). VJP: gy broadcast to x's axes, scaled.
 Tensor sumScaled(ExecContext& ctx, std::string_view name, const Tensor& x, const Tags& axes,
                  double factor) {
-  ops::requireF32(name, x);
+  if (!ops::allF32({&x}))
+    return typedReduction(
+        ctx, name, x, axes, false, [&](const Tensor& f) { return sumScaled(ctx, name, f, axes, factor); },
+        [factor](const double* s, int64_t n, double* d) { *d = sumOf(s, n) * factor; });
   const RawTensor& a = x.value();
   RawTensor out = kernels::sumAxes(ctx, a, axes);
   const float f = static_cast<float>(factor);
@@ -35,7 +85,6 @@ Tensor sumScaled(ExecContext& ctx, std::string_view name, const Tensor& x, const
 // The extent of axis in x (ShapeMismatch naming the axes when absent); InvalidArgument when the
 // axis is empty and `op` is undefined there.
 int64_t extentFor(std::string_view op, const Tensor& x, Tag axis, bool empty_ok) {
-  ops::requireF32(op, x);
   const int64_t n = x.value().extent(axis);
   if (n == 0 && !empty_ok)
     fail(ErrorCode::InvalidArgument, std::string(op) + " over the empty axis '" +
@@ -46,6 +95,15 @@ int64_t extentFor(std::string_view op, const Tensor& x, Tag axis, bool empty_ok)
 // max/min over axis; the VJP routes each gradient to the first extremum of its line only.
 Tensor extremum(ExecContext& ctx, std::string_view name, const Tensor& x, Tag axis, bool is_max) {
   const int64_t n = extentFor(name, x, axis, false);
+  if (!ops::allF32({&x}))
+    return typedReduction(
+        ctx, name, x, {axis}, false, [&](const Tensor& f) { return extremum(ctx, name, f, axis, is_max); },
+        [is_max](const double* s, int64_t len, double* d) {  // as extremumAlong: NaN propagates
+          double best = s[0];
+          for (int64_t i = 1; i < len && !std::isnan(best); ++i)
+            if (std::isnan(s[i]) || (is_max ? s[i] > best : s[i] < best)) best = s[i];
+          *d = best;
+        });
   const RawTensor& a = x.value();
   RawTensor index;
   RawTensor out = kernels::extremumAlong(ctx, a, axis, is_max, &index);
@@ -92,6 +150,15 @@ Tensor Tensor::variance(ExecContext& ctx, Tag axis, int64_t correction) const {
          "variance over axis '" + std::string(axis.name()) + "' of " + value().describe() +
              " needs more elements than correction = " + std::to_string(correction) +
              " (and correction >= 0)");
+  if (!ops::allF32({this}))
+    return typedReduction(
+        ctx, "variance", *this, {axis}, false, [&](const Tensor& f) { return f.variance(ctx, axis, correction); },
+        [correction](const double* s, int64_t len, double* d) {
+          const double m = sumOf(s, len) / static_cast<double>(len);
+          double sq = 0;
+          for (int64_t i = 0; i < len; ++i) sq += (s[i] - m) * (s[i] - m);
+          *d = sq / static_cast<double>(len - correction);
+        });
   const RawTensor& a = value();
   const float inv_n = static_cast<float>(1.0 / static_cast<double>(n));
   const float inv_dof = static_cast<float>(1.0 / static_cast<double>(n - correction));
@@ -114,6 +181,17 @@ Tensor Tensor::min(ExecContext& ctx, Tag axis) const { return extremum(ctx, "min
 // −inf and +inf lines +inf). VJP: g·exp(x − y), 0 where y = −inf.
 Tensor Tensor::logsumexp(ExecContext& ctx, Tag axis) const {
   extentFor("logsumexp", *this, axis, true);
+  if (!ops::allF32({this}))
+    return typedReduction(
+        ctx, "logsumexp", *this, {axis}, false, [&](const Tensor& f) { return f.logsumexp(ctx, axis); },
+        [](const double* s, int64_t len, double* d) {
+          double m = -std::numeric_limits<double>::infinity();
+          for (int64_t i = 0; i < len; ++i) m = std::max(m, s[i]);
+          const double shift = std::isfinite(m) ? m : 0.0;
+          double e = 0;
+          for (int64_t i = 0; i < len; ++i) e += std::exp(s[i] - shift);
+          *d = std::log(e) + shift;
+        });
   const RawTensor& a = value();
   RawTensor m;
   if (a.numel() == 0) {
@@ -146,6 +224,13 @@ Tensor Tensor::logsumexp(ExecContext& ctx, Tag axis) const {
 // Inclusive cumulative sum (f64 running sum); VJP: the reverse cumulative sum of g.
 Tensor Tensor::cumsum(ExecContext& ctx, Tag axis) const {
   extentFor("cumsum", *this, axis, true);
+  if (!ops::allF32({this}))
+    return typedReduction(
+        ctx, "cumsum", *this, {axis}, true, [&](const Tensor& f) { return f.cumsum(ctx, axis); },
+        [](const double* s, int64_t len, double* d) {
+          double acc = 0;
+          for (int64_t i = 0; i < len; ++i) d[i] = acc += s[i];
+        });
   const RawTensor& a = value();
   RawTensor out = kernels::cumsumAlong(ctx, a, axis, false);
   return ops::finishOp(ctx, "cumsum", out, {this}, [&] {
@@ -158,6 +243,14 @@ Tensor Tensor::cumsum(ExecContext& ctx, Tag axis) const {
 // Product (f64); VJP: g times the product of the other elements of the line (prefix·suffix).
 Tensor Tensor::prod(ExecContext& ctx, Tag axis) const {
   extentFor("prod", *this, axis, true);
+  if (!ops::allF32({this}))
+    return typedReduction(
+        ctx, "prod", *this, {axis}, false, [&](const Tensor& f) { return f.prod(ctx, axis); },
+        [](const double* s, int64_t len, double* d) {
+          double p = 1;
+          for (int64_t i = 0; i < len; ++i) p *= s[i];
+          *d = p;
+        });
   const RawTensor& a = value();
   RawTensor out = kernels::prodAlong(ctx, a, axis);
   return ops::finishOp(ctx, "prod", out, {this}, [&] {
@@ -172,6 +265,14 @@ Tensor Tensor::prod(ExecContext& ctx, Tag axis) const {
 // 2-norm sqrt(Σ x²) (f64 sum); VJP: g·x/y, 0 where y = 0 (torch's subgradient).
 Tensor Tensor::norm(ExecContext& ctx, Tag axis) const {
   extentFor("norm", *this, axis, true);
+  if (!ops::allF32({this}))
+    return typedReduction(
+        ctx, "norm", *this, {axis}, false, [&](const Tensor& f) { return f.norm(ctx, axis); },
+        [](const double* s, int64_t len, double* d) {
+          double sq = 0;
+          for (int64_t i = 0; i < len; ++i) sq += s[i] * s[i];
+          *d = std::sqrt(sq);
+        });
   const RawTensor& a = value();
   RawTensor sq = kernels::map1(ctx, a, [](float x) { return x * x; });
   RawTensor out = kernels::map1(ctx, kernels::sumAxes(ctx, sq, {axis}), [](float s) { return std::sqrt(s); });

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "fucina/ops/finish_op.h"
+#include "fucina/ops/typed.h"
 
 namespace fucina {
 
@@ -23,7 +24,6 @@ struct RopeLayout {
 };
 
 RopeLayout ropeLayout(const Tensor& x, const RopeOptions& o) {
-  ops::requireF32("rope", x);
   const RawTensor& a = x.value();
   if (o.position == o.dim)
     fail(ErrorCode::InvalidArgument, "rope: position and dim must be different axes, both are '" +
@@ -93,7 +93,6 @@ Tensor ropeOp(ExecContext& ctx, const Tensor& x, const RopeLayout& l, const Rope
 // Rows offset .. offset+T-1 of a {position, dim: D/2} table, contiguous as [T, D/2].
 RawTensor tableRows(ExecContext& ctx, const Tensor& table, const char* which, const RopeLayout& l,
                     const RopeOptions& o) {
-  ops::requireF32("rope", table);
   if (table.requiresGrad() && isGradEnabled())
     fail(ErrorCode::UnsupportedGradient,
          std::string("rope: the ") + which +
@@ -115,6 +114,8 @@ RawTensor tableRows(ExecContext& ctx, const Tensor& table, const char* which, co
 }  // namespace
 
 Tensor Tensor::rope(ExecContext& ctx, const RopeOptions& options) const {
+  if (!ops::allF32({this}))
+    return ops::viaF32(ctx, "rope", {this}, [&](std::span<const Tensor> f) { return f[0].rope(ctx, options); });
   const RopeLayout l = ropeLayout(*this, options);
   if (!(options.base > 0) || !std::isfinite(options.base))
     fail(ErrorCode::InvalidArgument, "rope: base must be positive and finite, got " +
@@ -139,6 +140,8 @@ Tensor Tensor::rope(ExecContext& ctx, const RopeOptions& options) const {
 
 Tensor Tensor::rope(ExecContext& ctx, const Tensor& cos, const Tensor& sin,
                     const RopeOptions& options) const {
+  if (!ops::allF32({this, &cos, &sin}))
+    return ops::viaF32(ctx, "rope", {this, &cos, &sin}, [&](std::span<const Tensor> f) { return f[0].rope(ctx, f[1], f[2], options); });
   const RopeLayout l = ropeLayout(*this, options);
   return ropeOp(ctx, *this, l, options, tableRows(ctx, cos, "cos", l, options),
                 tableRows(ctx, sin, "sin", l, options));

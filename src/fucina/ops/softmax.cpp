@@ -5,6 +5,7 @@
 
 #include "fucina/kernels/softmax.h"
 #include "fucina/ops/finish_op.h"
+#include "fucina/ops/typed.h"
 
 namespace fucina {
 
@@ -16,7 +17,8 @@ namespace {
 
 Tensor softmaxOp(ExecContext& ctx, const Tensor& x, Tag axis, bool log) {
   const char* name = log ? "logSoftmax" : "softmax";
-  ops::requireF32(name, x);
+  if (!ops::allF32({&x}))
+    return ops::viaF32(ctx, name, {&x}, [&](std::span<const Tensor> f) { return softmaxOp(ctx, f[0], axis, log); });
   const RawTensor& a = x.value();
   const RawTensor in = kernels::axisLast(ctx, a, axis);
   RawTensor y = RawTensor::empty(ctx, in.tags(), in.shape());

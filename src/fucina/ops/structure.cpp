@@ -9,6 +9,7 @@
 #include "fucina/kernels/elementwise.h"
 #include "fucina/kernels/reduce.h"
 #include "fucina/ops/finish_op.h"
+#include "fucina/ops/typed.h"
 
 namespace fucina {
 
@@ -91,7 +92,8 @@ RawTensor band(ExecContext& ctx, const RawTensor& a, Tag row, Tag col, Keep keep
 
 template <class Keep>
 Tensor bandOp(ExecContext& ctx, std::string_view op, const Tensor& x, Tag row, Tag col, Keep keep) {
-  ops::requireF32(op, x);
+  if (!ops::allF32({&x}))
+    return ops::viaF32(ctx, op, {&x}, [&](std::span<const Tensor> f) { return bandOp(ctx, op, f[0], row, col, keep); });
   const RawTensor& a = x.value();
   a.axis(row);
   a.axis(col);
@@ -146,8 +148,8 @@ Tensor Tensor::pad(ExecContext& ctx, Tag axis, int64_t before, int64_t after, do
 }
 
 Tensor Tensor::where(ExecContext& ctx, const Tensor& cond, const Tensor& a, const Tensor& b) {
-  ops::requireF32("where", a);
-  ops::requireF32("where", b);
+  if (!ops::allF32({&a, &b}))
+    return ops::viaF32(ctx, "where", {&a, &b}, [&](std::span<const Tensor> f) { return where(ctx, cond, f[0], f[1]); });
   const RawTensor m = maskOf(ctx, "where", cond);
   const RawTensor& ra = a.value();
   const RawTensor& rb = b.value();
@@ -173,7 +175,8 @@ Tensor Tensor::where(ExecContext& ctx, const Tensor& cond, const Tensor& a, cons
 }
 
 Tensor Tensor::maskedFill(ExecContext& ctx, const Tensor& mask, double value) const {
-  ops::requireF32("maskedFill", *this);
+  if (!ops::allF32({this}))
+    return ops::viaF32(ctx, "maskedFill", {this}, [&](std::span<const Tensor> f) { return f[0].maskedFill(ctx, mask, value); });
   const RawTensor& a = this->value();
   const RawTensor m = maskOf(ctx, "maskedFill", mask);
   for (size_t i = 0; i < m.rank(); ++i)

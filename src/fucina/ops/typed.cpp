@@ -42,4 +42,48 @@ DType typedResult(std::string_view op, std::initializer_list<const Tensor*> oper
   return any_f16 ? DType::f16 : DType::bf16;
 }
 
+bool composeViaF32(std::initializer_list<const Tensor*> operands) {
+  bool f32 = true;
+  for (const Tensor* t : operands) {
+    if (t->dtype() == DType::f64) return false;
+    f32 = f32 && t->dtype() == DType::f32;
+  }
+  return !f32;
+}
+
+bool isInteger(DType d) { return d == DType::i32 || d == DType::i64 || d == DType::u8; }
+
+bool promotesToF64(std::string_view op, std::initializer_list<const Tensor*> operands) {
+  bool any = false;
+  for (const Tensor* t : operands) any = any || t->dtype() == DType::f64;
+  if (!any) return false;
+  for (const Tensor* t : operands) {
+    if (!isFloat(t->dtype()))
+      fail(ErrorCode::DTypeMismatch, std::string(op) + ": cannot combine an f64 tensor with the " +
+                                         std::string(name(t->dtype())) + " tensor " +
+                                         t->value().describe() + "; convert it with to(ctx, DType::f64)");
+    if (t->requiresGrad() && isGradEnabled())
+      fail(ErrorCode::UnsupportedGradient,
+           std::string(op) + " of an f64 tensor with " + t->value().describe() +
+               " that requires gradients: f64 results carry no gradient; convert the f64 operand "
+               "with to(ctx, DType::f32), or run under noGrad()");
+  }
+  return true;
+}
+
+bool integerOperands(std::string_view op, std::initializer_list<const Tensor*> operands) {
+  const Tensor* first = nullptr;
+  for (const Tensor* t : operands)
+    if (isInteger(t->dtype())) first = first ? first : t;
+  if (!first) return false;
+  for (const Tensor* t : operands)
+    if (t->dtype() != first->dtype())
+      fail(ErrorCode::DTypeMismatch,
+           std::string(op) + ": integer arithmetic needs both operands of the same integer dtype, got " +
+               std::string(name(first->dtype())) + " " + first->value().describe() + " and " +
+               std::string(name(t->dtype())) + " " + t->value().describe() +
+               "; convert one with to(ctx, ...) (integers never mix with floats implicitly)");
+  return true;
+}
+
 }  // namespace fucina::ops

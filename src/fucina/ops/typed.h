@@ -38,4 +38,21 @@ Tensor viaF32(ExecContext& ctx, std::string_view op, std::initializer_list<const
   return out == DType::f32 ? r : r.to(ctx, out);
 }
 
+// For an op composed of other ops (mseLoss, the affine norms, conv2d with a bias): true when it
+// should convert its operands once, up front, with viaF32 — some operand is 16-bit (or not
+// floating, for the error) and none is f64, which its parts compute in double where they can.
+// The 16-bit result is then the f32 result rounded once, not after every part.
+bool composeViaF32(std::initializer_list<const Tensor*> operands);
+
+// The f64 path (Note [Dtype rules]): true when some operand is f64, after checking that every
+// operand is floating (else DTypeMismatch) and that none requires gradients while they are
+// enabled (UnsupportedGradient: f64 results carry no gradient). The op then computes in double
+// and returns a constant f64 tensor (PyTorch's promotion: f64 with f32/f16 is f64).
+bool promotesToF64(std::string_view op, std::initializer_list<const Tensor*> operands);
+
+// The integer path of add, sub, mul and neg: true when some operand is i32/i64/u8, after checking
+// that they all have that one dtype (else DTypeMismatch, naming both dtypes).
+bool integerOperands(std::string_view op, std::initializer_list<const Tensor*> operands);
+bool isInteger(DType d);
+
 }  // namespace fucina::ops
