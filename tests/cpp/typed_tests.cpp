@@ -356,3 +356,27 @@ TEST_CASE("Gpt::freezeProjections: frozen 16-bit or q8_0 projections, trainable 
   fucina::nn::Gpt model(ctx, config, 1);
   CHECK_FUCINA_ERROR(model.freezeProjections(ctx, DType::i32), InvalidArgument);
 }
+
+TEST_CASE("contractions with an f64 operand compute in double and return a constant", "[typed]") {
+  ExecContext ctx;
+  // 1 + 1e-10 is 1 in f32: only a double product keeps the difference.
+  Tensor a = Tensor::full(ctx, {"i", "k"}, {2, 3}, 1.0 + 1e-10, DType::f64);
+  Tensor b = Tensor::full(ctx, {"k", "j"}, {3, 2}, 1.0, DType::f64);
+  auto f64At = [](const Tensor& t, int64_t i) { return t.value().data<double>()[i]; };
+  Tensor y = a.dot(ctx, b, "k");
+  CHECK(y.dtype() == DType::f64);
+  CHECK(f64At(y, 0) == 3.0 * (1.0 + 1e-10));
+  CHECK(f64At(a.matmul(ctx, b), 3) == 3.0 * (1.0 + 1e-10));
+  Tensor e = Tensor::einsum(ctx, a, b, {"j", "i"});
+  CHECK(e.tags() == Tags{"j", "i"});
+  CHECK(f64At(e, 1) == 3.0 * (1.0 + 1e-10));
+  Tensor bias = Tensor::fromSlice(ctx, {"j"}, {2}, {1.0f, 2.0f});  // f32 promotes
+  Tensor z = a.addDot(ctx, b, "k", bias);
+  CHECK(z.dtype() == DType::f64);
+  CHECK(f64At(z, 1) == 3.0 * (1.0 + 1e-10) + 2.0);
+  CHECK(a.dot(ctx, b.to(ctx, DType::f16), "k").dtype() == DType::f64);
+  CHECK_FALSE(y.requiresGrad());
+  Tensor v = Tensor::variableFromSlice(ctx, {"k", "j"}, {3, 2}, Floats(6, 1.0f));
+  CHECK_FUCINA_ERROR(a.dot(ctx, v, "k"), UnsupportedGradient);
+  CHECK_FUCINA_ERROR(a.dot(ctx, Tensor::fromInts(ctx, {"k"}, {3}, {1, 2, 3}), "k"), DTypeMismatch);
+}

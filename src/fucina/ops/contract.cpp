@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 
+#include "fucina/kernels/contract_f64.h"
 #include "fucina/kernels/gemm.h"
 #include "fucina/kernels/reduce.h"
 #include "fucina/ops/finish_op.h"
@@ -79,7 +80,19 @@ Tensor contractOp(ExecContext& ctx, std::string_view name, const Tensor& x, cons
 // whose gradient is an f32 contraction) or q8_0 (always a constant); the GEMM converts it while
 // packing. The left operand and a bias follow the general rule: 16-bit constants are converted
 // to f32 (the result is then 16-bit only when both operands are constants of that one dtype).
+// With an f64 operand the product is computed in double instead (f64Contraction).
 bool typedRhs(DType d) { return d == DType::f16 || d == DType::bf16 || d == DType::q8_0; }
+
+// The f64 path (Note [Dtype rules]): some operand is f64, so the product is computed in double
+// (contractF64) and is a constant; a bias is added in f64 too.
+bool f64Contraction(std::string_view op, const Tensor& x, const Tensor& y, const Tensor* bias) {
+  return bias ? ops::promotesToF64(op, {&x, &y, bias}) : ops::promotesToF64(op, {&x, &y});
+}
+Tensor contractF64(ExecContext& ctx, const Tensor& x, const Tensor& y, const Tags& contracted,
+                   const Tensor* bias = nullptr) {
+  Tensor r = Tensor::fromRaw(ctx, kernels::contractF64(ctx, x.value(), y.value(), contracted));  // reads any dtype
+  return bias ? r.add(ctx, *bias) : r;
+}
 
 template <class Body>
 Tensor typedContraction(ExecContext& ctx, std::string_view op, const Tensor& x, const Tensor& y,
@@ -121,6 +134,7 @@ Tag privateTag(const Tags& a, const Tags& b) {
 
 Tensor Tensor::dot(ExecContext& ctx, const Tensor& y, Tag axis) const {
   requireAxis("dot", value(), y.value(), axis);
+  if (f64Contraction("dot", *this, y, nullptr)) return contractF64(ctx, *this, y, {axis});
   return typedContraction(ctx, "dot", *this, y, nullptr, [&](const Tensor& a, const Tensor& b, const Tensor*) {
     return contractOp(ctx, "dot", a, b, {axis});
   });
@@ -129,6 +143,7 @@ Tensor Tensor::dot(ExecContext& ctx, const Tensor& y, Tag axis) const {
 Tensor Tensor::addDot(ExecContext& ctx, const Tensor& y, Tag axis, const Tensor& bias) const {
   requireAxis("addDot", value(), y.value(), axis);
   checkBias(bias.value(), value(), y.value(), contractedTags(value(), y.value(), {axis}));
+  if (f64Contraction("addDot", *this, y, &bias)) return contractF64(ctx, *this, y, {axis}, &bias);
   return typedContraction(ctx, "addDot", *this, y, &bias, [&](const Tensor& a, const Tensor& b, const Tensor* c) {
     return contractOp(ctx, "addDot", a, b, {axis}, c);
   });
@@ -167,6 +182,8 @@ Tensor Tensor::matmul(ExecContext& ctx, const Tensor& y, bool transpose_y) const
   Tags a_tags = a.tags(), b_tags = b.tags();
   a_tags[ra - 1] = k;
   b_tags[kb_at] = k;
+  if (f64Contraction("matmul", *this, y, nullptr))
+    return contractF64(ctx, withTags(ctx, a_tags), y.withTags(ctx, b_tags), {k});
   return typedContraction(ctx, "matmul", *this, y, nullptr, [&](const Tensor& x, const Tensor& w, const Tensor*) {
     return contractOp(ctx, "matmul", x.withTags(ctx, a_tags), w.withTags(ctx, b_tags), {k});
   });
@@ -204,9 +221,11 @@ Tensor Tensor::einsum(ExecContext& ctx, const Tensor& a, const Tensor& b, const 
         r = (r.dtype() == DType::f32 || !typedRhs(r.dtype()) ? r : r.to(ctx, DType::f32)).sum(ctx, t);
     return r;
   };
-  const Tensor c = typedContraction(ctx, "einsum", a, b, nullptr, [&](const Tensor& x, const Tensor& y, const Tensor*) {
-    return contractOp(ctx, "einsum", sumAway(x, rb), sumAway(y, ra), contracted);
-  });
+  const Tensor c = f64Contraction("einsum", a, b, nullptr)
+                       ? contractF64(ctx, sumAway(a, rb), sumAway(b, ra), contracted)
+                       : typedContraction(ctx, "einsum", a, b, nullptr, [&](const Tensor& x, const Tensor& y, const Tensor*) {
+                           return contractOp(ctx, "einsum", sumAway(x, rb), sumAway(y, ra), contracted);
+                         });
   return c.tags() == out ? c : c.permuteTo(ctx, out);
 }
 
