@@ -99,6 +99,12 @@ internal::RawTensor map(ExecContext& ctx, const Tags& tags, const Extents& shape
   return out;
 }
 
+#if defined(__clang__)
+#define FUCINA_SCALAR_LOOP _Pragma("clang loop vectorize(disable) interleave(disable) unroll(disable)")
+#else
+#define FUCINA_SCALAR_LOOP
+#endif
+
 // The other element types (the f64, integer and compare paths, Note [Dtype rules]): each input
 // is first copied, converted to T, into a dense tensor of out's shape (broadcasts materialized),
 // then one flat loop writes Out. Simple on purpose: these paths are not the hot ones, and each
@@ -117,6 +123,9 @@ internal::RawTensor mapTo(ExecContext& ctx, const Tags& tags, const Extents& sha
   }
   Out* o = out.data<Out>();
   ctx.parallelFor(out.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
+    // Not vectorized or unrolled: per type and op, those copies of the loop cost more binary size
+    // (wasm) than these paths are worth in speed.
+    FUCINA_SCALAR_LOOP
     for (int64_t i = begin; i < end; ++i)
       o[i] = [&]<size_t... I>(std::index_sequence<I...>) { return static_cast<Out>(f(p[I][i]...)); }(
           std::make_index_sequence<K>{});
