@@ -88,7 +88,7 @@ bool typedRhs(DType d) { return d == DType::f16 || d == DType::bf16 || d == DTyp
 bool f64Contraction(std::string_view op, const Tensor& x, const Tensor& y, const Tensor* bias) {
   return bias ? ops::promotesToF64(op, {&x, &y, bias}) : ops::promotesToF64(op, {&x, &y});
 }
-Tensor contractF64(ExecContext& ctx, const Tensor& x, const Tensor& y, const Tags& contracted,
+Tensor f64Product(ExecContext& ctx, const Tensor& x, const Tensor& y, const Tags& contracted,
                    const Tensor* bias = nullptr) {
   Tensor r = Tensor::fromRaw(ctx, kernels::contractF64(ctx, x.value(), y.value(), contracted));  // reads any dtype
   return bias ? r.add(ctx, *bias) : r;
@@ -134,7 +134,7 @@ Tag privateTag(const Tags& a, const Tags& b) {
 
 Tensor Tensor::dot(ExecContext& ctx, const Tensor& y, Tag axis) const {
   requireAxis("dot", value(), y.value(), axis);
-  if (f64Contraction("dot", *this, y, nullptr)) return contractF64(ctx, *this, y, {axis});
+  if (f64Contraction("dot", *this, y, nullptr)) return f64Product(ctx, *this, y, {axis});
   return typedContraction(ctx, "dot", *this, y, nullptr, [&](const Tensor& a, const Tensor& b, const Tensor*) {
     return contractOp(ctx, "dot", a, b, {axis});
   });
@@ -143,7 +143,7 @@ Tensor Tensor::dot(ExecContext& ctx, const Tensor& y, Tag axis) const {
 Tensor Tensor::addDot(ExecContext& ctx, const Tensor& y, Tag axis, const Tensor& bias) const {
   requireAxis("addDot", value(), y.value(), axis);
   checkBias(bias.value(), value(), y.value(), contractedTags(value(), y.value(), {axis}));
-  if (f64Contraction("addDot", *this, y, &bias)) return contractF64(ctx, *this, y, {axis}, &bias);
+  if (f64Contraction("addDot", *this, y, &bias)) return f64Product(ctx, *this, y, {axis}, &bias);
   return typedContraction(ctx, "addDot", *this, y, &bias, [&](const Tensor& a, const Tensor& b, const Tensor* c) {
     return contractOp(ctx, "addDot", a, b, {axis}, c);
   });
@@ -183,7 +183,7 @@ Tensor Tensor::matmul(ExecContext& ctx, const Tensor& y, bool transpose_y) const
   a_tags[ra - 1] = k;
   b_tags[kb_at] = k;
   if (f64Contraction("matmul", *this, y, nullptr))
-    return contractF64(ctx, withTags(ctx, a_tags), y.withTags(ctx, b_tags), {k});
+    return f64Product(ctx, withTags(ctx, a_tags), y.withTags(ctx, b_tags), {k});
   return typedContraction(ctx, "matmul", *this, y, nullptr, [&](const Tensor& x, const Tensor& w, const Tensor*) {
     return contractOp(ctx, "matmul", x.withTags(ctx, a_tags), w.withTags(ctx, b_tags), {k});
   });
@@ -222,7 +222,7 @@ Tensor Tensor::einsum(ExecContext& ctx, const Tensor& a, const Tensor& b, const 
     return r;
   };
   const Tensor c = f64Contraction("einsum", a, b, nullptr)
-                       ? contractF64(ctx, sumAway(a, rb), sumAway(b, ra), contracted)
+                       ? f64Product(ctx, sumAway(a, rb), sumAway(b, ra), contracted)
                        : typedContraction(ctx, "einsum", a, b, nullptr, [&](const Tensor& x, const Tensor& y, const Tensor*) {
                            return contractOp(ctx, "einsum", sumAway(x, rb), sumAway(y, ra), contracted);
                          });
