@@ -193,6 +193,7 @@ export const NN = {
   'Cnn#forward': { self: '#Cnn', args: [tensor('img10')] },
   'Gpt#forward': { self: '#Gpt', args: [tensor('tokens')] },
   'Gpt#loss': { self: '#Gpt', args: [tensor('tokens')] },
+  'Gpt#freezeProjections': { self: '#Gpt', args: [raw('f32', ['i32', 'f128', 7, null, {}])] },
 };
 export const NN_EXEMPT = Object.fromEntries(['Linear', 'Conv2d', 'LayerNorm', 'Embedding', 'Mlp', 'Cnn', 'Gpt']
   .map((c) => [`${c}#parameters`, 'no arguments']));

@@ -68,6 +68,7 @@ fc.constant(['a'], [2], { length: 2, 0: 1, 1: 2 });
 // @ts-expect-error an unknown dtype
 fc.zeros(['a'], [2], 'f128');
 const half16: Tensor = fc.variable(['a'], [2], [1, 2], 'f16');  // a 16-bit leaf, f32 gradient
+half16.to('f32').sumAll().backward();
 // @ts-expect-error variables are f32, f16 or bf16
 fc.variable(['a'], [2], [1, 2], 'f64');
 // @ts-expect-error the shape is missing
@@ -364,6 +365,9 @@ const tokens = fc.constant(['batch', 't'], [1, 4], [1, 2, 3, 4], 'i32');
 const logits: Tensor = gpt.forward(tokens);
 const gptLoss: Tensor = gpt.loss(tokens);
 gpt.parameters();
+gpt.freezeProjections('q8_0');
+// @ts-expect-error freezeProjections takes f32, f16, bf16 or q8_0
+gpt.freezeProjections('i32');
 // @ts-expect-error checkpointBlocks is a boolean
 new nn.Gpt({ checkpointBlocks: 1 });
 // @ts-expect-error loss takes a Tensor of tokens
