@@ -142,7 +142,11 @@ class Tensor {
   std::span<const float> dataConst() const;  ///< f32, contiguous: a view, or a cached copy
   float item() const;                        ///< one-element tensors
   std::vector<float> toVector() const;
-  Tensor to(ExecContext& ctx, DType dtype) const;  ///< §3.8 casts
+  /// §3.8 casts: a contiguous copy in dtype (16-bit targets round to nearest even; q8_0 sources
+  /// dequantize; a q8_0 target is DTypeMismatch: use quantize). Differentiable between f32, f16
+  /// and bf16, the gradient crossing as f32; to any other dtype of a tensor that requires
+  /// gradients is GradientCastUnsupported.
+  Tensor to(ExecContext& ctx, DType dtype) const;
   /// Block quantization (ops/quantize.cpp, Note [q8_0 layout] in core/q8.h) of an f32, f16 or
   /// bf16 tensor (any strides): dtype must be DType::q8_0 (else InvalidArgument); blocks of 32
   /// run along block_axis, whose extent must be a multiple of 32 (else InvalidArgument; a missing
