@@ -151,25 +151,24 @@ Tensor Tensor::normal(ExecContext& ctx, Tags tags, Extents shape, double mean, d
 
 // Note [Dtype rules]: leaves are f32, or f16/bf16 whose accumulated gradient is f32 (there is no
 // 16-bit gradient anywhere). f64, integer and q8_0 tensors never take gradients.
-static std::shared_ptr<GradState> leafFor(const RawTensor& value) {
-  const DType d = value.dtype();
+static void requireLeafDType(DType d) {
   if (d != DType::f32 && d != DType::f16 && d != DType::bf16)
     fail(ErrorCode::UnsupportedGradient,
          "variables are f32, f16 or bf16; got " + std::string(name(d)) +
              (d == DType::q8_0 ? " (a quantized weight is a frozen constant; dequantize with "
                                  "to(ctx, DType::f32) to train it)"
                                : " (convert with to(ctx, DType::f32) first)"));
-  return std::make_shared<GradState>(value.tags(), value.shape());
+}
+
+static Tensor leaf(ExecContext& ctx, RawTensor value) {
+  auto state = std::make_shared<GradState>(value.tags(), value.shape());
+  return Tensor::make(ctx, std::move(value), std::move(state));
 }
 
 Tensor Tensor::variableFromSlice(ExecContext& ctx, Tags tags, Extents shape,
                                  std::span<const float> values, DType dtype) {
-  if (dtype != DType::f32 && dtype != DType::f16 && dtype != DType::bf16)
-    fail(ErrorCode::UnsupportedGradient, "variableFromSlice makes f32, f16 or bf16 leaves, not " +
-                                             std::string(name(dtype)));
-  RawTensor v = RawTensor::fromSlice(ctx, std::move(tags), std::move(shape), values, dtype);
-  auto state = leafFor(v);
-  return make(ctx, std::move(v), std::move(state));
+  requireLeafDType(dtype);
+  return leaf(ctx, RawTensor::fromSlice(ctx, std::move(tags), std::move(shape), values, dtype));
 }
 
 Tensor Tensor::variableFromSlice(ExecContext& ctx, Tags tags, Extents shape,
@@ -180,11 +179,8 @@ Tensor Tensor::variableFromSlice(ExecContext& ctx, Tags tags, Extents shape,
 
 Tensor Tensor::variable(ExecContext& ctx, const Tensor& value) {
   const RawTensor& src = value.value();
-  if (src.dtype() != DType::f32 && src.dtype() != DType::f16 && src.dtype() != DType::bf16)
-    leafFor(src);  // throws before a copy is made
-  RawTensor v = src.clone(ctx);  // a leaf owns its storage (gradcheck perturbs it)
-  auto state = leafFor(v);
-  return make(ctx, std::move(v), std::move(state));
+  requireLeafDType(src.dtype());
+  return leaf(ctx, src.clone(ctx));  // a leaf owns its storage (gradcheck perturbs it)
 }
 
 // ---------------------------------------------------------------- accessors

@@ -5,6 +5,7 @@
 
 #include "fucina/core/error.h"
 #include "fucina/exec/context.h"
+#include "fucina/kernels/gemm.h"
 
 namespace fucina::kernels {
 
@@ -22,35 +23,12 @@ int64_t extentsOf(const RawTensor& a, const Tags& axes, Extents* shape) {
   return n;
 }
 
-Tags joined(std::initializer_list<const Tags*> parts) {
-  Tags out;
-  for (const Tags* p : parts) out.insert(out.end(), p->begin(), p->end());
-  return out;
-}
-
 }  // namespace
 
 RawTensor contractF64(ExecContext& ctx, const RawTensor& a, const RawTensor& b, const Tags& contracted) {
-  Tags batch, a_free, b_free;
-  auto requireSame = [&](Tag tag, const char* what) {
-    if (a.extent(tag) != b.extent(tag))  // extent() throws ShapeMismatch when the axis is missing
-      fail(ErrorCode::ShapeMismatch, std::string("dot: ") + what + " axis '" + std::string(tag.name()) +
-                                         "' has extent " + std::to_string(a.extent(tag)) + " in " +
-                                         a.describe() + " but " + std::to_string(b.extent(tag)) +
-                                         " in " + b.describe());
-  };
-  for (Tag tag : contracted) requireSame(tag, "contracted");
-  for (Tag tag : a.tags()) {
-    if (hasTag(contracted, tag)) continue;
-    if (hasTag(b.tags(), tag)) {
-      requireSame(tag, "batch");
-      batch.push_back(tag);
-    } else {
-      a_free.push_back(tag);
-    }
-  }
-  for (Tag tag : b.tags())
-    if (!hasTag(contracted, tag) && !hasTag(a.tags(), tag)) b_free.push_back(tag);
+  // References, not structured bindings: Emscripten's clang cannot capture those in lambdas.
+  const ContractionAxes axes = contractionAxes(a, b, contracted);
+  const Tags &batch = axes.batch, &a_free = axes.a_free, &b_free = axes.b_free;
 
   // Both operands as contiguous f64 [batch, rows, depth] and [batch, depth, cols] copies, so the
   // loop below reads them with plain offsets whatever their strides were.
@@ -59,9 +37,9 @@ RawTensor contractF64(ExecContext& ctx, const RawTensor& a, const RawTensor& b, 
   const int64_t m = extentsOf(a, a_free, &out_shape);
   const int64_t n = extentsOf(b, b_free, &out_shape);
   const int64_t k = extentsOf(a, contracted, &ignored);
-  const RawTensor pa = a.permuted(joined({&batch, &a_free, &contracted})).to(ctx, DType::f64);
-  const RawTensor pb = b.permuted(joined({&batch, &contracted, &b_free})).to(ctx, DType::f64);
-  const Tags out_tags = joined({&batch, &a_free, &b_free});
+  const RawTensor pa = a.permuted(joinTags({batch, a_free, contracted})).to(ctx, DType::f64);
+  const RawTensor pb = b.permuted(joinTags({batch, contracted, b_free})).to(ctx, DType::f64);
+  const Tags out_tags = joinTags({batch, a_free, b_free});
   RawTensor out = RawTensor::zeros(ctx, out_tags, out_shape, DType::f64);
   if (out.numel() > 0 && k > 0) {
     const double* x = pa.data<double>();
@@ -77,13 +55,7 @@ RawTensor contractF64(ExecContext& ctx, const RawTensor& a, const RawTensor& b, 
       }
     });
   }
-  // Result order: a's remaining axes (batch and free, as they stand in a), then b_free.
-  Tags order;
-  for (Tag tag : a.tags())
-    if (!hasTag(contracted, tag)) order.push_back(tag);
-  order.insert(order.end(), b_free.begin(), b_free.end());
-  if (order == out_tags) return out;
-  return out.permuted(order).contiguous(ctx);
+  return inResultOrder(ctx, out, a, contracted, b_free);
 }
 
 }  // namespace fucina::kernels

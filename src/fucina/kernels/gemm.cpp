@@ -225,9 +225,8 @@ MatrixOperand asMatrices(ExecContext& ctx, const RawTensor& t, const Tags& batch
 
 }  // namespace
 
-RawTensor contract(ExecContext& ctx, const RawTensor& a, const RawTensor& b,
-                   const Tags& contracted, const RawTensor& initial) {
-  Tags batch, a_free, b_free;
+ContractionAxes contractionAxes(const RawTensor& a, const RawTensor& b, const Tags& contracted) {
+  ContractionAxes axes;
   for (Tag tag : contracted) {
     if (a.extent(tag) != b.extent(tag))
       fail(ErrorCode::ShapeMismatch, "dot over '" + std::string(tag.name()) + "': extent " +
@@ -243,14 +242,32 @@ RawTensor contract(ExecContext& ctx, const RawTensor& a, const RawTensor& b,
                                            "' has extent " + std::to_string(a.extent(tag)) +
                                            " in " + a.describe() + " but " +
                                            std::to_string(b.extent(tag)) + " in " + b.describe());
-      batch.push_back(tag);
+      axes.batch.push_back(tag);
     } else {
-      a_free.push_back(tag);
+      axes.a_free.push_back(tag);
     }
   }
   for (Tag tag : b.tags())
-    if (!hasTag(contracted, tag) && !hasTag(a.tags(), tag)) b_free.push_back(tag);
+    if (!hasTag(contracted, tag) && !hasTag(a.tags(), tag)) axes.b_free.push_back(tag);
+  return axes;
+}
 
+RawTensor inResultOrder(ExecContext& ctx, const RawTensor& computed, const RawTensor& a,
+                        const Tags& contracted, const Tags& b_free) {
+  // Result order: a's remaining axes (batch and free, as they stand in a), then b_free.
+  Tags order;
+  for (Tag tag : a.tags())
+    if (!hasTag(contracted, tag)) order.push_back(tag);
+  order.insert(order.end(), b_free.begin(), b_free.end());
+  if (order == computed.tags()) return computed;
+  return computed.permuted(order).contiguous(ctx);
+}
+
+RawTensor contract(ExecContext& ctx, const RawTensor& a, const RawTensor& b,
+                   const Tags& contracted, const RawTensor& initial) {
+  // References, not structured bindings: Emscripten's clang cannot capture those in lambdas.
+  const ContractionAxes axes = contractionAxes(a, b, contracted);
+  const Tags &batch = axes.batch, &a_free = axes.a_free, &b_free = axes.b_free;
   Extents batch_shape, m_shape, n_shape;
   const int64_t nb = productOf(a, batch, &batch_shape);
   const int64_t m = productOf(a, a_free, &m_shape);
@@ -294,13 +311,7 @@ RawTensor contract(ExecContext& ctx, const RawTensor& a, const RawTensor& b,
     }
   }
 
-  // Result order: a's remaining axes (batch and free, as they stand in a), then b_free.
-  Tags order;
-  for (Tag tag : a.tags())
-    if (!hasTag(contracted, tag)) order.push_back(tag);
-  order.insert(order.end(), b_free.begin(), b_free.end());
-  if (order == gemm_tags) return out;
-  return out.permuted(order).contiguous(ctx);
+  return inResultOrder(ctx, out, a, contracted, b_free);
 }
 
 }  // namespace fucina::kernels

@@ -65,6 +65,20 @@ inline void gemm(ExecContext& ctx, int64_t m, int64_t n, int64_t k, const float*
   gemm(ctx, false, false, m, n, k, a, k, b, n, c, n, accumulate);
 }
 
+// The axes of contract(a, b, contracted), checked: contracted and batch axes (shared, not
+// contracted) must agree in extent (else ShapeMismatch); a_free and b_free are the axes only one
+// operand has, in its order. Shared by the f32 and f64 (contract_f64.h) contractions.
+struct ContractionAxes {
+  Tags batch, a_free, b_free;
+};
+ContractionAxes contractionAxes(const internal::RawTensor& a, const internal::RawTensor& b,
+                                const Tags& contracted);
+// A result computed as [batch, a_free, b_free] in the documented order below (a view, or a
+// contiguous copy when the orders differ).
+internal::RawTensor inResultOrder(ExecContext& ctx, const internal::RawTensor& computed,
+                                  const internal::RawTensor& a, const Tags& contracted,
+                                  const Tags& b_free);
+
 // Contracts a and b over `contracted` (axes both have, equal extents). Axes both have that are
 // not contracted are batch axes. Result axes: a's remaining axes in a's order, then b's
 // remaining axes that a lacks, in b's order. Any strides; the result is contiguous.
