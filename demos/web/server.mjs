@@ -30,6 +30,6 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   }
   const { url } = await startDemosServer({ port });
   const pages = [['', 'all demos'], ['fashion/', 'Fashion-MNIST classifier'], ['gpt/', 'Tiny GPT'],
-    ['playground/', '2-D playground']].map(([path, what]) => `  ${`${url}demos/web/${path}`.padEnd(48)} ${what}`);
+    ['finetune/', 'Fine-tune (LoRA)'], ['playground/', '2-D playground']].map(([path, what]) => `  ${`${url}demos/web/${path}`.padEnd(48)} ${what}`);
   console.log(['fucina demos (Ctrl-C to stop):', ...pages].join('\n'));
 }

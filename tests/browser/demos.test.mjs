@@ -1,14 +1,15 @@
 // The browser demos (demos/web, served by `npm run demos`) in headless Chromium: the landing
 // page, the dataset route, the Fashion-MNIST classifier (MLP, then briefly the CNN, in one page
-// so the data loads once) and the 2-D playground. Each page trains for a fixed number of steps
-// through its test hook (?autostart=1&steps=N, window.__demo); the loss must fall, Fashion's test
-// accuracy must beat chance, and nothing may be logged as an error.
+// so the data loads once), the Fine-tune page (f32, then q8_0) and the 2-D playground. Each page
+// trains for a fixed number of steps through its test hook (?autostart=1&steps=N, window.__demo);
+// the loss must fall, Fashion's test accuracy must beat chance, Fine-tune's memory readout must
+// match the dtype, and nothing may be logged as an error.
 //
 // Run: node --test tests/browser/     Screenshots: test-output/demos/*.png
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { startDemosServer } from '../../demos/web/server.mjs';
@@ -80,13 +81,13 @@ function assertLossFell(losses, steps, factor) {
   assert.ok(last < factor * first, `loss did not fall enough over ${steps} steps: ${first} -> ${last}`);
 }
 
-test('landing page links the three demos', { skip: skipReason }, async () => {
+test('landing page links the four demos', { skip: skipReason }, async () => {
   const { context, page, problems } = await openPage(browser, { width: 900, height: 560 });
   try {
     const response = await page.goto(server.url, { waitUntil: 'load' });
     assert.ok(response.url().endsWith('/demos/web/'), response.url());
     const links = await page.$$eval('a.card', (as) => as.map((a) => a.getAttribute('href')));
-    assert.deepEqual(links, ['fashion/', 'gpt/', 'playground/']);
+    assert.deepEqual(links, ['fashion/', 'gpt/', 'finetune/', 'playground/']);
     assert.equal(await page.evaluate(() => crossOriginIsolated), true);
     await page.screenshot({ path: join(OUT, 'index.png'), fullPage: true });
     assert.deepEqual(problems, []);
@@ -124,6 +125,88 @@ test('Fashion-MNIST: the MLP, then the CNN, train in the worker', { skip: skipRe
     await context.close();
   }
 });
+
+/** The header and tensor table of safetensors bytes: { [name]: { dtype, shape, data_offsets } }. */
+function safetensorsHeader(bytes) {
+  const n = Number(bytes.readBigUInt64LE(0));
+  const header = JSON.parse(bytes.subarray(8, 8 + n).toString('utf8'));
+  const tensors = Object.fromEntries(Object.entries(header).filter(([k]) => k !== '__metadata__'));
+  const end = Math.max(...Object.values(tensors).map((t) => t.data_offsets[1]));
+  assert.equal(8 + n + end, bytes.length, 'the header and the tensors account for every byte');
+  return { tensors, metadata: header.__metadata__ ?? {} };
+}
+
+test('Fine-tune: LoRA on the shipped base trains, the memory readout follows the dtype, the adapters download',
+  { skip: skipReason }, async () => {
+    const steps = 20, rank = 4;
+    // What the shipped config implies, counted here from GPT-2's layout (not from the page's code):
+    // the matrices a dtype stores (wte, the tied head, and per block c_attn, attn.c_proj, c_fc,
+    // mlp.c_proj), and the rest, always f32 (wpe, LayerNorms, biases).
+    const config = JSON.parse(readFileSync(join(ROOT, 'demos/web/finetune/base/config.json'), 'utf8'));
+    const { vocab_size: V, n_positions: P, n_embd: d, n_layer: L } = config;
+    const inner = config.n_inner ?? 4 * d;
+    const matrices = V * d + L * (3 * d * d + d * d + 2 * d * inner);
+    const rest = P * d + L * (2 * d + 3 * d + d + 2 * d + inner + d) + 2 * d;
+    const adapterCount = L * rank * (d + 3 * d);  // A{rank, e} and B{qkv, rank} on each c_attn
+
+    const opened = await openDemo(`demos/web/finetune/?autostart=1&steps=${steps}&dtype=f32&rank=${rank}`,
+      { width: 1200, height: 1000 });
+    const { context, page, problems } = opened;
+    try {
+      const f32 = opened.demo;
+      assertClean(f32, problems);
+      assert.equal(f32.variant, 'threaded-simd');
+      assert.deepEqual([f32.info.dtype, f32.info.rank, f32.info.targets], ['f32', rank, 'attention']);
+      assert.equal(f32.info.adapterCount, adapterCount);
+      assert.equal(f32.losses.length, steps);
+      assertLossFell(f32.losses, steps, 0.9);
+      // f32: every weight 4 bytes; the adapters, their gradients and AdamW's m and v 4 bytes each.
+      assert.deepEqual(f32.memory.frozen, { bytes: 4 * (matrices + rest), byDtype: { f32: 4 * (matrices + rest) } });
+      assert.equal(f32.memory.state, 16 * adapterCount, `adapters + optimizer ${f32.memory.state} B`);
+      assert.ok(f32.memory.activations > 0 && f32.memory.peak >= f32.memory.frozen.bytes + f32.memory.state + f32.memory.activations,
+        JSON.stringify(f32.memory));
+      assert.equal(f32.samples.before.step, 0);
+      assert.equal(f32.samples.after.step, steps);
+      assert.ok(f32.samples.before.text.length > 0 && f32.samples.after.text.length > 0, JSON.stringify(f32.samples));
+      assert.notEqual(f32.samples.after.text, f32.samples.before.text, 'the same seed gave the same text after training');
+      assert.ok(f32.liveTensors.slice(1).every((n) => n === f32.liveTensors[1]), `live tensors per step ${f32.liveTensors}`);
+
+      await page.evaluate((n) => window.__demo.run({ dtype: 'q8_0' }, n), steps);
+      const q8 = await waitDone(opened);
+      assertClean(q8, problems);
+      assert.equal(q8.info.dtype, 'q8_0');
+      assertLossFell(q8.losses, steps, 0.9);
+      // q8_0: the matrices at 34 bytes per block of 32 (1.0625 B a value, 1.0625/4 of f32), the rest f32.
+      assert.deepEqual(q8.memory.frozen.byDtype, { q8_0: (matrices / 32) * 34, f32: 4 * rest });
+      // Measured against measured: the q8_0 matrices over the same matrices in the f32 run.
+      assert.equal(q8.memory.frozen.byDtype.q8_0 / (f32.memory.frozen.bytes - q8.memory.frozen.byDtype.f32), 1.0625 / 4);
+      assert.equal(q8.memory.state, 16 * adapterCount);
+      assert.deepEqual(q8.runs.map((r) => r.label), ['f32 · r4 · attn', 'q8_0 · r4 · attn']);
+      console.log(`Fine-tune memory, f32 then q8_0: frozen ${f32.memory.frozen.bytes} / ${q8.memory.frozen.bytes} B, ` +
+        `adapters + AdamW ${q8.memory.state} B, activations ${f32.memory.activations} / ${q8.memory.activations} B; ` +
+        `loss ${f32.losses[0].toFixed(3)} -> ${f32.losses.at(-1).toFixed(3)} (f32), ${q8.losses[0].toFixed(3)} -> ${q8.losses.at(-1).toFixed(3)} (q8_0)`);
+
+      const [download] = await Promise.all([page.waitForEvent('download', { timeout: TIMEOUT_MS }), page.click('#download')]);
+      assert.match(download.suggestedFilename(), /^adapters-q8_0-r4-attention-\d+steps\.safetensors$/);
+      const bytes = readFileSync(await download.path());
+      const { tensors, metadata } = safetensorsHeader(bytes);
+      const expected = {};
+      for (let i = 0; i < L; ++i) {
+        const prefix = `base_model.model.transformer.h.${i}.attn.c_attn`;
+        expected[`${prefix}.lora_A.weight`] = [rank, d];
+        expected[`${prefix}.lora_B.weight`] = [3 * d, rank];
+      }
+      assert.deepEqual(Object.fromEntries(Object.entries(tensors).map(([k, t]) => [k, t.shape])), expected);
+      assert.ok(Object.values(tensors).every((t) => t.dtype === 'F32'));
+      assert.ok('fucina.lora' in metadata, `metadata ${JSON.stringify(metadata)}`);
+      await page.screenshot({ path: join(OUT, 'finetune.png'), fullPage: true });
+    } catch (e) {
+      await page.screenshot({ path: join(OUT, 'finetune.png'), fullPage: true }).catch(() => {});
+      throw new Error(`${e.message}\nconsole/page problems so far:\n${problems.join('\n') || '(none)'}`);
+    } finally {
+      await context.close();
+    }
+  });
 
 test('2-D playground: the MLP separates the spirals', { skip: skipReason }, async () => {
   const steps = 300;

@@ -4,7 +4,9 @@
 // Hugging Face layout, f32) and base/config.json, which the page loads as its default base.
 //
 //   npm run build      (once: the package in dist/)
-//   node demos/web/finetune/train_base.mjs [--steps N] [--threads N]
+//   node demos/web/finetune/train_base.mjs [--steps N] [--threads N] [--out DIR]
+//
+// --out writes the two files elsewhere (a quick check: --steps 5 --out /tmp/base).
 //
 // The same seeds give the same model on every run; it prints the loss every 100 steps, a sample at
 // the end, and the figures worth quoting (steps, time, final loss, file size).
@@ -34,6 +36,7 @@ const TRAINING = { steps: 2000, batch: 16, context: 128, lr: 3e-3, minLr: 3e-4, 
 const { values: args } = parseArgs({ options: {
   steps: { type: 'string', default: String(TRAINING.steps) },
   threads: { type: 'string' },
+  out: { type: 'string' },
 } });
 const steps = Number(args.steps);
 if (!Number.isInteger(steps) || steps < 1) throw new Error(`--steps ${args.steps}: a positive integer`);
@@ -85,13 +88,13 @@ const prompt = Array.from(new TextEncoder().encode('The fox '));
 const sample = model.generate(prompt, { maxTokens: 200, temperature: 0.7, topK: 40, seed: 1 });
 console.log(`\nsample (temperature 0.7, top-40):\n${showBytes([...prompt, ...sample])}\n`);
 
-const out = here('base/');
+const out = args.out ? `${args.out.replace(/\/$/, '')}/` : here('base/');
 mkdirSync(out, { recursive: true });
 writeFileSync(`${out}model.safetensors`, model.save());
 writeFileSync(`${out}config.json`, `${JSON.stringify(model.config, null, 2)}\n`);
 const size = statSync(`${out}model.safetensors`).size;
 console.log(`${steps} steps in ${seconds.toFixed(0)} s (${((1000 * seconds) / steps).toFixed(0)} ms/step), ` +
-  `final loss ${finalLoss.toFixed(3)} nats/byte; wrote base/model.safetensors (${(size / 1e6).toFixed(2)} MB) and base/config.json`);
+  `final loss ${finalLoss.toFixed(3)} nats/byte; wrote ${out}model.safetensors (${(size / 1e6).toFixed(2)} MB) and ${out}config.json`);
 opt.dispose();
 params.forEach((p) => p.dispose());
 model.dispose();
