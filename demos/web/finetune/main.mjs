@@ -5,7 +5,8 @@
 import { Engine } from '../common/engine.mjs';
 import { LineChart } from '../common/chart.mjs';
 import { autostart, stepLimit, params, demo, showError, RateMeter, setText, showEngine } from '../common/page.mjs';
-import { createTokenizer, parameterCount, dims, budgetFor, DTYPES, RANKS, TARGETS } from './finetune.mjs';
+import { createTokenizer, parameterCount, dims, budgetFor, expectedFrozenBytes, adapterElements, DTYPES, RANKS, TARGETS }
+  from './finetune.mjs';
 
 const SMOOTHING = 0.9;
 const $ = (id) => document.getElementById(id);
@@ -36,12 +37,19 @@ if (Number.isFinite(stepLimit)) $('steps').value = String(stepLimit);
 
 // ---- formatting
 const KB = 1024, MB = 1024 * 1024;
-const bytes = (n) => (n === null || n === undefined ? '–' : n >= MB ? `${(n / MB).toFixed(2)} MB` : `${(n / KB).toFixed(1)} KB`);
+const bytes = (n) => (n === null || n === undefined ? '–' : n >= MB ? `${(n / MB).toFixed(2)} MB`
+  : `${(n / KB).toFixed(n >= 100 * KB ? 0 : 1)} KB`);
 const count = (n) => (n >= 1e6 ? `${(n / 1e6).toFixed(2)}M` : n >= 1e4 ? `${(n / 1e3).toFixed(1)}k` : n.toLocaleString('en'));
-const choiceLabel = (c) => `${c.dtype} · r${c.rank} · ${c.targets === 'all' ? 'all' : 'attn'}`;
+const choiceLabel = (c) => `${c.dtype} · r${c.rank} · ${c.targets === 'all' ? 'all projections' : 'c_attn'}`;
 
 // ---- configuration: (re)load the base with the current choices
 const choices = () => ({ dtype: $('dtype').value, rank: Number($('rank').value), targets: $('targets').value });
+
+const tokenizers = new Map();  // vocab_size -> a promise of its tokenizer (GPT-2's takes a moment to build)
+function tokenizerFor(vocabSize) {
+  if (!tokenizers.has(vocabSize)) tokenizers.set(vocabSize, createTokenizer(vocabSize));
+  return tokenizers.get(vocabSize);
+}
 
 async function baseConfig() {
   if (base.kind === 'file') return userBase.config;
@@ -81,7 +89,7 @@ async function configure() {
   setText('status', 'loading the base…');
   const config = await baseConfig();
   base.config = config;
-  tokenizer = await createTokenizer(config.vocab_size);
+  tokenizer = await tokenizerFor(config.vocab_size);
   const tokens = encodeText();
   const c = choices();
   runId += 1;
@@ -137,7 +145,7 @@ async function readUserBase() {
   } catch (e) {
     throw new Error(`${config.name} is not JSON: ${e.message}`);
   }
-  await createTokenizer(parsed.vocab_size);  // fails here, clearly, for a vocabulary with no tokenizer
+  await tokenizerFor(parsed.vocab_size);  // fails here, clearly, for a vocabulary with no tokenizer
   setText('base-info', `reading ${model.name} (${bytes(model.size)})…`);
   userBase = { name: `${model.name}:${model.size}:${model.lastModified}`, bytes: new Uint8Array(await model.arrayBuffer()), config: parsed };
   return true;
@@ -148,11 +156,17 @@ async function chooseBase() {
   base = { kind, config: null };
   reconfigure();
 }
-for (const input of document.querySelectorAll('input[name=base]')) input.onchange = () => chooseBase().catch((e) => showError(e.message));
+// A base that cannot be used (a vocabulary with no tokenizer, a config that is not JSON) leaves the
+// one in use selected.
+const pickBase = () => chooseBase().catch((e) => {
+  showError(e.message);
+  document.querySelector(`input[name=base][value=${base.kind}]`).checked = true;
+});
+for (const input of document.querySelectorAll('input[name=base]')) input.onchange = pickBase;
 for (const id of ['model-file', 'config-file']) {
   $(id).onchange = () => {
     document.querySelector('input[name=base][value=file]').checked = true;
-    chooseBase().catch((e) => showError(e.message));
+    pickBase();
   };
 }
 for (const id of ['dtype', 'rank', 'targets']) $(id).onchange = () => { if (!running) reconfigure(); };
@@ -212,6 +226,20 @@ function showMemory(memory) {
     : `${count(m.adapterCount)} adapter parameters × ${(m.state / m.adapterCount).toFixed(1)} B (f32 weight, gradient, m, v)`);
 }
 
+/** The costs the config implies for every dtype and rank (the chosen ones highlighted). */
+function showPredicted(info) {
+  const item = (label, n, chosen) => {
+    const b = document.createElement('b');
+    if (chosen) b.className = 'chosen';
+    b.textContent = `${label} ${bytes(n)}`;
+    return b;
+  };
+  const join = (items) => items.flatMap((x, i) => (i ? [' · ', x] : [x]));
+  $('predict-dtype').replaceChildren(...join(DTYPES.map((dt) => item(dt, expectedFrozenBytes(info.config, dt).total, dt === info.dtype))));
+  $('predict-rank').replaceChildren(...join(RANKS.map((r) => item(`r${r}`, 16 * adapterElements(info.config, r, info.targets), r === info.rank))),
+    ` (${info.targets === 'all' ? 'all projections' : 'c_attn'}; 16 B a parameter)`);
+}
+
 function updateRun() {
   const c = demo.info;
   let run = demo.runs.find((r) => r.id === runId);
@@ -222,15 +250,32 @@ function updateRun() {
   const m = demo.memory;
   Object.assign(run, { frozen: m.frozen.bytes, state: m.state, activations: m.activations, peak: m.peak, steps: demo.steps,
     ms: stepMs, loss: ema / emaWeight });
+  // Each row's peak as a stacked bar (frozen | adapters + optimizer | activations), all on one scale.
+  const top = Math.max(...demo.runs.map((r) => r.peak ?? 0), 1);
   const rows = demo.runs.map((r) => {
     const tr = document.createElement('tr');
     if (r.id === runId) tr.className = 'current';
-    for (const v of [r.label, bytes(r.frozen), bytes(r.state), bytes(r.activations), Math.round(r.ms), r.loss.toFixed(3)]) {
+    for (const v of [r.label, bytes(r.frozen), bytes(r.state), bytes(r.activations), null, r.steps, Math.round(r.ms), r.loss.toFixed(3)]) {
       const td = document.createElement('td');
-      td.textContent = v;
+      if (v === null) {
+        const cell = document.createElement('div');
+        cell.className = 'peakcell';
+        const label = document.createElement('span');
+        label.textContent = bytes(r.peak);
+        cell.append(label);
+        const bar = document.createElement('div');
+        bar.className = 'mini';
+        [['frozen', r.frozen], ['state', r.state], ['acts', r.activations]].forEach(([cls, n]) => {
+          const part = document.createElement('i');
+          part.className = cls;
+          part.style.width = `${(100 * (n ?? 0)) / top}%`;
+          bar.append(part);
+        });
+        cell.append(bar);
+        td.append(cell);
+      } else td.textContent = v;
       tr.append(td);
     }
-    tr.title = `${r.steps} steps`;
     return tr;
   });
   $('runs').replaceChildren(...rows);
@@ -261,6 +306,7 @@ engine.on('ready', (m) => {
   $('trainable').parentElement.title = `LoRA rank ${rank} on ${targets === 'all' ? 'every projection' : 'c_attn'}: ` +
     `batches of ${t.batch} windows of ${span - 1} tokens, AdamW lr ${t.lr}`;
   showMemory(m.info.memory);
+  showPredicted(demo.info);
   setText('status', 'sampling…');
   ready = true;
   requestSample('before');
