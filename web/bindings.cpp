@@ -881,6 +881,19 @@ EMSCRIPTEN_BINDINGS(fucina_gpt2) {
         return guard([&] { return wrap(m.loss(ctx(), tensorOf(tokens, "nn.Gpt2.loss: tokens"))); });
       })
       .function("parameters", +[](Gpt2& m) { return guard([&] { return handlesOf(m.parameters()); }); })
+      .function("namedTensors", +[](Gpt2& m) {
+        return guard([&] {
+          val names = val::array(), tensors = val::array();
+          for (const auto& [name, t] : m.namedTensors()) {
+            names.call<void>("push", name);
+            tensors.call<void>("push", handleOf(t));
+          }
+          val out = val::object();
+          out.set("names", names);
+          out.set("tensors", tensors);
+          return out;
+        });
+      })
       .function("layers", +[](Gpt2& m) {
         return guard([&] {
           val names = val::array();
@@ -917,8 +930,16 @@ EMSCRIPTEN_BINDINGS(fucina_gpt2) {
           l.adapt(ctx(), toInt(rank, "nn.LoraLinear.adapt: rank"), alpha, dropout, toSeed(seed, "nn.LoraLinear.adapt: seed"));
         });
       })
-      .function("forward", +[](LoraLinear& l, val x, double seed) {
-        return guard([&] { return wrap(l(ctx(), tensorOf(x, "nn.LoraLinear.forward: x"), toSeed(seed, "nn.LoraLinear.forward: dropoutSeed"))); });
+      // seed: null to read x as it is (evaluation), a number for dropout with that seed's mask.
+      .function("forward", +[](LoraLinear& l, val x, val seed) {
+        return guard([&] {
+          std::optional<uint64_t> s;
+          if (!seed.isNull() && !seed.isUndefined()) {
+            if (!seed.isNumber()) invalid("nn.LoraLinear.forward: dropoutSeed must be a number");
+            s = toSeed(seed.as<double>(), "nn.LoraLinear.forward: dropoutSeed");
+          }
+          return wrap(l(ctx(), tensorOf(x, "nn.LoraLinear.forward: x"), s));
+        });
       })
       .function("merge", +[](LoraLinear& l) { return guard([&] { return wrap(l.merge(ctx())); }); })
       .function("weight", +[](LoraLinear& l) { return guard([&] { return definedHandle(l.weight); }); })

@@ -954,7 +954,7 @@ export interface LoraAdaptOptions {
   rank?: number;
   /** The update is scaled by alpha / rank, >= 0 (default 8). */
   alpha?: number;
-  /** Dropout on the adapter's input while training, in [0, 1) (default 0). */
+  /** Dropout on the adapter's input when forward is given a dropoutSeed, in [0, 1) (default 0). */
   dropout?: number;
   /** Seeds A's initialisation, >= 0 (default 0). */
   seed?: number;
@@ -998,6 +998,10 @@ export interface Gpt2 {
   /** The trainable tensors: every parameter when trainable, else the LoRA adapters (A, B of each
    * adapted layer, in model order), else none. New handles, valid until disposed. */
   parameters(): Tensor[];
+  /** The base's tensors by Hugging Face name ('wte.weight', 'h.0.attn.c_attn.weight', ...), in
+   * the file's order, as stored: their dtype and axes, and when trainable the leaves themselves.
+   * New handles, valid until disposed. */
+  namedTensors(): Record<string, Tensor>;
   /** The layers LoRA can adapt by dotted name ('h.0.attn.c_attn', 'h.0.attn.c_proj',
    * 'h.0.mlp.c_fc', 'h.0.mlp.c_proj', ...), in model order. */
   layers(): string[];
@@ -1059,8 +1063,8 @@ export interface LoraLinear extends Module {
   /** Adds (or replaces) the adapter: A ~ U(±1/sqrt(in)) from seed, B zero, so the output is
    * unchanged until B trains. */
   adapt(options?: LoraAdaptOptions): void;
-  /** x{..., in} -> {..., out}; dropoutSeed (default 0) chooses the adapter's dropout mask while
-   * gradients are recorded. */
+  /** x{..., in} -> {..., out}. With a dropoutSeed (training), the adapter's input goes through
+   * dropout with the mask that seed chooses; without one (evaluation), x is read as it is. */
   forward(x: Tensor, dropoutSeed?: number): Tensor;
   /** W + scale · (B · A) as a new f32 constant with W's axes (W itself when not adapted). */
   merge(): Tensor;

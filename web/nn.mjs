@@ -474,6 +474,11 @@ function makeGpt2(fc, input) {
     /** The trainable tensors (every parameter when trainable, else the LoRA adapters, else none):
      * new handles, valid until disposed. */
     parameters() { return this.#call('parameters', (h) => h.parameters()).map((raw) => fc._wrap(raw)); }
+    /** The base's tensors by Hugging Face name, in the file's order, as stored (new handles). */
+    namedTensors() {
+      const { names, tensors } = this.#call('namedTensors', (h) => h.namedTensors());
+      return Object.fromEntries(names.map((n, i) => [n, fc._wrap(tensors[i])]));
+    }
     /** The layers LoRA can adapt, by dotted name ('h.0.attn.c_attn', ...), in model order. */
     layers() { return this.#call('layers', (h) => h.layers()); }
     /** The base as Hugging Face safetensors bytes (adapters not included). */
@@ -598,12 +603,13 @@ function makeGpt2(fc, input) {
       this.#a = fc._wrap(a);
       this.#b = fc._wrap(b);
     }
-    /** x{..., in} -> {..., out}; dropoutSeed chooses the adapter's dropout mask. */
-    forward(x, dropoutSeed = 0) {
+    /** x{..., in} -> {..., out}; with a dropoutSeed (training), the adapter's input goes
+     * through dropout with the mask that seed chooses; without one, x is read as it is. */
+    forward(x, dropoutSeed) {
       if (!this.#h) throw invalid('nn.LoraLinear.forward: this layer was disposed');
       input(x, 'LoraLinear.forward', 'x', { axes: { [this.#in]: this.#inExtent }, forbid: [this.#out, 'rank'] });
-      checkInt(dropoutSeed, 'nn.LoraLinear.forward: dropoutSeed', 0);
-      return fc._wrap(this.#call('forward', (h) => h.forward(x._handle, dropoutSeed)));
+      if (dropoutSeed !== undefined) checkInt(dropoutSeed, 'nn.LoraLinear.forward: dropoutSeed', 0);
+      return fc._wrap(this.#call('forward', (h) => h.forward(x._handle, dropoutSeed ?? null)));
     }
     /** W + scale·(B·A) as a new f32 constant with W's axes (W alone when not adapted). */
     merge() { return fc._wrap(this.#call('merge', (h) => h.merge())); }
