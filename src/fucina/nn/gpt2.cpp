@@ -41,14 +41,14 @@ int64_t positiveField(const io::json::Value& doc, std::string_view key, std::opt
 
 const Tag kVocab("vocab"), kT("t"), kE("e"), kQkv("qkv"), kAo("ao"), kMlp("mlp");
 
-// value: an f32 tensor with the model's axes. Returns it as the model stores it: a leaf when
-// trainable, else a constant, in `dtype` for the large matrices (q8_0 blocks along block_axis).
+// value: a constant (f32, f16 or bf16; decoded from a file or drawn) with the model's axes.
+// Returns it as the model stores it: an f32 leaf when trainable, else a constant, in the model's
+// dtype for the large matrices (q8_0 blocks along block_axis) and f32 for the rest. A value that
+// already has the dtype is kept as it is (a decoded file tensor owns its buffer: no copy).
 Tensor store(ExecContext& ctx, const Tensor& value, const Gpt2Options& o, bool large, Tag block_axis) {
-  if (o.trainable) return Tensor::variable(ctx, value.to(ctx, DType::f32).contiguous(ctx).detach(ctx));
-  const Tensor v = value.detach(ctx);
-  if (!large || o.dtype == DType::f32) return Tensor::fromRaw(ctx, v.value().to(ctx, DType::f32));  // its own buffer
-  if (o.dtype == DType::q8_0) return v.quantize(ctx, DType::q8_0, block_axis);
-  return v.to(ctx, o.dtype);
+  if (o.trainable) return Tensor::variable(ctx, value.to(ctx, DType::f32));
+  if (large && o.dtype == DType::q8_0) return value.quantize(ctx, DType::q8_0, block_axis);
+  return value.to(ctx, large ? o.dtype : DType::f32);
 }
 
 uint64_t splitmix(uint64_t& state) {
