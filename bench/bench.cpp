@@ -2,9 +2,15 @@
 // protocol, and prints a table line or (--json) one JSON object. bench/run.mjs runs every
 // configuration in a fresh process; this program never loops over configurations itself.
 //
-//   fucina_bench --workload w1|w2|w3|w3-ckpt|w3-frozen-f32|w3-frozen-f16|w3-frozen-q8|w4-1024|w4-fc
+//   fucina_bench --workload w1|w2|w3|w3-ckpt|w3-frozen-f32|w3-frozen-f16|w3-frozen-q8|w4-1024|w4-fc|
+//                           w5-f32|w5-f16|w5-q8|w5-f32-ckpt|w5-f16-ckpt|w5-q8-ckpt
 //                --threads N [--json] [--quick] [--gemm-layout kn|nk] [--rhs-dtype f32|f16|bf16|q8_0]
 //                [--steps N]
+//
+// w5-<dtype>[-ckpt]: LoRA fine-tuning of a GPT-2-small-shaped model (12 layers, d 768, 12 heads,
+// vocab 50257; random weights) on batch 4 × T 128, rank 8 (alpha 16) on c_attn, c_proj and c_fc
+// of every block, AdamW on the adapters, the frozen base stored as f32, f16 or q8_0, blocks
+// checkpointed with -ckpt. Its steps take seconds, so its protocol is 2 warm-up and 5 timed steps.
 //
 // w3-frozen-<dtype>: W3 with the blocks' projections frozen (Gpt::freezeProjections) as f32, f16
 // or q8_0 constants, training the embeddings and LayerNorms (forward + backward through the
@@ -48,7 +54,7 @@ struct Args {
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr,
                "fucina_bench: %s\nusage: fucina_bench --workload w1|w2|w3|w3-ckpt|w3-frozen-f32|"
-               "w3-frozen-f16|w3-frozen-q8|w4-1024|w4-fc --threads N [--json] [--quick] [--gemm-layout kn|nk] "
+               "w3-frozen-f16|w3-frozen-q8|w4-1024|w4-fc|w5-f32|w5-f16|w5-q8|w5-*-ckpt --threads N [--json] [--quick] [--gemm-layout kn|nk] "
                "[--rhs-dtype f32|f16|bf16|q8_0] [--steps N]\n",
                why.c_str());
   std::exit(2);
@@ -113,6 +119,7 @@ Timing runProtocol(const std::function<void()>& step, const Args& a, const std::
   timeOne(step);
   const double second = timeOne(step);
   if (!a.quick && second > 400.0) warmup = 5, steps = 20, t.reduced = true;
+  if (!a.quick && a.workload.rfind("w5-", 0) == 0) warmup = 2, steps = 5, t.reduced = true;  // W5: seconds a step
   if (a.steps > 0) steps = a.steps;
   for (int i = 2; i < warmup; ++i) step();
   t.warmup = warmup;
@@ -225,6 +232,35 @@ Result run(const Args& a, ExecContext& ctx) {
     r.note = frozen.empty() ? "129 tokens per sequence, 128 predicted"
                             : "projections frozen as " + (frozen == "q8" ? std::string("q8_0") : frozen) +
                                   ", embeddings and LayerNorms trained";
+    return r;
+  }
+  if (w.rfind("w5-", 0) == 0) {
+    constexpr int64_t kBatch = 4, kT = 128;
+    const bool ckpt = w.size() > 5 && w.ends_with("-ckpt");
+    const std::string dtype = w.substr(3, w.size() - 3 - (ckpt ? 5 : 0));
+    if (dtype != "f32" && dtype != "f16" && dtype != "q8") usage("unknown workload " + w);
+    nn::Gpt2Config config;  // GPT-2 small
+    nn::Gpt2Options options;
+    options.dtype = dtype == "f32" ? fucina::DType::f32 : dtype == "f16" ? fucina::DType::f16 : fucina::DType::q8_0;
+    options.checkpoint_blocks = ckpt;
+    nn::Gpt2 model(ctx, config, 1, options);
+    nn::LoraOptions lora;
+    lora.rank = 8;
+    lora.alpha = 16;
+    lora.targets = {"c_attn", "c_proj", "c_fc"};
+    const std::vector<Tensor> adapters = nn::lora(ctx, model, lora);
+    optim::AdamW opt(adapters, {.lr = 1e-4, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.01});
+    const Tensor tokens = Tensor::fromInts(ctx, {"batch", "t"}, {kBatch, kT + 1},
+                                           labelPattern(kBatch * (kT + 1), config.vocab), fucina::DType::i32);
+    Result r = measureTraining(ctx, opt, [&] { return model.loss(ctx, tokens); }, a);
+    // Forward 2·tokens·(block matrices + the tied head) + attention; backward the same again for
+    // the input gradients (the frozen weights get none); the adapters' own work is left out.
+    const double d = config.d_model, tokens_per_step = kBatch * kT;
+    const double block_params = config.layers * (d * 3 * d + d * d + 2 * d * config.inner);
+    const double attention = config.layers * kBatch * 2 * (2.0 * kT * kT * d);
+    r.gflop = 2 * (2 * tokens_per_step * (block_params + d * config.vocab) + attention) / 1e9;
+    r.note = "GPT-2 small, LoRA r8 on c_attn/c_proj/c_fc, base " + (dtype == "q8" ? std::string("q8_0") : dtype) +
+             (ckpt ? ", checkpointed" : "");
     return r;
   }
   if (w == "w4-1024" || w == "w4-fc") {

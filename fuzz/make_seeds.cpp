@@ -1,5 +1,5 @@
 // Writes the generated part of the seed corpus (fuzz/corpus/<harness>/seed-*): safetensors files
-// from the encoder, IDX files plain and gzip, and op programs. Run from the repo root:
+// from the encoder, tiny GPT-2 checkpoints (gpt2_fuzz), IDX files plain and gzip, and op programs. Run from the repo root:
 //   build/fuzz/fuzz/make_seeds
 // Hand-made edge cases (edge-*) and crash reproducers (crash-*) sit beside them.
 #include <cstdio>
@@ -51,6 +51,19 @@ int main() {
   fucina::ExecContext ctx(fucina::ExecOptions{.threads = 1});
   namespace io = fucina::io;
   const Tensor w = Tensor::uniform(ctx, {"out", "in"}, {3, 4}, -1, 1, 1);
+  {  // gpt2_fuzz: option byte, config length (LE), config.json, model.safetensors of a tiny GPT-2
+    fucina::nn::Gpt2Config c;
+    c.vocab = 8, c.positions = 4, c.d_model = 32, c.heads = 2, c.layers = 1, c.inner = 64;
+    const fucina::nn::Gpt2 m(ctx, c, 1);
+    const std::string config = c.toJson();
+    for (uint8_t options : {uint8_t{0}, uint8_t{3 | 4 | 16 | 32}, uint8_t{8}}) {
+      std::vector<uint8_t> seed = {options, static_cast<uint8_t>(config.size()), static_cast<uint8_t>(config.size() >> 8)};
+      seed.insert(seed.end(), config.begin(), config.end());
+      const std::vector<uint8_t> model = m.save(ctx);
+      seed.insert(seed.end(), model.begin(), model.end());
+      write("gpt2_fuzz", "seed-tiny-" + std::to_string(options), seed);
+    }
+  }
   write("safetensors_fuzz", "seed-dtypes", io::encodeSafetensors(ctx, {
       {"w", w}, {"half", w.to(ctx, DType::f16)}, {"brain", w.to(ctx, DType::bf16)}, {"double", w.to(ctx, DType::f64)},
       {"ids", Tensor::fromInts(ctx, {"batch"}, {3}, {7, -1, 300000})},

@@ -4,7 +4,10 @@
     python3 bench/peers/torch_bench.py --workload W --threads N [--json] [--quick]
 Prints a table line or one JSON object (impl "torch"). OMP_WAIT_POLICY=PASSIVE is set before torch
 loads (without it 2 threads are slower than 1 on this machine kind). W3 also reports the bytes of
-the activations autograd saves in one forward (parameters excluded), as BENCHMARKS.md measures."""
+the activations autograd saves in one forward (parameters excluded), as BENCHMARKS.md measures.
+W5 (bench/README.md) is full fine-tuning of a GPT-2-small-shaped model (f32, AdamW on every
+parameter, batch 4 x T 128, random weights), the PyTorch side of fucina's LoRA W5, with 2 warm-up
+and 5 timed steps. Every run records the BLAS library torch loaded ("blas")."""
 import argparse
 import json
 import os
@@ -30,6 +33,11 @@ def gflop_per_step(w):
     if w in ("w3", "w3-ckpt"):
         attention = 3 * 2 * 16 * 2 * (2 * 128 * 128 * 128)
         return (6 * 16 * 128 * (445952 - 128 * 128) + attention) / 1e9
+    if w.startswith("w5"):  # forward, and a backward of twice its work (weights and inputs)
+        d, layers, inner, vocab, tokens = 768, 12, 3072, 50257, 4 * 128
+        block_params = layers * (d * 3 * d + d * d + 2 * d * inner)
+        forward = 2 * tokens * (block_params + d * vocab) + layers * 4 * 2 * (2 * 128 * 128 * d)
+        return 3 * forward / 1e9
     m, k, n = GEMM_SHAPES[w]
     return 2 * m * n * k / 1e9
 
@@ -80,6 +88,49 @@ class Gpt(nn.Module):
         return self.lnf(x) @ self.te.weight.t()  # tied head
 
 
+class Gpt2Block(nn.Module):
+    """GPT-2's block (Hugging Face's GPT2Block, written out): tanh GELU, biases everywhere."""
+
+    def __init__(self, d=768, heads=12, inner=3072):
+        super().__init__()
+        self.heads = heads
+        self.ln_1, self.ln_2 = nn.LayerNorm(d, eps=1e-5), nn.LayerNorm(d, eps=1e-5)
+        self.c_attn, self.c_proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.c_fc, self.mlp_proj = nn.Linear(d, inner), nn.Linear(inner, d)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        hd = d // self.heads
+        q, k, v = self.c_attn(self.ln_1(x)).split(d, dim=2)
+        q, k, v = (z.view(b, t, self.heads, hd).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / hd ** 0.5)
+        att = F.softmax(att.masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), float("-inf")), dim=-1)
+        x = x + self.c_proj((att @ v).transpose(1, 2).reshape(b, t, d))
+        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+
+
+class Gpt2(nn.Module):
+    def __init__(self, vocab=50257, positions=1024, d=768, layers=12, checkpoint_blocks=False):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(positions, d)
+        self.h = nn.ModuleList(Gpt2Block(d) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(d, eps=1e-5)
+        self.checkpoint_blocks = checkpoint_blocks
+
+    def forward(self, idx):
+        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
+        for b in self.h:
+            x = checkpoint(b, x) if self.checkpoint_blocks else b(x)
+        return self.ln_f(x) @ self.wte.weight.t()  # tied head
+
+
+def loaded_blas():
+    """The BLAS shared objects torch mapped (reference BLAS makes its figures not comparable)."""
+    with open("/proc/self/maps") as f:
+        libs = {line.split()[-1] for line in f if "blas" in line.lower() and "/" in line}
+    return ", ".join(sorted(os.path.realpath(p) for p in libs)) or "none found"
+
+
 def set_up(w):
     torch.manual_seed(1)
     if w in ("w1", "w2"):
@@ -99,6 +150,12 @@ def set_up(w):
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
         loss = lambda: F.cross_entropy(model(tokens[:, :-1]).reshape(-1, 256), tokens[:, 1:].reshape(-1))  # noqa: E731
         return model, opt, loss, "129 tokens per sequence, 128 predicted"
+    if w.startswith("w5"):
+        model = Gpt2(checkpoint_blocks=w.endswith("-ckpt"))
+        tokens = torch.tensor(label_pattern(4 * 129, 50257)).view(4, 129)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
+        loss = lambda: F.cross_entropy(model(tokens[:, :-1]).reshape(-1, 50257), tokens[:, 1:].reshape(-1))  # noqa: E731
+        return model, opt, loss, "GPT-2 small, full fine-tuning (f32, every parameter)"
     m, k, n = GEMM_SHAPES[w]
     a, b = torch.randn(m, k), torch.randn(k, n)
     return None, None, lambda: torch.mm(a, b), "torch.mm(a[m,k], b[k,n])"
@@ -123,7 +180,7 @@ def saved_activation_bytes(model, loss_of):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--workload", required=True, choices=["w1", "w2", "w3", "w3-ckpt", "w4-1024", "w4-fc"])
+    p.add_argument("--workload", required=True, choices=["w1", "w2", "w3", "w3-ckpt", "w4-1024", "w4-fc", "w5", "w5-ckpt"])
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--json", action="store_true")
     p.add_argument("--quick", action="store_true")
@@ -152,6 +209,8 @@ def main():
     timed()
     if timed() > 400 and not args.quick:
         warmup, steps, reduced = 5, 20, True
+    if args.workload.startswith("w5") and not args.quick:
+        warmup, steps, reduced = 2, 5, True
     for _ in range(warmup - 2):
         step()
     ms = sorted(timed() for _ in range(steps))
@@ -160,8 +219,9 @@ def main():
     r = {"workload": args.workload, "impl": "torch", "threads": args.threads, "median_ms": median,
          "min_ms": ms[0], "max_ms": ms[-1], "gflops_median": gflop_per_step(args.workload) / (median / 1e3),
          "reduced_protocol": reduced, "load_avg_1m": load, "warmup": warmup, "steps": steps,
-         "rss_increase_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - rss0}
-    if model is not None and args.workload.startswith("w3"):
+         "rss_increase_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - rss0,
+         "blas": loaded_blas()}
+    if model is not None and args.workload.startswith(("w3", "w5")):
         r["saved_bytes"] = saved_activation_bytes(model, loss_of)
     if note:
         r["note"] = note
@@ -169,7 +229,7 @@ def main():
         print(json.dumps(r))
     else:
         print(f"{r['workload']:<8} torch {r['threads']} thr  median {median:9.3f} ms  (min {ms[0]:.3f}, max {ms[-1]:.3f})"
-              f"  {r['gflops_median']:7.2f} GFLOP/s  load {load:.2f}{'  [reduced protocol]' if reduced else ''}")
+              f"  {r['gflops_median']:7.2f} GFLOP/s  load {load:.2f}{'  [reduced protocol]' if reduced else ''}  blas {r['blas']}")
 
 
 if __name__ == "__main__":

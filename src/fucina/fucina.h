@@ -19,6 +19,8 @@
 #include "fucina/exec/scope.h"
 #include "fucina/io/safetensors.h"
 #include "fucina/nn/layers.h"
+#include "fucina/nn/gpt2.h"
+#include "fucina/nn/lora.h"
 #include "fucina/nn/models.h"
 #include "fucina/nn/serialize.h"
 #include "fucina/ops/raw.h"

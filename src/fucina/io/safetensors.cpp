@@ -10,6 +10,7 @@
 
 #include "fucina/core/error.h"
 #include "fucina/core/q8.h"
+#include "fucina/io/json.h"
 
 namespace fucina::io {
 
@@ -35,147 +36,7 @@ DType dtypeOf(const std::string& s) {
   bad("unsupported dtype '" + s + "'");
 }
 
-// ---- the JSON subset a header uses: objects, arrays, strings, non-negative integers
-
-std::string quote(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\', out += c;
-    else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else out += c;
-  }
-  return out + "\"";
-}
-
-struct JsonMember;
-struct Json {
-  enum Kind { kString, kNumber, kArray, kObject } kind = kString;
-  std::string text;
-  int64_t number = 0;
-  std::vector<Json> items;
-  std::vector<JsonMember> members;  // not std::pair<std::string, Json>: clang will not build that
-};                                  // pair while Json is incomplete
-struct JsonMember {
-  std::string key;
-  Json value;
-};
-
-// Headers nest 2-3 levels; the bound keeps a hostile one from overflowing the parser's stack.
-constexpr int kMaxJsonDepth = 64;
-
-class Parser {
- public:
-  explicit Parser(std::string_view s) : s_(s) {}
-  Json document() {
-    Json v = value();
-    space();
-    if (i_ != s_.size()) bad("trailing characters after the header's JSON");
-    return v;
-  }
-
- private:
-  void space() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t')) ++i_;
-  }
-  char peek() {
-    space();
-    if (i_ >= s_.size()) bad("the header's JSON ends early");
-    return s_[i_];
-  }
-  void expect(char c) {
-    if (peek() != c) bad(std::string("malformed header JSON: expected '") + c + "' at byte " + std::to_string(i_));
-    ++i_;
-  }
-  Json value() {
-    const char c = peek();
-    if (c == '{' || c == '[') {
-      if (++depth_ > kMaxJsonDepth) bad("the header's JSON nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-      Json v = c == '{' ? object() : array();
-      --depth_;
-      return v;
-    }
-    if (c == '"') return Json{Json::kString, string()};
-    if (c >= '0' && c <= '9') return number();
-    bad("unsupported JSON value at byte " + std::to_string(i_));
-  }
-  Json number() {
-    Json v{Json::kNumber};
-    while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') {
-      if (v.number > (INT64_MAX - 9) / 10) bad("a number in the header is too large");
-      v.number = v.number * 10 + (s_[i_++] - '0');
-    }
-    return v;
-  }
-  unsigned hex4() {
-    if (i_ + 4 > s_.size()) bad("short \\u escape in the header");
-    unsigned code = 0;
-    for (int k = 0; k < 4; ++k) {
-      const char h = s_[i_++];
-      const int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
-      if (d < 0) bad("bad \\u escape in the header at byte " + std::to_string(i_ - 1));
-      code = code * 16 + static_cast<unsigned>(d);
-    }
-    return code;
-  }
-  std::string string() {
-    expect('"');
-    std::string out;
-    while (true) {
-      if (i_ >= s_.size()) bad("unterminated string in the header");
-      const char c = s_[i_++];
-      if (c == '"') return out;
-      if (c != '\\') {
-        out += c;
-        continue;
-      }
-      if (i_ >= s_.size()) bad("unterminated escape in the header");
-      const char e = s_[i_++];
-      if (e == 'u') {
-        const unsigned code = hex4();
-        if (code < 0x80) out += static_cast<char>(code);  // names are ASCII in practice
-        else if (code < 0x800) out += static_cast<char>(0xC0 | (code >> 6)), out += static_cast<char>(0x80 | (code & 0x3F));
-        else out += static_cast<char>(0xE0 | (code >> 12)), out += static_cast<char>(0x80 | ((code >> 6) & 0x3F)),
-             out += static_cast<char>(0x80 | (code & 0x3F));
-      } else {
-        const char* from = "\"\\/bfnrt";
-        const char* to = "\"\\/\b\f\n\r\t";
-        const char* at = e == '\0' ? nullptr : std::strchr(from, e);
-        if (!at) bad("bad escape in the header");
-        out += to[at - from];
-      }
-    }
-  }
-  Json array() {
-    Json v{Json::kArray};
-    expect('[');
-    if (peek() == ']') return ++i_, v;
-    while (true) {
-      v.items.push_back(value());
-      if (peek() == ']') return ++i_, v;
-      expect(',');
-    }
-  }
-  Json object() {
-    Json v{Json::kObject};
-    expect('{');
-    if (peek() == '}') return ++i_, v;
-    while (true) {
-      std::string key = string();
-      expect(':');
-      v.members.push_back({std::move(key), value()});
-      if (peek() == '}') return ++i_, v;
-      expect(',');
-    }
-  }
-  std::string_view s_;
-  size_t i_ = 0;
-  int depth_ = 0;
-};
-
-const Json& member(const Json& object, const std::string& key, Json::Kind kind, const std::string& tensor) {
+const json::Value& member(const json::Value& object, const std::string& key, json::Value::Kind kind, const std::string& tensor) {
   for (const auto& [k, v] : object.members)
     if (k == key) {
       if (v.kind != kind) bad("'" + key + "' of tensor '" + tensor + "' has the wrong JSON type");
@@ -195,7 +56,7 @@ std::string encodeTags(const Tags& tags) {
   for (Tag t : tags) plain = plain && t.name().find(',') == std::string_view::npos;
   std::string out;
   for (size_t i = 0; i < tags.size(); ++i)
-    out += (i ? "," : "") + (plain ? std::string(tags[i].name()) : quote(std::string(tags[i].name())));
+    out += (i ? "," : "") + (plain ? std::string(tags[i].name()) : json::quote(std::string(tags[i].name())));
   return plain ? out : "[" + out + "]";
 }
 
@@ -203,11 +64,11 @@ std::vector<std::string> decodeTags(const std::string& s) {
   std::vector<std::string> out;
   if (!s.empty() && s[0] == '[') {
     try {
-      const Json doc = Parser(s).document();
-      bool strings = doc.kind == Json::kArray;
-      for (const Json& item : doc.items) strings = strings && item.kind == Json::kString;
+      const json::Value doc = json::parse(s, "safetensors");
+      bool strings = doc.kind == json::Value::kArray;
+      for (const json::Value& item : doc.items) strings = strings && item.kind == json::Value::kString;
       if (strings) {
-        for (const Json& item : doc.items) out.push_back(item.text);
+        for (const json::Value& item : doc.items) out.push_back(item.text);
         return out;
       }
     } catch (const Error&) {  // not an array: the comma-joined form
@@ -242,33 +103,33 @@ std::string jsonArray(const std::vector<std::string>& items) {
 // The "q8_0.<name>" note of a q8_0 tensor v stored as U8 blocks (safetensors.h).
 std::string q8Note(const RawTensor& v) {
   std::vector<std::string> tags, shape;
-  for (Tag t : v.tags()) tags.push_back(quote(std::string(t.name())));
+  for (Tag t : v.tags()) tags.push_back(json::quote(std::string(t.name())));
   for (int64_t e : v.shape()) shape.push_back(std::to_string(e));
   return "{\"tags\":" + jsonArray(tags) + ",\"shape\":" + jsonArray(shape) + ",\"block_axis\":" +
-         quote(std::string(internal::blockAxisOf(v).name())) + "}";
+         json::quote(std::string(internal::blockAxisOf(v).name())) + "}";
 }
 
 // Turns U8 entry e into the q8_0 tensor its note describes, checking the note against the entry.
 void applyQ8Note(Entry& e, const std::string& note) {
   const std::string what = "the q8_0 note of '" + e.name + "'";
-  Json doc;
+  json::Value doc;
   try {
-    doc = Parser(note).document();
+    doc = json::parse(note, "safetensors");
   } catch (const Error&) {
     bad(what + " is not a JSON object");
   }
-  if (doc.kind != Json::kObject) bad(what + " is not a JSON object");
+  if (doc.kind != json::Value::kObject) bad(what + " is not a JSON object");
   Tags tags;
   Extents shape;
-  for (const Json& t : member(doc, "tags", Json::kArray, e.name).items) {
-    if (t.kind != Json::kString) bad(what + " has a tag that is not a string");
+  for (const json::Value& t : member(doc, "tags", json::Value::kArray, e.name).items) {
+    if (t.kind != json::Value::kString) bad(what + " has a tag that is not a string");
     tags.emplace_back(t.text);
   }
-  for (const Json& x : member(doc, "shape", Json::kArray, e.name).items) {
-    if (x.kind != Json::kNumber) bad(what + " has a shape entry that is not an integer");
-    shape.push_back(x.number);
+  for (const json::Value& x : member(doc, "shape", json::Value::kArray, e.name).items) {
+    if (x.kind != json::Value::kCount) bad(what + " has a shape entry that is not an integer");
+    shape.push_back(x.count);
   }
-  const Tag block(member(doc, "block_axis", Json::kString, e.name).text);
+  const Tag block(member(doc, "block_axis", json::Value::kString, e.name).text);
   if (tags.size() != shape.size()) bad(what + " has " + std::to_string(tags.size()) + " tags for " +
                                        std::to_string(shape.size()) + " extents");
   try {
@@ -292,22 +153,22 @@ void applyQ8Note(Entry& e, const std::string& note) {
   e.block_axis = block;
 }
 
-std::vector<Entry> entriesOf(const Json& doc, const Metadata& meta, uint64_t body_size) {
+std::vector<Entry> entriesOf(const json::Value& doc, const Metadata& meta, uint64_t body_size) {
   std::vector<Entry> entries;
   std::set<std::string> names;
   for (const auto& [name, entry] : doc.members) {
     if (name == "__metadata__") continue;
     if (!names.insert(name).second) bad("tensor '" + name + "' appears twice");
-    if (entry.kind != Json::kObject) bad("entry '" + name + "' is not an object");
-    Entry e{name, dtypeOf(member(entry, "dtype", Json::kString, name).text), {}, {}, 0, 0, std::nullopt};
-    for (const Json& x : member(entry, "shape", Json::kArray, name).items) {
-      if (x.kind != Json::kNumber) bad("shape of '" + name + "' holds a non-integer");
-      e.shape.push_back(x.number);
+    if (entry.kind != json::Value::kObject) bad("entry '" + name + "' is not an object");
+    Entry e{name, dtypeOf(member(entry, "dtype", json::Value::kString, name).text), {}, {}, 0, 0, std::nullopt};
+    for (const json::Value& x : member(entry, "shape", json::Value::kArray, name).items) {
+      if (x.kind != json::Value::kCount) bad("shape of '" + name + "' holds a non-integer");
+      e.shape.push_back(x.count);
     }
-    const auto& offsets = member(entry, "data_offsets", Json::kArray, name).items;
-    if (offsets.size() != 2 || offsets[0].kind != Json::kNumber || offsets[1].kind != Json::kNumber)
+    const auto& offsets = member(entry, "data_offsets", json::Value::kArray, name).items;
+    if (offsets.size() != 2 || offsets[0].kind != json::Value::kCount || offsets[1].kind != json::Value::kCount)
       bad("data_offsets of '" + name + "' must be two integers");
-    e.begin = static_cast<uint64_t>(offsets[0].number), e.end = static_cast<uint64_t>(offsets[1].number);
+    e.begin = static_cast<uint64_t>(offsets[0].count), e.end = static_cast<uint64_t>(offsets[1].count);
     if (e.begin > e.end || e.end > body_size) bad("data_offsets of '" + name + "' lie outside the data");
     const auto axes = meta.find("axes." + name);
     if (axes != meta.end() && !e.shape.empty()) {
@@ -359,7 +220,7 @@ std::vector<uint8_t> encodeSafetensors(ExecContext& ctx, const NamedTensors& ten
       RawTensor v = t.value().contiguous(ctx);
       const bool q8 = v.dtype() == DType::q8_0;
       const uint64_t bytes = q8 ? q8::bytesFor(v.numel()) : static_cast<uint64_t>(v.numel()) * elementSize(v.dtype());
-      header += quote(name) + ":{\"dtype\":\"" + (q8 ? "U8" : dtypeName(v.dtype())) + "\",\"shape\":[";
+      header += json::quote(name) + ":{\"dtype\":\"" + (q8 ? "U8" : dtypeName(v.dtype())) + "\",\"shape\":[";
       if (q8) header += std::to_string(v.numel() / q8::kBlock) + "," + std::to_string(q8::kBlockBytes);
       for (size_t i = 0; i < v.rank() && !q8; ++i) header += (i ? "," : "") + std::to_string(v.shape()[i]);
       header += "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + bytes) + "]},";
@@ -373,7 +234,7 @@ std::vector<uint8_t> encodeSafetensors(ExecContext& ctx, const NamedTensors& ten
         bad("metadata key '" + k + "' is reserved for axis names and q8_0 notes");
     header += "\"__metadata__\":{";
     bool first = true;
-    for (const auto& [k, v] : meta) header += (first ? "" : ",") + quote(k) + ":" + quote(v), first = false;
+    for (const auto& [k, v] : meta) header += (first ? "" : ",") + json::quote(k) + ":" + json::quote(v), first = false;
     header += "}}";
     while ((8 + header.size()) % 8) header += ' ';  // the spec's alignment padding
     std::vector<uint8_t> out(8 + header.size() + offset);
@@ -398,15 +259,15 @@ NamedTensors decodeSafetensors(ExecContext& ctx, std::span<const uint8_t> bytes,
     uint64_t n = 0;
     for (int i = 7; i >= 0; --i) n = (n << 8) | bytes[static_cast<size_t>(i)];
     if (n > bytes.size() - 8 || n > (100u << 20)) bad("header length " + std::to_string(n) + " exceeds the file");
-    const Json doc = Parser(std::string_view(reinterpret_cast<const char*>(bytes.data() + 8), n)).document();
-    if (doc.kind != Json::kObject) bad("the header is not a JSON object");
+    const json::Value doc = json::parse(std::string_view(reinterpret_cast<const char*>(bytes.data() + 8), n), "safetensors");
+    if (doc.kind != json::Value::kObject) bad("the header is not a JSON object");
     const std::span<const uint8_t> body = bytes.subspan(8 + n);
     Metadata meta;
     for (const auto& [k, v] : doc.members)
       if (k == "__metadata__") {
-        if (v.kind != Json::kObject) bad("__metadata__ is not an object");
+        if (v.kind != json::Value::kObject) bad("__metadata__ is not an object");
         for (const auto& [mk, mv] : v.members) {
-          if (mv.kind != Json::kString) bad("__metadata__ values must be strings");
+          if (mv.kind != json::Value::kString) bad("__metadata__ values must be strings");
           meta[mk] = mv.text;
         }
       }

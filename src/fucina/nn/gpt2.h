@@ -91,6 +91,9 @@ class Gpt2 {
   /// The trainable tensors: every parameter when trainable, else the LoRA adapters (A, B of each
   /// adapted layer in model order), else none.
   std::vector<Tensor> parameters() const;
+  /// The base's tensors by Hugging Face name, in the file's order (as stored: their dtype, axes
+  /// and, when trainable, the leaves themselves).
+  std::vector<std::pair<std::string, Tensor>> namedTensors() const;
   /// The base in the Hugging Face layout (F32 for f32 models, F16/BF16 as stored, q8_0
   /// dequantized to F32), adapters not included (mergeAdapters first to fold them in).
   std::vector<uint8_t> save(ExecContext& ctx) const;
@@ -116,6 +119,7 @@ class Gpt2 {
   void setCheckpointBlocks(bool on) { options_.checkpoint_blocks = on; }
   /// The model's layers by dotted name (LoRA targets), in model order.
   std::vector<std::pair<std::string, LoraLinear*>> layers();
+  std::vector<std::pair<std::string, const LoraLinear*>> layers() const;
 
  private:
   struct Block {
@@ -123,8 +127,9 @@ class Gpt2 {
     LoraLinear c_attn, attn_proj, c_fc, mlp_proj;
   };
   Gpt2(const Gpt2Config& config, const Gpt2Options& options);
-  Tensor block(ExecContext& ctx, const Block& b, const Tensor& x, uint64_t dropout_seed) const;
-  std::vector<std::pair<std::string, Tensor>> namedBase() const;  // HF names, model order
+  template <class Self>
+  static auto layersOf(Self& self);
+  Tensor block(ExecContext& ctx, const Block& b, const Tensor& x, std::optional<uint64_t> dropout_seed) const;
 
   Gpt2Config config_;
   Gpt2Options options_;

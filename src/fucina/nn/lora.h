@@ -8,14 +8,16 @@
 /// fresh adapter leaves the layer's output unchanged. The axis of the rank is "rank".
 ///
 /// Note [Recompute-safe LoRA dropout]: the adapter's dropout mask is a function of (seed, index)
-/// (Tensor::dropout), and the seed is an argument of the forward call, chosen by the caller before
-/// any checkpoint captures it. A checkpointed block's recompute therefore draws the same mask as
-/// its forward run, and a model that advances the seed per training call (nn::Gpt2) gets a new
-/// mask per step. Dropout runs only while gradients are recorded (training); under noGrad
-/// (evaluation, generation) the adapter reads x as it is.
+/// (Tensor::dropout), and both the seed and the choice to drop at all are arguments of the
+/// forward call, made by the caller before any checkpoint captures them: a checkpointed block's
+/// forward runs without recording and its recompute with it, so neither may decide by itself.
+/// The recompute therefore draws the same mask as the forward run, and a model that advances the
+/// seed per training call (nn::Gpt2: while gradients are recorded) gets a new mask per step;
+/// without a seed (evaluation, generation) the adapter reads x as it is.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,10 @@ struct LoraOptions {
   uint64_t seed = 0;       ///< A's initialisation and the dropout masks
 };
 
+/// Checks an adapter's hyperparameters: InvalidArgument on rank < 1, a negative or non-finite
+/// alpha, or dropout outside [0, 1).
+void checkLora(int64_t rank, double alpha, double dropout);
+
 /// A frozen linear map with an optional LoRA adapter (see the file comment).
 struct LoraLinear {
   Tensor weight;  ///< {in, out} or {out, in}: frozen, any of f32/f16/bf16/q8_0
@@ -46,13 +52,12 @@ struct LoraLinear {
   /// The frozen layer alone (weight and bias are stored as given; detach them first if they
   /// were leaves).
   LoraLinear(Tensor weight, Tensor bias, Tag in, Tag out);
-  /// Adds (or replaces) the adapter: fails with InvalidArgument on rank < 1, a negative or
-  /// non-finite alpha, or dropout outside [0, 1).
+  /// Adds (or replaces) the adapter (checkLora's errors).
   void adapt(ExecContext& ctx, int64_t rank, double alpha, double dropout, uint64_t seed);
   bool adapted() const { return a.defined(); }
-  /// x{..., in} -> {..., out}; dropout_seed chooses the adapter's dropout mask (Note
-  /// [Recompute-safe LoRA dropout]).
-  Tensor operator()(ExecContext& ctx, const Tensor& x, uint64_t dropout_seed = 0) const;
+  /// x{..., in} -> {..., out}. With a dropout_seed (training), the adapter's input goes through
+  /// dropout with the mask that seed chooses (Note [Recompute-safe LoRA dropout]).
+  Tensor operator()(ExecContext& ctx, const Tensor& x, std::optional<uint64_t> dropout_seed = std::nullopt) const;
   /// W + scale·(B·A) as a new f32 constant with W's axes and layout (W alone when not adapted):
   /// the adapter folded in, for export or faster inference.
   Tensor merge(ExecContext& ctx) const;

@@ -2,9 +2,11 @@
 // strided gather loop) and scatterAdd (the same loop adding). Each forward gathers or scatters
 // along a named axis; the VJPs use the other direction, so repeated indices accumulate.
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
+#include "fucina/core/q8.h"
 #include "fucina/kernels/elementwise.h"
 #include "fucina/kernels/strided.h"
 #include "fucina/ops/finish_op.h"
@@ -16,8 +18,73 @@ using internal::RawTensor;
 using ops::Grads;
 using ops::NeedsGrad;
 
+namespace {
+
+// out[u, j, :] = src[u, idx[j], :] on contiguous buffers, a row being `row` bytes: one copy loop
+// for every dtype (a q8_0 row is whole blocks).
+void copyRows(const std::byte* s, std::byte* o, int64_t outer, int64_t n, std::span<const int64_t> idx, size_t row) {
+  const auto k = static_cast<int64_t>(idx.size());
+  for (int64_t u = 0; u < outer; ++u)
+    for (int64_t j = 0; j < k; ++j)
+      std::memcpy(o + static_cast<size_t>(u * k + j) * row, s + static_cast<size_t>(u * n + idx[j]) * row, row);
+}
+
+int64_t extentsProduct(const Extents& shape, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t i = from; i < to; ++i) p *= shape[i];
+  return p;
+}
+
+// indexSelect of a frozen 16-bit or q8_0 table (an embedding kept in its stored dtype): the rows
+// are copied as they are stored, so the result has the table's dtype and no f32 copy of the whole
+// table is made (the dtype rule's f32 computation would give the same values). q8_0 rows are
+// selected along any axis but the block axis; tags/shape are the result's.
+RawTensor selectStoredRows(ExecContext& ctx, const RawTensor& a, size_t p, const RawTensor& ix,
+                           std::span<const int64_t> idx, const Tags& tags, const Extents& shape) {
+  if (a.dtype() != DType::q8_0) {
+    const RawTensor src = a.contiguous(ctx);
+    RawTensor out = RawTensor::empty(ctx, tags, shape, a.dtype());
+    if (out.numel() > 0)
+      copyRows(reinterpret_cast<const std::byte*>(src.data<uint16_t>()), reinterpret_cast<std::byte*>(out.data<uint16_t>()),
+               extentsProduct(a.shape(), 0, p), a.shape()[p], idx,
+               static_cast<size_t>(extentsProduct(a.shape(), p + 1, a.rank())) * elementSize(a.dtype()));
+    return out;
+  }
+  const Tag block = internal::blockAxisOf(a);
+  if (a.tags()[p] == block)
+    fail(ErrorCode::InvalidArgument, "indexSelect along " + quoted(block) + ", the block axis of the q8_0 table " +
+                                         a.describe() + ": dequantize it first (to(f32))");
+  // In the order {other axes..., block axis} emptyQ8's layout is row-major, so rows along the
+  // selected axis are runs of whole blocks.
+  Tags order;
+  for (Tag t : a.tags())
+    if (t != block) order.push_back(t);
+  order.push_back(block);
+  const RawTensor src = a.permuted(order).contiguous(ctx);
+  const size_t q = src.axis(a.tags()[p]);
+  Tags out_tags;
+  Extents out_shape;
+  for (size_t i = 0; i < src.rank(); ++i) {
+    if (i == q) {
+      out_tags.insert(out_tags.end(), ix.tags().begin(), ix.tags().end());
+      out_shape.insert(out_shape.end(), ix.shape().begin(), ix.shape().end());
+    } else {
+      out_tags.push_back(src.tags()[i]);
+      out_shape.push_back(src.shape()[i]);
+    }
+  }
+  RawTensor out = RawTensor::emptyQ8(ctx, out_tags, out_shape, block);
+  if (out.numel() > 0)
+    copyRows(q8::blockOf(src.storage()->data(), src.offset()), out.storage()->data(), extentsProduct(src.shape(), 0, q),
+             src.shape()[q], idx, q8::bytesFor(extentsProduct(src.shape(), q + 1, src.rank())));
+  return out.permuted(tags);
+}
+
+}  // namespace
+
 Tensor Tensor::indexSelect(ExecContext& ctx, Tag axis, const Tensor& indices) const {
-  if (!ops::allF32({this}))
+  const bool stored = !requiresGrad() && (dtype() == DType::f16 || dtype() == DType::bf16 || dtype() == DType::q8_0);
+  if (!stored && !ops::allF32({this}))
     return ops::viaF32(ctx, "indexSelect", {this}, [&](std::span<const Tensor> f) { return f[0].indexSelect(ctx, axis, indices); });
   const RawTensor& a = value();
   const RawTensor& ix = indices.value();
@@ -53,9 +120,8 @@ Tensor Tensor::indexSelect(ExecContext& ctx, Tag axis, const Tensor& indices) co
                                            " at position " + std::to_string(i) + " is outside [0, " +
                                            std::to_string(n) + ")");
   }
-  int64_t outer = 1, inner = 1;
-  for (size_t i = 0; i < p; ++i) outer *= a.shape()[i];
-  for (size_t i = p + 1; i < a.rank(); ++i) inner *= a.shape()[i];
+  if (stored) return Tensor::fromRaw(ctx, selectStoredRows(ctx, a, p, ix, idx, tags, shape));
+  const int64_t outer = extentsProduct(a.shape(), 0, p), inner = extentsProduct(a.shape(), p + 1, a.rank());
   const RawTensor src = a.contiguous(ctx);
   RawTensor out = RawTensor::empty(ctx, tags, shape);
   if (out.numel() > 0) {  // else outer could be 2^40 with nothing to copy (ops_fuzz hung)
