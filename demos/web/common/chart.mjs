@@ -61,7 +61,10 @@ export class LineChart {
     if (o.logY) {
       if (!(yLo > 0)) yLo = 0.1;
       if (!(yHi > yLo)) yHi = yLo * 10;
-    } else if (!(yHi > yLo)) [yLo, yHi] = [yLo - 0.5, yHi + 0.5];
+    } else if (!(yHi - yLo > 1e-9 * Math.max(Math.abs(yLo), Math.abs(yHi)))) {
+      // Flat (or flat to rounding: a smoothed curve's first value can be one ulp off the raw one).
+      [yLo, yHi] = [yLo - 0.5, yHi + 0.5];
+    }
 
     const yTicks = o.logY ? logTicks(yLo, yHi) : niceTicks(yLo, yHi, Math.max(2, Math.floor(plot.h / 40)));
     if (o.logY) {
@@ -147,6 +150,8 @@ export function niceTicks(lo, hi, n) {
   const raw = (hi - lo) / n;
   const mag = 10 ** Math.floor(Math.log10(raw));
   const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= raw);
+  // A step too small to move t (a range of a few ulps) would never end the loop.
+  if (!(step > 0) || lo + step === lo || hi + step === hi) return [lo, hi];
   const ticks = [];
   for (let t = Math.floor(lo / step) * step; t < hi + step * 0.999; t += step) ticks.push(+t.toPrecision(12));
   return ticks;
