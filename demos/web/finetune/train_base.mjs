@@ -30,7 +30,7 @@ const CONFIG = {
   activation_function: 'gelu_new',
   tie_word_embeddings: true,
 };
-const TRAINING = { steps: 2000, batch: 16, context: 128, lr: 3e-3, minLr: 3e-4, warmupSteps: 100, weightDecay: 0.01, clip: 1,
+const TRAINING = { steps: 2000, batch: 8, context: 128, lr: 3e-3, minLr: 3e-4, warmupSteps: 100, weightDecay: 0.01, clip: 1,
   seed: 20 };
 
 const { values: args } = parseArgs({ options: {
