@@ -147,16 +147,18 @@ test('Fine-tune: LoRA on the shipped base trains, the memory readout follows the
     const inner = config.n_inner ?? 4 * d;
     const matrices = V * d + L * (3 * d * d + d * d + 2 * d * inner);
     const rest = P * d + L * (2 * d + 3 * d + d + 2 * d + inner + d) + 2 * d;
-    const adapterCount = L * rank * (d + 3 * d);  // A{rank, e} and B{qkv, rank} on each c_attn
+    // A{rank, in} and B{out, rank} on each of a block's four projections (the page's default targets).
+    const layers = { 'attn.c_attn': [d, 3 * d], 'attn.c_proj': [d, d], 'mlp.c_fc': [d, inner], 'mlp.c_proj': [inner, d] };
+    const adapterCount = L * rank * Object.values(layers).reduce((n, [i, o]) => n + i + o, 0);
 
-    const opened = await openDemo(`demos/web/finetune/?autostart=1&steps=${steps}&dtype=f32&rank=${rank}`,
+    const opened = await openDemo(`demos/web/finetune/?autostart=1&steps=${steps}&dtype=f32&rank=${rank}&sampleTokens=48`,
       { width: 1200, height: 1000 });
     const { context, page, problems } = opened;
     try {
       const f32 = opened.demo;
       assertClean(f32, problems);
       assert.equal(f32.variant, 'threaded-simd');
-      assert.deepEqual([f32.info.dtype, f32.info.rank, f32.info.targets], ['f32', rank, 'attention']);
+      assert.deepEqual([f32.info.dtype, f32.info.rank, f32.info.targets], ['f32', rank, 'all']);
       assert.equal(f32.info.adapterCount, adapterCount);
       assert.equal(f32.losses.length, steps);
       assertLossFell(f32.losses, steps, 0.9);
@@ -181,20 +183,32 @@ test('Fine-tune: LoRA on the shipped base trains, the memory readout follows the
       // Measured against measured: the q8_0 matrices over the same matrices in the f32 run.
       assert.equal(q8.memory.frozen.byDtype.q8_0 / (f32.memory.frozen.bytes - q8.memory.frozen.byDtype.f32), 1.0625 / 4);
       assert.equal(q8.memory.state, 16 * adapterCount);
-      assert.deepEqual(q8.runs.map((r) => r.label), ['f32 · r4 · attn', 'q8_0 · r4 · attn']);
-      console.log(`Fine-tune memory, f32 then q8_0: frozen ${f32.memory.frozen.bytes} / ${q8.memory.frozen.bytes} B, ` +
-        `adapters + AdamW ${q8.memory.state} B, activations ${f32.memory.activations} / ${q8.memory.activations} B; ` +
+      assert.deepEqual(q8.runs.map((r) => r.label), ['f32 · r4 · all projections', 'q8_0 · r4 · all projections']);
+
+      // Checkpointed blocks keep less for backward: the same base and adapters, fewer activations.
+      await page.evaluate((n) => window.__demo.run({ checkpoint: true }, n), 4);
+      const ckpt = await waitDone(opened);
+      assertClean(ckpt, problems);
+      assert.equal(ckpt.info.checkpointBlocks, true);
+      assert.deepEqual([ckpt.memory.frozen, ckpt.memory.state], [q8.memory.frozen, q8.memory.state]);
+      assert.ok(ckpt.memory.activations < 0.6 * q8.memory.activations,
+        `activations with blocks checkpointed ${ckpt.memory.activations} B, without ${q8.memory.activations} B`);
+
+      console.log(`Fine-tune memory, f32 then q8_0 (then checkpointed): frozen ${f32.memory.frozen.bytes} / ${q8.memory.frozen.bytes} B, ` +
+        `adapters + AdamW ${q8.memory.state} B, activations ${f32.memory.activations} / ${q8.memory.activations} / ${ckpt.memory.activations} B; ` +
         `loss ${f32.losses[0].toFixed(3)} -> ${f32.losses.at(-1).toFixed(3)} (f32), ${q8.losses[0].toFixed(3)} -> ${q8.losses.at(-1).toFixed(3)} (q8_0)`);
 
       const [download] = await Promise.all([page.waitForEvent('download', { timeout: TIMEOUT_MS }), page.click('#download')]);
-      assert.match(download.suggestedFilename(), /^adapters-q8_0-r4-attention-\d+steps\.safetensors$/);
+      assert.match(download.suggestedFilename(), /^adapters-q8_0-r4-all-\d+steps\.safetensors$/);
       const bytes = readFileSync(await download.path());
       const { tensors, metadata } = safetensorsHeader(bytes);
       const expected = {};
       for (let i = 0; i < L; ++i) {
-        const prefix = `base_model.model.transformer.h.${i}.attn.c_attn`;
-        expected[`${prefix}.lora_A.weight`] = [rank, d];
-        expected[`${prefix}.lora_B.weight`] = [3 * d, rank];
+        for (const [layer, [inputs, outputs]] of Object.entries(layers)) {
+          const prefix = `base_model.model.transformer.h.${i}.${layer}`;
+          expected[`${prefix}.lora_A.weight`] = [rank, inputs];
+          expected[`${prefix}.lora_B.weight`] = [outputs, rank];
+        }
       }
       assert.deepEqual(Object.fromEntries(Object.entries(tensors).map(([k, t]) => [k, t.shape])), expected);
       assert.ok(Object.values(tensors).every((t) => t.dtype === 'F32'));

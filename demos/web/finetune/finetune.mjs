@@ -20,7 +20,7 @@ export const TRAINING = { context: 64, batch: 8, lr: 4e-3, warmupSteps: 10, weig
 
 /** The samples before and after training: the same prompt, seed and settings, so the difference
  * is the adapters'. */
-export const SAMPLING = { maxTokens: 160, temperature: 0.7, topK: 40, seed: 7 };
+export const SAMPLING = { maxTokens: 120, temperature: 0.7, topK: 40, seed: 7 };
 
 /** Smaller steps and samples for a real GPT-2 (124M parameters and up, 50257 tokens): each step
  * is a forward and backward pass through the whole base, and generate() runs a full forward per
@@ -148,7 +148,8 @@ function grownSince(fc, before) {
 /**
  * Loads a base and adapts it with LoRA, ready to train on `tokens` (an Int32Array: the text,
  * tokenized). Options: modelBytes (model.safetensors), config (config.json, parsed), dtype, rank,
- * targets ('attention' | 'all'), and any TRAINING field to override.
+ * targets ('attention' | 'all'), checkpointBlocks (recompute each block in backward: fewer
+ * activations kept, a second forward pass), and any TRAINING field to override.
  *
  * Memory (fc.memory(), all in bytes; the panel's three parts):
  *   frozen       what loading the base added: its weights, in the dtype (split by dtype);
@@ -158,13 +159,13 @@ function grownSince(fc, before) {
  *                before it): the batch, the forward pass's saved tensors, the backward pass.
  */
 export function createFineTuner(fc, { modelBytes, config, tokens, dtype = 'q8_0', rank = 8, targets = 'attention',
-  ...training } = {}) {
+  checkpointBlocks = false, ...training } = {}) {
   const t = { ...TRAINING, ...budgetFor(config).training, ...training };
   if (!DTYPES.includes(dtype)) throw new Error(`dtype '${dtype}': one of ${DTYPES.join(', ')}`);
   if (!TARGETS[targets]) throw new Error(`targets '${targets}': one of ${Object.keys(TARGETS).join(', ')}`);
   const { positions } = dims(config);
   const baseline = fc.memory();
-  const model = fc.nn.Gpt2.load(modelBytes, config, { dtype });
+  const model = fc.nn.Gpt2.load(modelBytes, config, { dtype, checkpointBlocks });
   let adapters = [], opt = null;
   try {
     const frozen = grownSince(fc, baseline);
@@ -211,6 +212,7 @@ export function createFineTuner(fc, { modelBytes, config, tokens, dtype = 'q8_0'
       dtype,
       rank,
       targets,
+      checkpointBlocks,
       training: t,
       model,
       frozen,

@@ -30,6 +30,7 @@ Object.assign(demo, { losses: [], steps: 0, running: false, memory: null, info: 
 for (const [id, allowed] of [['dtype', DTYPES], ['rank', RANKS.map(String)], ['targets', Object.keys(TARGETS)]]) {
   if (params.has(id) && allowed.includes(params.get(id))) $(id).value = params.get(id);
 }
+if (params.get('checkpoint') === '1') $('checkpoint').checked = true;
 if (Number.isFinite(stepLimit) && ![...$('steps').options].some((o) => Number(o.value) === stepLimit)) {
   $('steps').append(new Option(String(stepLimit)));
 }
@@ -40,10 +41,12 @@ const KB = 1024, MB = 1024 * 1024;
 const bytes = (n) => (n === null || n === undefined ? '–' : n >= MB ? `${(n / MB).toFixed(2)} MB`
   : `${(n / KB).toFixed(n >= 100 * KB ? 0 : 1)} KB`);
 const count = (n) => (n >= 1e6 ? `${(n / 1e6).toFixed(2)}M` : n >= 1e4 ? `${(n / 1e3).toFixed(1)}k` : n.toLocaleString('en'));
-const choiceLabel = (c) => `${c.dtype} · r${c.rank} · ${c.targets === 'all' ? 'all projections' : 'c_attn'}`;
+const choiceLabel = (c) => `${c.dtype} · r${c.rank} · ${c.targets === 'all' ? 'all projections' : 'c_attn'}` +
+  `${c.checkpointBlocks ? ' · checkpointed' : ''}`;
 
 // ---- configuration: (re)load the base with the current choices
-const choices = () => ({ dtype: $('dtype').value, rank: Number($('rank').value), targets: $('targets').value });
+const choices = () => ({ dtype: $('dtype').value, rank: Number($('rank').value), targets: $('targets').value,
+  checkpointBlocks: $('checkpoint').checked });
 
 const tokenizers = new Map();  // vocab_size -> a promise of its tokenizer (GPT-2's takes a moment to build)
 function tokenizerFor(vocabSize) {
@@ -67,7 +70,7 @@ function setRunning(on) {
   running = on;
   demo.running = on;
   $('train').textContent = on ? 'Stop' : 'Train';
-  for (const id of ['dtype', 'rank', 'targets']) $(id).disabled = on;
+  for (const id of ['dtype', 'rank', 'targets', 'checkpoint']) $(id).disabled = on;
   for (const input of document.querySelectorAll('input[name=base], #model-file, #config-file')) input.disabled = on;
   $('resample').disabled = on || !ready;
   $('download').disabled = on || !ready || demo.steps === 0;
@@ -169,7 +172,7 @@ for (const id of ['model-file', 'config-file']) {
     pickBase();
   };
 }
-for (const id of ['dtype', 'rank', 'targets']) $(id).onchange = () => { if (!running) reconfigure(); };
+for (const id of ['dtype', 'rank', 'targets', 'checkpoint']) $(id).onchange = () => { if (!running) reconfigure(); };
 
 // ---- training
 function start(steps = Number($('steps').value)) {
@@ -188,6 +191,7 @@ function requestSample(which) {
   sampled[which] = { prompt, ids: [] };
   showSample(which);
   const { sampling } = budgetFor(base.config);
+  if (params.has('sampleTokens')) sampling.maxTokens = Number(params.get('sampleTokens'));  // the test hook: shorter samples
   engine.send('sample', { which, prompt: tokenizer.encode(prompt), options: { start: tokenizer.start, ...sampling } });
 }
 function showSample(which) {
@@ -244,7 +248,7 @@ function updateRun() {
   const c = demo.info;
   let run = demo.runs.find((r) => r.id === runId);
   if (!run) {
-    run = { id: runId, label: choiceLabel(c), dtype: c.dtype, rank: c.rank, targets: c.targets };
+    run = { id: runId, label: choiceLabel(c), dtype: c.dtype, rank: c.rank, targets: c.targets, checkpointBlocks: c.checkpointBlocks };
     demo.runs.push(run);
   }
   const m = demo.memory;
@@ -296,9 +300,9 @@ engine.on('adapters', (m) => {
 // ---- the worker's reports
 engine.on('error', (m) => showError(m.message));
 engine.on('ready', (m) => {
-  const { config, dtype, rank, targets, fileBytes, adapterCount, training: t, span, tokens, loadMs } = m.info;
+  const { config, dtype, rank, targets, checkpointBlocks, fileBytes, adapterCount, training: t, span, tokens, loadMs } = m.info;
   showEngine(m);
-  demo.info = { dtype, rank, targets, config, adapterCount, fileBytes, span, tokens, loadMs };
+  demo.info = { dtype, rank, targets, checkpointBlocks, config, adapterCount, fileBytes, span, tokens, loadMs };
   const d = dims(config);
   setText('base-info', `${d.layers} blocks · d ${d.d} · ${d.heads} heads · context ${d.positions} · vocab ${d.vocab} · ` +
     `${count(parameterCount(config))} parameters · file ${bytes(fileBytes)} · loaded as ${dtype} in ${Math.round(loadMs)} ms`);
@@ -367,7 +371,10 @@ engine.on('stopped', () => {
 
 /** The test hook: new choices, then `steps` steps of training (window.__demo.done when over). */
 demo.run = (options, steps) => {
-  for (const [id, value] of Object.entries(options)) $(id).value = String(value);
+  for (const [id, value] of Object.entries(options)) {
+    if (id === 'checkpoint') $(id).checked = value;
+    else $(id).value = String(value);
+  }
   pendingRun = steps;
   demo.done = false;
   reconfigure();

@@ -3,7 +3,7 @@
 // choices in 'config'; each step reports its loss and the memory it took.
 //
 // Messages (page -> worker) besides config/start/stop:
-//   config: { base: { name, url } | { name, bytes, config }, tokens, dtype, rank, targets }
+//   config: { base: { name, url } | { name, bytes, config }, tokens, dtype, rank, targets, checkpointBlocks }
 //           a base is fetched or received once and kept by name, so a new dtype or rank reloads it
 //           from memory ({ name } alone reuses a kept base)
 //   { type: 'runFor', steps }          the next run stops after this many steps
@@ -32,16 +32,16 @@ async function baseFor({ name, url, bytes, config }) {
   return bases.get(name);
 }
 
-serveTrainer(async (fc, { base, tokens, dtype, rank, targets }) => {
+serveTrainer(async (fc, { base, tokens, dtype, rank, targets, checkpointBlocks }) => {
   const { bytes, config } = await baseFor(base);
   const loadStarted = performance.now();
-  const tuner = createFineTuner(fc, { modelBytes: bytes, config, tokens, dtype, rank, targets });
+  const tuner = createFineTuner(fc, { modelBytes: bytes, config, tokens, dtype, rank, targets, checkpointBlocks });
   const loadMs = performance.now() - loadStarted;
   let stopAt = Infinity;
   const report = () => ({ step: tuner.steps, memory: tuner.memory() });
 
   return {
-    info: { config, dtype, rank, targets, fileBytes: bytes.length, loadMs, adapterCount: tuner.adapterCount,
+    info: { config, dtype, rank, targets, checkpointBlocks, fileBytes: bytes.length, loadMs, adapterCount: tuner.adapterCount,
       training: tuner.training, span: tuner.span, tokens: tokens.length, ...report() },
     step() {
       const progress = tuner.step();
