@@ -105,22 +105,38 @@ async function configure() {
     userBase.bytes = null;
   } else engine.config(message);
 }
+let failed = false;  // the last configuration failed on the page (an empty text, a bad config.json)
 const reconfigure = () => {
-  configure().catch((e) => { showError(e.message); setText('status', 'not loaded'); });
+  failed = false;
+  configure().catch((e) => { failed = true; showError(e.message); setText('status', 'not loaded'); });
 };
+/** A new text: sent to the trained adapters, or a new try when the last configuration failed. */
+function textChanged() {
+  if (failed) reconfigure();
+  else if (ready && !running) sendTextIfChanged();
+}
 
 // ---- the text: tokenized on the page, sent as ids
 function encodeText() {
   const text = $('text').value;
   const tokens = tokenizer.encode(text);
+  if (tokens.length < 2) throw new Error('the text is empty: paste, type or drop some text to train on');
   sentText = text;
   setText('text-info', `${new TextEncoder().encode(text).length.toLocaleString('en')} bytes · ` +
     `${tokens.length.toLocaleString('en')} tokens (${tokenizer.kind === 'bytes' ? 'bytes are tokens' : "GPT-2's BPE"})`);
   return tokens;
 }
+/** Sends the text's ids if it changed since the last time; false (and an error shown) when it
+ * cannot be trained on. */
 function sendTextIfChanged() {
-  if (!tokenizer || $('text').value === sentText) return;
-  engine.send('tokens', { tokens: encodeText() });
+  if (!tokenizer || $('text').value === sentText) return true;
+  try {
+    engine.send('tokens', { tokens: encodeText() });
+    return true;
+  } catch (e) {
+    showError(e.message);
+    return false;
+  }
 }
 $('text').addEventListener('dragover', (e) => { e.preventDefault(); $('text').classList.add('drop'); });
 $('text').addEventListener('dragleave', () => $('text').classList.remove('drop'));
@@ -130,10 +146,10 @@ $('text').addEventListener('drop', async (e) => {
   const file = e.dataTransfer.files[0];
   if (file) $('text').value = await file.text();
   else if (e.dataTransfer.getData('text/plain')) $('text').value = e.dataTransfer.getData('text/plain');
-  if (ready && !running) sendTextIfChanged();
+  textChanged();
 });
-$('text').addEventListener('change', () => { if (ready && !running) sendTextIfChanged(); });
-$('default-text').onclick = () => { $('text').value = defaultText; if (ready && !running) sendTextIfChanged(); };
+$('text').addEventListener('change', textChanged);
+$('default-text').onclick = () => { $('text').value = defaultText; textChanged(); };
 
 // ---- the base: the shipped one, or a model.safetensors + config.json pair from disk
 async function readUserBase() {
@@ -176,7 +192,7 @@ for (const id of ['dtype', 'rank', 'targets', 'checkpoint']) $(id).onchange = ()
 
 // ---- training
 function start(steps = Number($('steps').value)) {
-  sendTextIfChanged();
+  if (!sendTextIfChanged()) return;
   demo.done = false;
   $('after-head').textContent = 'after training';
   engine.send('runFor', { steps });
