@@ -12,14 +12,19 @@
 #include <emscripten/val.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <new>
+#include <optional>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <vector>
 
 #include <fucina/fucina.h>
+#include <fucina/nn/gpt2.h>
+#include <fucina/nn/lora.h>
 
 using emscripten::val;
 using fucina::ErrorCode;
@@ -755,3 +760,193 @@ EMSCRIPTEN_BINDINGS(fucina_io) {
     });
   });
 }
+
+// ================================================================ GPT-2 and LoRA (fc.nn.Gpt2, fc.nn.LoraLinear): BEGIN
+// One C++ implementation (nn/gpt2.h, nn/lora.h) bound as two classes the facade wraps (web/nn.mjs)
+// and deletes on dispose(). Tensors go out as new handles; the facade fills in every option, and
+// each is checked again here before it is converted.
+namespace {
+
+using fucina::nn::Gpt2;
+using fucina::nn::LoraLinear;
+using Gpt2Ptr = std::shared_ptr<Gpt2>;
+using LoraLinearPtr = std::shared_ptr<LoraLinear>;
+
+// dtype of a GPT-2 base: the four a frozen base may be stored in.
+fucina::DType baseDType(const std::string& name) {
+  const fucina::DType d = toDType(name);
+  if (d != fucina::DType::f32 && d != fucina::DType::f16 && d != fucina::DType::bf16 && d != fucina::DType::q8_0)
+    invalid("nn.Gpt2: dtype is f32, f16, bf16 or q8_0, got " + name);
+  return d;
+}
+
+fucina::nn::Gpt2Options gpt2Options(const std::string& dtype, bool trainable, bool checkpoint_blocks) {
+  return {.dtype = baseDType(dtype), .trainable = trainable, .checkpoint_blocks = checkpoint_blocks};
+}
+
+// A number field of a JS options object, or fallback when it is undefined.
+double numberField(const val& o, const char* key, double fallback, const std::string& what) {
+  const val v = o[key];
+  if (v.isUndefined()) return fallback;
+  if (!v.isNumber()) invalid(what + ": " + key + " must be a number");
+  return v.as<double>();
+}
+
+// LoraOptions from the facade's object (every key filled in there; defaults here all the same).
+fucina::nn::LoraOptions loraOptions(const val& o, const std::string& what) {
+  if (o.typeOf().as<std::string>() != "object" || o.isNull()) invalid(what + ": options must be an object");
+  fucina::nn::LoraOptions out;
+  out.rank = toInt(numberField(o, "rank", static_cast<double>(out.rank), what), what + ": rank");
+  out.alpha = numberField(o, "alpha", out.alpha, what);
+  out.dropout = numberField(o, "dropout", out.dropout, what);
+  out.seed = toSeed(numberField(o, "seed", 0, what), what + ": seed");
+  const val targets = o["targets"];
+  if (!targets.isUndefined()) {
+    if (!targets.isArray()) invalid(what + ": targets must be an array of layer names");
+    out.targets.clear();
+    const int n = targets["length"].as<int>();
+    for (int i = 0; i < n; ++i) {
+      const val s = targets[i];
+      if (!s.isString()) invalid(what + ": targets[" + std::to_string(i) + "] is not a string");
+      out.targets.push_back(s.as<std::string>());
+    }
+  }
+  return out;
+}
+
+Gpt2Ptr gpt2New(std::string config, double seed, std::string dtype, bool trainable, bool checkpoint_blocks) {
+  return guard([&] {
+    const fucina::nn::Gpt2Config c = fucina::nn::Gpt2Config::fromJson(config);
+    return std::make_shared<Gpt2>(ctx(), c, toSeed(seed, "nn.Gpt2: seed"), gpt2Options(dtype, trainable, checkpoint_blocks));
+  });
+}
+
+Gpt2Ptr gpt2Load(val bytes, std::string config, std::string dtype, bool trainable, bool checkpoint_blocks) {
+  return guard([&] {
+    const std::vector<uint8_t> b = bytesOf(bytes);
+    return std::make_shared<Gpt2>(Gpt2::load(ctx(), b, config, gpt2Options(dtype, trainable, checkpoint_blocks)));
+  });
+}
+
+// generate's onToken: the facade's wrapper returns true (go on), false (stop), or null after
+// parking what the user's function threw; then a C++ error unwinds generate and the facade
+// rethrows the parked value.
+val gpt2Generate(Gpt2& m, val prompt, double max_tokens, double temperature, double top_k, double seed, val on_token) {
+  return guard([&] {
+    if (!prompt.instanceof(val::global("Int32Array"))) invalid("nn.Gpt2.generate: prompt must be an Int32Array");
+    const std::vector<int32_t> p = emscripten::convertJSArrayToNumberVector<int32_t>(prompt);
+    const fucina::nn::GenerateOptions o{.max_tokens = toInt(max_tokens, "nn.Gpt2.generate: maxTokens"),
+                                        .temperature = temperature,
+                                        .top_k = toInt(top_k, "nn.Gpt2.generate: topK"),
+                                        .seed = toSeed(seed, "nn.Gpt2.generate: seed")};
+    std::function<bool(int32_t)> callback;
+    if (!on_token.isNull() && !on_token.isUndefined()) {
+      if (on_token.typeOf().as<std::string>() != "function") invalid("nn.Gpt2.generate: onToken must be a function");
+      callback = [&on_token](int32_t id) {
+        const val r = on_token(id);
+        if (!r.isTrue() && !r.isFalse()) invalid("nn.Gpt2.generate: the onToken callback threw");
+        return r.isTrue();
+      };
+    }
+    const std::vector<int32_t> out = m.generate(ctx(), p, o, callback);
+    return copyOut(out.size(), out.data());
+  });
+}
+
+LoraLinearPtr loraLinearNew(val weight, val bias, std::string in, std::string out) {
+  return guard([&] {
+    Tensor w = tensorOf(weight, "nn.LoraLinear: weight");
+    if (w.requiresGrad()) w = w.detach(ctx());  // the base is frozen
+    Tensor b;
+    if (!bias.isNull() && !bias.isUndefined()) {
+      b = tensorOf(bias, "nn.LoraLinear: bias");
+      if (b.requiresGrad()) b = b.detach(ctx());
+    }
+    return std::make_shared<LoraLinear>(std::move(w), std::move(b), fucina::Tag(in), fucina::Tag(out));
+  });
+}
+
+val definedHandle(const Tensor& t) { return t.defined() ? handleOf(t) : val::null(); }
+
+}  // namespace
+
+EMSCRIPTEN_BINDINGS(fucina_gpt2) {
+  using namespace emscripten;
+  class_<Gpt2>("Gpt2")
+      .smart_ptr<Gpt2Ptr>("Gpt2Ptr")
+      .function("logits", +[](Gpt2& m, val tokens) {
+        return guard([&] { return wrap(m.logits(ctx(), tensorOf(tokens, "nn.Gpt2.logits: tokens"))); });
+      })
+      .function("loss", +[](Gpt2& m, val tokens) {
+        return guard([&] { return wrap(m.loss(ctx(), tensorOf(tokens, "nn.Gpt2.loss: tokens"))); });
+      })
+      .function("parameters", +[](Gpt2& m) { return guard([&] { return handlesOf(m.parameters()); }); })
+      .function("namedTensors", +[](Gpt2& m) {
+        return guard([&] {
+          val names = val::array(), tensors = val::array();
+          for (const auto& [name, t] : m.namedTensors()) {
+            names.call<void>("push", name);
+            tensors.call<void>("push", handleOf(t));
+          }
+          val out = val::object();
+          out.set("names", names);
+          out.set("tensors", tensors);
+          return out;
+        });
+      })
+      .function("layers", +[](Gpt2& m) {
+        return guard([&] {
+          val names = val::array();
+          for (const auto& [name, layer] : m.layers()) names.call<void>("push", name);
+          return names;
+        });
+      })
+      .function("save", +[](Gpt2& m) { return guard([&] { return toUint8Array(m.save(ctx())); }); })
+      .function("generate", &gpt2Generate)
+      .function("addLora", +[](Gpt2& m, val options) {
+        return guard([&] { return handlesOf(m.addLora(ctx(), loraOptions(options, "nn.lora"))); });
+      })
+      .function("saveAdapters", +[](Gpt2& m) { return guard([&] { return toUint8Array(m.saveAdapters(ctx())); }); })
+      .function("loadAdapters", +[](Gpt2& m, val bytes, val options) {
+        guard([&] {
+          const std::vector<uint8_t> b = bytesOf(bytes);
+          std::optional<fucina::nn::LoraOptions> o;
+          if (!options.isNull() && !options.isUndefined()) o = loraOptions(options, "nn.Gpt2.loadAdapters");
+          m.loadAdapters(ctx(), b, o);
+        });
+      })
+      .function("mergeAdapters", +[](Gpt2& m) { guard([&] { m.mergeAdapters(ctx()); }); })
+      .function("config", +[](Gpt2& m) { return guard([&] { return m.config().toJson(); }); })
+      .function("dtype", +[](Gpt2& m) { return guard([&] { return std::string(fucina::name(m.dtype())); }); })
+      .function("checkpointBlocks", +[](Gpt2& m) { return guard([&] { return m.checkpointBlocks(); }); })
+      .function("setCheckpointBlocks", +[](Gpt2& m, bool on) { guard([&] { m.setCheckpointBlocks(on); }); });
+  function("gpt2New", &gpt2New);
+  function("gpt2Load", &gpt2Load);
+
+  class_<LoraLinear>("LoraLinear")
+      .smart_ptr<LoraLinearPtr>("LoraLinearPtr")
+      .function("adapt", +[](LoraLinear& l, double rank, double alpha, double dropout, double seed) {
+        guard([&] {
+          l.adapt(ctx(), toInt(rank, "nn.LoraLinear.adapt: rank"), alpha, dropout, toSeed(seed, "nn.LoraLinear.adapt: seed"));
+        });
+      })
+      // seed: null to read x as it is (evaluation), a number for dropout with that seed's mask.
+      .function("forward", +[](LoraLinear& l, val x, val seed) {
+        return guard([&] {
+          std::optional<uint64_t> s;
+          if (!seed.isNull() && !seed.isUndefined()) {
+            if (!seed.isNumber()) invalid("nn.LoraLinear.forward: dropoutSeed must be a number");
+            s = toSeed(seed.as<double>(), "nn.LoraLinear.forward: dropoutSeed");
+          }
+          return wrap(l(ctx(), tensorOf(x, "nn.LoraLinear.forward: x"), s));
+        });
+      })
+      .function("merge", +[](LoraLinear& l) { return guard([&] { return wrap(l.merge(ctx())); }); })
+      .function("weight", +[](LoraLinear& l) { return guard([&] { return definedHandle(l.weight); }); })
+      .function("bias", +[](LoraLinear& l) { return guard([&] { return definedHandle(l.bias); }); })
+      .function("a", +[](LoraLinear& l) { return guard([&] { return definedHandle(l.a); }); })
+      .function("b", +[](LoraLinear& l) { return guard([&] { return definedHandle(l.b); }); })
+      .function("scale", +[](LoraLinear& l) { return guard([&] { return l.scale; }); });
+  function("loraLinearNew", &loraLinearNew);
+}
+// ================================================================ GPT-2 and LoRA: END

@@ -887,7 +887,199 @@ export interface GptConstructor {
   new (config?: GptConfig, seed?: number): Gpt;
 }
 
-/** fc.nn: the twins of C++'s fucina::nn; the same seed gives the same parameters in both. */
+/** The dtypes a GPT-2 base's large matrices can be stored in (q8_0: blocks of 32 along each
+ * matrix's input axis). */
+export type BaseDType = 'f32' | 'f16' | 'bf16' | 'q8_0';
+
+/** A Hugging Face GPT-2 config.json, parsed: the fields {@link Gpt2} reads, and any others (which
+ * it ignores). */
+export interface Gpt2Config {
+  /** Vocabulary size (50257 for GPT-2). */
+  vocab_size: number;
+  /** Longest sequence (1024 for GPT-2); n_ctx is read when this is missing. */
+  n_positions?: number;
+  /** The older name of n_positions. */
+  n_ctx?: number;
+  /** Width of the residual stream (768 for GPT-2 small). */
+  n_embd: number;
+  /** Transformer blocks. */
+  n_layer: number;
+  /** Attention heads; n_embd is a multiple of it. */
+  n_head: number;
+  /** Hidden width of each block's MLP; null or missing: 4 · n_embd. */
+  n_inner?: number | null;
+  /** The LayerNorms' epsilon (default 1e-5). */
+  layer_norm_epsilon?: number;
+  /** 'gelu_new' or 'gelu_pytorch_tanh' (the tanh GELU, GPT-2's) or 'gelu' (the exact one). */
+  activation_function?: string;
+  /** Must not be false: the output head is the token embedding. */
+  tie_word_embeddings?: boolean;
+  /** "gpt2" in the files Hugging Face writes. */
+  model_type?: string;
+  /** Other config.json keys, ignored. */
+  [key: string]: unknown;
+}
+
+/** Options of {@link Gpt2Constructor}'s constructor and load. */
+export interface Gpt2Options {
+  /** The dtype of wte (also the tied head) and the four projections of every block; wpe, the
+   * LayerNorms and the biases stay f32 (default 'f32'). */
+  dtype?: BaseDType;
+  /** Every parameter a trainable leaf, for full fine-tuning (dtype 'f32' only; default false:
+   * the base is frozen and trains through LoRA adapters). */
+  trainable?: boolean;
+  /** Recompute each block in backward (activation checkpointing; default false). */
+  checkpointBlocks?: boolean;
+}
+
+/** LoRA options (peft's LoraConfig names) of {@link Nn.lora}, {@link Gpt2.addLora} and
+ * {@link Gpt2.loadAdapters}. */
+export interface LoraOptions {
+  /** r: the inner width of the update, >= 1 (default 8). */
+  rank?: number;
+  /** lora_alpha: the update is scaled by alpha / rank, >= 0 (default 8). */
+  alpha?: number;
+  /** lora_dropout on the adapter's input while training, in [0, 1) (default 0). */
+  dropout?: number;
+  /** The layers to adapt: a layer whose dotted name equals one of these or ends with "." and one
+   * of these ('c_proj' matches the attention's and the MLP's; default ['c_attn']). */
+  targets?: string[];
+  /** Seeds A's initialisation and the dropout masks, >= 0 (default 0). */
+  seed?: number;
+}
+
+/** Options of {@link LoraLinear.adapt}: {@link LoraOptions} without targets. */
+export interface LoraAdaptOptions {
+  /** r: the inner width of the update, >= 1 (default 8). */
+  rank?: number;
+  /** The update is scaled by alpha / rank, >= 0 (default 8). */
+  alpha?: number;
+  /** Dropout on the adapter's input when forward is given a dropoutSeed, in [0, 1) (default 0). */
+  dropout?: number;
+  /** Seeds A's initialisation, >= 0 (default 0). */
+  seed?: number;
+}
+
+/** Options of {@link Gpt2.generate}. */
+export interface GenerateOptions {
+  /** Most tokens to add (default 32). */
+  maxTokens?: number;
+  /** Divides the logits before sampling; 0 is greedy, the most likely token (default 1). */
+  temperature?: number;
+  /** Sample among the k most likely tokens; 0: all (default 0). */
+  topK?: number;
+  /** Seeds the sampling: the same seed gives the same tokens (default 0). */
+  seed?: number;
+  /** Called with each token as it is drawn; returning false stops (the token is kept). What it
+   * throws comes out of generate as thrown. */
+  onToken?: (id: number) => boolean | void;
+}
+
+/**
+ * GPT-2 in the Hugging Face layout (C++'s nn::Gpt2, bound: there is no JS twin), for running and
+ * fine-tuning a pretrained model, with LoRA, on a frozen base held as f32, f16, bf16 or q8_0.
+ * tokens{batch..., "t"} (i32/i64 ids) -> logits{batch..., "t", "vocab"}. The model holds engine
+ * memory until {@link Gpt2.dispose}.
+ */
+export interface Gpt2 {
+  /** Its config.json fields (a fresh object each time). */
+  readonly config: Gpt2Config;
+  /** The dtype of the base's large matrices. */
+  readonly dtype: BaseDType;
+  /** Whether each block is recomputed in backward; settable. */
+  checkpointBlocks: boolean;
+  /** Whether dispose() was called. */
+  readonly isDisposed: boolean;
+  /** logits{batch..., t, vocab} of tokens{batch..., t} (1 to n_positions positions; ids below
+   * vocab_size). */
+  logits(tokens: Tensor): Tensor;
+  /** Mean next-token cross-entropy of tokens[.., :-1] predicting tokens[.., 1:] (a scalar). */
+  loss(tokens: Tensor): Tensor;
+  /** The trainable tensors: every parameter when trainable, else the LoRA adapters (A, B of each
+   * adapted layer, in model order), else none. New handles, valid until disposed. */
+  parameters(): Tensor[];
+  /** The base's tensors by Hugging Face name ('wte.weight', 'h.0.attn.c_attn.weight', ...), in
+   * the file's order, as stored: their dtype and axes, and when trainable the leaves themselves.
+   * New handles, valid until disposed. */
+  namedTensors(): Record<string, Tensor>;
+  /** The layers LoRA can adapt by dotted name ('h.0.attn.c_attn', 'h.0.attn.c_proj',
+   * 'h.0.mlp.c_fc', 'h.0.mlp.c_proj', ...), in model order. */
+  layers(): string[];
+  /** The base as model.safetensors bytes in the Hugging Face layout (F32, or F16/BF16 as stored;
+   * q8_0 dequantized to F32); adapters not included (mergeAdapters first to fold them in). */
+  save(): Uint8Array;
+  /** Samples up to maxTokens tokens after prompt (gradients off; the last n_positions tokens are
+   * each step's context) and returns the new ones. */
+  generate(prompt: readonly number[] | Int32Array, options?: GenerateOptions): number[];
+  /** Adds LoRA adapters to the layers options.targets names and returns them (A{rank, in},
+   * B{out, rank} per layer; B starts at zero). Fails if a target matches no layer or the model
+   * has adapters already. The same as {@link Nn.lora}. */
+  addLora(options?: LoraOptions): Tensor[];
+  /** The adapters alone as safetensors bytes in peft's layout, with the LoRA options in the
+   * metadata. */
+  saveAdapters(): Uint8Array;
+  /** Loads saveAdapters' bytes, or a peft adapter_model.safetensors with its options (rank,
+   * alpha, targets); adds the adapters first when the model has none. */
+  loadAdapters(bytes: Uint8Array, options?: LoraOptions): void;
+  /** Folds every adapter into its weight (which becomes f32); the adapters are gone. */
+  mergeAdapters(): void;
+  /** Frees the model (tensors from parameters() stay valid until they are disposed). */
+  dispose(): void;
+}
+
+/** The constructor fc.nn.Gpt2. */
+export interface Gpt2Constructor {
+  /** A model with Hugging Face's initialisation (weights N(0, 0.02), biases zero) from seed
+   * (default 0), stored as options say. */
+  new (config: Gpt2Config, seed?: number, options?: Gpt2Options): Gpt2;
+  /** Loads model.safetensors bytes (F32, F16 or BF16; an optional "transformer." prefix) with
+   * their config.json; every tensor is checked against the config. */
+  load(bytes: Uint8Array, config: Gpt2Config, options?: Gpt2Options): Gpt2;
+}
+
+/**
+ * A frozen linear map with an optional LoRA adapter (C++'s nn::LoraLinear):
+ * y{..., out} = x{..., in} · W (+ bias{out}) + scale · (drop(x) · Aᵀ) · Bᵀ, W frozen in any of
+ * f32/f16/bf16/q8_0, A{rank, in} and B{out, rank} trainable f32 leaves. Its tensors are made in
+ * the open scope, like a layer's parameters.
+ */
+export interface LoraLinear extends Module {
+  /** The input axis, contracted. */
+  readonly in: string;
+  /** The output axis. */
+  readonly out: string;
+  /** The frozen weight {in, out} or {out, in} (a constant: a leaf given is detached). */
+  readonly weight: Tensor;
+  /** The bias {out}, or null. */
+  readonly bias: Tensor | null;
+  /** A{rank, in}, or null before adapt. */
+  readonly a: Tensor | null;
+  /** B{out, rank}, or null before adapt. */
+  readonly b: Tensor | null;
+  /** alpha / rank (0 before adapt). */
+  readonly scale: number;
+  /** Whether dispose() was called. */
+  readonly isDisposed: boolean;
+  /** Adds (or replaces) the adapter: A ~ U(±1/sqrt(in)) from seed, B zero, so the output is
+   * unchanged until B trains. */
+  adapt(options?: LoraAdaptOptions): void;
+  /** x{..., in} -> {..., out}. With a dropoutSeed (training), the adapter's input goes through
+   * dropout with the mask that seed chooses; without one (evaluation), x is read as it is. */
+  forward(x: Tensor, dropoutSeed?: number): Tensor;
+  /** W + scale · (B · A) as a new f32 constant with W's axes (W itself when not adapted). */
+  merge(): Tensor;
+  /** Frees the layer and the tensors it holds (weight, bias, a, b). */
+  dispose(): void;
+}
+
+/** The constructor fc.nn.LoraLinear. */
+export interface LoraLinearConstructor {
+  /** The frozen layer weight{inAxis, outAxis} (either order) with an optional bias{outAxis}. */
+  new (weight: Tensor, bias: Tensor | null, inAxis: string, outAxis: string): LoraLinear;
+}
+
+/** fc.nn: the twins of C++'s fucina::nn (the same seed gives the same parameters in both), and
+ * GPT-2 and LoRA bound from C++. */
 export interface Nn {
   /** A fully connected layer ({@link Linear}). */
   readonly Linear: LinearConstructor;
@@ -903,6 +1095,12 @@ export interface Nn {
   readonly Cnn: CnnConstructor;
   /** The W3 benchmark model ({@link Gpt}). */
   readonly Gpt: GptConstructor;
+  /** GPT-2 in the Hugging Face layout, for LoRA fine-tuning ({@link Gpt2}). */
+  readonly Gpt2: Gpt2Constructor;
+  /** A frozen linear layer with an optional LoRA adapter ({@link LoraLinear}). */
+  readonly LoraLinear: LoraLinearConstructor;
+  /** Adds LoRA adapters to model (model.addLora) and returns them, A and B per layer. */
+  lora(model: Gpt2, options?: LoraOptions): Tensor[];
   /** The per-parameter seed of C++'s nn::subSeed (both non-negative integers; below 2^53). */
   subSeed(seed: number, index: number): number;
   /** params (a model's parameters(), in order) as safetensors bytes named "param.0", "param.1", ... */

@@ -1,7 +1,9 @@
 // fc.nn: layers and the benchmark models (W1 mlp, W2 cnn, W3 gpt), the JavaScript twins of
 // src/fucina/nn/{layers,models}.h. Same axes, same initialisation from the same seeds, so a model
-// built here with seed s holds exactly the parameters C++ builds with seed s.
-import { checkInt, checkOptions, invalid, pair } from './errors.mjs';
+// built here with seed s holds exactly the parameters C++ builds with seed s. GPT-2 and LoRA
+// (Gpt2, LoraLinear, lora) have no twin: they wrap C++'s nn::Gpt2 and nn::LoraLinear, bound in
+// web/bindings.cpp.
+import { FucinaError, checkInt, checkOptions, invalid, isPlainObject, pair, typeName } from './errors.mjs';
 
 /** The per-parameter seed of C++'s nn::subSeed (kept below 2^53). */
 export function subSeed(seed, index) {
@@ -303,5 +305,339 @@ export function makeNn(fc) {
   /** Reads saveParameters' bytes (or C++ nn::saveParameters' file) into params in place. */
   function loadParameters(params, bytes) { fc._loadParameters(params, bytes); }
 
-  return { Linear, Conv2d, LayerNorm, Embedding, Mlp, Cnn, Gpt, subSeed, saveParameters, loadParameters };
+  const { Gpt2, LoraLinear, lora } = makeGpt2(fc, input);
+  return { Linear, Conv2d, LayerNorm, Embedding, Mlp, Cnn, Gpt, Gpt2, LoraLinear, lora, subSeed, saveParameters, loadParameters };
+}
+
+// ---------------------------------------------------------------- GPT-2 and LoRA (bound C++)
+
+const BASE_DTYPES = ['f32', 'f16', 'bf16', 'q8_0'];
+const INT32_MAX = 2 ** 31 - 1;
+const quoted = (v) => (typeof v === 'string' ? `'${v}'` : typeName(v));
+// A token id outside the vocabulary: the engine's code for it (C++'s Gpt2::generate says the same).
+const outOfRange = (message) => new FucinaError('IndexOutOfRange', `IndexOutOfRange: ${message}`);
+
+function checkBool(v, what) {
+  if (typeof v !== 'boolean') throw invalid(`${what} must be a boolean, got ${typeName(v)}`);
+  return v;
+}
+
+function checkBytes(bytes, what) {
+  if (!(bytes instanceof Uint8Array)) throw invalid(`${what} must be a Uint8Array (safetensors bytes), got ${typeName(bytes)}`);
+  return bytes;
+}
+
+/** A Gpt2's options: [dtype, trainable, checkpointBlocks], checked. */
+function gpt2Options(options, what) {
+  const { dtype = 'f32', trainable = false, checkpointBlocks = false } =
+    checkOptions(options, ['dtype', 'trainable', 'checkpointBlocks'], what);
+  if (!BASE_DTYPES.includes(dtype)) throw invalid(`${what}: dtype is 'f32', 'f16', 'bf16' or 'q8_0', got ${quoted(dtype)}`);
+  checkBool(trainable, `${what}: trainable`);
+  checkBool(checkpointBlocks, `${what}: checkpointBlocks`);
+  if (trainable && dtype !== 'f32')
+    throw invalid(`${what}: trainable needs dtype 'f32' (a ${dtype} base is frozen: train LoRA adapters on it, fc.nn.lora)`);
+  return [dtype, trainable, checkpointBlocks];
+}
+
+/** config.json as a parsed object -> the JSON text C++'s Gpt2Config::fromJson reads. */
+function configJson(config, what) {
+  if (!isPlainObject(config)) throw invalid(`${what}: config must be a config.json object (parsed), got ${typeName(config)}`);
+  try {
+    return JSON.stringify(config);
+  } catch (e) {
+    throw invalid(`${what}: config is not JSON (${e?.message ?? e})`);
+  }
+}
+
+/** LoraOptions (nn/lora.h), defaults filled in and checked. */
+function loraOptions(options, what) {
+  const { rank = 8, alpha = 8, dropout = 0, targets = ['c_attn'], seed = 0 } =
+    checkOptions(options, ['rank', 'alpha', 'dropout', 'targets', 'seed'], what);
+  checkInt(rank, `${what}: rank`, 1, INT32_MAX);
+  if (typeof alpha !== 'number' || !Number.isFinite(alpha) || alpha < 0)
+    throw invalid(`${what}: alpha must be a finite number >= 0, got ${typeName(alpha)}`);
+  if (typeof dropout !== 'number' || !(dropout >= 0 && dropout < 1))
+    throw invalid(`${what}: dropout must be a number in [0, 1), got ${typeName(dropout)}`);
+  if (!Array.isArray(targets) || targets.length === 0 || !targets.every((t) => typeof t === 'string' && t !== ''))
+    throw invalid(`${what}: targets must be a non-empty array of layer names ('c_attn', 'h.0.mlp.c_fc', ...), got ${typeName(targets)}`);
+  checkInt(seed, `${what}: seed`, 0);
+  return { rank, alpha, dropout, targets: [...targets], seed };
+}
+
+/** A prompt (an array or typed array of token ids) as the Int32Array the binding takes. */
+function promptIds(prompt, vocab, what) {
+  if (!Array.isArray(prompt) && !(ArrayBuffer.isView(prompt) && !(prompt instanceof DataView)))
+    throw invalid(`${what}: prompt must be an array or Int32Array of token ids, got ${typeName(prompt)}`);
+  if (prompt.length === 0) throw invalid(`${what}: prompt must hold at least one token`);
+  for (let i = 0; i < prompt.length; ++i) {
+    const id = prompt[i];
+    if (!Number.isInteger(id)) throw invalid(`${what}: prompt[${i}] must be an integer token id, got ${typeName(id)}`);
+    if (id < 0 || id >= vocab) throw outOfRange(`${what}: prompt[${i}] = ${id} is not a token id in [0, ${vocab}) (vocab_size ${vocab})`);
+  }
+  return Int32Array.from(prompt);
+}
+
+// The axes a GPT-2 makes itself: a tokens tensor must not have them.
+const GPT2_AXES = ['vocab', 'e', 'qkv', 'ao', 'mlp', 'part', 'head', 'hd', 'rank'];
+
+function makeGpt2(fc, input) {
+  const adopt = Symbol('a bound nn::Gpt2');
+  let addLoraOf;  // Gpt2's #addLora, for nn.lora
+
+  /** GPT-2 in the Hugging Face layout (C++'s nn::Gpt2): tokens{batch..., "t"} -> logits{..., "t", "vocab"}. */
+  class Gpt2 {
+    #h;            // the bound model; null once disposed
+    #config;       // the config.json text of the model
+    #generating = 0;  // generate calls running (onToken may call in again)
+    #doomed = null;   // a model disposed from generate's onToken: deleted when generate returns
+
+    constructor(config, seed = 0, options) {
+      if (config === adopt) {
+        this.#adopt(seed);
+        return;
+      }
+      const json = configJson(config, 'nn.Gpt2');
+      checkInt(seed, 'nn.Gpt2: seed', 0);
+      const [dtype, trainable, checkpointBlocks] = gpt2Options(options, 'nn.Gpt2');
+      this.#adopt(fc._call((M) => M.gpt2New(json, seed, dtype, trainable, checkpointBlocks)));
+    }
+
+    /** Loads model.safetensors bytes with their config.json (a parsed object). */
+    static load(bytes, config, options) {
+      checkBytes(bytes, 'nn.Gpt2.load: bytes');
+      const json = configJson(config, 'nn.Gpt2.load');
+      const [dtype, trainable, checkpointBlocks] = gpt2Options(options, 'nn.Gpt2.load');
+      return new Gpt2(adopt, fc._call((M) => M.gpt2Load(bytes, json, dtype, trainable, checkpointBlocks)));
+    }
+
+    static {
+      addLoraOf = (model, options, what) => model.#addLora(options, what);
+    }
+
+    #adopt(h) {
+      try {
+        this.#config = fc._call(() => h.config());
+      } catch (e) {
+        h.delete();
+        throw e;
+      }
+      this.#h = h;
+    }
+
+    #call(method, fn) {
+      if (!this.#h) throw invalid(`nn.Gpt2.${method}: this model was disposed`);
+      return fc._call(() => fn(this.#h));
+    }
+
+    // Checks tokens{batch..., t} (i32/i64 ids below vocab_size) for method: at least min
+    // positions, and no more than the model reads (n_positions, one more for loss's targets).
+    #tokens(tokens, method, min) {
+      if (!this.#h) throw invalid(`nn.Gpt2.${method}: this model was disposed`);
+      input(tokens, `Gpt2.${method}`, 'tokens', { axes: { t: null }, dtypes: ['i32', 'i64'], forbid: GPT2_AXES });
+      const { vocab_size: vocab, n_positions: positions } = this.config;
+      const t = tokens.shape[tokens.tags.indexOf('t')];
+      const max = positions + min - 1;
+      if (t < min || t > max)
+        throw invalid(`nn.Gpt2.${method}: tokens hold ${t} positions along 't'; ${method} takes ${min} to ${max} (n_positions ${positions})`);
+      const ids = tokens.toArray();
+      const bad = ids.findIndex((id) => id < 0 || id >= vocab);
+      if (bad >= 0)
+        throw outOfRange(`nn.Gpt2.${method}: tokens hold ${ids[bad]} (element ${bad}), not a token id in [0, ${vocab}) (vocab_size ${vocab})`);
+      return tokens._handle;
+    }
+
+    /** The config.json fields of the model (a fresh object each time). */
+    get config() {
+      if (!this.#h) throw invalid('nn.Gpt2.config: this model was disposed');
+      return JSON.parse(this.#config);
+    }
+    /** The dtype of the base's large matrices. */
+    get dtype() { return this.#call('dtype', (h) => h.dtype()); }
+    /** Whether each block is recomputed in backward (activation checkpointing). */
+    get checkpointBlocks() { return this.#call('checkpointBlocks', (h) => h.checkpointBlocks()); }
+    set checkpointBlocks(on) {
+      checkBool(on, 'nn.Gpt2.checkpointBlocks');
+      this.#call('checkpointBlocks', (h) => h.setCheckpointBlocks(on));
+    }
+    get isDisposed() { return this.#h === null; }
+
+    /** logits{batch..., t, vocab} of tokens{batch..., t}. */
+    logits(tokens) {
+      const raw = this.#tokens(tokens, 'logits', 1);
+      return fc._wrap(this.#call('logits', (h) => h.logits(raw)));
+    }
+    /** Mean next-token cross-entropy of tokens[.., :-1] predicting tokens[.., 1:]. */
+    loss(tokens) {
+      const raw = this.#tokens(tokens, 'loss', 2);
+      return fc._wrap(this.#call('loss', (h) => h.loss(raw)));
+    }
+    /** The trainable tensors (every parameter when trainable, else the LoRA adapters, else none):
+     * new handles, valid until disposed. */
+    parameters() { return this.#call('parameters', (h) => h.parameters()).map((raw) => fc._wrap(raw)); }
+    /** The base's tensors by Hugging Face name, in the file's order, as stored (new handles). */
+    namedTensors() {
+      const { names, tensors } = this.#call('namedTensors', (h) => h.namedTensors());
+      return Object.fromEntries(names.map((n, i) => [n, fc._wrap(tensors[i])]));
+    }
+    /** The layers LoRA can adapt, by dotted name ('h.0.attn.c_attn', ...), in model order. */
+    layers() { return this.#call('layers', (h) => h.layers()); }
+    /** The base as Hugging Face safetensors bytes (adapters not included). */
+    save() { return this.#call('save', (h) => h.save()); }
+
+    /** Samples up to maxTokens tokens after prompt; returns them. */
+    generate(prompt, options) {
+      const what = 'nn.Gpt2.generate';
+      if (!this.#h) throw invalid(`${what}: this model was disposed`);
+      const { maxTokens = 32, temperature = 1, topK = 0, seed = 0, onToken } =
+        checkOptions(options, ['maxTokens', 'temperature', 'topK', 'seed', 'onToken'], what);
+      const vocab = this.config.vocab_size;
+      const ids = promptIds(prompt, vocab, what);
+      checkInt(maxTokens, `${what}: maxTokens`, 0, INT32_MAX);
+      if (typeof temperature !== 'number' || !Number.isFinite(temperature) || temperature < 0)
+        throw invalid(`${what}: temperature must be a finite number >= 0 (0: greedy), got ${typeName(temperature)}`);
+      checkInt(topK, `${what}: topK`, 0);
+      checkInt(seed, `${what}: seed`, 0);
+      if (onToken !== undefined && typeof onToken !== 'function')
+        throw invalid(`${what}: onToken must be a function (id) => boolean | void, got ${typeName(onToken)}`);
+      const h = this.#h;
+      ++this.#generating;
+      try {
+        return Array.from(fc._call((M) => {
+          // Nothing is thrown back into C++: what onToken throws is parked for _call to rethrow.
+          const callback = onToken === undefined ? null : (id) => {
+            try {
+              return onToken(id) !== false;
+            } catch (e) {
+              M.pending ??= { error: e };
+              return null;
+            }
+          };
+          return h.generate(ids, maxTokens, temperature, topK, seed, callback);
+        }));
+      } finally {
+        if (--this.#generating === 0 && this.#doomed) {
+          this.#doomed.delete();
+          this.#doomed = null;
+        }
+      }
+    }
+
+    #addLora(options, what) {
+      const o = loraOptions(options, what);
+      return this.#call('addLora', (h) => h.addLora(o)).map((raw) => fc._wrap(raw));
+    }
+    /** Adds LoRA adapters to the layers options.targets names; returns them (A, B per layer). */
+    addLora(options) { return this.#addLora(options, 'nn.Gpt2.addLora'); }
+    /** The adapters alone as safetensors bytes (peft's layout, fucina's options in the metadata). */
+    saveAdapters() { return this.#call('saveAdapters', (h) => h.saveAdapters()); }
+    /** Loads saveAdapters' bytes (or a peft file, with options); adds the adapters first if needed. */
+    loadAdapters(bytes, options) {
+      checkBytes(bytes, 'nn.Gpt2.loadAdapters: bytes');
+      const o = options === undefined ? null : loraOptions(options, 'nn.Gpt2.loadAdapters');
+      this.#call('loadAdapters', (h) => h.loadAdapters(bytes, o));
+    }
+    /** Folds every adapter into its weight (then f32); the adapters are gone. */
+    mergeAdapters() { this.#call('mergeAdapters', (h) => h.mergeAdapters()); }
+    /** Frees the model (tensors from parameters() stay valid until they are disposed). */
+    dispose() {
+      if (!this.#h) return;
+      if (this.#generating) this.#doomed = this.#h;
+      else this.#h.delete();
+      this.#h = null;
+    }
+  }
+
+  /** A frozen linear map with an optional LoRA adapter (C++'s nn::LoraLinear). */
+  class LoraLinear {
+    #h;
+    #in;
+    #out;
+    #inExtent;
+    #weight = null;
+    #bias = null;
+    #a = null;
+    #b = null;
+
+    constructor(weight, bias, inAxis, outAxis) {
+      const what = 'nn.LoraLinear';
+      for (const [k, v] of [['inAxis', inAxis], ['outAxis', outAxis]])
+        if (typeof v !== 'string' || v === '') throw invalid(`${what}: ${k} must be an axis name, got ${typeName(v)}`);
+      if (inAxis === outAxis) throw invalid(`${what}: inAxis and outAxis are both '${inAxis}'`);
+      input(weight, 'LoraLinear', 'weight', { axes: { [inAxis]: null, [outAxis]: null }, dtypes: BASE_DTYPES });
+      if (weight.tags.length !== 2) throw invalid(`${what}: weight must have exactly the axes '${inAxis}' and '${outAxis}', got {${weight.tags.join(', ')}}`);
+      const outExtent = weight.shape[weight.tags.indexOf(outAxis)];
+      if (bias !== null && bias !== undefined) {
+        input(bias, 'LoraLinear', 'bias', { axes: { [outAxis]: outExtent } });
+        if (bias.tags.length !== 1) throw invalid(`${what}: bias must have the one axis '${outAxis}', got {${bias.tags.join(', ')}}`);
+      }
+      const b = bias ?? null;
+      const h = fc._call((M) => M.loraLinearNew(weight._handle, b?._handle ?? null, inAxis, outAxis));
+      this.#h = h;
+      this.#in = inAxis;
+      this.#out = outAxis;
+      this.#inExtent = weight.shape[weight.tags.indexOf(inAxis)];
+      try {
+        this.#weight = fc._wrap(fc._call(() => h.weight()));
+        const raw = fc._call(() => h.bias());
+        this.#bias = raw === null ? null : fc._wrap(raw);
+      } catch (e) {
+        this.dispose();
+        throw e;
+      }
+    }
+
+    #call(method, fn) {
+      if (!this.#h) throw invalid(`nn.LoraLinear.${method}: this layer was disposed`);
+      return fc._call(() => fn(this.#h));
+    }
+
+    /** Adds (or replaces) the adapter: A{rank, in} ~ U(±1/sqrt(in)) from seed, B{out, rank} zero. */
+    adapt(options) {
+      const what = 'nn.LoraLinear.adapt';
+      const { rank = 8, alpha = 8, dropout = 0, seed = 0 } = checkOptions(options, ['rank', 'alpha', 'dropout', 'seed'], what);
+      const o = loraOptions({ rank, alpha, dropout, seed }, what);
+      this.#call('adapt', (h) => h.adapt(o.rank, o.alpha, o.dropout, o.seed));
+      const [a, b] = this.#call('adapt', (h) => [h.a(), h.b()]);
+      this.#a?.dispose();
+      this.#b?.dispose();
+      this.#a = fc._wrap(a);
+      this.#b = fc._wrap(b);
+    }
+    /** x{..., in} -> {..., out}; with a dropoutSeed (training), the adapter's input goes
+     * through dropout with the mask that seed chooses; without one, x is read as it is. */
+    forward(x, dropoutSeed) {
+      if (!this.#h) throw invalid('nn.LoraLinear.forward: this layer was disposed');
+      input(x, 'LoraLinear.forward', 'x', { axes: { [this.#in]: this.#inExtent }, forbid: [this.#out, 'rank'] });
+      if (dropoutSeed !== undefined) checkInt(dropoutSeed, 'nn.LoraLinear.forward: dropoutSeed', 0);
+      return fc._wrap(this.#call('forward', (h) => h.forward(x._handle, dropoutSeed ?? null)));
+    }
+    /** W + scale·(B·A) as a new f32 constant with W's axes (W alone when not adapted). */
+    merge() { return fc._wrap(this.#call('merge', (h) => h.merge())); }
+    /** [a, b] when adapted, else []. */
+    parameters() { return this.#a ? [this.#a, this.#b] : []; }
+    get weight() { return this.#weight; }
+    get bias() { return this.#bias; }
+    get a() { return this.#a; }
+    get b() { return this.#b; }
+    get in() { return this.#in; }
+    get out() { return this.#out; }
+    /** alpha / rank (0 when not adapted). */
+    get scale() { return this.#call('scale', (h) => h.scale()); }
+    get isDisposed() { return this.#h === null; }
+    /** Frees the layer and its tensors (weight, bias, a, b as this layer holds them). */
+    dispose() {
+      for (const t of [this.#weight, this.#bias, this.#a, this.#b]) t?.dispose();
+      this.#weight = this.#bias = this.#a = this.#b = null;
+      if (this.#h) this.#h.delete();
+      this.#h = null;
+    }
+  }
+
+  /** LoRA adapters on model's layers (C++'s nn::lora): returns them (A, B per layer). */
+  function lora(model, options) {
+    if (!(model instanceof Gpt2)) throw invalid(`nn.lora: model must be an nn.Gpt2, got ${typeName(model)}`);
+    return addLoraOf(model, options, 'nn.lora');
+  }
+
+  return { Gpt2, LoraLinear, lora };
 }

@@ -80,6 +80,35 @@ function fixtures(fc, foreign) {
   f['#Mlp'] = new fc.nn.Mlp({ sizes: [2, 2] }, 0);
   f['#Cnn'] = new fc.nn.Cnn(C.CNN, 0);
   f['#Gpt'] = new fc.nn.Gpt(C.GPT, 0);
+  // GPT-2: a model per method that changes one, one that never gets adapters, one disposed.
+  const gpt2 = (seed, lora) => {
+    const m = new fc.nn.Gpt2(C.GPT2, seed);
+    if (lora) fc.nn.lora(m, lora).forEach((t) => t.dispose());
+    return m;
+  };
+  f['#Gpt2'] = gpt2(0);
+  f['#Gpt2Add'] = gpt2(1);
+  f['#Gpt2Load'] = gpt2(2);
+  f['#Gpt2ForLora'] = gpt2(3);
+  f['#Gpt2Lora'] = gpt2(4, { rank: 2, targets: ['c_attn'] });
+  f['#Gpt2Bare'] = gpt2(5);
+  f['#Gpt2Gone'] = gpt2(6);
+  f['#Gpt2Gone'].dispose();
+  f.gpt2Bytes = f['#Gpt2'].save();
+  f.adapterBytes = f['#Gpt2Lora'].saveAdapters();
+  const rank4 = gpt2(7, { rank: 4, targets: ['c_attn'] });
+  f.adapterBytes4 = rank4.saveAdapters();
+  rank4.dispose();
+  const twoLayers = new fc.nn.Gpt2({ ...C.GPT2, n_layer: 2 }, 8);
+  f.gpt2Bytes2 = twoLayers.save();
+  twoLayers.dispose();
+  // The adapters as a peft file: the same tensors without fucina's "fucina.lora" metadata.
+  f.peftBytes = fc.scope(() => fc.encodeSafetensors(fc.decodeSafetensors(f.adapterBytes).tensors));
+  f.wl = fc.constant(['in', 'out'], [2, 2], [1, 2, 3, 4]);
+  f['#LoraLinear'] = new fc.nn.LoraLinear(f.wl, null, 'in', 'out');
+  f['#LoraLinear'].adapt({ rank: 2 });
+  f['#LoraGone'] = new fc.nn.LoraLinear(f.wl, null, 'in', 'out');
+  f['#LoraGone'].dispose();
   Object.assign(f, {
     idxBytes, idxFile, gzTruncated, idxTruncated: idxBytes.subarray(0, 6), idxCount: idxBytes.subarray(0, 9),
     idxType: Uint8Array.from(idxBytes, (b, i) => (i === 2 ? 0x0d : b)),
@@ -159,6 +188,10 @@ function callbackCases() {
       keep(keep(f.fc.customVjp({ forward: ([a]) => a.scale(2), backward: (...a) => [r(...a)] }, [x])).sumAll()).backward()),
     'gradcheck loss': (f, r) => withLeaf(f, (x) => f.fc.gradcheck(r, [x])),
   };
+  // generate's onToken returns a boolean or nothing (anything else goes on): only what it throws.
+  for (const value of thrown)
+    out.push({ label: `generate onToken throws ${show(value)}`, expect: value,
+      run: (f) => f['#Gpt2'].generate([1, 2], { maxTokens: 3, onToken: () => { throw value; } }) });
   for (const [site, run] of Object.entries(sites)) {
     for (const value of thrown)
       out.push({ label: `${site} throws ${show(value)}`, expect: value, run: (f) => run(f, () => { throw value; }) });
@@ -220,13 +253,25 @@ function covered(fc) {
   need('Tensor', publicNames(Tensor.prototype), C.TENSOR, C.TENSOR_EXEMPT);
   need('fc', publicNames(Object.getPrototypeOf(fc)), C.FC, C.FC_EXEMPT);
   need('optim', Object.keys(fc.optim), C.OPTIM);
+  const statics = (v) => Object.getOwnPropertyNames(v).filter((n) => !['length', 'name', 'prototype'].includes(n));
   const nnNames = Object.entries(fc.nn).flatMap(([k, v]) =>
-    [k, ...(isClass(v) ? publicNames(v.prototype).map((m) => `${k}#${m}`) : [])]);
+    [k, ...(isClass(v) ? [...publicNames(v.prototype).map((m) => `${k}#${m}`), ...statics(v).map((m) => `${k}.${m}`)] : [])]);
   need('nn', nnNames, C.NN, C.NN_EXEMPT);
   need('Optimizer', publicNames(Optimizer.prototype), Object.fromEntries(C.OPTIMIZER.map((n) => [n, 1])));
   need('Optimizer', C.OPTIMIZER, Object.fromEntries([...optimizerCases().map((c) => [c.key, 1]), ...Object.entries(OPTIMIZER_EXEMPT)]));
   need('fucina', Object.keys(pkg).filter((k) => typeof pkg[k] === 'function'), C.MODULE, C.MODULE_EXEMPT);
   return missing;
+}
+
+/** The call of an fc.nn row: 'Class#method' on the fixture spec.self (a setter when spec.setter),
+ * 'Class.method' a static, 'Class' with construct: true a constructor, else a function. */
+function nnCall(name, spec) {
+  const [cls, method] = name.split('#');
+  if (method && spec.setter) return (f, [v]) => { f[spec.self][method] = v; };
+  if (method) return (f, args) => f[spec.self][method](...args);
+  if (spec.construct) return (f, args) => new f.fc.nn[cls](...args);
+  const [owner, member] = cls.split('.');
+  return member ? (f, args) => f.fc.nn[owner][member](...args) : (f, args) => f.fc.nn[cls](...args);
 }
 
 /** Every generated case, for one engine. */
@@ -244,12 +289,7 @@ function allCases() {
   }
   for (const [name, spec] of Object.entries(C.FC)) cases.push(...casesOf(`fc.${name}`, spec, (f, args) => f.fc[name](...args)));
   for (const [name, spec] of Object.entries(C.OPTIM)) cases.push(...casesOf(`optim.${name}`, spec, (f, args) => f.fc.optim[name](...args)));
-  for (const [name, spec] of Object.entries(C.NN)) {
-    const [cls, method] = name.split('#');
-    const call = method ? (f, args) => f[spec.self][method](...args)
-      : spec.construct ? (f, args) => new f.fc.nn[cls](...args) : (f, args) => f.fc.nn[cls](...args);
-    cases.push(...casesOf(`nn.${name}`, spec, call));
-  }
+  for (const [name, spec] of Object.entries(C.NN)) cases.push(...casesOf(`nn.${name}`, spec, nnCall(name, spec)));
   for (const [name, spec] of Object.entries(C.MODULE))
     cases.push(...casesOf(name, spec, (f, args) => pkg[name](...args)).map((c) => ({ ...c, async: spec.async })));
   // In a scope, which frees the intermediates a row makes (a tensor the engine leaked would stay).
@@ -266,10 +306,7 @@ async function validCalls(fc, f) {
     ...Object.entries(C.TENSOR).map(([n, s]) => [`Tensor.${n}`, s, (a) => tensorCall(n)(s.self ?? 'x')(f, a)]),
     ...Object.entries(C.FC).map(([n, s]) => [`fc.${n}`, s, (a) => fc[n](...a)]),
     ...Object.entries(C.OPTIM).map(([n, s]) => [`optim.${n}`, s, (a) => fc.optim[n](...a)]),
-    ...Object.entries(C.NN).map(([n, s]) => {
-      const [cls, method] = n.split('#');
-      return [`nn.${n}`, s, (a) => (method ? f[s.self][method](...a) : s.construct ? new fc.nn[cls](...a) : fc.nn[cls](...a))];
-    }),
+    ...Object.entries(C.NN).map(([n, s]) => [`nn.${n}`, s, (a) => nnCall(n, s)(f, a)]),
     ...Object.entries(C.MODULE).map(([n, s]) => [n, s, (a) => pkg[n](...a)]),
   ];
   for (const [label, spec, call] of rows) {
@@ -278,7 +315,7 @@ async function validCalls(fc, f) {
       const made = [];
       await fc.scope(async () => {
         const r = await call(spec.args.map((a) => validOf(a, f)));
-        if (r instanceof Optimizer) made.push(r);
+        if (r instanceof Optimizer || (r && typeof r.dispose === 'function' && !(r instanceof Tensor))) made.push(r);
       });
       made.forEach((o) => o.dispose());
     } catch (e) {

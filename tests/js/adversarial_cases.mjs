@@ -169,6 +169,14 @@ export const OPTIM = {
 const gptKeys = { vocab: 'pos', context: 'pos', dModel: 'pos', heads: 'pos', layers: 'pos', mlp: 'pos', checkpointBlocks: 'bool' };
 const cnnKeys = { image: 'pos', channels: 'pos', conv1: 'pos', conv2: 'pos', hidden: 'pos', classes: 'pos' };
 export const GPT = { vocab: 8, context: 4, dModel: 4, heads: 1, layers: 1, mlp: 4 };
+export const GPT2 = { vocab_size: 8, n_positions: 4, n_embd: 4, n_layer: 1, n_head: 1 };
+const gpt2Keys = { dtype: ['i32', 'f64', 'f128', 7, null], trainable: 'bool', checkpointBlocks: 'bool' };
+const gpt2Configs = [null, 7, 'x', [], { n_embd: 4 }, { ...GPT2, n_head: 3 }, { ...GPT2, vocab_size: -1 },
+  { ...GPT2, vocab_size: 1.5 }, { ...GPT2, n_embd: '4' }, { ...GPT2, n_layer: 0 }, { ...GPT2, n_positions: 0 },
+  { ...GPT2, activation_function: 'relu' }, { ...GPT2, tie_word_embeddings: false }, { ...GPT2, n_layer: 1n },
+  { ...GPT2, layer_norm_epsilon: -1 }];
+const loraKeys = { rank: 'pos', alpha: ['8', null, -1, NaN, Infinity], dropout: ['0.1', null, -0.1, 1, NaN],
+  targets: [[], ['nope'], 'c_attn', [7], [''], null], seed: 'nat' };
 export const CNN = { image: 10, conv1: 1, conv2: 1, hidden: 2, classes: 2 };
 
 /** fc.nn: functions, and classes (construct: true) with their methods under 'Class#method'. */
@@ -194,9 +202,35 @@ export const NN = {
   'Gpt#forward': { self: '#Gpt', args: [tensor('tokens')] },
   'Gpt#loss': { self: '#Gpt', args: [tensor('tokens')] },
   'Gpt#freezeProjections': { self: '#Gpt', args: [raw('f32', ['i32', 'f128', 7, null, {}])] },
+  // GPT-2 and LoRA (bound C++). Methods that change a model each have a model of their own.
+  Gpt2: { construct: true, args: [raw(GPT2, gpt2Configs), nat(0), options({}, gpt2Keys)] },
+  'Gpt2.load': { args: [raw('@gpt2Bytes', ['@corrupt', '@adapterBytes', null, 'x', [1, 2]]), raw(GPT2, gpt2Configs),
+    options({}, gpt2Keys)] },
+  'Gpt2#logits': { self: '#Gpt2', args: [tensor('tokens')] },
+  'Gpt2#loss': { self: '#Gpt2', args: [tensor('tokens')] },
+  'Gpt2#generate': { self: '#Gpt2', args: [raw([1, 2], [[], [8], [-1], [1.5], ['1'], [NaN], 'x', null, {}]),
+    options({ maxTokens: 2 }, { maxTokens: 'nat', temperature: [-1, NaN, Infinity, '1', null], topK: [-1, 1.5, null],
+      seed: 'nat', onToken: 'fn' })] },
+  'Gpt2#checkpointBlocks': { self: '#Gpt2', setter: true, args: [bool(true)] },
+  'Gpt2#addLora': { self: '#Gpt2Add', args: [options({ rank: 2 }, loraKeys)] },
+  'Gpt2#loadAdapters': { self: '#Gpt2Load', args: [raw('@adapterBytes', ['@corrupt', '@gpt2Bytes', '@bytes', null, 'x']),
+    raw(undefined, [{ rank: 0 }, { bogus: 1 }, 7, null])] },
+  lora: { args: [raw('@#Gpt2ForLora', [null, {}, 7, '@#Gpt']), options({ rank: 2 }, loraKeys)] },
+  LoraLinear: { construct: true, args: [tensor('wl'), raw(null, ['@gone', '@foreign', '@v', '@wl', 42, {}]), axis('in'),
+    raw('out', [7, null, '', 'in', 'zz'])] },
+  'LoraLinear#adapt': { self: '#LoraLinear', args: [options({ rank: 2 }, { rank: 'pos', alpha: loraKeys.alpha,
+    dropout: loraKeys.dropout, seed: 'nat' })] },
+  'LoraLinear#forward': { self: '#LoraLinear', args: [tensor('lin'), nat(3)] },
 };
-export const NN_EXEMPT = Object.fromEntries(['Linear', 'Conv2d', 'LayerNorm', 'Embedding', 'Mlp', 'Cnn', 'Gpt']
-  .map((c) => [`${c}#parameters`, 'no arguments']));
+export const NN_EXEMPT = {
+  ...Object.fromEntries(['Linear', 'Conv2d', 'LayerNorm', 'Embedding', 'Mlp', 'Cnn', 'Gpt', 'Gpt2', 'LoraLinear']
+    .map((c) => [`${c}#parameters`, 'no arguments'])),
+  // No arguments: what they refuse (a disposed model or layer, no adapters) is in ENGINE and PARTIAL.
+  ...Object.fromEntries(['config', 'dtype', 'isDisposed', 'namedTensors', 'layers', 'save', 'saveAdapters', 'mergeAdapters', 'dispose']
+    .map((m) => [`Gpt2#${m}`, 'no arguments'])),
+  ...Object.fromEntries(['merge', 'weight', 'bias', 'a', 'b', 'in', 'out', 'scale', 'isDisposed', 'dispose']
+    .map((m) => [`LoraLinear#${m}`, 'no arguments'])),
+};
 
 /** Optimizer methods and accessors, on an optimizer the test builds. */
 export const OPTIMIZER = ['step', 'zeroGrad', 'lr', 'params', 'isDisposed', 'dispose'];
@@ -270,6 +304,20 @@ export const ENGINE = {
   'an optimizer over a constant': (f) => f.fc.optim.adam([f.p]),
   'gradcheck of constants only': (f) => f.fc.gradcheck((a) => a.sumAll(), [f.p]),
   'gradcheck with eps < 0': (f) => f.fc.gradcheck((a) => a.sumAll(), [f.x], { eps: -1 }),
+  'a Gpt2 given tokens past its vocabulary': (f) => f['#Gpt2'].logits(f.tokensOut),
+  'a Gpt2 given f32 tokens': (f) => f['#Gpt2'].logits(f.p),
+  'a Gpt2 given tokens without t': (f) => f['#Gpt2'].logits(f.idx),
+  'a Gpt2 given more positions than it has': (f) => f['#Gpt2'].logits(f.fc.zeros(['batch', 't'], [1, 5], 'i32')),
+  'a Gpt2 loss of one position': (f) => f['#Gpt2'].loss(f.fc.zeros(['batch', 't'], [1, 1], 'i32')),
+  'a Gpt2 given tokens with its own axis': (f) => f['#Gpt2'].logits(f.fc.zeros(['e', 't'], [1, 2], 'i32')),
+  'saveAdapters of a model without adapters': (f) => f['#Gpt2Bare'].saveAdapters(),
+  'addLora on a model with adapters': (f) => f['#Gpt2Lora'].addLora(),
+  'loadAdapters of another rank': (f) => f['#Gpt2Lora'].loadAdapters(f.adapterBytes4),
+  'LoraLinear.forward without the input axis': (f) => f['#LoraLinear'].forward(f.v),
+  'LoraLinear.forward of the wrong width': (f) => f['#LoraLinear'].forward(f.x.withTags(['r', 'in'])),
+  'LoraLinear.adapt of rank 0': (f) => f['#LoraLinear'].adapt({ rank: 0 }),
+  'LoraLinear of a 3-axis weight': (f) => new f.fc.nn.LoraLinear(f.img, null, 'c', 'h'),
+  'LoraLinear of an i32 weight': (f) => new f.fc.nn.LoraLinear(f.gidx, null, 'r', 'c'),
 };
 
 /** Models failing part-way, in construction (a last layer the heap cannot hold) or in forward
@@ -283,4 +331,28 @@ export const PARTIAL = {
   'an Mlp whose last layer does not fit': (f) => new f.fc.nn.Mlp({ sizes: [2, 2, 2 ** 30] }),
   'a Gpt whose MLP does not fit': (f) => new f.fc.nn.Gpt({ ...GPT, mlp: 2 ** 30 }),
   'a Cnn whose hidden layer does not fit': (f) => new f.fc.nn.Cnn({ ...CNN, hidden: 2 ** 30 }),
+  // GPT-2: a model failing in construction or load frees what it made; a disposed one refuses
+  // every method; a failed loadAdapters on a model without adapters leaves it without them.
+  'a Gpt2 whose MLP does not fit': (f) => new f.fc.nn.Gpt2({ ...GPT2, n_inner: 2 ** 29 }),
+  'a q8_0 Gpt2 of width 4 (q8_0 needs multiples of 32)': (f) => new f.fc.nn.Gpt2(GPT2, 0, { dtype: 'q8_0' }),
+  'a trainable f16 Gpt2': (f) => new f.fc.nn.Gpt2(GPT2, 0, { dtype: 'f16', trainable: true }),
+  'a Gpt2 loaded with another config': (f) => f.fc.nn.Gpt2.load(f.gpt2Bytes, { ...GPT2, n_embd: 8, n_head: 2 }),
+  'a Gpt2 loaded with one layer fewer': (f) => f.fc.nn.Gpt2.load(f.gpt2Bytes2, GPT2),
+  'loadAdapters of corrupt bytes on a model without adapters': (f) => f['#Gpt2Bare'].loadAdapters(f.corrupt),
+  'loadAdapters of the wrong shapes on a model without adapters': (f) =>
+    f['#Gpt2Bare'].loadAdapters(f.peftBytes, { rank: 3, targets: ['c_attn'] }),
+  'loadAdapters of other layers on a model without adapters': (f) =>
+    f['#Gpt2Bare'].loadAdapters(f.peftBytes, { rank: 2, targets: ['c_fc'] }),
+  'loadAdapters of a peft file without its options': (f) => f['#Gpt2Bare'].loadAdapters(f.peftBytes),
+  'loadAdapters with a target that matches no layer': (f) => f['#Gpt2Bare'].loadAdapters(f.peftBytes, { rank: 2, targets: ['nope'] }),
+  'a Gpt2 refusing a call from onToken': (f) => f['#Gpt2'].generate([1], { maxTokens: 2, onToken: () => f['#Gpt2'].addLora({ rank: 0 }) }),
+  ...Object.fromEntries([['logits', (m, f) => m.logits(f.tokens)], ['loss', (m, f) => m.loss(f.tokens)],
+    ['parameters', (m) => m.parameters()], ['namedTensors', (m) => m.namedTensors()], ['layers', (m) => m.layers()], ['save', (m) => m.save()],
+    ['generate', (m) => m.generate([1])], ['addLora', (m) => m.addLora()], ['saveAdapters', (m) => m.saveAdapters()],
+    ['loadAdapters', (m, f) => m.loadAdapters(f.adapterBytes)], ['mergeAdapters', (m) => m.mergeAdapters()],
+    ['config', (m) => m.config], ['dtype', (m) => m.dtype], ['checkpointBlocks', (m) => m.checkpointBlocks],
+    ['checkpointBlocks =', (m) => { m.checkpointBlocks = true; }], ['lora', (m, f) => f.fc.nn.lora(m)]]
+    .map(([what, run]) => [`Gpt2 ${what} after dispose`, (f) => run(f['#Gpt2Gone'], f)])),
+  ...Object.fromEntries([['adapt', (l) => l.adapt()], ['forward', (l, f) => l.forward(f.lin)], ['merge', (l) => l.merge()],
+    ['scale', (l) => l.scale]].map(([what, run]) => [`LoraLinear ${what} after dispose`, (f) => run(f['#LoraGone'], f)])),
 };

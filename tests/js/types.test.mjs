@@ -70,6 +70,8 @@ test('the d.ts matches the runtime, member for member, and the consumer uses eve
     Mlp: new fc.nn.Mlp({ sizes: [2, 2] }),
     Cnn: new fc.nn.Cnn({ image: 10, conv1: 1, conv2: 1, hidden: 1 }),
     Gpt: gpt,
+    Gpt2: new fc.nn.Gpt2({ vocab_size: 8, n_positions: 4, n_embd: 4, n_layer: 1, n_head: 1 }),
+    LoraLinear: new fc.nn.LoraLinear(fc.ones(['in', 'out'], [2, 2]), null, 'in', 'out'),
   };
   let thrown;
   try {
@@ -121,4 +123,6 @@ test('the d.ts matches the runtime, member for member, and the consumer uses eve
 
   assert.deepEqual(problems, []);
   for (const l of Object.values(layers)) for (const p of l.parameters()) p.dispose();
+  layers.Gpt2.dispose();
+  layers.LoraLinear.dispose();
 });

@@ -14,7 +14,8 @@ import type {
   Linear, LinearConstructor, Conv2dLayerAxes, Conv2dLayerOptions, Conv2dLayerSettings, Conv2dLayerResolvedAxes, Conv2d,
   Conv2dConstructor, LayerNorm, LayerNormConstructor, Embedding, EmbeddingConstructor, MlpConfig, Mlp,
   MlpConstructor, CnnConfig, Cnn, CnnConstructor, GptConfig, GptBlock, Gpt, GptConstructor, Nn, Fucina,
-  IdxArray, DatasetSplit, FashionMnistOptions, Batch, CompareOp,
+  IdxArray, DatasetSplit, FashionMnistOptions, Batch, CompareOp, BaseDType, Gpt2Config, Gpt2Options, LoraOptions,
+  LoraAdaptOptions, GenerateOptions, Gpt2, Gpt2Constructor, LoraLinear, LoraLinearConstructor,
 } from 'fucina';
 
 const expectType = <T>(value: T): T => value;
@@ -381,6 +382,66 @@ nn.loadParameters(gpt.parameters(), saved);
 // @ts-expect-error loadParameters takes bytes
 nn.loadParameters(gpt.parameters(), 'model.safetensors');
 
+// ---------------------------------------------------------------- GPT-2 and LoRA
+const gpt2Config: Gpt2Config = { vocab_size: 96, n_positions: 32, n_embd: 64, n_layer: 2, n_head: 4, n_inner: null,
+  activation_function: 'gelu_new', resid_pdrop: 0.1 };
+const gpt2Options: Gpt2Options = { dtype: 'q8_0', trainable: false, checkpointBlocks: true };
+const Gpt2Class: Gpt2Constructor = nn.Gpt2;
+const fresh: Gpt2 = new Gpt2Class(gpt2Config, 1, { trainable: true });
+const modelBytes: Uint8Array = fresh.save();
+const gpt2: Gpt2 = nn.Gpt2.load(modelBytes, fresh.config, gpt2Options);
+const baseDType: BaseDType = gpt2.dtype;
+const vocabSize: unknown = gpt2.config.vocab_size;
+gpt2.checkpointBlocks = !gpt2.checkpointBlocks;
+const gpt2Tokens = fc.constant(['batch', 't'], [1, 4], [1, 2, 3, 4], 'i32');
+const gpt2Logits: Tensor = gpt2.logits(gpt2Tokens);
+const loraOptions: LoraOptions = { rank: 4, alpha: 8, dropout: 0.1, targets: ['c_attn', 'c_proj'], seed: 3 };
+const adapters: Tensor[] = nn.lora(gpt2, loraOptions);
+const gpt2Opt = fc.optim.adam(gpt2.parameters(), { lr: 1e-3 });
+gpt2.loss(gpt2Tokens).backward();
+gpt2Opt.step();
+const layerNames: string[] = gpt2.layers();
+const wte: Tensor | undefined = gpt2.namedTensors()['wte.weight'];
+const adapterBytes: Uint8Array = gpt2.saveAdapters();
+fresh.addLora();
+fresh.loadAdapters(adapterBytes);
+fresh.loadAdapters(adapterBytes, { rank: 4, alpha: 8, targets: ['c_attn', 'c_proj'] });
+fresh.mergeAdapters();
+const generateOptions: GenerateOptions = { maxTokens: 8, temperature: 0.8, topK: 40, seed: 1,
+  onToken: (id: number) => id !== 0 };
+const sampled: number[] = gpt2.generate([1, 2, 3], generateOptions);
+gpt2.generate(Int32Array.of(1, 2), { onToken: (id) => { console.log(id); } });
+const gpt2Disposed: boolean = gpt2.isDisposed;
+gpt2.dispose();
+fresh.dispose();
+// @ts-expect-error dtype is one of the four a base is stored in
+new nn.Gpt2(gpt2Config, 0, { dtype: 'i32' });
+// @ts-expect-error config.json needs n_embd, n_layer, n_head and vocab_size
+new nn.Gpt2({ n_layer: 2 });
+// @ts-expect-error the prompt is token ids
+gpt2.generate('once upon a time');
+// @ts-expect-error an unknown LoRA option
+nn.lora(gpt2, { r: 4 });
+// @ts-expect-error dtype is read-only
+gpt2.dtype = 'f16';
+
+const LoraLinearClass: LoraLinearConstructor = nn.LoraLinear;
+const frozen = fc.normal(['in', 'out'], [32, 4], 0, 0.1, 1).quantize('q8_0', 'in');
+const loraLayer: LoraLinear = new LoraLinearClass(frozen, fc.zeros(['out'], [4]), 'in', 'out');
+const adaptOptions: LoraAdaptOptions = { rank: 2, alpha: 4, dropout: 0, seed: 1 };
+loraLayer.adapt(adaptOptions);
+const loraFields: [string, string, Tensor, Tensor | null, Tensor | null, Tensor | null, number, boolean] =
+  [loraLayer.in, loraLayer.out, loraLayer.weight, loraLayer.bias, loraLayer.a, loraLayer.b, loraLayer.scale, loraLayer.isDisposed];
+const loraY: Tensor = loraLayer.forward(fc.ones(['batch', 'in'], [2, 32]), 7);
+const merged: Tensor = loraLayer.merge();
+const loraParams: Tensor[] = loraLayer.parameters();
+loraLayer.dispose();
+new nn.LoraLinear(frozen, null, 'in', 'out').dispose();
+// @ts-expect-error adapt has no targets
+loraLayer.adapt({ targets: ['c_attn'] });
+// @ts-expect-error the bias is a Tensor or null
+new nn.LoraLinear(frozen, undefined, 'in', 'out');
+
 // ---------------------------------------------------------------- errors
 try {
   a.add(fc.ones(['r'], [7]));
@@ -422,4 +483,5 @@ console.log(variant, threads, copy, z, o, f, u, n, tags, shape, dtype, requiresG
   binaries, scalars, unaries, reductions, norms, losses, indexing, contractions, structure, spatial, rotated, attended,
   noGrad, enabled, counters, c1, c2, c3, v1, v2, grads, gcNumbers, decodedW, meta, params, optDisposed, norm, linearFields,
   y1, linearParams, channelAxis, convFields, lnFields, embFields, mlpLayers, cnnFields, context, blockLayers, firstLayer,
-  gptFields, logits, gptLoss, seed, made, dims, read, splitFields, batchTensors);
+  gptFields, logits, gptLoss, seed, made, dims, read, splitFields, batchTensors, baseDType, vocabSize, gpt2Logits,
+  adapters, layerNames, wte, sampled, gpt2Disposed, loraFields, loraY, merged, loraParams);
