@@ -76,6 +76,7 @@ try {
   // and data included); step_bytes: what a step added on top of what lived before it.
   result = record(args.workload, impl, fc.threads, timing, load,
     { peak_bytes: after.peakBytes, step_bytes: after.peakBytes - before.liveBytes, live_bytes: after.liveBytes,
+      heap_bytes: after.heapBytes,  // the wasm memory at the end (it never shrinks: its high-water mark)
       live_bytes_by_dtype: Object.fromEntries(Object.entries(after.bytesByDtype ?? {}).filter(([, v]) => v > 0)),
       ...(note ? { note } : {}) });
 } catch (e) {
