@@ -2,12 +2,14 @@
 // with the protocol of protocol.mjs, and prints a table line or (--json) one JSON object:
 //   node bench/bench.mjs --workload w1|w2|w3|w3-ckpt|w3-frozen-f32|w3-frozen-f16|w3-frozen-q8|w4-1024|w4-fc
 //                        --variant threaded-simd|simd [--threads N] [--json] [--quick]
+//                        (or w5-f32|w5-f16|w5-q8 and their -ckpt variants)
 // w3-frozen-<dtype>: W3 with the projections frozen as that dtype (nn.Gpt.freezeProjections),
-// training the embeddings and LayerNorms, as bench/bench.cpp.
+// training the embeddings and LayerNorms, as bench/bench.cpp. w5-<dtype>[-ckpt]: LoRA on a
+// GPT-2-small-shaped fc.nn.Gpt2 with its base stored as that dtype, as bench/bench.cpp.
 // impl is "fucina-wasm-mt" (threaded-simd, N threads) or "fucina-wasm-st" (simd, one thread).
 // The models are fc.nn's (web/nn.mjs), the same definitions tests/js/models.test.mjs trains.
 import { init } from 'fucina';
-import { GEMM_SHAPES, labelPattern, loadAverage1m, parseArgs, record, report, runProtocol } from './protocol.mjs';
+import { GEMM_SHAPES, W5_BATCH, W5_CONFIG, W5_T, labelPattern, loadAverage1m, parseArgs, record, report, runProtocol } from './protocol.mjs';
 
 const args = parseArgs(process.argv.slice(2), ['variant']);
 const variant = args.variant ?? 'threaded-simd';
@@ -50,6 +52,15 @@ function setUp(workload) {
     const note = frozen ? `projections frozen as ${frozen}, embeddings and LayerNorms trained` : '129 tokens per sequence, 128 predicted';
     return { step: trainingStep(opt, () => model.loss(tokens)), note };
   }
+  if (workload.startsWith('w5-')) {
+    const ckpt = workload.endsWith('-ckpt'), dtype = { f32: 'f32', f16: 'f16', q8: 'q8_0' }[workload.split('-')[1]];
+    const model = new fc.nn.Gpt2(W5_CONFIG, 1, { dtype, checkpointBlocks: ckpt });
+    const adapters = fc.nn.lora(model, { rank: 8, alpha: 16, targets: ['c_attn', 'c_proj', 'c_fc'] });
+    const opt = fc.optim.adamw(adapters, { lr: 1e-4, betas: [0.9, 0.999], eps: 1e-8, weightDecay: 0.01 });
+    const tokens = fc.constant(['batch', 't'], [W5_BATCH, W5_T + 1], labelPattern(W5_BATCH * (W5_T + 1), W5_CONFIG.vocab_size), 'i32');
+    return { step: trainingStep(opt, () => model.loss(tokens)), long: true,
+      note: `GPT-2 small, LoRA r8 on c_attn/c_proj/c_fc, base ${dtype}${ckpt ? ', checkpointed' : ''}` };
+  }
   const [m, k, n] = GEMM_SHAPES[workload];
   const a = fc.normal(['m', 'k'], [m, k], 0, 1, 1), b = fc.normal(['k', 'n'], [k, n], 0, 1, 2);
   return { step: () => fc.scope(() => void a.dot(b, 'k')), note: 'a{m,k}.dot(b{k,n}, k)' };
@@ -57,14 +68,15 @@ function setUp(workload) {
 
 let result;
 try {
-  const { step, note } = setUp(args.workload);
+  const { step, note, long } = setUp(args.workload);
   let before;
-  const timing = runProtocol(step, { quick: args.quick, afterWarmup: () => { fc.resetPeak(); before = fc.memory(); } });
+  const timing = runProtocol(step, { quick: args.quick, long, afterWarmup: () => { fc.resetPeak(); before = fc.memory(); } });
   const after = fc.memory();
   // peak_bytes: the most tensor storage alive during the timed steps (parameters, optimizer state
   // and data included); step_bytes: what a step added on top of what lived before it.
   result = record(args.workload, impl, fc.threads, timing, load,
     { peak_bytes: after.peakBytes, step_bytes: after.peakBytes - before.liveBytes, live_bytes: after.liveBytes,
+      heap_bytes: after.heapBytes,  // the wasm memory at the end (it never shrinks: its high-water mark)
       live_bytes_by_dtype: Object.fromEntries(Object.entries(after.bytesByDtype ?? {}).filter(([, v]) => v > 0)),
       ...(note ? { note } : {}) });
 } catch (e) {

@@ -1,13 +1,20 @@
 // The timing protocol of ../shared/BENCHMARKS.md, shared by every JavaScript benchmark (fucina's
 // bench.mjs and the peers in peers/): 10 warm-up steps, then 50 steps timed one by one; 5 + 20
-// when the second warm-up step takes more than 400 ms (reduced_protocol: true); --quick is a
-// smoke test of 2 + 3. Plus the workloads' FLOP counts and the command line they all share.
+// when the second warm-up step takes more than 400 ms (reduced_protocol: true), 2 + 5 for W5's
+// multi-second steps; --quick is a smoke test of 2 + 3. Plus the workloads' FLOP counts and the command line they all share.
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 
 export const WORKLOADS = ['w1', 'w2', 'w3', 'w3-ckpt', 'w3-frozen-f32', 'w3-frozen-f16', 'w3-frozen-q8', 'w4-1024', 'w4-fc'];
 /** fucina's own variants (issue 19's frozen-base W3), which the peers do not run. */
 export const OWN_WORKLOADS = ['w3-frozen-f32', 'w3-frozen-f16', 'w3-frozen-q8'];
+/** W5 (bench/README.md): LoRA fine-tuning of a GPT-2-small-shaped model, base f32/f16/q8_0, with
+ * and without checkpointed blocks. Seconds a step: run on request (--workloads), not by default. */
+export const W5_WORKLOADS = ['w5-f32', 'w5-f16', 'w5-q8', 'w5-f32-ckpt', 'w5-f16-ckpt', 'w5-q8-ckpt'];
+export const ALL_WORKLOADS = [...WORKLOADS, ...W5_WORKLOADS];
+/** W5's model: GPT-2 small's config.json fields, and its batch. */
+export const W5_CONFIG = { n_embd: 768, n_layer: 12, n_head: 12, n_positions: 1024, vocab_size: 50257 };
+export const W5_BATCH = 4, W5_T = 128;
 
 /** GEMM shapes of W4: [M, K, N]. */
 export const GEMM_SHAPES = { 'w4-1024': [1024, 1024, 1024], 'w4-fc': [128, 784, 512] };
@@ -21,6 +28,12 @@ export function gflopPerStep(workload) {
   if (workload.startsWith('w3')) {  // the frozen variants: the same nominal work (bench.cpp)
     const attention = 3 * W3_LAYERS * W3_BATCH * 2 * (2 * W3_T * W3_T * W3_D);  // QKᵀ and AV, ×3 with backward
     return (6 * W3_BATCH * W3_T * (W3_PARAMS - W3_T * W3_D) + attention) / 1e9;
+  }
+  if (workload.startsWith('w5')) {  // forward, and the input gradients again (bench.cpp)
+    const d = W5_CONFIG.n_embd, layers = W5_CONFIG.n_layer, inner = 4 * d, tokens = W5_BATCH * W5_T;
+    const blockParams = layers * (d * 3 * d + d * d + 2 * d * inner);
+    const attention = layers * W5_BATCH * 2 * (2 * W5_T * W5_T * d);
+    return (2 * (2 * tokens * (blockParams + d * W5_CONFIG.vocab_size) + attention)) / 1e9;
   }
   const [m, k, n] = GEMM_SHAPES[workload];
   return (2 * m * n * k) / 1e9;
@@ -38,7 +51,7 @@ export function parseArgs(argv, extraFlags = []) {
     else if (extraFlags.includes(a.slice(2))) args[a.slice(2)] = argv[++i];
     else throw new Error(`unknown argument ${a}`);
   }
-  if (!WORKLOADS.includes(args.workload)) throw new Error(`--workload is one of ${WORKLOADS.join(', ')}`);
+  if (!ALL_WORKLOADS.includes(args.workload)) throw new Error(`--workload is one of ${ALL_WORKLOADS.join(', ')}`);
   if (!Number.isInteger(args.threads) || args.threads < 1) throw new Error('--threads must be an integer >= 1');
   return args;
 }
@@ -55,10 +68,11 @@ function timeOne(step) {
 }
 
 /** Runs the protocol on a synchronous step(); afterWarmup() runs between warm-up and timing. */
-export function runProtocol(step, { quick = false, afterWarmup = () => {} } = {}) {
+export function runProtocol(step, { quick = false, afterWarmup = () => {}, long = false } = {}) {
   let warmup = quick ? 2 : 10, steps = quick ? 3 : 50, reduced = false;
   timeOne(step);
   if (timeOne(step) > 400 && !quick) [warmup, steps, reduced] = [5, 20, true];
+  if (long && !quick) [warmup, steps, reduced] = [2, 5, true];  // W5: seconds a step
   for (let i = 2; i < warmup; ++i) step();
   afterWarmup();
   const ms = [];

@@ -3,6 +3,9 @@
 // process, the whole set `--rounds` times (default 2) interleaved, and prints per workload the
 // median over rounds of each configuration's median ms/step, and the ratios between them.
 //   node bench/run.mjs [--compare] [--json] [--quick] [--workloads w1,w4-1024] [--rounds N]
+// The default workloads are W1-W4; W5 (w5-f32,w5-f16,w5-q8 and their -ckpt variants: seconds a
+// step) runs when --workloads names it. PyTorch runs W5 as full fine-tuning (f32, every parameter)
+// beside w5-f32 and w5-f32-ckpt.
 // --compare adds the peers that are installed: TensorFlow.js's wasm backend (peers/tfjs_bench.mjs)
 // and PyTorch (peers/torch_bench.py). --json prints one JSON object per run (with its "round")
 // and one per configuration with "round": "median". It builds nothing: the binaries come from
@@ -11,7 +14,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { OWN_WORKLOADS, WORKLOADS, gflopPerStep } from './protocol.mjs';
+import { ALL_WORKLOADS, OWN_WORKLOADS, WORKLOADS, gflopPerStep } from './protocol.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const argv = process.argv.slice(2);
@@ -20,7 +23,7 @@ const option = (name, fallback) => (argv.includes(name) ? argv[argv.indexOf(name
 const known = ['--compare', '--json', '--quick', '--workloads', '--rounds'];
 for (let i = 0; i < argv.length; ++i) {
   if (!known.includes(argv[i])) {
-    console.error(`bench: unknown argument ${argv[i]}\nusage: node bench/run.mjs [--compare] [--json] [--quick] [--workloads ${WORKLOADS.join(',')}] [--rounds N]`);
+    console.error(`bench: unknown argument ${argv[i]}\nusage: node bench/run.mjs [--compare] [--json] [--quick] [--workloads ${ALL_WORKLOADS.join(',')}] [--rounds N]`);
     process.exit(2);
   }
   if (argv[i] === '--workloads' || argv[i] === '--rounds') ++i;
@@ -29,8 +32,8 @@ const json = flag('--json'), quick = flag('--quick'), compare = flag('--compare'
 const rounds = Number(option('--rounds', '2'));
 const workloads = option('--workloads', WORKLOADS.join(',')).split(',');
 for (const w of workloads) {
-  if (!WORKLOADS.includes(w)) {
-    console.error(`bench: unknown workload ${w} (use ${WORKLOADS.join(', ')})`);
+  if (!ALL_WORKLOADS.includes(w)) {
+    console.error(`bench: unknown workload ${w} (use ${ALL_WORKLOADS.join(', ')})`);
     process.exit(2);
   }
 }
@@ -60,7 +63,7 @@ const configs = [  // impl, threads, the command minus the workload flags, and w
 if (compare) {
   if (existsSync(join(root, 'node_modules', '@tensorflow', 'tfjs-backend-wasm'))) {
     const tfjs = [node, join(root, 'bench', 'peers', 'tfjs_bench.mjs'), '--threads', '1'];
-    configs.push({ impl: 'tfjs-wasm', threads: 1, cmd: tfjs, only: (w) => w !== 'w3-ckpt' && !OWN_WORKLOADS.includes(w) },
+    configs.push({ impl: 'tfjs-wasm', threads: 1, cmd: tfjs, only: (w) => w !== 'w3-ckpt' && !OWN_WORKLOADS.includes(w) && !w.startsWith('w5') },
       { impl: 'tfjs-wasm-xt', threads: 1, cmd: [...tfjs, '--grads', 'xt'], only: (w) => w === 'w1' },
       { impl: 'tfjs-wasm-onehot', threads: 1, cmd: [...tfjs, '--embedding', 'onehot'], only: (w) => w === 'w3' });
   } else {
@@ -71,9 +74,13 @@ if (compare) {
     .find((py) => spawnSync(py, ['-c', 'import torch'], { stdio: 'ignore' }).status === 0);
   if (python) {
     const torch = [python, join(root, 'bench', 'peers', 'torch_bench.py')];
-    const peer = (w) => !OWN_WORKLOADS.includes(w);
-    configs.push({ impl: 'torch', threads: 1, cmd: [...torch, '--threads', '1'], only: peer },
-      { impl: 'torch', threads: 2, cmd: [...torch, '--threads', '2'], only: peer });
+    // W5: torch fine-tunes every parameter of the f32 model (its w5 / w5-ckpt) beside fucina's
+    // LoRA on the f32 base; the 16-bit and q8_0 bases have no torch counterpart.
+    const W5_TORCH = { 'w5-f32': 'w5', 'w5-f32-ckpt': 'w5-ckpt' };
+    const peer = (w) => !OWN_WORKLOADS.includes(w) && (!w.startsWith('w5') || w in W5_TORCH);
+    const as = (w) => W5_TORCH[w] ?? w;
+    configs.push({ impl: 'torch', threads: 1, cmd: [...torch, '--threads', '1'], only: peer, as },
+      { impl: 'torch', threads: 2, cmd: [...torch, '--threads', '2'], only: peer, as });
   } else {
     note('PyTorch is not installed (neither python3 nor /usr/bin/python3 imports torch; Debian: apt-get install python3-torch); torch skipped');
   }
@@ -81,10 +88,10 @@ if (compare) {
 
 // ---- run: rounds × workloads × configurations, each in a fresh process
 function runOne(config, workload) {
-  const args = [...config.cmd.slice(1), '--workload', workload, '--json', ...(quick ? ['--quick'] : [])];
+  const args = [...config.cmd.slice(1), '--workload', config.as ? config.as(workload) : workload, '--json', ...(quick ? ['--quick'] : [])];
   const p = spawnSync(config.cmd[0], args, { cwd: root, encoding: 'utf8', timeout: 30 * 60 * 1000, env: { ...process.env, OMP_WAIT_POLICY: 'PASSIVE' } });
   const line = (p.stdout ?? '').split('\n').find((l) => l.startsWith('{'));
-  if (line) return JSON.parse(line);
+  if (line) return { ...JSON.parse(line), workload };  // under fucina's name (torch's w5 is full fine-tuning)
   const why = p.error?.message ?? (p.stderr ?? '').trim().split('\n').pop() ?? `exit ${p.status}`;
   return { workload, impl: config.impl, threads: config.threads, error: why || `exit ${p.status}` };
 }
@@ -121,7 +128,8 @@ for (const [k, rs] of groups) {
   }
   const m = median(ok.map((r) => r.median_ms));
   const s = { ...base, median_ms: m, min_ms: Math.min(...ok.map((r) => r.min_ms)), max_ms: Math.max(...ok.map((r) => r.max_ms)),
-    gflops_median: gflopPerStep(workload) / (m / 1e3), reduced_protocol: ok.some((r) => r.reduced_protocol),
+    // Each run's own rate: torch's W5 does full fine-tuning's work, not LoRA's.
+    gflops_median: median(ok.map((r) => r.gflops_median)), reduced_protocol: ok.some((r) => r.reduced_protocol),
     load_avg_1m: ok.map((r) => r.load_avg_1m) };
   for (const f of ['peak_bytes', 'step_bytes', 'allocs_per_step', 'saved_bytes', 'rss_increase_bytes'])
     if (ok[0][f] !== undefined) s[f] = median(ok.map((r) => r[f]));
@@ -149,9 +157,12 @@ const RATIOS = [
   [['fucina-wasm-st', 1], ['torch', 1], 'wasm-st / torch native (1 thr)'],
 ];
 const NAMES = { w1: 'W1 mlp', w2: 'W2 cnn', w3: 'W3 gpt', 'w3-ckpt': 'W3 gpt, checkpointed blocks',
+  'w5-f32': 'W5 LoRA on GPT-2 small, f32 base (torch: full fine-tuning)', 'w5-f16': 'W5 LoRA, f16 base', 'w5-q8': 'W5 LoRA, q8_0 base',
+  'w5-f32-ckpt': 'W5 LoRA, f32 base, checkpointed (torch: full fine-tuning, checkpointed)',
+  'w5-f16-ckpt': 'W5 LoRA, f16 base, checkpointed', 'w5-q8-ckpt': 'W5 LoRA, q8_0 base, checkpointed',
   'w4-1024': 'W4 GEMM 1024x1024x1024', 'w4-fc': 'W4 GEMM 128x784x512' };
 for (const w of workloads) {
-  console.log(`\n${NAMES[w]}  (${gflopPerStep(w).toFixed(3)} GFLOP per step; medians of ${rounds} rounds${quick ? ', --quick' : ''})`);
+  console.log(`\n${NAMES[w] ?? w}  (${gflopPerStep(w).toFixed(3)} GFLOP per step; medians of ${rounds} rounds${quick ? ', --quick' : ''})`);
   console.log(`  ${'impl'.padEnd(17)} thr  ${'median ms'.padStart(10)}  ${'min-max ms'.padStart(19)}  ${'GFLOP/s'.padStart(8)}  memory                       load 1m`);
   for (const s of summary.values()) {
     if (s.workload !== w) continue;
@@ -161,7 +172,7 @@ for (const w of workloads) {
       continue;
     }
     const memory = [s.step_bytes !== undefined ? `step ${mib(s.step_bytes)}` : s.peak_bytes !== undefined ? `peak ${mib(s.peak_bytes)}` : '',
-      s.saved_bytes !== undefined && s.workload.startsWith('w3') ? `saved ${mib(s.saved_bytes)}` : ''].filter(Boolean).join(', ');
+      s.saved_bytes !== undefined && (s.workload.startsWith('w3') || s.workload.startsWith('w5')) ? `saved ${mib(s.saved_bytes)}` : ''].filter(Boolean).join(', ');
     console.log(`${head}${s.median_ms.toFixed(2).padStart(10)}  ${`${s.min_ms.toFixed(2)}-${s.max_ms.toFixed(2)}`.padStart(19)}  ` +
       `${s.gflops_median.toFixed(2).padStart(8)}  ${memory.padEnd(27)}  ${s.load_avg_1m.map((l) => l.toFixed(2)).join(' ')}` +
       `${s.reduced_protocol ? '  [reduced protocol]' : ''}`);

@@ -385,6 +385,28 @@ TEST_CASE("Gpt2 and LoRA refuse bad input with the reference's errors", "[gpt2][
   lo.dropout = 0;
   fucina::nn::lora(ctx, m, lo);
   REQUIRE_FUCINA_ERROR(fucina::nn::lora(ctx, m, lo), InvalidArgument);  // already adapted
+  const std::vector<uint8_t> own = m.saveAdapters(ctx);
+  LoraOptions other = lo;
+  other.rank = 3;
+  other.targets = {"c_fc"};
+  REQUIRE_FUCINA_ERROR(m.loadAdapters(ctx, own, other), InvalidArgument);  // options the adapters do not have
+  m.loadAdapters(ctx, own, lo);
+}
+
+TEST_CASE("Gpt2 trainable with LoRA: merged weights stay trainable", "[gpt2][lora]") {
+  ExecContext ctx;
+  Gpt2Options o;
+  o.trainable = true;
+  Gpt2 m = loadFixture(ctx, o);
+  fucina::nn::lora(ctx, m, fixture().lora());
+  CHECK(m.parameters().size() == 2 + 12 * 2 + 2 + 2 * 6);
+  m.mergeAdapters(ctx);
+  const std::vector<Tensor> params = m.parameters();
+  CHECK(params.size() == 2 + 12 * 2 + 2);
+  for (const Tensor& p : params) CHECK(p.requiresGrad());
+  fucina::optim::Adam opt(params, {.lr = 1e-3});
+  m.loss(ctx, fixture().tokens(ctx)).backward(ctx);
+  opt.step(ctx);
 }
 
 TEST_CASE("LoraLinear on its own: axes, merge in the weight's layout, bad weights", "[lora]") {

@@ -214,7 +214,7 @@ export const NN = {
   'Gpt2#checkpointBlocks': { self: '#Gpt2', setter: true, args: [bool(true)] },
   'Gpt2#addLora': { self: '#Gpt2Add', args: [options({ rank: 2 }, loraKeys)] },
   'Gpt2#loadAdapters': { self: '#Gpt2Load', args: [raw('@adapterBytes', ['@corrupt', '@gpt2Bytes', '@bytes', null, 'x']),
-    raw(undefined, [{ rank: 0 }, { bogus: 1 }, { targets: ['nope'] }, 7, null])] },
+    raw(undefined, [{ rank: 0 }, { bogus: 1 }, 7, null])] },
   lora: { args: [raw('@#Gpt2ForLora', [null, {}, 7, '@#Gpt']), options({ rank: 2 }, loraKeys)] },
   LoraLinear: { construct: true, args: [tensor('wl'), raw(null, ['@gone', '@foreign', '@v', '@wl', 42, {}]), axis('in'),
     raw('out', [7, null, '', 'in', 'zz'])] },
@@ -344,6 +344,7 @@ export const PARTIAL = {
   'loadAdapters of other layers on a model without adapters': (f) =>
     f['#Gpt2Bare'].loadAdapters(f.peftBytes, { rank: 2, targets: ['c_fc'] }),
   'loadAdapters of a peft file without its options': (f) => f['#Gpt2Bare'].loadAdapters(f.peftBytes),
+  'loadAdapters with a target that matches no layer': (f) => f['#Gpt2Bare'].loadAdapters(f.peftBytes, { rank: 2, targets: ['nope'] }),
   'a Gpt2 refusing a call from onToken': (f) => f['#Gpt2'].generate([1], { maxTokens: 2, onToken: () => f['#Gpt2'].addLora({ rank: 0 }) }),
   ...Object.fromEntries([['logits', (m, f) => m.logits(f.tokens)], ['loss', (m, f) => m.loss(f.tokens)],
     ['parameters', (m) => m.parameters()], ['namedTensors', (m) => m.namedTensors()], ['layers', (m) => m.layers()], ['save', (m) => m.save()],

@@ -31,13 +31,15 @@ test('the tarball holds exactly the package files, within the size budget', () =
     ...['simd', 'threaded-simd'].flatMap((v) => [`wasm/fucina-${v}.wasm`, `wasm/fucina-${v}.mjs`, `wasm/fucina-${v}.node.mjs`]),
     'wasm/fucina-threaded-simd.node.worker.cjs', 'threaded-simd-worker.mjs'].sort();
   assert.deepEqual(files, expected);
-  // Budget: 1.4 MB compressed, 5.5 MB unpacked (measured 2026-12-01: 1.03 MB and 4.48 MB; 2026-12-02,
+  // Budget: 1.4 MB compressed, 5.8 MB unpacked (measured 2026-12-01: 1.03 MB and 4.48 MB; 2026-12-02,
   // with the dtype branches of issue 19 (f64, integer, 16-bit and q8_0 paths): 1.16 MB and 5.29 MB,
-  // each wasm 0.33-0.44 MB larger). Raising it is a decision: say why in the commit.
+  // each wasm 0.33-0.44 MB larger; with GPT-2 and LoRA of issue 20 (nn::Gpt2 and its bindings):
+  // 1.26 MB and 5.64 MB, the simd wasm 0.12 MB and the threaded one 0.19 MB larger). Raising it
+  // is a decision: say why in the commit.
   const packed = statSync(tarball).size;
   const unpacked = files.reduce((n, f) => n + statSync(join(dist, f)).size, 0);
   assert.ok(packed <= 1.4e6, `tarball is ${packed} bytes, over its 1.4 MB budget`);
-  assert.ok(unpacked <= 5.5e6, `unpacked package is ${unpacked} bytes, over its 5.5 MB budget`);
+  assert.ok(unpacked <= 5.8e6, `unpacked package is ${unpacked} bytes, over its 5.8 MB budget`);
 });
 
 test('the manifest: exports conditions, engines, sideEffects; the repository points into dist/', () => {

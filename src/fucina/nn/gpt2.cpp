@@ -531,6 +531,9 @@ void Gpt2::loadAdapters(ExecContext& ctx, std::span<const uint8_t> bytes, std::o
   }
   const bool fresh = !lora_;
   if (fresh) addLora(ctx, *options);
+  else if (options->rank != lora_->rank || options->alpha != lora_->alpha || options->targets != lora_->targets)
+    invalid("Gpt2::loadAdapters: the model's adapters were made with other options (rank " + std::to_string(lora_->rank) +
+            ") than the file's; load it into a model without adapters");
   try {
     const NoGradScope no_grad = noGrad();
     size_t used = 0;
@@ -558,7 +561,8 @@ void Gpt2::loadAdapters(ExecContext& ctx, std::span<const uint8_t> bytes, std::o
 void Gpt2::mergeAdapters(ExecContext& ctx) {
   for (auto& [n, l] : layers())
     if (l->adapted()) {
-      l->weight = l->merge(ctx);
+      const Tensor merged = l->merge(ctx);
+      l->weight = options_.trainable ? Tensor::variable(ctx, merged) : merged;  // a trainable model's stay leaves
       l->a = Tensor(), l->b = Tensor();
     }
   lora_.reset();

@@ -107,10 +107,11 @@ class Gpt2 {
   /// metadata ("fucina.lora": JSON) so that loadAdapters can rebuild them on a fresh base.
   std::vector<uint8_t> saveAdapters(ExecContext& ctx) const;
   /// Loads saveAdapters' bytes (or a peft adapter_model.safetensors with `options`): adds the
-  /// adapters first when the model has none, then copies the values in place.
+  /// adapters first when the model has none, then copies the values in place. A model that has
+  /// adapters takes only a file (and options) of the same rank, alpha and targets.
   void loadAdapters(ExecContext& ctx, std::span<const uint8_t> bytes, std::optional<LoraOptions> options = {});
-  /// Folds every adapter into its weight (LoraLinear::merge): those weights become f32 constants
-  /// and the adapters are gone.
+  /// Folds every adapter into its weight (LoraLinear::merge): those weights become f32 (leaves
+  /// when the model is trainable, else constants) and the adapters are gone.
   void mergeAdapters(ExecContext& ctx);
 
   const Gpt2Config& config() const { return config_; }
