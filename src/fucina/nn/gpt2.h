@@ -102,8 +102,8 @@ class Gpt2 {
   /// per layer). InvalidArgument when a target matches no layer or the model already has
   /// adapters. Layer names: h.N.attn.c_attn, h.N.attn.c_proj, h.N.mlp.c_fc, h.N.mlp.c_proj.
   std::vector<Tensor> addLora(ExecContext& ctx, const LoraOptions& options);
-  /// The adapters alone as safetensors, in peft's layout: "base_model.model.transformer.<layer>.
-  /// lora_A.weight" [rank, in] and "...lora_B.weight" [out, rank], with the options in the
+  /// The adapters alone as safetensors, in peft's layout: `base_model.model.transformer.LAYER.lora_A.weight`
+  /// [rank, in] and `...lora_B.weight` [out, rank] (LAYER: h.0.attn.c_attn, ...), with the options in the
   /// metadata ("fucina.lora": JSON) so that loadAdapters can rebuild them on a fresh base.
   std::vector<uint8_t> saveAdapters(ExecContext& ctx) const;
   /// Loads saveAdapters' bytes (or a peft adapter_model.safetensors with `options`): adds the
