@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include <fucina/fucina.h>
+#include "harness.h"
 
 namespace nn = fucina::nn;
 using fucina::DType;
@@ -15,20 +16,8 @@ using fucina::Tensor;
 
 namespace {
 
-fucina::ExecContext& context() {
-  static auto* ctx = [] {
-    auto* c = new fucina::ExecContext(fucina::ExecOptions{.threads = 1});
-    c->account()->setLiveLimit(size_t{256} << 20);  // a budget, as for any untrusted input
-    return c;
-  }();
-  return *ctx;
-}
-
-void require(bool ok, const char* what) {
-  if (ok) return;
-  std::fprintf(stderr, "gpt2_fuzz: %s\n", what);
-  std::abort();
-}
+fucina::ExecContext& context() { return fuzz::budgetedContext(size_t{256} << 20); }
+void require(bool ok, const char* what) { fuzz::require(ok, "gpt2_fuzz", what); }
 
 void exercise(fucina::ExecContext& ctx, std::span<const uint8_t> file, std::string_view config, uint8_t options) {
   nn::Gpt2Options o;

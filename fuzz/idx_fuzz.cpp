@@ -9,16 +9,13 @@
 #include <zlib.h>
 
 #include <fucina/fucina.h>
+#include "harness.h"
 
 namespace data = fucina::data;
 
 namespace {
 
-void require(bool ok, const char* what) {
-  if (ok) return;
-  std::fprintf(stderr, "idx_fuzz: %s\n", what);
-  std::abort();
-}
+void require(bool ok, const char* what) { fuzz::require(ok, "idx_fuzz", what); }
 
 std::vector<uint8_t> gzip(std::span<const uint8_t> in) {
   z_stream z{};

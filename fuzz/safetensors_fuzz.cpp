@@ -5,25 +5,14 @@
 #include <cstdlib>
 
 #include <fucina/fucina.h>
+#include "harness.h"
 
 namespace io = fucina::io;
 
 namespace {
 
-fucina::ExecContext& context() {
-  static auto* ctx = [] {
-    auto* c = new fucina::ExecContext(fucina::ExecOptions{.threads = 1});
-    c->account()->setLiveLimit(size_t{256} << 20);  // a budget, as for any untrusted input
-    return c;
-  }();
-  return *ctx;
-}
-
-void require(bool ok, const char* what) {
-  if (ok) return;
-  std::fprintf(stderr, "safetensors_fuzz: %s\n", what);
-  std::abort();
-}
+fucina::ExecContext& context() { return fuzz::budgetedContext(size_t{256} << 20); }
+void require(bool ok, const char* what) { fuzz::require(ok, "safetensors_fuzz", what); }
 
 }  // namespace
 

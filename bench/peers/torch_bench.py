@@ -54,9 +54,11 @@ def label_pattern(n, classes):
 
 
 class Block(nn.Module):
-    def __init__(self, d=128, heads=4, mlp=512):
+    """A pre-LayerNorm block: W3's (exact erf GELU), or GPT-2's (gelu="tanh")."""
+
+    def __init__(self, d=128, heads=4, mlp=512, gelu="none"):
         super().__init__()
-        self.heads = heads
+        self.heads, self.gelu = heads, gelu
         self.ln1, self.ln2 = nn.LayerNorm(d, eps=1e-5), nn.LayerNorm(d, eps=1e-5)
         self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
         self.fc, self.out = nn.Linear(d, mlp), nn.Linear(mlp, d)
@@ -70,14 +72,17 @@ class Block(nn.Module):
         causal = torch.ones(t, t, dtype=torch.bool).triu(1)
         att = F.softmax(att.masked_fill(causal, float("-inf")), dim=-1)
         x = x + self.proj((att @ v).transpose(1, 2).reshape(b, t, d))
-        return x + self.out(F.gelu(self.fc(self.ln2(x))))  # exact erf GELU
+        return x + self.out(F.gelu(self.fc(self.ln2(x)), approximate=self.gelu))
 
 
 class Gpt(nn.Module):
-    def __init__(self, vocab=256, context=128, d=128, layers=2, checkpoint_blocks=False):
+    """W3's tiny GPT (the defaults), or W5's GPT-2 small (its sizes, gelu="tanh"): learned
+    positions, pre-LayerNorm blocks with a 4x MLP, a final LayerNorm and a tied head."""
+
+    def __init__(self, vocab=256, context=128, d=128, layers=2, heads=4, gelu="none", checkpoint_blocks=False):
         super().__init__()
         self.te, self.pe = nn.Embedding(vocab, d), nn.Embedding(context, d)
-        self.blocks = nn.ModuleList(Block(d) for _ in range(layers))
+        self.blocks = nn.ModuleList(Block(d, heads, 4 * d, gelu) for _ in range(layers))
         self.lnf = nn.LayerNorm(d, eps=1e-5)
         self.checkpoint_blocks = checkpoint_blocks
 
@@ -86,42 +91,6 @@ class Gpt(nn.Module):
         for b in self.blocks:
             x = checkpoint(b, x) if self.checkpoint_blocks else b(x)
         return self.lnf(x) @ self.te.weight.t()  # tied head
-
-
-class Gpt2Block(nn.Module):
-    """GPT-2's block (Hugging Face's GPT2Block, written out): tanh GELU, biases everywhere."""
-
-    def __init__(self, d=768, heads=12, inner=3072):
-        super().__init__()
-        self.heads = heads
-        self.ln_1, self.ln_2 = nn.LayerNorm(d, eps=1e-5), nn.LayerNorm(d, eps=1e-5)
-        self.c_attn, self.c_proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-        self.c_fc, self.mlp_proj = nn.Linear(d, inner), nn.Linear(inner, d)
-
-    def forward(self, x):
-        b, t, d = x.shape
-        hd = d // self.heads
-        q, k, v = self.c_attn(self.ln_1(x)).split(d, dim=2)
-        q, k, v = (z.view(b, t, self.heads, hd).transpose(1, 2) for z in (q, k, v))
-        att = (q @ k.transpose(-2, -1)) * (1.0 / hd ** 0.5)
-        att = F.softmax(att.masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), float("-inf")), dim=-1)
-        x = x + self.c_proj((att @ v).transpose(1, 2).reshape(b, t, d))
-        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
-
-
-class Gpt2(nn.Module):
-    def __init__(self, vocab=50257, positions=1024, d=768, layers=12, checkpoint_blocks=False):
-        super().__init__()
-        self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(positions, d)
-        self.h = nn.ModuleList(Gpt2Block(d) for _ in range(layers))
-        self.ln_f = nn.LayerNorm(d, eps=1e-5)
-        self.checkpoint_blocks = checkpoint_blocks
-
-    def forward(self, idx):
-        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
-        for b in self.h:
-            x = checkpoint(b, x) if self.checkpoint_blocks else b(x)
-        return self.ln_f(x) @ self.wte.weight.t()  # tied head
 
 
 def loaded_blas():
@@ -151,7 +120,8 @@ def set_up(w):
         loss = lambda: F.cross_entropy(model(tokens[:, :-1]).reshape(-1, 256), tokens[:, 1:].reshape(-1))  # noqa: E731
         return model, opt, loss, "129 tokens per sequence, 128 predicted"
     if w.startswith("w5"):
-        model = Gpt2(checkpoint_blocks=w.endswith("-ckpt"))
+        model = Gpt(vocab=50257, context=1024, d=768, layers=12, heads=12, gelu="tanh",
+                    checkpoint_blocks=w.endswith("-ckpt"))
         tokens = torch.tensor(label_pattern(4 * 129, 50257)).view(4, 129)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
         loss = lambda: F.cross_entropy(model(tokens[:, :-1]).reshape(-1, 50257), tokens[:, 1:].reshape(-1))  # noqa: E731

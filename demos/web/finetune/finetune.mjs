@@ -3,6 +3,9 @@
 // the base with its large matrices in a chosen dtype, LoRA adapters trained with AdamW on random
 // windows of a text, sampling, and the memory accounting behind the page's panel. Nothing here
 // imports the engine: the functions take a loaded `fc` (from `init()`).
+import { makeRandom } from '../common/random.mjs';
+
+export { makeRandom };  // train_base.mjs and the tests draw their windows with it
 
 /** The base dtypes the page offers (fc.nn.Gpt2.load's `dtype`). */
 export const DTYPES = ['f32', 'f16', 'q8_0'];
@@ -34,16 +37,6 @@ export function budgetFor(config) {
  * and one f16 scale, 34 bytes). Everything else stays f32. */
 export const BYTES_PER_ELEMENT = { f32: 4, f16: 2, bf16: 2, q8_0: 34 / 32 };
 
-/** A small seeded generator (mulberry32): the same windows on every run with the same seed. */
-export function makeRandom(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** `batch` windows of `span` consecutive tokens at random places in `tokens`, row after row (an
  * Int32Array of batch·span ids, for a tokens{batch, t} tensor). */

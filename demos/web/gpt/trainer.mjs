@@ -4,19 +4,10 @@
 
 // The model: small enough to train visibly in a browser on two cores (measured there: a wider or
 // deeper model, or larger batches, learn less per second of training).
+import { makeRandom } from '../common/random.mjs';
+
 export const MODEL = { vocab: 256, context: 64, dModel: 64, heads: 4, layers: 3, mlp: 256 };
 export const TRAINING = { batch: 8, lr: 5e-3, warmupSteps: 30, weightDecay: 0.01, clip: 1, seed: 1 };
-
-/** A small seeded generator (mulberry32): the same windows and samples on every run. */
-function makeRandom(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Index drawn from probabilities p (they sum to about 1). */
 function draw(p, u) {
