@@ -32,6 +32,7 @@
 #include <vector>
 
 #include <fucina/fucina.h>
+#include "fucina/kernels/gemm_simd.h"  // the ISA the GEMM dispatched to, for the record
 
 namespace {
 
@@ -324,18 +325,18 @@ int main(int argc, char** argv) {
     std::printf("{\"workload\":\"%s\",\"impl\":\"fucina-native\",\"threads\":%d,\"median_ms\":%.4f,"
                 "\"min_ms\":%.4f,\"max_ms\":%.4f,\"gflops_median\":%.3f,\"reduced_protocol\":%s,"
                 "\"load_avg_1m\":%.2f,\"warmup\":%d,\"steps\":%zu,\"peak_bytes\":%zu,\"step_bytes\":%zu,"
-                "\"allocs_per_step\":%.2f,%s%s\"note\":\"%s\"}\n",
+                "\"allocs_per_step\":%.2f,%s%s\"isa\":\"%s\",\"note\":\"%s\"}\n",
                 a.workload.c_str(), a.threads, median, t.ms.front(), t.ms.back(), gflops,
                 t.reduced ? "true" : "false", load, t.warmup, steps, r.after.peak_bytes, step_bytes,
-                allocs, saved.c_str(), by_dtype.c_str(), r.note.c_str());
+                allocs, saved.c_str(), by_dtype.c_str(), fucina::kernels::detail::gemmTargetName(), r.note.c_str());
   } else {
     char saved_mib[48] = "";
     if (r.saved_bytes) std::snprintf(saved_mib, sizeof saved_mib, ", saved %.1f MiB", static_cast<double>(*r.saved_bytes) / 1048576.0);
     std::printf("%-8s fucina-native %d thr  median %9.3f ms  (min %.3f, max %.3f)  %7.2f GFLOP/s  "
-                "peak %.1f MiB (step %.1f MiB%s, live %.1f MiB)  %.1f allocs/step  load %.2f%s%s%s\n",
+                "peak %.1f MiB (step %.1f MiB%s, live %.1f MiB)  %.1f allocs/step  load %.2f  %s%s%s%s\n",
                 a.workload.c_str(), a.threads, median, t.ms.front(), t.ms.back(), gflops,
                 static_cast<double>(r.after.peak_bytes) / 1048576.0, static_cast<double>(step_bytes) / 1048576.0,
-                saved_mib, static_cast<double>(r.after.live_bytes) / 1048576.0, allocs, load, t.reduced ? "  [reduced protocol]" : "", r.note.empty() ? "" : "  ", r.note.c_str());
+                saved_mib, static_cast<double>(r.after.live_bytes) / 1048576.0, allocs, load, fucina::kernels::detail::gemmTargetName(), t.reduced ? "  [reduced protocol]" : "", r.note.empty() ? "" : "  ", r.note.c_str());
   }
   return 0;
 }
