@@ -356,8 +356,11 @@ async function check(fc, f, c) {
     if (want && error.code !== want) problems.push(`expected ${want}, got ${error.code}: ${error.message}`);
     if (c.bad === '@foreign' && !/another fucina instance/.test(error.message)) problems.push(`unclear message: ${error.message}`);
   }
+  // A leak raises the count. An async row awaits, and the GC may run the finalizers of handles
+  // earlier rows abandoned (a model's parameters() handles) in that time, so there fewer is not a
+  // failure (CI saw readIdx's row go 165 -> 164 once).
   const after = fc.memory().liveTensors;
-  if (after !== before) problems.push(`liveTensors ${before} -> ${after}`);
+  if (after > before || (after < before && !c.async)) problems.push(`liveTensors ${before} -> ${after}`);
   if (!fc.isGradEnabled()) {
     problems.push('grad mode left off');
     while (!fc.isGradEnabled()) fc.noGrad(() => {});  // cannot repair; stop the cascade below
