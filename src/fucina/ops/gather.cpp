@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fucina/core/q8.h"
@@ -35,6 +36,23 @@ int64_t extentsProduct(const Extents& shape, size_t from, size_t to) {
   return p;
 }
 
+// indexSelect's result axes: t's axes with the one at position p replaced, in place, by the
+// indices' axes.
+std::pair<Tags, Extents> withIndexAxes(const RawTensor& t, size_t p, const RawTensor& ix) {
+  Tags tags;
+  Extents shape;
+  for (size_t i = 0; i < t.rank(); ++i) {
+    if (i == p) {
+      tags.insert(tags.end(), ix.tags().begin(), ix.tags().end());
+      shape.insert(shape.end(), ix.shape().begin(), ix.shape().end());
+    } else {
+      tags.push_back(t.tags()[i]);
+      shape.push_back(t.shape()[i]);
+    }
+  }
+  return {std::move(tags), std::move(shape)};
+}
+
 // indexSelect of a frozen 16-bit or q8_0 table (an embedding kept in its stored dtype): the rows
 // are copied as they are stored, so the result has the table's dtype and no f32 copy of the whole
 // table is made (the dtype rule's f32 computation would give the same values). q8_0 rows are
@@ -62,17 +80,7 @@ RawTensor selectStoredRows(ExecContext& ctx, const RawTensor& a, size_t p, const
   order.push_back(block);
   const RawTensor src = a.permuted(order).contiguous(ctx);
   const size_t q = src.axis(a.tags()[p]);
-  Tags out_tags;
-  Extents out_shape;
-  for (size_t i = 0; i < src.rank(); ++i) {
-    if (i == q) {
-      out_tags.insert(out_tags.end(), ix.tags().begin(), ix.tags().end());
-      out_shape.insert(out_shape.end(), ix.shape().begin(), ix.shape().end());
-    } else {
-      out_tags.push_back(src.tags()[i]);
-      out_shape.push_back(src.shape()[i]);
-    }
-  }
+  const auto [out_tags, out_shape] = withIndexAxes(src, q, ix);
   RawTensor out = RawTensor::emptyQ8(ctx, out_tags, out_shape, block);
   if (out.numel() > 0)
     copyRows(q8::blockOf(src.storage()->data(), src.offset()), out.storage()->data(), extentsProduct(src.shape(), 0, q),
@@ -93,22 +101,12 @@ Tensor Tensor::indexSelect(ExecContext& ctx, Tag axis, const Tensor& indices) co
   if (ix.dtype() != DType::i32 && ix.dtype() != DType::i64)
     fail(ErrorCode::DTypeMismatch, "indexSelect along " + name_q + ": indices must be i32 or i64, got " +
                                        std::string(name(ix.dtype())) + " " + ix.describe());
-  // Result axes: a's axes with `axis` replaced, in place, by the indices' axes.
-  Tags tags;
-  Extents shape;
-  for (size_t i = 0; i < a.rank(); ++i) {
-    if (i == p) {
-      tags.insert(tags.end(), ix.tags().begin(), ix.tags().end());
-      shape.insert(shape.end(), ix.shape().begin(), ix.shape().end());
-    } else {
-      if (hasTag(ix.tags(), a.tags()[i]))
-        fail(ErrorCode::ShapeMismatch, "indexSelect along " + name_q + ": the indices " + ix.describe() +
-                                           " share axis '" + std::string(a.tags()[i].name()) +
-                                           "' with the table " + a.describe());
-      tags.push_back(a.tags()[i]);
-      shape.push_back(a.shape()[i]);
-    }
-  }
+  for (size_t i = 0; i < a.rank(); ++i)
+    if (i != p && hasTag(ix.tags(), a.tags()[i]))
+      fail(ErrorCode::ShapeMismatch, "indexSelect along " + name_q + ": the indices " + ix.describe() +
+                                         " share axis '" + std::string(a.tags()[i].name()) + "' with the table " +
+                                         a.describe());
+  const auto [tags, shape] = withIndexAxes(a, p, ix);
   const int64_t n = a.shape()[p];
   // Row-major over the indices' axes, through ctx so that per-step indices come from its cache.
   const RawTensor idx_values = ix.to(ctx, DType::i64);
