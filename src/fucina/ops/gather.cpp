@@ -106,7 +106,10 @@ Tensor Tensor::indexSelect(ExecContext& ctx, Tag axis, const Tensor& indices) co
       fail(ErrorCode::ShapeMismatch, "indexSelect along " + name_q + ": the indices " + ix.describe() +
                                          " share axis '" + std::string(a.tags()[i].name()) + "' with the table " +
                                          a.describe());
-  const auto [tags, shape] = withIndexAxes(a, p, ix);
+  // Not a structured binding: clang 14 refuses to capture one in the backward lambda below.
+  const std::pair<Tags, Extents> axes = withIndexAxes(a, p, ix);
+  const Tags& tags = axes.first;
+  const Extents& shape = axes.second;
   const int64_t n = a.shape()[p];
   // Row-major over the indices' axes, through ctx so that per-step indices come from its cache.
   const RawTensor idx_values = ix.to(ctx, DType::i64);
