@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "fucina/ag/grad_state.h"
@@ -59,6 +60,14 @@ struct AttentionOptions {
   bool causal = true;  ///< end-aligned: query i sees keys j <= i + Tk - Tq
   std::optional<double> scale = std::nullopt;
 };
+
+/// groupNorm's batch axes (statistics are per batch element and group) and epsilon.
+struct GroupNormOptions {
+  Tags batch = {"batch"};  ///< each must be an axis of the input (else ShapeMismatch)
+  double eps = 1e-5;
+};
+
+struct SortResult;  // topK's and sort's result, defined after Tensor
 
 // Shared body of Tensor handles. Internal; reached through Tensor::impl().
 class TensorImpl {
@@ -199,10 +208,46 @@ class Tensor {
   Tensor cos(ExecContext& ctx) const;
   /// Gradient 1 where lo <= x <= hi (boundaries included, as torch), else 0. lo > hi: InvalidArgument.
   Tensor clamp(ExecContext& ctx, double lo, double hi) const;
+  /// torch.floor/ceil/round (half to even)/sign; their gradient is zero (torch's convention).
+  Tensor floor(ExecContext& ctx) const;
+  Tensor ceil(ExecContext& ctx) const;
+  Tensor round(ExecContext& ctx) const;
+  Tensor sign(ExecContext& ctx) const;
+  /// A rational tanh (a truncated Lambert continued fraction, clamped to [-1, 1]): at most 7e-6
+  /// from tanh over all reals. Gradient 1 - y² of its own output.
+  Tensor fastTanh(ExecContext& ctx) const;
+  /// Logit soft-capping c·tanh(x/c), c = 30 or 15 (Gemma 2's attention and final logits).
+  Tensor softcap30(ExecContext& ctx) const;
+  Tensor softcap15(ExecContext& ctx) const;
+  /// The unary op of that name ("relu", "gelu", "silu", ..., see unaryNames()), for configs that
+  /// pick an activation by name; leakyRelu and elu take their default parameter. An unknown name
+  /// is InvalidArgument listing the names.
+  Tensor unary(ExecContext& ctx, std::string_view name) const;
+  static std::span<const std::string_view> unaryNames();
+  /// Adds a plain float slice along `axis` (its extent long, else ShapeMismatch); the slice is a
+  /// constant, so only this tensor gets a gradient.
+  Tensor biasAdd(ExecContext& ctx, Tag axis, std::span<const float> bias) const;
+  /// Snake (BigVGAN): x + sin²(α·x)/α, α's axes among this tensor's (per channel, typically);
+  /// gradients to x and α.
+  Tensor snake(ExecContext& ctx, const Tensor& alpha) const;
+  /// torch.nn.functional.prelu: max(0, x) + w·min(0, x), w's axes among this tensor's; the
+  /// gradient at x = 0 is w's side (torch's). Gradients to x and w.
+  Tensor prelu(ExecContext& ctx, const Tensor& weight) const;
   // --- gated units (ops/gated.cpp): `axis` splits into halves [gate | up], the result has it
   // halved (an odd extent is InvalidArgument). Forward and VJP are one fused pass each.
   Tensor swiglu(ExecContext& ctx, Tag axis) const;  ///< silu(gate)·up
   Tensor geglu(ExecContext& ctx, Tag axis) const;   ///< geluErf(gate)·up
+  /// The activations gated and splitGated take by name: silu, gelu (tanh), geluErf, sigmoid,
+  /// relu, quickGelu; another name is InvalidArgument listing them.
+  /// act(gate)·up with this tensor as up; gate has the same axes (any order, else ShapeMismatch).
+  Tensor gated(ExecContext& ctx, const Tensor& gate, std::string_view act) const;
+  /// torch.nn.functional.glu: halves [a | b] along `axis`, a·sigmoid(b).
+  Tensor glu(ExecContext& ctx, Tag axis) const;
+  /// Halves [gate | up] along `axis`, act(gate)·up: swiglu and geglu for any act.
+  Tensor splitGated(ExecContext& ctx, Tag axis, std::string_view act) const;
+  /// With this tensor as up: (c·tanh(up/c))·(c·tanh(silu(gate)/c)), the soft-clamped up times
+  /// the soft-bounded SiLU gate; gate as in gated. c > 0, else InvalidArgument.
+  Tensor situ(ExecContext& ctx, const Tensor& gate, double c = 30) const;
   // --- seeded randomness (ops/dropout.cpp) ---
   /// Zeroes each element with probability p and scales the rest by 1/(1-p). The mask is a pure
   /// function of (seed, element index in row-major order of this tensor's axes), so forward,
@@ -222,6 +267,26 @@ class Tensor {
   Tensor cumsum(ExecContext& ctx, Tag axis) const;     ///< inclusive, keeps the axis
   Tensor prod(ExecContext& ctx, Tag axis) const;       ///< gradient exact with zeros (no division)
   Tensor norm(ExecContext& ctx, Tag axis) const;       ///< 2-norm; gradient 0 where the norm is 0
+  /// Sums over several axes at once (each once, else InvalidArgument); {} is a copy.
+  Tensor sumMany(ExecContext& ctx, const Tags& axes) const;
+  /// torch.cumprod, keeps the axis; the gradient is exact with zeros (no division by x).
+  Tensor cumprod(ExecContext& ctx, Tag axis) const;
+  /// (x - mean) / sqrt(var + eps) along axis, biased variance: layerNorm without the affine part.
+  Tensor standardizeAxis(ExecContext& ctx, Tag axis, double eps = 1e-5) const;
+  /// The p-norm of all elements (torch.linalg.vector_norm), p > 0 or +infinity (max |x|). The
+  /// gradient is 0 where the norm is 0; for infinity it splits evenly among the elements at the max.
+  Tensor normAll(ExecContext& ctx, double p = 2) const;
+  /// h_t = decay_t·h_{t-1} + x_t along time_axis with h_{-1} = h0 (zeros without it), every h_t
+  /// returned with this tensor's axes. decay has this tensor's axes (any order); h0 has them
+  /// without time_axis. Gradients to x, decay and h0 through one reverse scan.
+  Tensor linearRecurrence(ExecContext& ctx, const Tensor& decay, Tag time_axis) const;
+  Tensor linearRecurrence(ExecContext& ctx, const Tensor& decay, const Tensor& h0, Tag time_axis) const;
+  /// torch.topk along `axis` (0 <= k <= extent): values (differentiable: the gradient scatters
+  /// back through the indices) and i64 indices (constants), `axis` with extent k. Ties keep the
+  /// lower index first; NaN counts as larger than any number, as in torch.
+  SortResult topK(ExecContext& ctx, Tag axis, int64_t k, bool largest = true) const;
+  /// torch.sort along `axis`, always stable (equal values keep their order); as topK.
+  SortResult sort(ExecContext& ctx, Tag axis, bool descending = false) const;
   // --- contraction (ops/contract.cpp) ---
   /// Contracts the axis both operands share; other shared axes are batch axes. Result axes: this
   /// tensor's remaining axes, then y's remaining axes that this tensor lacks.
@@ -272,6 +337,17 @@ class Tensor {
   Tensor rmsNormMul(ExecContext& ctx, Tag axis, const Tensor& weight, double eps = 1e-6) const;
   /// x / max(||x||_2, eps) along axis (torch.nn.functional.normalize).
   Tensor l2Normalize(ExecContext& ctx, Tag axis, double eps = 1e-12) const;
+  /// rmsNormMul(axis, weight, eps) + bias, bias indexed by `axis` alone.
+  Tensor rmsNormMulAdd(ExecContext& ctx, Tag axis, const Tensor& weight, const Tensor& bias, double eps = 1e-6) const;
+  /// torch.nn.functional.group_norm: `channel_axis` splits into `groups` groups (its extent a
+  /// multiple of groups, else InvalidArgument); each group is normalized over its channels and
+  /// every axis not in options.batch. The affine form's weight and bias are indexed by channel_axis.
+  Tensor groupNorm(ExecContext& ctx, int64_t groups, Tag channel_axis, const GroupNormOptions& options = {}) const;
+  Tensor groupNorm(ExecContext& ctx, int64_t groups, Tag channel_axis, const Tensor& weight, const Tensor& bias,
+                   const GroupNormOptions& options = {}) const;
+  /// torch.nn.functional.cosine_similarity along axis: (x/max(|x|, eps))·(y/max(|y|, eps)) summed
+  /// over axis; operands align and broadcast by tag.
+  Tensor cosineSimilarity(ExecContext& ctx, const Tensor& y, Tag axis, double eps = 1e-8) const;
   // --- losses (ops/loss.cpp) ---
   /// Softmax cross-entropy of these logits against integer labels (i32 or i64) whose axes are the
   /// logits' axes without class_axis. The gradient of the logits is fused: softmax - target.
@@ -382,6 +458,12 @@ class Tensor {
 
  private:
   std::shared_ptr<TensorImpl> impl_;
+};
+
+/// topK's and sort's result: the values (differentiable) and their i64 indices along the axis.
+struct SortResult {
+  Tensor values;
+  Tensor indices;
 };
 
 }  // namespace fucina

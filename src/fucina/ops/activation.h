@@ -45,4 +45,19 @@ inline float geluErfGrad(float a) {
   return cdf + a * kInvSqrt2Pi * std::exp(-0.5f * a * a);
 }
 
+// gelu, tanh approximation (torch's approximate='tanh'): 0.5·x·(1 + tanh(√(2/π)(x + 0.044715x³))).
+inline constexpr float kSqrt2OverPi = 0.7978845608028654f;
+inline constexpr float kGeluCubic = 0.044715f;
+template <class T>
+T geluTanh(T a) {
+  const T k = constant<T>(kSqrt2OverPi, 0.7978845608028654);
+  const T c = constant<T>(kGeluCubic, 0.044715);
+  return T(0.5) * a * (T(1) + std::tanh(k * (a + c * a * a * a)));
+}
+inline float geluTanhGrad(float a) {
+  const float t = std::tanh(kSqrt2OverPi * (a + kGeluCubic * a * a * a));
+  const float dinner = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * a * a);
+  return 0.5f * (1.0f + t) + 0.5f * a * (1.0f - t * t) * dinner;
+}
+
 }  // namespace fucina::ops::act

@@ -150,4 +150,75 @@ Tensor Tensor::l2Normalize(ExecContext& ctx, Tag axis, double eps) const {
   return normalize(ctx, "l2Normalize", *this, axis, eps, Kind::l2);
 }
 
+Tensor Tensor::standardizeAxis(ExecContext& ctx, Tag axis, double eps) const {
+  return normalize(ctx, "standardizeAxis", *this, axis, eps, Kind::layer);
+}
+
+Tensor Tensor::rmsNormMulAdd(ExecContext& ctx, Tag axis, const Tensor& weight, const Tensor& bias, double eps) const {
+  const int64_t m = extent(axis);
+  requireAxisVector("rmsNormMulAdd", weight, axis, m, "weight");
+  requireAxisVector("rmsNormMulAdd", bias, axis, m, "bias");
+  if (ops::composeViaF32({this, &weight, &bias}))
+    return ops::viaF32(ctx, "rmsNormMulAdd", {this, &weight, &bias},
+                       [&](std::span<const Tensor> f) { return f[0].rmsNormMulAdd(ctx, axis, f[1], f[2], eps); });
+  return rmsNorm(ctx, axis, eps).mul(ctx, weight).add(ctx, bias);
+}
+
+// Composed: channel_axis splits into {group, channel-in-group}, which merge with every axis not
+// in options.batch into one axis of statistics; layerNorm's fused row kernel normalizes it, and
+// the inverse reshape restores x's axes and order.
+Tensor Tensor::groupNorm(ExecContext& ctx, int64_t groups, Tag channel_axis, const GroupNormOptions& options) const {
+  const int64_t c = extent(channel_axis);
+  if (groups <= 0 || c % groups != 0)
+    fail(ErrorCode::InvalidArgument, "groupNorm: " + std::to_string(c) + " channels along '" +
+                                         std::string(channel_axis.name()) + "' do not split into " +
+                                         std::to_string(groups) + " groups");
+  for (const Tag& b : options.batch) {
+    if (b == channel_axis)
+      fail(ErrorCode::InvalidArgument, "groupNorm: the channel axis '" + std::string(b.name()) + "' cannot be a batch axis");
+    extent(b);  // ShapeMismatch naming the axes when absent
+  }
+  static const Tag kGroup("groupNorm.group"), kInGroup("groupNorm.channel"), kStats("groupNorm.stats");
+  Tags stats{kInGroup};
+  Tags order;  // batch axes (x's order), the group, then the statistics' axes
+  for (const Tag& t : tags())
+    if (hasTag(options.batch, t)) order.push_back(t);
+  order.push_back(kGroup);
+  for (const Tag& t : tags())
+    if (!hasTag(options.batch, t) && !(t == channel_axis)) stats.push_back(t);
+  order.push_back(kInGroup);
+  for (size_t i = 1; i < stats.size(); ++i) order.push_back(stats[i]);
+  Extents stats_shape;
+  for (const Tag& t : stats) stats_shape.push_back(t == kInGroup ? c / groups : extent(t));
+  const Tensor rows = split(ctx, channel_axis, {kGroup, kInGroup}, {groups, c / groups})
+                          .permuteTo(ctx, order)
+                          .merge(ctx, stats, kStats);
+  return rows.layerNorm(ctx, kStats, options.eps)
+      .split(ctx, kStats, stats, stats_shape)
+      .merge(ctx, {kGroup, kInGroup}, channel_axis)
+      .permuteTo(ctx, tags());
+}
+
+Tensor Tensor::groupNorm(ExecContext& ctx, int64_t groups, Tag channel_axis, const Tensor& weight, const Tensor& bias,
+                         const GroupNormOptions& options) const {
+  const int64_t c = extent(channel_axis);
+  requireAxisVector("groupNorm", weight, channel_axis, c, "weight");
+  requireAxisVector("groupNorm", bias, channel_axis, c, "bias");
+  if (ops::composeViaF32({this, &weight, &bias}))
+    return ops::viaF32(ctx, "groupNorm", {this, &weight, &bias}, [&](std::span<const Tensor> f) {
+      return f[0].groupNorm(ctx, groups, channel_axis, f[1], f[2], options);
+    });
+  return groupNorm(ctx, groups, channel_axis, options).mul(ctx, weight).add(ctx, bias);
+}
+
+// torch >= 1.12's formula: each operand normalized by max(|.|, eps) first, then their dot.
+Tensor Tensor::cosineSimilarity(ExecContext& ctx, const Tensor& y, Tag axis, double eps) const {
+  extent(axis);
+  y.extent(axis);  // ShapeMismatch naming the axes when either lacks it
+  if (ops::composeViaF32({this, &y}))
+    return ops::viaF32(ctx, "cosineSimilarity", {this, &y},
+                       [&](std::span<const Tensor> f) { return f[0].cosineSimilarity(ctx, f[1], axis, eps); });
+  return l2Normalize(ctx, axis, eps).mul(ctx, y.l2Normalize(ctx, axis, eps)).sum(ctx, axis);
+}
+
 }  // namespace fucina

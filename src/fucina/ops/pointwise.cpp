@@ -1,6 +1,7 @@
 // Pointwise arithmetic: each op's forward and its VJP side by side. Binary operands align by tag
 // and broadcast missing axes; each VJP sums its gradient back to its operand's own axes.
 #include <cmath>
+#include <string>
 
 #include "fucina/ops/elementwise_op.h"
 
@@ -97,6 +98,51 @@ Tensor Tensor::powScalar(ExecContext& ctx, double exponent) const {
   const float e = static_cast<float>(exponent);
   return unaryOp(ctx, "powScalar", *this, [exponent](auto a) { return std::pow(a, static_cast<decltype(a)>(exponent)); },
                  kA, [e](float g, float a, float) { return e == 0.0f ? 0.0f : g * e * std::pow(a, e - 1.0f); });
+}
+
+namespace {
+
+// prelu's weight and snake's alpha are per-channel parameters: their axes must be among x's.
+void requireAxesAmong(const char* op, const char* what, const Tensor& p, const Tensor& x) {
+  for (const Tag& t : p.tags())
+    if (!hasTag(x.tags(), t))
+      fail(ErrorCode::ShapeMismatch, std::string(op) + ": the " + what + " " + p.value().describe() +
+                                         " has axis '" + std::string(t.name()) + "', which the input " +
+                                         x.value().describe() + " lacks");
+}
+
+}  // namespace
+
+Tensor Tensor::biasAdd(ExecContext& ctx, Tag axis, std::span<const float> bias) const {
+  const int64_t n = extent(axis);
+  if (static_cast<int64_t>(bias.size()) != n)
+    fail(ErrorCode::ShapeMismatch, "biasAdd: the bias has " + std::to_string(bias.size()) + " values but axis '" +
+                                       std::string(axis.name()) + "' of " + value().describe() + " has extent " +
+                                       std::to_string(n));
+  return add(ctx, Tensor::fromSlice(ctx, {axis}, {n}, bias));
+}
+
+// snake: x + sin²(αx)/α. d/dx = 1 + sin(2αx); d/dα = x·sin(2αx)/α − sin²(αx)/α².
+Tensor Tensor::snake(ExecContext& ctx, const Tensor& alpha) const {
+  requireAxesAmong("snake", "alpha", alpha, *this);
+  return binaryOp(ctx, "snake", *this, alpha,
+                  [](auto a, auto al) {
+                    const auto s = std::sin(al * a);
+                    return a + s * s / al;
+                  },
+                  kA | kB, [](float g, float a, float al, float) { return g * (1.0f + std::sin(2.0f * al * a)); },
+                  kA | kB, [](float g, float a, float al, float) {
+                    const float s = std::sin(al * a);
+                    return g * (a * std::sin(2.0f * al * a) / al - s * s / (al * al));
+                  });
+}
+
+// prelu: max(0, x) + w·min(0, x); at x = 0 the gradient is w (torch: x > 0 ? 1 : w), and w's is min(0, x).
+Tensor Tensor::prelu(ExecContext& ctx, const Tensor& weight) const {
+  requireAxesAmong("prelu", "weight", weight, *this);
+  return binaryOp(ctx, "prelu", *this, weight, [](auto a, auto w) { return a > 0 ? a : w * a; },
+                  kA | kB, [](float g, float a, float w, float) { return a > 0 ? g : g * w; },
+                  kA, [](float g, float a, float, float) { return a > 0 ? 0.0f : g * a; });
 }
 
 }  // namespace fucina

@@ -284,4 +284,72 @@ Tensor Tensor::norm(ExecContext& ctx, Tag axis) const {
   }, static_cast<size_t>(a.numel()));
 }
 
+Tensor Tensor::sumMany(ExecContext& ctx, const Tags& axes) const {
+  for (size_t i = 0; i < axes.size(); ++i) {
+    extent(axes[i]);  // ShapeMismatch naming the axes when absent
+    for (size_t j = 0; j < i; ++j)
+      if (axes[j] == axes[i])
+        fail(ErrorCode::InvalidArgument, "sumMany: axis '" + std::string(axes[i].name()) + "' is listed twice");
+  }
+  return sumScaled(ctx, "sumMany", *this, axes, 1.0);
+}
+
+namespace {
+
+// (Σ|x|^p)^(1/p) of n values, max |x| for p = infinity, in double.
+double pNorm(const double* s, int64_t n, double p) {
+  double acc = 0;
+  if (std::isinf(p)) {
+    for (int64_t i = 0; i < n; ++i) acc = std::max(acc, std::fabs(s[i]));
+    return acc;
+  }
+  for (int64_t i = 0; i < n; ++i) acc += p == 2 ? s[i] * s[i] : p == 1 ? std::fabs(s[i]) : std::pow(std::fabs(s[i]), p);
+  return p == 2 ? std::sqrt(acc) : p == 1 ? acc : std::pow(acc, 1 / p);
+}
+
+}  // namespace
+
+// VJP: g·sign(x)·(|x|/N)^(p-1) (g·x/N for p = 2), 0 where x = 0 or N = 0; for infinity the
+// gradient goes to the elements with |x| = N, split evenly among them (torch's rule).
+Tensor Tensor::normAll(ExecContext& ctx, double p) const {
+  if (!(p > 0))
+    fail(ErrorCode::InvalidArgument, "normAll: p must be > 0 (or infinity), got " + std::to_string(p));
+  if (!ops::allF32({this}))
+    return typedReduction(
+        ctx, "normAll", *this, tags(), false, [&](const Tensor& f) { return f.normAll(ctx, p); },
+        [p](const double* s, int64_t n, double* d) { *d = pNorm(s, n, p); });
+  const RawTensor& a = value();
+  const RawTensor in = a.contiguous(ctx);
+  const int64_t n = in.numel();
+  const float* px = in.f32();
+  std::vector<double> wide(px, px + n);
+  const double norm = pNorm(wide.data(), n, p);
+  RawTensor out = RawTensor::full(ctx, {}, {}, norm);
+  return ops::finishOp(ctx, "normAll", out, {this}, [&] {
+    return [in, norm, p](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
+      RawTensor gx = RawTensor::zeros(c, in.tags(), in.shape());
+      const int64_t n = in.numel();
+      const float* px = in.f32();
+      float* o = gx.f32();
+      const double gv = gy.contiguous(c).f32()[0];
+      if (norm > 0) {
+        if (std::isinf(p)) {
+          int64_t ties = 0;
+          for (int64_t i = 0; i < n; ++i) ties += std::fabs(px[i]) == norm;
+          for (int64_t i = 0; i < n; ++i)
+            if (std::fabs(px[i]) == norm) o[i] = static_cast<float>(gv * (px[i] > 0 ? 1 : -1) / double(ties));
+        } else {
+          for (int64_t i = 0; i < n; ++i) {
+            const double x = px[i];
+            if (x == 0) continue;
+            const double r = p == 2 ? x / norm : (x > 0 ? 1 : -1) * std::pow(std::fabs(x) / norm, p - 1);
+            o[i] = static_cast<float>(gv * r);
+          }
+        }
+      }
+      g[0] = std::move(gx);
+    };
+  }, static_cast<size_t>(a.numel()));
+}
+
 }  // namespace fucina

@@ -1,6 +1,8 @@
 // Unary activations and elementary functions: forward and partial side by side.
+#include <array>
 #include <cmath>
 #include <string>
+#include <string_view>
 
 #include "fucina/ops/activation.h"
 #include "fucina/ops/elementwise_op.h"
@@ -59,11 +61,7 @@ Tensor Tensor::relu(ExecContext& ctx) const {
                  {VecMap{Op::relu}, VecMap{Op::reluGrad, 1, 0}, VecMap{}});
 }
 
-namespace {
 using ops::act::logistic;
-constexpr float kSqrt2OverPi = 0.7978845608028654f;  // sqrt(2/pi), torch's gelu 'tanh'
-constexpr float kGeluCubic = 0.044715f;
-}  // namespace
 
 // leakyRelu: slope·x for x <= 0; the gradient at 0 is the slope (torch: x > 0 ? 1 : slope).
 Tensor Tensor::leakyRelu(ExecContext& ctx, double slope) const {
@@ -72,20 +70,10 @@ Tensor Tensor::leakyRelu(ExecContext& ctx, double slope) const {
                  kA, [s](float g, float a, float) { return a > 0 ? g : g * s; });
 }
 
-// gelu, tanh approximation (torch's approximate='tanh'): 0.5·x·(1 + tanh(√(2/π)(x + 0.044715x³))).
+// gelu, tanh approximation (ops/activation.h).
 Tensor Tensor::gelu(ExecContext& ctx) const {
-  return unaryOp(ctx, "gelu", *this,
-                 [](auto a) {
-                   using T = decltype(a);
-                   const T k = ops::act::constant<T>(kSqrt2OverPi, 0.7978845608028654);
-                   const T c = ops::act::constant<T>(kGeluCubic, 0.044715);
-                   return T(0.5) * a * (T(1) + std::tanh(k * (a + c * a * a * a)));
-                 },
-                 kA, [](float g, float a, float) {
-                   const float t = std::tanh(kSqrt2OverPi * (a + kGeluCubic * a * a * a));
-                   const float dinner = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * a * a);
-                   return g * (0.5f * (1.0f + t) + 0.5f * a * (1.0f - t * t) * dinner);
-                 });
+  return unaryOp(ctx, "gelu", *this, [](auto a) { return ops::act::geluTanh(a); },
+                 kA, [](float g, float a, float) { return g * ops::act::geluTanhGrad(a); });
 }
 
 // geluErf, exact: x·Φ(x) (ops/activation.h).
@@ -154,6 +142,102 @@ Tensor Tensor::clamp(ExecContext& ctx, double lo, double hi) const {
                    return a < T(lo) ? T(lo) : a > T(hi) ? T(hi) : a;
                  },
                  kA, [l, h](float g, float a, float) { return a >= l && a <= h ? g : 0.0f; });
+}
+
+// floor, ceil, round, sign: piecewise constant, so the gradient is zero (torch's convention).
+// round is half to even (std::nearbyint in the default rounding mode), as torch.round.
+Tensor Tensor::floor(ExecContext& ctx) const {
+  return unaryOp(ctx, "floor", *this, [](auto a) { return std::floor(a); }, kNone, [](float, float, float) { return 0.0f; });
+}
+
+Tensor Tensor::ceil(ExecContext& ctx) const {
+  return unaryOp(ctx, "ceil", *this, [](auto a) { return std::ceil(a); }, kNone, [](float, float, float) { return 0.0f; });
+}
+
+Tensor Tensor::round(ExecContext& ctx) const {
+  return unaryOp(ctx, "round", *this, [](auto a) { return std::nearbyint(a); }, kNone, [](float, float, float) { return 0.0f; });
+}
+
+Tensor Tensor::sign(ExecContext& ctx) const {
+  return unaryOp(ctx, "sign", *this, [](auto a) {
+                   using T = decltype(a);
+                   return a > 0 ? T(1) : a < 0 ? T(-1) : a;  // keeps ±0 and NaN
+                 },
+                 kNone, [](float, float, float) { return 0.0f; });
+}
+
+namespace {
+
+// Lambert's continued fraction for tanh cut after 8 levels, as one ratio x·p(x²)/q(x²). It
+// reaches 1 at |x| ~ 6.29 and stays above, so clamping the result to [-1, 1] gives at most 6.9e-6
+// from tanh on all reals; clamping x to ±7 first keeps x⁸ far from overflow (NaN passes through).
+template <class T>
+T fastTanhOf(T a) {
+  const T x = a < T(-7) ? T(-7) : a > T(7) ? T(7) : a;
+  const T z = x * x;
+  const T p = (((z + T(990)) * z + T(135135)) * z + T(4729725)) * z + T(34459425);
+  const T q = (((T(45) * z + T(13860)) * z + T(945945)) * z + T(16216200)) * z + T(34459425);
+  const T y = x * p / q;
+  return y < T(-1) ? T(-1) : y > T(1) ? T(1) : y;
+}
+
+Tensor softcap(ExecContext& ctx, const char* name, const Tensor& x, float c) {
+  return unaryOp(ctx, name, x, [c](auto a) {
+                   using T = decltype(a);
+                   return T(c) * std::tanh(a / T(c));
+                 },
+                 kY, [c](float g, float, float y) {
+                   const float t = y / c;
+                   return g * (1.0f - t * t);
+                 });
+}
+
+}  // namespace
+
+Tensor Tensor::fastTanh(ExecContext& ctx) const {
+  return unaryOp(ctx, "fastTanh", *this, [](auto a) { return fastTanhOf(a); },
+                 kY, [](float g, float, float y) { return g * (1.0f - y * y); });
+}
+
+Tensor Tensor::softcap30(ExecContext& ctx) const { return softcap(ctx, "softcap30", *this, 30.0f); }
+Tensor Tensor::softcap15(ExecContext& ctx) const { return softcap(ctx, "softcap15", *this, 15.0f); }
+
+namespace {
+
+using UnaryMethod = Tensor (*)(const Tensor&, ExecContext&);
+struct NamedUnary {
+  std::string_view name;
+  UnaryMethod apply;
+};
+#define FUCINA_NAMED(op) NamedUnary{#op, [](const Tensor& t, ExecContext& c) { return t.op(c); }}
+constexpr std::array kNamedUnary = {
+    FUCINA_NAMED(neg),      FUCINA_NAMED(abs),       FUCINA_NAMED(exp),       FUCINA_NAMED(log),
+    FUCINA_NAMED(sqrt),     FUCINA_NAMED(tanh),      FUCINA_NAMED(sigmoid),   FUCINA_NAMED(relu),
+    FUCINA_NAMED(leakyRelu), FUCINA_NAMED(gelu),     FUCINA_NAMED(geluErf),   FUCINA_NAMED(quickGelu),
+    FUCINA_NAMED(silu),     FUCINA_NAMED(elu),       FUCINA_NAMED(log1p),     FUCINA_NAMED(rsqrt),
+    FUCINA_NAMED(reciprocal), FUCINA_NAMED(sin),     FUCINA_NAMED(cos),       FUCINA_NAMED(floor),
+    FUCINA_NAMED(ceil),     FUCINA_NAMED(round),     FUCINA_NAMED(sign),      FUCINA_NAMED(fastTanh),
+    FUCINA_NAMED(softcap30), FUCINA_NAMED(softcap15),
+};
+#undef FUCINA_NAMED
+
+}  // namespace
+
+std::span<const std::string_view> Tensor::unaryNames() {
+  static const auto names = [] {
+    std::array<std::string_view, kNamedUnary.size()> n{};
+    for (size_t i = 0; i < n.size(); ++i) n[i] = kNamedUnary[i].name;
+    return n;
+  }();
+  return names;
+}
+
+Tensor Tensor::unary(ExecContext& ctx, std::string_view name) const {
+  for (const NamedUnary& u : kNamedUnary)
+    if (u.name == name) return u.apply(*this, ctx);
+  std::string known;
+  for (const NamedUnary& u : kNamedUnary) known += (known.empty() ? "" : ", ") + std::string(u.name);
+  fail(ErrorCode::InvalidArgument, "unary: unknown op '" + std::string(name) + "' (use one of " + known + ")");
 }
 
 }  // namespace fucina
