@@ -87,3 +87,68 @@ TEST_CASE("swiglu and geglu: bad inputs and empty tensors") {
   y.sumAll(ctx).backward(ctx);
   CHECK(test::gradOf(ctx, e).empty());
 }
+
+// ---------------------------------------------------------------- gated, glu, splitGated, situ
+
+TEST_CASE("gated, glu, splitGated and situ: values against their compositions") {
+  ExecContext ctx;
+  Tensor up = Tensor::fromSlice(ctx, {"t", "f"}, {3, 5}, test::wave(15, 2.0f, 0.3f, 0.41f));
+  Tensor gate = Tensor::fromSlice(ctx, {"f", "t"}, {5, 3}, test::wave(15, 2.5f, -0.2f, 0.73f));  // other order
+  auto close = [&](const Tensor& a, const Tensor& b) {
+    const std::vector<float> av = a.toVector(), bv = b.permuteTo(ctx, a.tags()).toVector();
+    REQUIRE(av.size() == bv.size());
+    for (size_t i = 0; i < av.size(); ++i) CHECK(av[i] == Approx(bv[i]).epsilon(1e-6).margin(1e-6));
+  };
+  for (const char* act : {"silu", "gelu", "geluErf", "sigmoid", "relu", "quickGelu"}) {
+    INFO(act);
+    close(up.gated(ctx, gate, act), gate.unary(ctx, act).mul(ctx, up));
+    Tensor both = Tensor::concat(ctx, std::vector<Tensor>{gate.permuteTo(ctx, {"t", "f"}), up}, "f");
+    close(both.splitGated(ctx, "f", act), up.gated(ctx, gate, act));
+  }
+  Tensor ab = Tensor::concat(ctx, std::vector<Tensor>{up, gate.permuteTo(ctx, {"t", "f"})}, "f");
+  close(ab.glu(ctx, "f"), up.mul(ctx, gate.sigmoid(ctx)));
+  for (double c : {30.0, 1.5}) {
+    auto capped = [&](const Tensor& v) { return v.scale(ctx, 1 / c).tanh(ctx).scale(ctx, c); };
+    close(up.situ(ctx, gate, c), capped(up).mul(ctx, capped(gate.silu(ctx))));
+  }
+  CHECK(up.gated(ctx, gate, "silu").tags() == Tags{"t", "f"});
+}
+
+TEST_CASE("gated, glu, splitGated and situ: gradcheck through views, both operands") {
+  ExecContext ctx;
+  Tensor up = Tensor::variableFromSlice(ctx, {"a", "b"}, {3, 4}, test::wave(12, 1.5f, 0.2f, 0.61f));
+  Tensor gate = Tensor::variableFromSlice(ctx, {"b", "a"}, {4, 3}, test::wave(12, 2.0f, -0.1f, 0.37f));
+  Tensor x = Tensor::variableFromSlice(ctx, {"a", "f", "c"}, {3, 8, 1}, test::wave(24, 1.5f, 0.2f, 0.53f));
+  for (const char* act : {"silu", "gelu", "geluErf", "sigmoid", "quickGelu"}) {
+    INFO(act);
+    fucina::gradcheck(ctx, [&](ExecContext& c) { return probe(c, up.gated(c, gate, act)); }, {&up, &gate});
+    fucina::gradcheck(ctx, [&](ExecContext& c) {
+      return probe(c, up.narrow(c, "b", 1, 2).gated(c, gate.permuteTo(c, {"a", "b"}).narrow(c, "b", 0, 2), act));
+    }, {&up, &gate});
+    fucina::gradcheck(ctx, [&](ExecContext& c) { return probe(c, x.permuteTo(c, {"f", "c", "a"}).splitGated(c, "f", act)); }, {&x});
+  }
+  fucina::gradcheck(ctx, [&](ExecContext& c) { return probe(c, x.glu(c, "f")); }, {&x});
+  fucina::gradcheck(ctx, [&](ExecContext& c) { return probe(c, x.narrow(c, "f", 2, 6).glu(c, "f")); }, {&x});
+  for (double c : {30.0, 1.5})
+    fucina::gradcheck(ctx, [&](ExecContext& e) { return probe(e, up.scale(e, 3).situ(e, gate.scale(e, 3), c)); }, {&up, &gate});
+}
+
+TEST_CASE("gated, glu, splitGated and situ: bad inputs and empty tensors") {
+  ExecContext ctx;
+  Tensor x = Tensor::ones(ctx, {"t", "f"}, {2, 4});
+  CHECK_FUCINA_ERROR(x.glu(ctx, "t").glu(ctx, "t"), InvalidArgument);  // extent 1 is odd
+  CHECK_FUCINA_ERROR(x.splitGated(ctx, "f", "swish"), InvalidArgument);
+  CHECK_THROWS_WITH(x.gated(ctx, x, "tanh"), Catch::Contains("silu") && Catch::Contains("quickGelu"));
+  CHECK_FUCINA_ERROR(x.gated(ctx, Tensor::ones(ctx, {"t", "g"}, {2, 4}), "silu"), ShapeMismatch);
+  CHECK_FUCINA_ERROR(x.gated(ctx, Tensor::ones(ctx, {"t", "f"}, {2, 3}), "silu"), ShapeMismatch);
+  CHECK_FUCINA_ERROR(x.gated(ctx, Tensor::ones(ctx, {"f"}, {4}), "silu"), ShapeMismatch);  // no broadcasting
+  CHECK_FUCINA_ERROR(x.situ(ctx, x, 0), InvalidArgument);
+  CHECK_FUCINA_ERROR(x.situ(ctx, x, std::nan("")), InvalidArgument);
+  CHECK_FUCINA_ERROR(x.glu(ctx, "zz"), ShapeMismatch);
+  CHECK_FUCINA_ERROR(x.to(ctx, fucina::DType::i32).gated(ctx, x, "silu"), DTypeMismatch);
+  Tensor e = Tensor::variableFromSlice(ctx, {"t", "f"}, {0, 4}, std::vector<float>{});
+  Tensor y = e.gated(ctx, e, "silu").add(ctx, e.glu(ctx, "f").sumAll(ctx)).add(ctx, e.situ(ctx, e));
+  CHECK(y.shape() == Extents{0, 4});
+  y.sumAll(ctx).backward(ctx);
+  CHECK(test::gradOf(ctx, e).empty());
+}

@@ -59,6 +59,7 @@ struct Elementwise {
   float lo, hi, avoid;        // domain of the first operand
   float lo2 = -2, hi2 = 2;    // domain of the second operand
   std::vector<float> kinks = {0.0f};  // points the first operand keeps `avoid` away from
+  bool b_among_a = false;  // b is a parameter whose axes must be among a's (prelu, snake)
 };
 
 double geluTanhRef(double a) {
@@ -102,6 +103,16 @@ const std::vector<Elementwise>& elementwiseOps() {
       {"sin", 1, [](C& c, T a, T) { return a.sin(c); }, [](float a, float) { return std::sin(a); }, -3, 3, 0},
       {"cos", 1, [](C& c, T a, T) { return a.cos(c); }, [](float a, float) { return std::cos(a); }, -3, 3, 0},
       {"clamp", 1, [](C& c, T a, T) { return a.clamp(c, -0.5, 0.8); }, [](float a, float) { return std::min(std::max(a, -0.5f), 0.8f); }, -2, 2, 0.05f, -2, 2, {-0.5f, 0.8f}},
+      {"floor", 1, [](C& c, T a, T) { return a.floor(c); }, [](float a, float) { return std::floor(a); }, -2.5f, 2.5f, 0.05f, -2, 2, {-2, -1, 0, 1, 2}},
+      {"ceil", 1, [](C& c, T a, T) { return a.ceil(c); }, [](float a, float) { return std::ceil(a); }, -2.5f, 2.5f, 0.05f, -2, 2, {-2, -1, 0, 1, 2}},
+      {"round", 1, [](C& c, T a, T) { return a.round(c); }, [](float a, float) { return std::nearbyint(a); }, -2.4f, 2.4f, 0.05f, -2, 2, {-1.5f, -0.5f, 0.5f, 1.5f}},
+      {"sign", 1, [](C& c, T a, T) { return a.sign(c); }, [](float a, float) { return float((a > 0) - (a < 0)); }, -2, 2, 0.05f},
+      {"fastTanh", 1, [](C& c, T a, T) { return a.fastTanh(c); }, [](float a, float) { return std::tanh(a); }, -3, 3, 0},
+      {"softcap30", 1, [](C& c, T a, T) { return a.softcap30(c); }, [](float a, float) { return float(30 * std::tanh(a / 30.0)); }, -12, 12, 0},
+      {"softcap15", 1, [](C& c, T a, T) { return a.softcap15(c); }, [](float a, float) { return float(15 * std::tanh(a / 15.0)); }, -6, 6, 0},
+      {"unary", 1, [](C& c, T a, T) { return a.unary(c, "quickGelu"); }, [](float a, float) { return float(a * sigmoidRef(1.702 * a)); }, -3, 3, 0},
+      {"snake", 2, [](C& c, T a, T b) { return a.snake(c, b); }, [](float a, float b) { return float(a + std::pow(std::sin(double(b) * a), 2) / b); }, -2, 2, 0, 0.3f, 1.5f, {0.0f}, true},
+      {"prelu", 2, [](C& c, T a, T b) { return a.prelu(c, b); }, [](float a, float b) { return a > 0 ? a : a * b; }, -2, 2, 0.05f, -0.5f, 0.5f, {0.0f}, true},
   };
   return ops;
 }
@@ -131,6 +142,12 @@ const std::vector<Layout>& layouts() {
   return ls;
 }
 
+// Unary ops have no broadcast layouts; a parameter operand (b_among_a) cannot bring an axis of its own.
+bool skipLayout(const Elementwise& op, const Layout& l) {
+  if (op.arity == 1) return l.name.rfind("broadcast", 0) == 0;
+  return op.b_among_a && l.name == "broadcast both";
+}
+
 float referenceAt(const Elementwise& op, const Tensor& a, const Tensor& b, const Tensor& out,
                   size_t i) {
   // Map output index i back to a's and b's elements through the tags (row-major over out).
@@ -158,7 +175,7 @@ float referenceAt(const Elementwise& op, const Tensor& a, const Tensor& b, const
 TEST_CASE("elementwise ops: forward matches the scalar reference on every layout") {
   for (const auto& op : elementwiseOps()) {
     for (const auto& l : layouts()) {
-      if (op.arity == 1 && l.name.rfind("broadcast", 0) == 0) continue;
+      if (skipLayout(op, l)) continue;
       INFO(op.name << " on " << l.name);
       ExecContext ctx(fucina::ExecOptions{.threads = 1});
       Tensor xa = Tensor::fromSlice(ctx, l.a_tags, l.a_shape,
@@ -179,7 +196,7 @@ TEST_CASE("elementwise ops: forward matches the scalar reference on every layout
 TEST_CASE("elementwise ops: gradcheck on every layout") {
   for (const auto& op : elementwiseOps()) {
     for (const auto& l : layouts()) {
-      if (op.arity == 1 && l.name.rfind("broadcast", 0) == 0) continue;
+      if (skipLayout(op, l)) continue;
       INFO(op.name << " on " << l.name);
       ExecContext ctx(fucina::ExecOptions{.threads = 1});
       Tensor xa = Tensor::variableFromSlice(ctx, l.a_tags, l.a_shape,
@@ -396,6 +413,19 @@ const std::vector<AxisReduction>& axisReductions() {
        [](L x) { double p = 1; for (double v : x) p *= v; return one(p); }, -1.5f, 1.5f},
       {"norm", [](C& c, T a, fucina::Tag ax) { return a.norm(c, ax); },
        [](L x) { double s = 0; for (double v : x) s += v * v; return one(std::sqrt(s)); }},
+      {"cumprod", [](C& c, T a, fucina::Tag ax) { return a.cumprod(c, ax); },
+       [](L x) { std::vector<double> y; double p = 1; for (double v : x) y.push_back(p *= v); return y; }, -1.5f, 1.5f, 1, true},
+      {"standardizeAxis", [](C& c, T a, fucina::Tag ax) { return a.standardizeAxis(c, ax); },
+       [mean, var](L x) {
+         const double m = mean(x), s = std::sqrt(var(x, 0) + 1e-5);
+         std::vector<double> y;
+         for (double v : x) y.push_back((v - m) / s);
+         return y;
+       }, -2, 2, 1, true},
+      {"sort", [](C& c, T a, fucina::Tag ax) { return a.sort(c, ax).values; },
+       [](L x) { std::vector<double> y = x; std::sort(y.begin(), y.end()); return y; }, -2, 2, 1, true},
+      {"topK", [](C& c, T a, fucina::Tag ax) { return a.topK(c, ax, a.extent(ax)).values; },
+       [](L x) { std::vector<double> y = x; std::sort(y.rbegin(), y.rend()); return y; }, -2, 2, 1, true},
   };
   return rs;
 }
@@ -573,6 +603,55 @@ TEST_CASE("activations follow torch at their edge points") {
   CHECK(one.geluErf(ctx).item() == Approx(0.841345).epsilon(1e-5));
   CHECK(one.silu(ctx).item() == Approx(0.731059).epsilon(1e-5));
   CHECK(one.quickGelu(ctx).item() == Approx(0.845796).epsilon(1e-4));
+}
+
+TEST_CASE("fastTanh, unary by name, biasAdd, snake and prelu: edge points and errors") {
+  ExecContext ctx;
+  // fastTanh stays within 1e-5 of tanh everywhere (7e-6 by its construction), saturates exactly,
+  // and keeps NaN.
+  std::vector<float> sweep;
+  for (int i = -24000; i <= 24000; ++i) sweep.push_back(float(i) / 2000.0f);
+  sweep.insert(sweep.end(), {1e6f, -1e30f, INFINITY, -INFINITY});
+  const Tensor s = Tensor::fromSlice(ctx, {"d"}, {int64_t(sweep.size())}, sweep);
+  const std::vector<float> ft = s.fastTanh(ctx).toVector();
+  double worst = 0;
+  for (size_t i = 0; i < sweep.size(); ++i) worst = std::max(worst, std::fabs(double(ft[i]) - std::tanh(double(sweep[i]))));
+  CHECK(worst < 1e-5);
+  CHECK(ft.back() == -1.0f);
+  CHECK(std::isnan(Tensor::fromSlice(ctx, {"d"}, {1}, {NAN}).fastTanh(ctx).item()));
+  // Every name unary() knows gives that op; an unknown one lists them.
+  const Tensor x = Tensor::fromSlice(ctx, {"d"}, {4}, {0.3f, -0.7f, 1.2f, 2.5f});
+  for (std::string_view name : Tensor::unaryNames()) {
+    INFO(name);
+    CHECK(x.unary(ctx, name).toVector().size() == 4);
+  }
+  CHECK(Tensor::unaryNames().size() == 26);
+  CHECK(x.unary(ctx, "gelu").toVector() == x.gelu(ctx).toVector());
+  CHECK(x.unary(ctx, "leakyRelu").toVector() == x.leakyRelu(ctx).toVector());
+  CHECK_THROWS_WITH(x.unary(ctx, "swish"), Catch::Contains("'swish'") && Catch::Contains("softcap15"));
+  CHECK(codeOf([&] { x.unary(ctx, ""); }) == ErrorCode::InvalidArgument);
+  // round is half to even; sign keeps zero.
+  const Tensor h = Tensor::fromSlice(ctx, {"d"}, {5}, {-2.5f, -0.5f, 0.5f, 1.5f, 2.5f});
+  CHECK(h.round(ctx).toVector() == std::vector<float>{-2, -0, 0, 2, 2});
+  CHECK(Tensor::fromSlice(ctx, {"d"}, {3}, {-3, 0, 0.1f}).sign(ctx).toVector() == std::vector<float>{-1, 0, 1});
+  // biasAdd: the slice along one axis; only the tensor gets a gradient.
+  Tensor m = Tensor::variableFromSlice(ctx, {"r", "c"}, {2, 3}, {1, 2, 3, 4, 5, 6});
+  const std::vector<float> bias{10, 20};
+  CHECK(m.biasAdd(ctx, "r", bias).toVector() == std::vector<float>{11, 12, 13, 24, 25, 26});
+  CHECK(m.permuteTo(ctx, {"c", "r"}).biasAdd(ctx, "r", bias).tags() == fucina::Tags{"c", "r"});
+  m.biasAdd(ctx, "r", bias).sumAll(ctx).backward(ctx);
+  CHECK(m.grad(ctx)->toVector() == std::vector<float>(6, 1));
+  fucina::gradcheck(ctx, [&](ExecContext& c) { return m.narrow(c, "c", 1, 2).biasAdd(c, "r", bias).mul(c, m.narrow(c, "c", 0, 2)).sumAll(c); }, {&m});
+  CHECK(codeOf([&] { m.biasAdd(ctx, "c", bias); }) == ErrorCode::ShapeMismatch);
+  CHECK(codeOf([&] { m.biasAdd(ctx, "z", bias); }) == ErrorCode::ShapeMismatch);
+  // snake and prelu take per-channel parameters: axes among the input's; prelu's gradient at 0 is w.
+  CHECK(codeOf([&] { m.prelu(ctx, Tensor::ones(ctx, {"k"}, {2})); }) == ErrorCode::ShapeMismatch);
+  CHECK_THROWS_WITH(m.snake(ctx, Tensor::ones(ctx, {"k"}, {2})), Catch::Contains("'k'"));
+  Tensor zero = Tensor::variableFromSlice(ctx, {"c"}, {2}, {0, -1});
+  Tensor w = Tensor::variableFromSlice(ctx, {"c"}, {2}, {0.25f, 0.5f});
+  zero.prelu(ctx, w).sumAll(ctx).backward(ctx);
+  CHECK(zero.grad(ctx)->toVector() == std::vector<float>{0.25f, 0.5f});
+  CHECK(w.grad(ctx)->toVector() == std::vector<float>{0, -1});
 }
 
 // ---------------------------------------------------------------- dot
