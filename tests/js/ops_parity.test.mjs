@@ -1,0 +1,102 @@
+// PyTorch parity through the facade: every case of tests/fixtures/parity/<family>.json (written by
+// tests/fixtures/parity/generate.py with python3-torch, run by hand) replayed on both wasm
+// variants, as tests/cpp/parity_ops_tests.cpp replays them natively: the output and every input
+// gradient within 1e-5 + 1e-4·|want| of PyTorch's float64 values, constant extras (topK's
+// indices) equal.
+import { readFileSync, readdirSync } from 'node:fs';
+import { describe, test } from 'node:test';
+import { VARIANTS, engine, values, assert } from './helpers.mjs';
+
+const dir = new URL('../fixtures/parity/', import.meta.url);
+const families = readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
+
+// How each fixture op maps onto the JS call: (inputs by name, args) => Tensor, or [values, extras].
+const OPS = {
+  floor: (i) => i.x.floor(),
+  ceil: (i) => i.x.ceil(),
+  round: (i) => i.x.round(),
+  sign: (i) => i.x.sign(),
+  fastTanh: (i) => i.x.fastTanh(),
+  softcap30: (i) => i.x.softcap30(),
+  softcap15: (i) => i.x.softcap15(),
+  unary: (i, a) => i.x.unary(a.name),
+  biasAdd: (i, a) => i.x.biasAdd(a.axis, a.bias),
+  snake: (i) => i.x.snake(i.alpha),
+  prelu: (i) => i.x.prelu(i.weight),
+  glu: (i, a) => i.x.glu(a.axis),
+  gated: (i, a) => i.x.gated(i.gate, a.act),
+  splitGated: (i, a) => i.x.splitGated(a.axis, a.act),
+  situ: (i, a) => i.x.situ(i.gate, a.c),
+  sumMany: (i, a) => i.x.sumMany(a.axes),
+  cumprod: (i, a) => i.x.cumprod(a.axis),
+  standardizeAxis: (i, a) => i.x.standardizeAxis(a.axis, a.eps),
+  normAll: (i, a) => i.x.normAll(a.p === 'inf' ? Infinity : a.p),
+  linearRecurrence: (i, a) => i.x.linearRecurrence(i.decay, a.time, i.h0),
+  topK: (i, a) => sorted(i.x.topK(a.axis, a.k, a.largest)),
+  sort: (i, a) => sorted(i.x.sort(a.axis, a.descending)),
+  rmsNormMulAdd: (i, a) => i.x.rmsNormMulAdd(a.axis, i.weight, i.bias, a.eps),
+  groupNorm: (i, a) => i.x.groupNorm(a.groups, a.channel, { weight: i.weight, bias: i.bias, batch: a.batch, eps: a.eps }),
+  cosineSimilarity: (i, a) => i.x.cosineSimilarity(i.y, a.axis, a.eps),
+};
+const sorted = ([v, idx]) => [v, { indices: idx }];
+
+// An input as the case describes it; a strided one is laid out in reversed axis order and
+// permuted back, so the op sees a non-contiguous view. Returns [leaf, view].
+function makeInput(fc, e) {
+  if (e.dtype !== 'f64') {
+    const t = fc.constant(e.tags, e.shape, e.values, e.dtype);
+    return [t, t];
+  }
+  const make = e.requires_grad ? fc.variable.bind(fc) : fc.constant.bind(fc);
+  if (!e.strided || e.tags.length < 2) {
+    const t = make(e.tags, e.shape, Float32Array.from(e.values));
+    return [t, t];
+  }
+  const reversed = [...e.tags].reverse();
+  const flipped = fc.constant(e.tags, e.shape, Float32Array.from(e.values)).permuteTo(reversed).toArray();
+  const leaf = make(reversed, [...e.shape].reverse(), flipped);
+  return [leaf, leaf.permuteTo(e.tags)];
+}
+
+function assertClose(what, got, want) {
+  assert.deepEqual(got.tags.length, want.tags.length, `${what}: rank`);
+  const g = values(got.permuteTo(want.tags));
+  assert.equal(g.length, want.values.length, `${what}: size`);
+  want.values.forEach((w, k) => {
+    if (Number.isNaN(w)) return assert.ok(Number.isNaN(g[k]), `${what}[${k}]: ${g[k]} vs NaN`);
+    assert.ok(Math.abs(g[k] - w) <= 1e-5 + 1e-4 * Math.abs(w), `${what}[${k}]: ${g[k]} vs ${w}`);
+  });
+}
+
+for (const variant of VARIANTS) {
+  describe(variant, () => {
+    for (const file of families) {
+      const doc = JSON.parse(readFileSync(new URL(file, dir), 'utf8'));
+      test(`PyTorch parity: ${doc.family} (${doc.cases.length} cases)`, async () => {
+        const fc = await engine(variant);
+        for (const c of doc.cases) {
+          assert.ok(OPS[c.op], `${c.name}: op ${c.op} has no entry in ops_parity.test.mjs`);
+          fc.scope(() => {
+            const leaves = {}, views = {};
+            for (const [k, e] of Object.entries(c.inputs)) [leaves[k], views[k]] = makeInput(fc, e);
+            const r = OPS[c.op](views, c.args);
+            const [out, extras] = Array.isArray(r) ? r : [r, {}];
+            assertClose(`${c.name}: output`, out, c.output);
+            for (const [k, want] of Object.entries(c.extras))
+              assert.deepEqual(values(extras[k].permuteTo(want.tags)), want.values, `${c.name}: ${k}`);
+            if (Object.keys(c.grads).length === 0) return;
+            const gy = c.grad_output;
+            out.backward(fc.constant(gy.tags, gy.shape, Float32Array.from(gy.values)));
+            for (const [k, want] of Object.entries(c.grads)) assertClose(`${c.name}: gradient of ${k}`, leaves[k].grad(), want);
+          });
+        }
+      });
+    }
+  });
+}
+
+test('every fixture op has a JS entry', () => {
+  for (const file of families)
+    for (const c of JSON.parse(readFileSync(new URL(file, dir), 'utf8')).cases)
+      assert.ok(OPS[c.op], `${file}: ${c.name} uses op ${c.op}, which has no entry here`);
+});
