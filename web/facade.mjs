@@ -537,7 +537,7 @@ function checkerOf(op, a, path) {
   })();
   if (!('default' in a)) return check;
   const fallback = typeof a.default === 'function' ? a.default : () => a.default;
-  return (x, given, fc) => check(x === undefined ? fallback(given) : x, given, fc);
+  return (x, given, fc) => check(x === undefined || (a.nullish && x === null) ? fallback(given) : x, given, fc);
 }
 
 function installOps(ops) {
@@ -550,10 +550,19 @@ function installOps(ops) {
     };
     const target = op.on === 'tensor' ? Tensor.prototype : Fucina.prototype;
     if (Object.hasOwn(target, name)) throw new Error(`ops.table: ${name} is also written by hand`);
+    // The binding's result as JS: a Tensor, or an array of them (returns: { kind: 'tensors' }).
+    const wrap = op.returns?.kind === 'tensors' ? (fc, raw) => raw.map((h) => fc._wrap(h)) : (fc, raw) => fc._wrap(raw);
     // Method syntax, for a named function that is not a constructor (as a class's methods).
     const method = op.on === 'tensor'
-      ? { [name](...values) { const flat = flatten(values, this._engine); return this._make((h) => h[name](...flat)); } }[name]
-      : { [name](...values) { const flat = flatten(values, this); return this._wrap(this._call((M) => M[name](...flat))); } }[name];
+      ? { [name](...values) {
+        const fc = this._engine;
+        const flat = flatten(values, fc);
+        return wrap(fc, fc._call(() => this._handle[name](...flat)));
+      } }[name]
+      : { [name](...values) {
+        const flat = flatten(values, this);
+        return wrap(this, this._call((M) => M[name](...flat)));
+      } }[name];
     Object.defineProperty(target, name, { value: method, writable: true, configurable: true, enumerable: false });
   }
 }

@@ -86,9 +86,10 @@ function cppOp(op) {
   const params = [...(op.on === 'tensor' ? ['Handle& self_'] : []), ...parts.flatMap((x) => x.params)];
   const inits = [...(op.on === 'tensor' ? ['const Tensor& self = self_.t;'] : []), ...parts.flatMap((x) => x.init ?? [])];
   const call = op.cpp ?? `${op.on === 'tensor' ? 'self.' : 'Tensor::'}${op.name}(${['ctx()', ...leaves.map((l) => l.local)].join(', ')})`;
+  const [type, result] = op.returns?.kind === 'tensors' ? ['std::vector<Tensor>', 'handlesOf'] : ['Tensor', 'wrap'];
   const body = call.includes(';')
-    ? `return wrap([&]() -> Tensor {\n${call.split('\n').map((l) => `        ${l.trim()}`).join('\n')}\n      }());`
-    : `return wrap(${call});`;
+    ? `return ${result}([&]() -> ${type} {\n${call.split('\n').map((l) => `        ${l.trim()}`).join('\n')}\n      }());`
+    : `return ${result}(${call});`;
   const fn = op.on === 'tensor' ? 'c.function' : 'emscripten::function';
   return `  ${fn}(${cppString(op.name)}, +[](${params.join(', ')}) {\n    return guard([&] {\n` +
     `${inits.map((l) => `      ${l}\n`).join('')}      ${body}\n    });\n  });\n`;
@@ -150,7 +151,8 @@ const isOptional = (a) => a.kind === 'options' || 'default' in a || (a.kind === 
 
 function tsMethod(op, indent) {
   const params = op.args.map((a) => `${a.name}${isOptional(a) ? '?' : ''}: ${tsType(a)}`);
-  return docComment(op.doc, indent) + `${indent}${op.name}(${params.join(', ')}): Tensor;\n`;
+  const result = op.returns?.kind === 'tensors' ? op.returns.ts : 'Tensor';
+  return docComment(op.doc, indent) + `${indent}${op.name}(${params.join(', ')}): ${result};\n`;
 }
 
 /** Every options interface the table names, bases before what extends them; one name, one field list. */

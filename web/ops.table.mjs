@@ -7,7 +7,9 @@
 //   1. add an entry below: { name, on, doc, args, cpp? } (see "Entries");
 //   2. run `node web/gen-ops.mjs` (rewrites web/ops.bindings.inc and the generated blocks of
 //      web/index.d.ts; tests/js/op_table.test.mjs fails while they are stale);
-//   3. rebuild the wasm (scripts/build-wasm) and use the op in tests/ts/consumer.ts (types.test).
+//   3. rebuild the wasm (scripts/build-wasm); use the op in tests/ts/consumer.ts (types.test) and
+//      give it a row in tests/js/adversarial_cases.mjs (the adversarial suite asks for both).
+// docs/design-notes.md ("One op table") has the whole picture.
 //
 // Entries:
 //   name  the JS name, which is also the C++ method's name (Tensor::name) and the binding's;
@@ -16,21 +18,29 @@
 //   doc   the doc comment of the .d.ts (one string, wrapped by the generator);
 //   args  the arguments in order, made by the kind functions below; every method checks each
 //         one and throws FucinaError InvalidArgument "<op>: <arg> must be ..." naming both;
+//   returns  (optional) 'tensor' (the default): one Tensor; or { kind: 'tensors', ts } for
+//         several (C++ gives a std::vector<Tensor>, JS an array of Tensors, ts its .d.ts type,
+//         e.g. '[values: Tensor, indices: Tensor]');
 //   cpp   (optional) the C++ call when it is not name(ctx(), args... in order): an expression
-//         giving a Tensor, or statements ending in `return <Tensor>;`. Arguments are C++ locals
+//         giving the result, or statements ending in `return <result>;`. Arguments are C++ locals
 //         of their names, already converted (see gen-ops.mjs: tensor -> Tensor, axis -> Tag,
 //         tags -> Tags, shape -> Extents, int -> int64_t, pair -> std::array<int64_t, 2>,
 //         enum -> its C++ enum, optional tensor -> std::optional<Tensor>); the receiver is `self`.
 // Options objects are flattened, field by field, into the binding's arguments; their fields are
-// argument kinds too, and `type` names the interface the .d.ts declares for them.
+// argument kinds too, and `type` names the interface the .d.ts declares for them. An example:
+//   { name: 'glu', on: 'tensor', doc: 'a · sigmoid(b), with `axis` split into halves [a | b].',
+//     args: [axis('axis')] }
+// makes t.glu(axis), checked ("glu: axis must be an axis name (a string), got 7"), bound to
+// self.glu(ctx(), Tag(axis)) and declared as `glu(axis: string): Tensor` with that comment.
 //
-// This module is shipped with the package (the facade reads it at load time): data only.
+// This module ships with the package (the facade reads it when it loads): it imports nothing and
+// runs nothing; its functions are defaults and checks the facade calls.
 
 // ---------------------------------------------------------------- argument kinds
 // Every kind takes the argument's name and optional settings: default (makes the argument
 // optional; for an options field, the value when the key is absent; a function gets the
-// arguments given so far by name), doc (for options fields: the .d.ts comment), label (the name
-// error messages use, when it differs).
+// arguments given so far by name; nullish: true makes null mean the default too), doc (for
+// options fields: the .d.ts comment), label (the name error messages use, when it differs).
 const kind = (k) => (name, settings = {}) => ({ kind: k, name, ...settings });
 /** A Tensor of this engine; optional: true allows undefined (nullable: true also null), given to C++ as std::optional. */
 export const tensor = kind('tensor');
@@ -70,7 +80,8 @@ export const ENUMS = {
 };
 
 // ---------------------------------------------------------------- shared option fields
-const reduction = oneOf('reduction', ENUMS.reduction, { default: 'mean', doc: "'mean' (default), 'sum' or 'none'." });
+// nullish: null means the default too, as it always has for a loss's reduction.
+const reduction = oneOf('reduction', ENUMS.reduction, { default: 'mean', nullish: true, doc: "'mean' (default), 'sum' or 'none'." });
 /** A loss's options: an object, or just the reduction's name. */
 const lossOptions = (type, fields = [], settings = {}) => options('options', [reduction, ...fields],
   { type, shorthand: 'reduction', ...(type === 'LossOptions' ? { doc: 'Options of a loss that only reduces.' } : { extends: 'LossOptions' }), ...settings });
