@@ -501,7 +501,9 @@ function checkerOf(op, a, path) {
       case 'tensors':
         return (x, given, fc) => {
           if (!Array.isArray(x)) throw invalid(`${what} must be an array of Tensors, got ${typeName(x)}`);
-          return [x.map((t, i) => fc._operand(t, `${what}[${i}]`)._handle)];
+          const handles = [];
+          for (let i = 0; i < x.length; ++i) handles.push(fc._operand(x[i], `${what}[${i}]`)._handle);
+          return [handles];
         };
       case 'axis':
         return (x) => {
@@ -528,7 +530,9 @@ function checkerOf(op, a, path) {
           const o = a.shorthand && typeof x === 'string' ? { [a.shorthand]: x } : checkOptions(x, keys, where);
           const problem = a.check?.(o);
           if (problem) throw invalid(`${op}: ${problem}`);
-          return fields.flatMap(([k, f]) => f(o[k], given, fc));
+          const out = [];
+          for (const [k, f] of fields) out.push(...f(o[k], given, fc));
+          return out;
         };
       }
       default:
@@ -544,9 +548,16 @@ function installOps(ops) {
   for (const op of ops) {
     const { name } = op;
     const args = op.args.map((a) => [a.name, checkerOf(name, a, null)]);
+    // Plain loops: a FucinaError's stack starts at the caller's line (errors.mjs drops the
+    // package's frames), and a built-in's frame (Array.prototype.flatMap) would come first.
     const flatten = (values, fc) => {
       const given = {};
-      return args.flatMap(([arg, check], i) => check((given[arg] = values[i]), given, fc));
+      const out = [];
+      for (let i = 0; i < args.length; ++i) {
+        const [arg, check] = args[i];
+        out.push(...check((given[arg] = values[i]), given, fc));
+      }
+      return out;
     };
     const target = op.on === 'tensor' ? Tensor.prototype : Fucina.prototype;
     if (Object.hasOwn(target, name)) throw new Error(`ops.table: ${name} is also written by hand`);

@@ -8,7 +8,8 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { OPS, HAND_WRITTEN, NOT_IN_JS } from '../../web/ops.table.mjs';
-import { generated } from '../../web/gen-ops.mjs';
+import { generated, bindingsText, dtsBlocks } from '../../web/gen-ops.mjs';
+import { axis, int } from '../../web/ops.table.mjs';
 import { Tensor } from 'fucina';
 import { init, assert, throwsCode } from './helpers.mjs';
 
@@ -36,6 +37,14 @@ test('the generated files are what web/gen-ops.mjs makes of the table (else run 
     assert.ok(want === have, `${file} is stale: run node web/gen-ops.mjs`);
   const shipped = readFileSync(`${root}dist/ops.table.mjs`, 'utf8');
   assert.equal(shipped, readFileSync(`${root}web/ops.table.mjs`, 'utf8'), 'dist/ops.table.mjs is older than web/: run scripts/build-wasm');
+});
+
+test('an op with several results is bound and declared as an array of Tensors', () => {
+  // No op of the table has two results yet (topK will): this checks what the generator makes of one.
+  const topK = { name: 'topK', on: 'tensor', doc: 'The k largest along axis.', args: [axis('axis'), int('k', { min: 0 })],
+    returns: { kind: 'tensors', ts: '[values: Tensor, indices: Tensor]' } };
+  assert.match(bindingsText([topK]), /return handlesOf\(self\.topK\(ctx\(\), axis, k\)\);/);
+  assert.match(dtsBlocks([topK]).tensor, /^ {2}topK\(axis: string, k: number\): \[values: Tensor, indices: Tensor\];$/m);
 });
 
 test("C++'s public op list and the JS op table agree", () => {
