@@ -7,6 +7,7 @@
 
 import { FucinaError, invalid, typeName, isPlainObject, checkInt, checkOptions, pair } from './errors.mjs';
 import { makeNn } from './nn.mjs';
+import { OPS, ENUMS } from './ops.table.mjs';
 
 export { FucinaError };
 
@@ -119,12 +120,6 @@ function checkBoolean(x, what) {
   return x;
 }
 
-const REDUCTIONS = ['mean', 'sum', 'none'];
-function checkReduction(r, what) {
-  if (!REDUCTIONS.includes(r)) throw invalid(`${what}: unknown reduction ${typeof r === 'string' ? `'${r}'` : typeName(r)} (use ${REDUCTIONS.join(', ')})`);
-  return r;
-}
-
 function checkString(x, what) {
   if (typeof x !== 'string') throw invalid(`${what} must be a string, got ${typeName(x)}`);
   return x;
@@ -137,7 +132,7 @@ function checkValues(values) {
   return values;
 }
 
-const DTYPES = ['f32', 'f16', 'bf16', 'f64', 'i32', 'i64', 'u8', 'q8_0'];
+const DTYPES = ENUMS.dtype.values;
 function checkDType(dtype) {
   if (!DTYPES.includes(dtype)) throw invalid(`unknown dtype '${dtype}' (use ${DTYPES.join(', ')})`);
   return dtype;
@@ -289,41 +284,7 @@ class Fucina {
     this._call((M) => M.loadParameters(hs, bytes));
   }
 
-  // ---- structure ops over several tensors
-  concat(tensors, axis) { return this.#join(tensors, axis, 'concat', false); }
-  stack(tensors, axis) { return this.#join(tensors, axis, 'stack', true); }
-  #join(tensors, axis, op, stack) {
-    if (!Array.isArray(tensors)) throw invalid(`${op}: tensors must be an array of Tensors`);
-    const hs = tensors.map((t, i) => this._operand(t, `${op}: tensors[${i}]`)._handle);
-    checkString(axis, `${op}: axis`);
-    return this._wrap(this._call((M) => M.concat(hs, axis, stack)));
-  }
-  /** Named-axis einsum: shared axes not in outTags are contracted, unshared ones summed away. */
-  einsum(a, b, outTags) {
-    const [x, y] = [this._operand(a, 'einsum: a'), this._operand(b, 'einsum: b')];
-    const out = checkTags(outTags, 'einsum: outTags');
-    return this._wrap(this._call((M) => M.einsum(x._handle, y._handle, out)));
-  }
-  /** a where cond (u8, or f32 nonzero) else b; gradients flow to a and b. */
-  where(cond, a, b) {
-    const [c, x, y] = [this._operand(cond, 'where: cond'), this._operand(a, 'where: a'), this._operand(b, 'where: b')];
-    return this._wrap(this._call((M) => M.where(c._handle, x._handle, y._handle)));
-  }
-
-  /**
-   * groupedAttention(q, k, v, { heads = 'head', time = 't', dim = 'd', causal = true, scale }):
-   * softmax(scale·q·kᵀ)·v per head; q's heads a multiple of k's (grouped-query attention).
-   */
-  groupedAttention(q, k, v, options) {
-    const [a, b, c] = [this._operand(q, 'groupedAttention: q'), this._operand(k, 'groupedAttention: k'), this._operand(v, 'groupedAttention: v')];
-    const { heads = 'head', time = 't', dim = 'd', causal = true, scale = null } =
-      checkOptions(options, ['heads', 'time', 'dim', 'causal', 'scale'], 'groupedAttention');
-    checkBoolean(causal, 'groupedAttention: causal');
-    if (scale !== null) checkNumber(scale, 'groupedAttention: scale');
-    return this._wrap(this._call((M) => M.groupedAttention(a._handle, b._handle, c._handle,
-      checkString(heads, 'groupedAttention: heads'), checkString(time, 'groupedAttention: time'),
-      checkString(dim, 'groupedAttention: dim'), causal, scale)));
-  }
+  // concat, stack, einsum, where, groupedAttention: from the op table (installOps, below).
 
   // ---- modes, scopes, memory
   noGrad(fn) {
@@ -474,7 +435,6 @@ export class Tensor {
   detach() { return this._make((h) => h.detach()); }
   toArray() { return this.#get((h) => h.toArray()); }
   item() { return this.#get((h) => h.item()); }
-  to(dtype) { return this._make((h) => h.to(checkDType(dtype))); }
   dispose() {
     if (this.#h) {
       this.#h.delete();
@@ -502,154 +462,7 @@ export class Tensor {
   /** What Node's util.inspect and console.log show (the facade imports nothing from Node). */
   [Symbol.for('nodejs.util.inspect.custom')]() { return this.toString(); }
 
-  dot(y, axis) {
-    const other = this._operand(y, 'dot: y');
-    if (typeof axis !== 'string') throw invalid('dot: axis must be an axis name');
-    return this._make((h) => h.dot(other._handle, axis));
-  }
-  // ---- contractions
-  /** this.dot(y, axis) + bias in one GEMM (torch's addmm); bias's axes are among the result's. */
-  addDot(y, axis, bias) {
-    const [other, b] = [this._operand(y, 'addDot: y'), this._operand(bias, 'addDot: bias')];
-    return this._make((h) => h.addDot(other._handle, checkString(axis, 'addDot: axis'), b._handle));
-  }
-  /** Positional: this's last axis with y's second-to-last (last if transposeY); leading axes batch. */
-  matmul(y, transposeY = false) {
-    const other = this._operand(y, 'matmul: y');
-    checkBoolean(transposeY, 'matmul: transposeY');
-    return this._make((h) => h.matmul(other._handle, transposeY));
-  }
-  /** Swaps the names of two axes (a view). */
-  transpose(a, b) {
-    return this._make((h) => h.transpose(checkString(a, 'transpose: a'), checkString(b, 'transpose: b')));
-  }
-  broadcastTo(tags, shape) { return this._make((h) => h.broadcastTo(checkTags(tags), checkShape(shape))); }
-  permuteTo(order) { return this._make((h) => h.permuteTo(checkTags(order, 'order'))); }
-  withTags(tags) { return this._make((h) => h.withTags(checkTags(tags))); }
-  /** Embedding lookup: the axis is replaced, in place, by the (i32/i64) indices' axes. */
-  indexSelect(axis, indices) {
-    const ix = this._operand(indices, 'indexSelect: indices');
-    return this._make((h) => h.indexSelect(checkString(axis, 'axis'), ix._handle));
-  }
-  narrow(axis, start, length) {
-    if (typeof axis !== 'string') throw invalid('narrow: axis must be an axis name');
-    return this._make((h) => h.narrow(axis, checkInt(start, 'narrow: start', 0), checkInt(length, 'narrow: length', 0)));
-  }
-  // ---- structure ops: views where the strides allow, else one copy ----
-  insertAxis(axis, position) {
-    return this._make((h) => h.insertAxis(checkString(axis, 'insertAxis: axis'), checkInt(position, 'insertAxis: position', 0, 2 ** 31 - 1)));
-  }
-  squeeze(axis) { return this._make((h) => h.squeeze(checkString(axis, 'squeeze: axis'))); }
-  merge(axes, into) {
-    return this._make((h) => h.merge(checkTags(axes, 'merge: axes'), checkString(into, 'merge: into')));
-  }
-  split(axis, into, extents) {
-    return this._make((h) => h.split(checkString(axis, 'split: axis'), checkTags(into, 'split: into'), checkShape(extents, 'split: extents')));
-  }
-  flatten(into) { return this._make((h) => h.flatten(checkString(into, 'flatten: into'))); }
-  reshape(tags, shape) { return this._make((h) => h.reshape(checkTags(tags), checkShape(shape))); }
-  select(axis, index) {
-    return this._make((h) => h.select(checkString(axis, 'select: axis'), checkInt(index, 'select: index')));
-  }
-  slice(axis, start, end, step = 1) {
-    return this._make((h) => h.slice(checkString(axis, 'slice: axis'), checkInt(start, 'slice: start', 0),
-      checkInt(end, 'slice: end', 0), checkInt(step, 'slice: step', 1)));
-  }
-  pad(axis, before, after, value = 0) {
-    return this._make((h) => h.pad(checkString(axis, 'pad: axis'), checkInt(before, 'pad: before', 0),
-      checkInt(after, 'pad: after', 0), checkNumber(value, 'pad: value')));
-  }
-  maskedFill(mask, value) {
-    const m = this._operand(mask, 'maskedFill: mask');
-    return this._make((h) => h.maskedFill(m._handle, checkNumber(value, 'maskedFill: value')));
-  }
-  tril(row, col, diagonal = 0) { return this.#band('tril', row, col, diagonal, 0); }
-  triu(row, col, diagonal = 0) { return this.#band('triu', row, col, diagonal, 0); }
-  bandPart(row, col, lower, upper) { return this.#band('bandPart', row, col, lower, upper); }
-  #band(kind, row, col, p, q) {
-    return this._make((h) => h.band(kind, checkString(row, `${kind}: row`), checkString(col, `${kind}: col`),
-      checkInt(p, `${kind}: bound`), checkInt(q, `${kind}: bound`)));
-  }
-  /** layerNorm(axis, { eps = 1e-5, weight, bias }): weight and bias together, or neither. */
-  layerNorm(axis, options) {
-    const { eps = 1e-5, weight, bias } = checkOptions(options, ['eps', 'weight', 'bias'], 'layerNorm');
-    if ((weight === undefined) !== (bias === undefined)) throw invalid('layerNorm: give weight and bias together');
-    const w = weight === undefined ? null : this._operand(weight, 'layerNorm: weight');
-    const b = bias === undefined ? null : this._operand(bias, 'layerNorm: bias');
-    return this._make((h) => h.layerNorm(checkString(axis, 'axis'), checkNumber(eps, 'eps'), w?._handle ?? null, b?._handle ?? null));
-  }
-  rmsNorm(axis, eps = 1e-6) {
-    return this._make((h) => h.rmsNorm(checkString(axis, 'axis'), checkNumber(eps, 'eps'), null));
-  }
-  rmsNormMul(axis, weight, eps = 1e-6) {
-    const w = this._operand(weight, 'rmsNormMul: weight');
-    return this._make((h) => h.rmsNorm(checkString(axis, 'axis'), checkNumber(eps, 'eps'), w._handle));
-  }
-  l2Normalize(axis, eps = 1e-12) {
-    return this._make((h) => h.l2Normalize(checkString(axis, 'axis'), checkNumber(eps, 'eps')));
-  }
-  /** crossEntropy(labels, classAxis, { reduction = 'mean', labelSmoothing = 0 } or the reduction). */
-  crossEntropy(labels, classAxis, options) {
-    const l = this._operand(labels, 'crossEntropy: labels');
-    checkString(classAxis, 'crossEntropy: classAxis');
-    const { reduction, labelSmoothing = 0 } = lossOptions(options, ['reduction', 'labelSmoothing'], 'crossEntropy');
-    return this._make((h) => h.crossEntropy(l._handle, classAxis, reduction, checkNumber(labelSmoothing, 'crossEntropy: labelSmoothing')));
-  }
-  nllLoss(labels, classAxis, options) {
-    const l = this._operand(labels, 'nllLoss: labels');
-    checkString(classAxis, 'nllLoss: classAxis');
-    const { reduction } = lossOptions(options, ['reduction'], 'nllLoss');
-    return this._make((h) => h.nllLoss(l._handle, classAxis, reduction));
-  }
-  mseLoss(target, options) {
-    const t = this._operand(target, 'mseLoss: target');
-    const { reduction } = lossOptions(options, ['reduction'], 'mseLoss');
-    return this._make((h) => h.mseLoss(t._handle, reduction));
-  }
-  // ---- indexing, pointwise losses, gated units ----
-  /** torch.gather: indices (i32/i64) with exactly this tensor's axes. */
-  gather(axis, indices) {
-    const ix = this._operand(indices, 'gather: indices');
-    return this._make((h) => h.gather(checkString(axis, 'gather: axis'), ix._handle));
-  }
-  /** numpy.take_along_axis by name: indices' other axes match or have extent 1, or are missing. */
-  takeAlongAxis(axis, indices) {
-    const ix = this._operand(indices, 'takeAlongAxis: indices');
-    return this._make((h) => h.takeAlongAxis(checkString(axis, 'takeAlongAxis: axis'), ix._handle));
-  }
-  /** torch.scatter_add, out of place. */
-  scatterAdd(axis, indices, src) {
-    const ix = this._operand(indices, 'scatterAdd: indices');
-    const s = this._operand(src, 'scatterAdd: src');
-    return this._make((h) => h.scatterAdd(checkString(axis, 'scatterAdd: axis'), ix._handle, s._handle));
-  }
-  /** huberLoss(target, { delta = 1, reduction = 'mean' }) */
-  huberLoss(target, options) {
-    const t = this._operand(target, 'huberLoss: target');
-    const { delta = 1, reduction } = lossOptions(options, ['delta', 'reduction'], 'huberLoss');
-    return this._make((h) => h.huberLoss(t._handle, checkNumber(delta, 'huberLoss: delta'), reduction));
-  }
-  /** bceLoss(target, { reduction = 'mean' }) on probabilities in [0, 1]. */
-  bceLoss(target, options) {
-    const t = this._operand(target, 'bceLoss: target');
-    const { reduction } = lossOptions(options, ['reduction'], 'bceLoss');
-    return this._make((h) => h.bceLoss(t._handle, reduction));
-  }
-  bceWithLogitsLoss(target, options) {
-    const t = this._operand(target, 'bceWithLogitsLoss: target');
-    const { reduction } = lossOptions(options, ['reduction'], 'bceWithLogitsLoss');
-    return this._make((h) => h.bceWithLogitsLoss(t._handle, reduction));
-  }
-  /** klDivLoss(target, { reduction = 'mean', logTarget = false }): this tensor is log-probabilities. */
-  klDivLoss(target, options) {
-    const t = this._operand(target, 'klDivLoss: target');
-    const { reduction, logTarget = false } = lossOptions(options, ['reduction', 'logTarget'], 'klDivLoss');
-    checkBoolean(logTarget, 'klDivLoss: logTarget');
-    return this._make((h) => h.klDivLoss(t._handle, reduction, logTarget));
-  }
-  swiglu(axis) { return this._make((h) => h.swiglu(checkString(axis, 'swiglu: axis'))); }
-  geglu(axis) { return this._make((h) => h.geglu(checkString(axis, 'geglu: axis'))); }
-  // ---- end indexing, pointwise losses, gated units ----
+  // Every other op is a method made from the op table (installOps, below).
   // ---- position encodings (ops/rope.cpp) ----
   /**
    * rope({ position = 't', dim = 'd', base = 10000, offset = 0, mode = 'half' }), or
@@ -665,108 +478,110 @@ export class Tensor {
       checkString(dim, 'rope: dim'), checkNumber(base, 'rope: base'), checkInt(offset, 'rope: offset', 0),
       checkString(mode, 'rope: mode')));
   }
-  dropout(p, seed) { return this._make((h) => h.dropout(checkNumber(p, 'dropout: p'), checkInt(seed, 'dropout: seed', 0))); }
-  /**
-   * conv2d(weight, { bias, stride = 1, padding = 0, dilation = 1, groups = 1, axes }): stride,
-   * padding and dilation are a number or [h, w]; axes renames { channels: 'c', height: 'h',
-   * width: 'w', outChannels: 'out', kernelH: 'kh', kernelW: 'kw' }.
-   */
-  conv2d(weight, options) {
-    const w = this._operand(weight, 'conv2d: weight');
-    const { bias, stride = 1, padding = 0, dilation = 1, groups = 1, axes = {} } =
-      checkOptions(options, ['bias', 'stride', 'padding', 'dilation', 'groups', 'axes'], 'conv2d');
-    const b = bias === undefined || bias === null ? null : this._operand(bias, 'conv2d: bias');
-    const a = checkOptions(axes, Object.keys(CONV_AXES), 'conv2d: axes');
-    const names = Object.entries(CONV_AXES).map(([k, d]) => checkString(a[k] ?? d, `conv2d: axes.${k}`));
-    const geometry = [...pair(stride, 'conv2d: stride', 1), ...pair(padding, 'conv2d: padding', 0),
-      ...pair(dilation, 'conv2d: dilation', 1), checkInt(groups, 'conv2d: groups', 1)];
-    return this._make((h) => h.conv2d(w._handle, b?._handle ?? null, geometry, names));
-  }
-  /** maxPool2d(kernel, { stride = kernel, padding = 0, height = 'h', width = 'w' }). */
-  maxPool2d(kernel, options) { return pool(this, 'maxPool2d', kernel, options); }
-  /** avgPool2d(kernel, { stride = kernel, padding = 0, height, width }); divides by kh·kw. */
-  avgPool2d(kernel, options) { return pool(this, 'avgPool2d', kernel, options); }
-  upsample2xNearest(height = 'h', width = 'w') {
-    return this._make((h) => h.upsample2xNearest(checkString(height, 'upsample2xNearest: height'), checkString(width, 'upsample2xNearest: width')));
-  }
-  /** quantize('q8_0', axis): blocks of 32 along axis (extent a multiple of 32); a constant. */
-  quantize(dtype, axis) {
-    return this._make((h) => h.quantize(checkDType(dtype), checkString(axis, 'quantize: axis')));
-  }
 }
 
-const CONV_AXES = { channels: 'c', height: 'h', width: 'w', outChannels: 'out', kernelH: 'kh', kernelW: 'kw' };
+// ---------------------------------------------------------------- the op table
+// Each op of web/ops.table.mjs becomes a method (of Tensor, or of the engine) that checks its
+// arguments in order, flattens them into the binding's arguments (an options object into its
+// fields, a pair into two integers) and calls the binding of the same name, which web/gen-ops.mjs
+// generated from the same table with the same order (web/ops.bindings.inc).
 
-function pool(t, op, kernel, options) {
-  const [kh, kw] = pair(kernel, `${op}: kernel`, 1);
-  const { stride = [kh, kw], padding = 0, height = 'h', width = 'w' } =
-    checkOptions(options, ['stride', 'padding', 'height', 'width'], op);
-  const [sh, sw] = pair(stride, `${op}: stride`, 1);
-  checkInt(padding, `${op}: padding`, 0);
-  checkString(height, `${op}: height`);
-  checkString(width, `${op}: width`);
-  return t._make((h) => h[op](kh, kw, sh, sw, padding, height, width));
+/**
+ * The check of one argument of op: (value, given, fc) => its binding arguments (an array).
+ * path: null for a positional argument, else what goes before an options field's name in
+ * messages ('' for a top-level options object's fields, 'axes.' for a nested one's).
+ * given: the arguments by name so far (a default may depend on them).
+ */
+function checkerOf(op, a, path) {
+  const what = `${op}: ${path ?? ''}${a.label ?? a.name}`;
+  const check = (() => {
+    switch (a.kind) {
+      case 'tensor':
+        return (x, given, fc) => (a.optional && (x === undefined || (a.nullable && x === null)) ? [null] : [fc._operand(x, what)._handle]);
+      case 'tensors':
+        return (x, given, fc) => {
+          if (!Array.isArray(x)) throw invalid(`${what} must be an array of Tensors, got ${typeName(x)}`);
+          const handles = [];
+          for (let i = 0; i < x.length; ++i) handles.push(fc._operand(x[i], `${what}[${i}]`)._handle);
+          return [handles];
+        };
+      case 'axis':
+        return (x) => {
+          if (typeof x !== 'string') throw invalid(`${what} must be an axis name (a string), got ${typeName(x)}`);
+          return [x];
+        };
+      case 'tags': return (x) => [checkTags(x, what)];
+      case 'shape': return (x) => [checkShape(x, what)];
+      case 'int': return (x) => [checkInt(x, what, a.min, a.max)];
+      case 'number': return (x) => [a.nullable && x === null ? null : checkNumber(x, what)];
+      case 'bool': return (x) => [checkBoolean(x, what)];
+      case 'enum':
+        return (x) => {
+          if (!a.enum.values.includes(x))
+            throw invalid(`${op}: unknown ${path ?? ''}${a.label ?? a.name} ${typeof x === 'string' ? `'${x}'` : typeName(x)} (use ${a.enum.values.join(', ')})`);
+          return [x];
+        };
+      case 'pair': return (x) => pair(x, what, a.min);
+      case 'options': {
+        const fields = a.fields.map((f) => [f.name, checkerOf(op, f, path === null ? '' : `${path}${a.name}.`)]);
+        const keys = a.fields.map((f) => f.name);
+        const where = path === null ? op : `${op}: ${path}${a.name}`;
+        return (x, given, fc) => {
+          const o = a.shorthand && typeof x === 'string' ? { [a.shorthand]: x } : checkOptions(x, keys, where);
+          const problem = a.check?.(o);
+          if (problem) throw invalid(`${op}: ${problem}`);
+          const out = [];
+          for (const [k, f] of fields) out.push(...f(o[k], given, fc));
+          return out;
+        };
+      }
+      default:
+        throw new Error(`ops.table: ${op} has an argument of unknown kind ${a.kind}`);
+    }
+  })();
+  if (!('default' in a)) return check;
+  const fallback = typeof a.default === 'function' ? a.default : () => a.default;
+  return (x, given, fc) => check(x === undefined || (a.nullish && x === null) ? fallback(given) : x, given, fc);
 }
 
-// Ops that differ only in their argument kind are defined from lists, each as the C++ method.
-for (const op of ['add', 'sub', 'mul', 'div', 'maximum', 'minimum', 'pow']) {
-  Tensor.prototype[op] = function (y) {
-    const other = this._operand(y, `${op}: y`);
-    return this._make((h) => h[op](other._handle));
-  };
-}
-for (const op of ['scale', 'addScalar', 'subScalar', 'divScalar', 'powScalar']) {
-  Tensor.prototype[op] = function (s) {
-    checkNumber(s, op);
-    return this._make((h) => h[op](s));
-  };
-}
-for (const op of ['neg', 'abs', 'exp', 'log', 'sqrt', 'tanh', 'sigmoid', 'relu', 'gelu', 'geluErf',
-  'quickGelu', 'silu', 'log1p', 'rsqrt', 'reciprocal', 'sin', 'cos', 'sumAll', 'meanAll', 'contiguous']) {
-  Tensor.prototype[op] = function () { return this._make((h) => h[op]()); };
-}
-// Scalar-parameter activations with the C++ defaults.
-for (const [op, fallback] of [['leakyRelu', 0.01], ['elu', 1]]) {
-  Tensor.prototype[op] = function (s = fallback) {
-    checkNumber(s, op);
-    return this._make((h) => h[op](s));
-  };
-}
-Tensor.prototype.clamp = function (lo, hi) {
-  checkNumber(lo, 'clamp: lo');
-  checkNumber(hi, 'clamp: hi');
-  return this._make((h) => h.clamp(lo, hi));
-};
-Tensor.prototype.variance = function (axis, correction = 1) {
-  checkString(axis, 'variance: axis');
-  checkInt(correction, 'variance: correction');
-  return this._make((h) => h.variance(axis, correction));
-};
-for (const op of ['sum', 'mean', 'max', 'min', 'logsumexp', 'cumsum', 'prod', 'norm', 'softmax', 'logSoftmax']) {
-  Tensor.prototype[op] = function (axis) {
-    if (typeof axis !== 'string') throw invalid(`${op}: axis must be an axis name`);
-    return this._make((h) => h[op](axis));
-  };
-}
-const COMPARE_OPS = ['eq', 'ne', 'lt', 'le', 'gt', 'ge'];
-/** compare(y, op): 1 where `this op y` holds, else 0, as a u8 constant (no gradient). */
-Tensor.prototype.compare = function (y, op) {
-  const other = this._operand(y, 'compare: y');
-  if (!COMPARE_OPS.includes(op)) {
-    throw invalid(`compare: unknown op ${typeof op === 'string' ? `'${op}'` : typeName(op)} (use ${COMPARE_OPS.join(', ')})`);
+function installOps(ops) {
+  for (const op of ops) {
+    const { name } = op;
+    const args = op.args.map((a) => [a.name, checkerOf(name, a, null)]);
+    // Plain loops: a FucinaError's stack starts at the caller's line (errors.mjs drops the
+    // package's frames), and a built-in's frame (Array.prototype.flatMap) would come first.
+    const flatten = (values, fc) => {
+      const given = {};
+      const out = [];
+      for (let i = 0; i < args.length; ++i) {
+        const [arg, check] = args[i];
+        out.push(...check((given[arg] = values[i]), given, fc));
+      }
+      return out;
+    };
+    const target = op.on === 'tensor' ? Tensor.prototype : Fucina.prototype;
+    if (Object.hasOwn(target, name)) throw new Error(`ops.table: ${name} is also written by hand`);
+    // The binding's result as JS: a Tensor, or an array of them (returns: { kind: 'tensors' }).
+    const wrap = op.returns?.kind === 'tensors' ? (fc, raw) => raw.map((h) => fc._wrap(h)) : (fc, raw) => fc._wrap(raw);
+    // Method syntax, for a named function that is not a constructor (as a class's methods).
+    const method = op.on === 'tensor'
+      ? { [name](...values) {
+        const fc = this._engine;
+        const flat = flatten(values, fc);
+        return wrap(fc, fc._call(() => this._handle[name](...flat)));
+      } }[name]
+      : { [name](...values) {
+        const flat = flatten(values, this);
+        return wrap(this, this._call((M) => M[name](...flat)));
+      } }[name];
+    Object.defineProperty(target, name, { value: method, writable: true, configurable: true, enumerable: false });
   }
-  return this._make((h) => h.compare(other._handle, op));
-};
+}
+installOps(OPS);
 
 // ---------------------------------------------------------------- fc.optim
 // Optimizers run in C++ (in-place, graph-free updates; see docs/design-notes.md, "Optimizers");
 // schedules are plain JS with the formulas of src/fucina/optim/schedule.h.
-
-// A loss's options: an object, or just the reduction name; the reduction checked, 'mean' by default.
-function lossOptions(options, allowed, what) {
-  const o = typeof options === 'string' ? { reduction: options } : checkOptions(options, allowed, what);
-  return { ...o, reduction: checkReduction(o.reduction ?? 'mean', what) };
-}
 
 function checkStep(x, what) {
   if (!Number.isSafeInteger(x) || x < 0) throw invalid(`schedule ${what} must be a non-negative integer, got ${x}`);

@@ -1,0 +1,326 @@
+// The op table: ONE declaration per op of the JS facade, the source of
+//   - the facade method (web/facade.mjs installs a validating method per entry when it loads),
+//   - the Embind binding (web/gen-ops.mjs writes web/ops.bindings.inc, included by bindings.cpp),
+//   - the TypeScript declaration and doc comment (web/gen-ops.mjs splices them into web/index.d.ts).
+//
+// Adding an op (after its C++ method and its line in src/fucina/ops/ops.list):
+//   1. add an entry below: { name, on, doc, args, cpp? } (see "Entries");
+//   2. run `node web/gen-ops.mjs` (rewrites web/ops.bindings.inc and the generated blocks of
+//      web/index.d.ts; tests/js/op_table.test.mjs fails while they are stale);
+//   3. rebuild the wasm (scripts/build-wasm); use the op in tests/ts/consumer.ts (types.test) and
+//      give it a row in tests/js/adversarial_cases.mjs (the adversarial suite asks for both).
+// docs/design-notes.md ("One op table") has the whole picture.
+//
+// Entries:
+//   name  the JS name, which is also the C++ method's name (Tensor::name) and the binding's;
+//   on    'tensor': a method of Tensor (C++: self.name(ctx(), args...));
+//         'engine': a function of the engine object fc (C++: Tensor::name(ctx(), args...));
+//   doc   the doc comment of the .d.ts (one string, wrapped by the generator);
+//   args  the arguments in order, made by the kind functions below; every method checks each
+//         one and throws FucinaError InvalidArgument "<op>: <arg> must be ..." naming both;
+//   returns  (optional) 'tensor' (the default): one Tensor; or { kind: 'tensors', ts } for
+//         several (C++ gives a std::vector<Tensor>, JS an array of Tensors, ts its .d.ts type,
+//         e.g. '[values: Tensor, indices: Tensor]');
+//   cpp   (optional) the C++ call when it is not name(ctx(), args... in order): an expression
+//         giving the result, or statements ending in `return <result>;`. Arguments are C++ locals
+//         of their names, already converted (see gen-ops.mjs: tensor -> Tensor, axis -> Tag,
+//         tags -> Tags, shape -> Extents, int -> int64_t, pair -> std::array<int64_t, 2>,
+//         enum -> its C++ enum, optional tensor -> std::optional<Tensor>); the receiver is `self`.
+// Options objects are flattened, field by field, into the binding's arguments; their fields are
+// argument kinds too, and `type` names the interface the .d.ts declares for them. An example:
+//   { name: 'glu', on: 'tensor', doc: 'a · sigmoid(b), with `axis` split into halves [a | b].',
+//     args: [axis('axis')] }
+// makes t.glu(axis), checked ("glu: axis must be an axis name (a string), got 7"), bound to
+// self.glu(ctx(), Tag(axis)) and declared as `glu(axis: string): Tensor` with that comment.
+//
+// This module ships with the package (the facade reads it when it loads): it imports nothing and
+// runs nothing; its functions are defaults and checks the facade calls.
+
+// ---------------------------------------------------------------- argument kinds
+// Every kind takes the argument's name and optional settings: default (makes the argument
+// optional; for an options field, the value when the key is absent; a function gets the
+// arguments given so far by name; nullish: true makes null mean the default too), doc (for
+// options fields: the .d.ts comment), label (the name error messages use, when it differs).
+const kind = (k) => (name, settings = {}) => ({ kind: k, name, ...settings });
+/** A Tensor of this engine; optional: true allows undefined (nullable: true also null), given to C++ as std::optional. */
+export const tensor = kind('tensor');
+/** An array of Tensors (C++ std::vector<Tensor>). */
+export const tensors = kind('tensors');
+/** An axis name, a string (C++ Tag). */
+export const axis = kind('axis');
+/** An array of axis names (C++ Tags). */
+export const tags = kind('tags');
+/** An array of non-negative integer extents (C++ Extents). */
+export const shape = kind('shape');
+/** An integer in [min, max] (default: any safe integer); cpp: 'size' (size_t) or 'seed' (uint64_t), else int64_t. */
+export const int = kind('int');
+/** A number; nullable: true also takes null (C++ std::optional<double>). */
+export const number = kind('number');
+/** A boolean. */
+export const bool = kind('bool');
+/** A string among an enum's values (ENUMS below). */
+export const oneOf = (name, e, settings = {}) => ({ kind: 'enum', name, enum: e, ...settings });
+/** An integer >= min or an [h, w] pair of them (C++ std::array<int64_t, 2>). */
+export const pair = kind('pair');
+/**
+ * An options object: undefined is {}, an unknown key is an error. fields: argument kinds (each
+ * key's default applies when the key is absent). type: the interface the .d.ts declares (doc:
+ * its comment; extends: an interface whose fields it repeats); or ts: a hand-written type
+ * instead. shorthand: a string given in place of the object stands for { [shorthand]: string }.
+ * check(o): a message when the object's keys do not go together.
+ */
+export const options = (name, fields, settings = {}) => ({ kind: 'options', name, fields, ...settings });
+
+// ---------------------------------------------------------------- enums
+// values: what JS accepts; ts: the .d.ts type; cpp: the binding's converter (std::string -> enum).
+export const ENUMS = {
+  dtype: { values: ['f32', 'f16', 'bf16', 'f64', 'i32', 'i64', 'u8', 'q8_0'], ts: 'DType', cpp: 'toDType' },
+  reduction: { values: ['mean', 'sum', 'none'], ts: 'Reduction', cpp: 'toReduction' },
+  compareOp: { values: ['eq', 'ne', 'lt', 'le', 'gt', 'ge'], ts: 'CompareOp', cpp: 'toCompareOp' },
+};
+
+// ---------------------------------------------------------------- shared option fields
+// nullish: null means the default too, as it always has for a loss's reduction.
+const reduction = oneOf('reduction', ENUMS.reduction, { default: 'mean', nullish: true, doc: "'mean' (default), 'sum' or 'none'." });
+/** A loss's options: an object, or just the reduction's name. */
+const lossOptions = (type, fields = [], settings = {}) => options('options', [reduction, ...fields],
+  { type, shorthand: 'reduction', ...(type === 'LossOptions' ? { doc: 'Options of a loss that only reduces.' } : { extends: 'LossOptions' }), ...settings });
+const poolOptions = options('options', [
+  pair('stride', { min: 1, default: (given) => given.kernel, doc: 'Step between windows (default: the kernel).' }),
+  int('padding', { min: 0, default: 0, doc: 'Same padding on both axes, at most half the kernel (default 0).' }),
+  axis('height', { default: 'h', doc: "The height axis (default 'h')." }),
+  axis('width', { default: 'w', doc: "The width axis (default 'w')." }),
+], { type: 'Pool2dOptions', doc: 'Options of {@link Tensor.maxPool2d} and {@link Tensor.avgPool2d}.' });
+const poolCpp = (op) => `self.${op}(ctx(), kernel[0], kernel[1], stride[0], stride[1], padding, height, width)`;
+
+// ---------------------------------------------------------------- the ops
+const unary = (name, doc) => ({ name, on: 'tensor', doc, args: [] });
+const binary = (name, doc, y = 'y') => ({ name, on: 'tensor', doc, args: [tensor(y)] });
+const scalar = (name, doc, s, settings) => ({ name, on: 'tensor', doc, args: [number(s, settings)] });
+const overAxis = (name, doc) => ({ name, on: 'tensor', doc, args: [axis('axis')] });
+
+export const OPS = [
+  // ---- casts
+  { name: 'to', on: 'tensor', doc: 'The values cast to dtype (differentiable to f32, f16 and bf16).', args: [oneOf('dtype', ENUMS.dtype)] },
+  // ---- elementwise
+  binary('add', 'Elementwise this + y, axes aligned by name and broadcast (as every binary op).'),
+  binary('sub', 'Elementwise this − y.'),
+  binary('mul', 'Elementwise this · y.'),
+  binary('div', 'Elementwise this / y.'),
+  binary('maximum', 'Elementwise maximum; the gradient goes to the larger operand (half each on ties).'),
+  binary('minimum', 'Elementwise minimum; the gradient goes to the smaller operand (half each on ties).'),
+  binary('pow', 'Elementwise this ** exponent.', 'exponent'),
+  scalar('scale', 'this · factor.', 'factor'),
+  scalar('addScalar', 'this + value.', 'value'),
+  scalar('subScalar', 'this − value.', 'value'),
+  scalar('divScalar', 'this / value.', 'value'),
+  scalar('powScalar', 'this ** exponent.', 'exponent'),
+  unary('neg', '−this.'),
+  unary('abs', 'Elementwise absolute value.'),
+  unary('exp', 'e ** this.'),
+  unary('log', 'Natural logarithm.'),
+  unary('sqrt', 'Square root.'),
+  unary('tanh', 'Hyperbolic tangent.'),
+  unary('sigmoid', '1 / (1 + e ** −this).'),
+  unary('relu', 'max(this, 0).'),
+  scalar('leakyRelu', 'this for x > 0, slope·x for x <= 0 (default slope 0.01).', 'slope', { default: 0.01 }),
+  unary('gelu', "GELU, tanh approximation (torch's approximate='tanh')."),
+  unary('geluErf', 'Exact GELU, x·Φ(x).'),
+  unary('quickGelu', 'x·sigmoid(1.702x).'),
+  unary('silu', 'x·sigmoid(x).'),
+  scalar('elu', 'x for x > 0, alpha·(exp(x) − 1) for x <= 0 (default alpha 1).', 'alpha', { default: 1 }),
+  unary('log1p', 'log(1 + this), accurate near 0.'),
+  unary('rsqrt', '1 / sqrt(this).'),
+  unary('reciprocal', '1 / this.'),
+  unary('sin', 'Sine.'),
+  unary('cos', 'Cosine.'),
+  { name: 'clamp', on: 'tensor', doc: 'Values limited to [lo, hi]; the gradient passes where lo <= x <= hi (lo > hi throws).',
+    args: [number('lo'), number('hi')] },
+  // ---- reductions
+  unary('sumAll', 'The sum of every element, a scalar.'),
+  unary('meanAll', 'The mean of every element, a scalar.'),
+  overAxis('sum', 'The sum over axis, which is dropped.'),
+  overAxis('mean', 'The mean over axis, which is dropped.'),
+  // ---- normalization, softmax, losses
+  { name: 'layerNorm', on: 'tensor', doc: 'Normalises to zero mean and unit variance over axis, then applies weight and bias if given.',
+    args: [axis('axis'), options('options', [
+      number('eps', { default: 1e-5 }), tensor('weight', { optional: true }), tensor('bias', { optional: true })],
+    // The two interfaces (weight and bias together, or neither) are hand-written in index.d.ts.
+    { ts: 'LayerNormOptions | AffineLayerNormOptions',
+      check: (o) => ((o.weight === undefined) !== (o.bias === undefined) ? 'give weight and bias together' : undefined) })],
+    cpp: `if (!weight && !bias) return self.layerNorm(ctx(), axis, eps);
+          if (!weight || !bias) invalid("layerNorm: give weight and bias together");
+          return self.layerNorm(ctx(), axis, *weight, *bias, eps);` },
+  { name: 'rmsNorm', on: 'tensor', doc: 'this / sqrt(mean(this² over axis) + eps) (default eps 1e-6).',
+    args: [axis('axis'), number('eps', { default: 1e-6 })] },
+  { name: 'rmsNormMul', on: 'tensor', doc: 'rmsNorm(axis, eps) · weight, fused; weight has the single axis `axis`.',
+    args: [axis('axis'), tensor('weight'), number('eps', { default: 1e-6 })] },
+  { name: 'l2Normalize', on: 'tensor', doc: 'this / max(‖this‖₂ over axis, eps) (default eps 1e-12).',
+    args: [axis('axis'), number('eps', { default: 1e-12 })] },
+  overAxis('softmax', 'Softmax over axis (kept).'),
+  overAxis('logSoftmax', 'log(softmax(axis)), computed stably.'),
+  { name: 'crossEntropy', on: 'tensor',
+    doc: "Softmax cross-entropy of these logits against integer labels (an i32/i64 tensor with the logits' axes without classAxis); the gradient is fused (softmax − target).",
+    args: [tensor('labels'), axis('classAxis'), lossOptions('CrossEntropyOptions', [
+      number('labelSmoothing', { default: 0, doc: "torch's label_smoothing in [0, 1) (default 0)." })],
+    { doc: 'Options of {@link Tensor.crossEntropy}.' })],
+    cpp: 'self.crossEntropy(ctx(), labels, classAxis, {.reduction = reduction, .label_smoothing = labelSmoothing})' },
+  { name: 'nllLoss', on: 'tensor', doc: 'Negative log-likelihood of these log-probabilities at integer labels (axes as crossEntropy).',
+    args: [tensor('labels'), axis('classAxis'), lossOptions('LossOptions')] },
+  { name: 'mseLoss', on: 'tensor', doc: 'Mean (or summed) squared error against target, axes aligned by name.',
+    args: [tensor('target'), lossOptions('LossOptions')] },
+  // ---- indexing, pointwise losses, gated units
+  { name: 'gather', on: 'tensor',
+    doc: "torch.gather: indices (i32/i64) have exactly this tensor's axes, extents <= this's except along `axis`; the result has the indices' extents in this tensor's axis order.",
+    args: [axis('axis'), tensor('indices')] },
+  { name: 'takeAlongAxis', on: 'tensor',
+    doc: "numpy.take_along_axis by name: indices have `axis`; their other axes match this tensor's extents or have extent 1, and missing axes broadcast.",
+    args: [axis('axis'), tensor('indices')] },
+  { name: 'scatterAdd', on: 'tensor', doc: 'torch.scatter_add, out of place: src (shaped as indices) added at the indices along `axis`.',
+    args: [axis('axis'), tensor('indices'), tensor('src')] },
+  { name: 'huberLoss', on: 'tensor', doc: 'torch.nn.HuberLoss against target (options may also be just the reduction).',
+    // delta first: the order of the C++ arguments (and of the keys in messages).
+    args: [tensor('target'), options('options', [
+      number('delta', { default: 1, doc: 'Where the loss turns from quadratic to linear, > 0 (default 1).' }), reduction],
+    { type: 'HuberLossOptions', extends: 'LossOptions', shorthand: 'reduction', doc: 'Options of {@link Tensor.huberLoss}.' })] },
+  { name: 'bceLoss', on: 'tensor', doc: 'torch.nn.BCELoss of these probabilities in [0, 1]; each log is clamped at >= −100.',
+    args: [tensor('target'), lossOptions('LossOptions')] },
+  { name: 'bceWithLogitsLoss', on: 'tensor', doc: 'torch.nn.BCEWithLogitsLoss of these logits, in the stable form.',
+    args: [tensor('target'), lossOptions('LossOptions')] },
+  { name: 'klDivLoss', on: 'tensor', doc: "torch's kl_div: this tensor holds log-probabilities; 'mean' is elementwise (batchmean is sum / batch).",
+    args: [tensor('target'), lossOptions('KlDivLossOptions', [
+      bool('logTarget', { default: false, doc: 'The target holds log-probabilities too (default false).' })],
+    { doc: 'Options of {@link Tensor.klDivLoss}.' })] },
+  overAxis('swiglu', 'silu(gate) · up, with `axis` split into halves [gate | up] (an even extent) and halved.'),
+  overAxis('geglu', 'geluErf(gate) · up, with `axis` split as in swiglu.'),
+  // ---- more reductions
+  { name: 'variance', on: 'tensor', doc: 'torch.var over axis, dividing by n − correction (default 1); the axis is dropped.',
+    args: [axis('axis'), int('correction', { default: 1 })] },
+  overAxis('max', 'The maximum over axis, which is dropped; the gradient flows to the first maximum.'),
+  overAxis('min', 'The minimum over axis, which is dropped; the gradient flows to the first minimum.'),
+  overAxis('logsumexp', 'log(sum(exp(this))) over axis, computed stably; the axis is dropped.'),
+  overAxis('cumsum', 'Inclusive cumulative sum along axis (kept).'),
+  overAxis('prod', 'The product over axis, which is dropped.'),
+  overAxis('norm', 'The 2-norm over axis, which is dropped; gradient 0 where the norm is 0.'),
+  // ---- contractions
+  { name: 'dot', on: 'tensor', doc: 'Contracts the shared axis `axis`; other shared axes are batch axes, the rest are kept.',
+    args: [tensor('y'), axis('axis')] },
+  { name: 'addDot', on: 'tensor',
+    doc: "this.dot(y, axis) + bias in one GEMM (torch's addmm / Linear): bias's axes are a subset of the result's, broadcast by name; all three operands get gradients.",
+    args: [tensor('y'), axis('axis'), tensor('bias')] },
+  { name: 'matmul', on: 'tensor',
+    doc: "Positional matrix product (torch.matmul, rank >= 2): this's last axis contracts with y's second-to-last (its last when transposeY), whatever their names; the leading axes are batch axes matched by name. Result: [...batch, m, n] with this's m name and y's n name.",
+    args: [tensor('y'), bool('transposeY', { default: false })] },
+  { name: 'transpose', on: 'tensor', doc: 'Swaps the names of axes a and b (extents travel with the data); a view.',
+    args: [axis('a'), axis('b')] },
+  // ---- views and structure: views where the strides allow, else one copy
+  { name: 'broadcastTo', on: 'tensor', doc: "Broadcasts to exactly these axes and extents (this tensor's axes among them, extents equal or 1).",
+    args: [tags('tags'), shape('shape')] },
+  { name: 'permuteTo', on: 'tensor', doc: 'The same axes in the given order (a permutation of tags).', args: [tags('order')] },
+  { name: 'withTags', on: 'tensor', doc: 'Renames every axis, position by position (as many names as axes).', args: [tags('tags')] },
+  { name: 'narrow', on: 'tensor', doc: 'Elements start .. start+length−1 along axis (a view).',
+    args: [axis('axis'), int('start', { min: 0 }), int('length', { min: 0 })] },
+  { name: 'indexSelect', on: 'tensor', doc: 'Embedding lookup: `axis` is replaced, in place, by the axes of the i32/i64 indices.',
+    args: [axis('axis'), tensor('indices')] },
+  unary('contiguous', 'The same tensor with contiguous row-major storage (a copy only if needed).'),
+  { name: 'insertAxis', on: 'tensor', doc: 'A new axis of extent 1 at position (0 .. rank).',
+    args: [axis('axis'), int('position', { min: 0, max: 2 ** 31 - 1, cpp: 'size' })] },
+  { name: 'squeeze', on: 'tensor', doc: 'Removes an axis of extent 1 (InvalidArgument otherwise).', args: [axis('axis')] },
+  { name: 'merge', on: 'tensor', doc: 'Fuses axes into one named `into`, row-major over the listed order, where the first was.',
+    args: [tags('axes'), axis('into')] },
+  { name: 'split', on: 'tensor', doc: 'Inverse of merge: axis becomes the axes `into` (row-major; the extents multiply to its extent).',
+    args: [axis('axis'), tags('into'), shape('extents')] },
+  { name: 'flatten', on: 'tensor', doc: 'Every axis fused into one named `into`, row-major over the current axis order.', args: [axis('into')] },
+  { name: 'reshape', on: 'tensor', doc: 'New axes and extents over the same elements in row-major order of the current axes.',
+    args: [tags('tags'), shape('shape')] },
+  { name: 'select', on: 'tensor', doc: 'The slice at index along axis (negative counts from the end); drops the axis.',
+    args: [axis('axis'), int('index')] },
+  { name: 'slice', on: 'tensor', doc: 'Elements start, start+step, ... below end along axis (0 <= start <= end <= extent, step >= 1).',
+    args: [axis('axis'), int('start', { min: 0 }), int('end', { min: 0 }), int('step', { min: 1, default: 1 })] },
+  { name: 'pad', on: 'tensor', doc: '`before` and `after` elements of `value` (default 0) added on each side of axis.',
+    args: [axis('axis'), int('before', { min: 0 }), int('after', { min: 0 }), number('value', { default: 0 })] },
+  { name: 'maskedFill', on: 'tensor', doc: "value where mask (u8 or f32, axes a subset of this tensor's) is nonzero; gradient 0 there.",
+    args: [tensor('mask'), number('value')] },
+  // label 'bound': the name these ops' messages have always used for their limits.
+  { name: 'tril', on: 'tensor', doc: 'Keeps the elements with col − row <= diagonal (default 0), zeroes the rest.',
+    args: [axis('row'), axis('col'), int('diagonal', { default: 0, label: 'bound' })] },
+  { name: 'triu', on: 'tensor', doc: 'Keeps the elements with col − row >= diagonal (default 0), zeroes the rest.',
+    args: [axis('row'), axis('col'), int('diagonal', { default: 0, label: 'bound' })] },
+  { name: 'bandPart', on: 'tensor', doc: 'Keeps row − col <= lower and col − row <= upper, zeroes the rest; −1 is unbounded (as TF).',
+    args: [axis('row'), axis('col'), int('lower', { label: 'bound' }), int('upper', { label: 'bound' })] },
+  { name: 'dropout', on: 'tensor',
+    doc: 'Zeroes each element with probability p and scales the rest by 1/(1−p); the mask is a pure function of (seed, element index), the same in every build and recompute.',
+    args: [number('p'), int('seed', { min: 0, cpp: 'seed' })] },
+  // ---- convolution and pooling
+  { name: 'conv2d', on: 'tensor',
+    doc: "2-D cross-correlation (torch's conv2d) via im2col + GEMM. The input has axes c, h, w plus any batch axes, in any order; the weight has exactly out, c (= input c / groups), kh, kw. The result keeps the input's axis order with c replaced by out.",
+    args: [tensor('weight'), options('options', [
+      tensor('bias', { optional: true, nullable: true, doc: 'A tensor with the single axis outChannels, added to every output position.' }),
+      pair('stride', { min: 1, default: 1, doc: 'Step between windows, >= 1 (default 1).' }),
+      pair('padding', { min: 0, default: 0, doc: 'Zeros added on each side, >= 0 (default 0).' }),
+      pair('dilation', { min: 1, default: 1, doc: 'Spacing of the kernel taps, >= 1 (default 1).' }),
+      int('groups', { min: 1, default: 1, doc: 'Channel groups, dividing channels and outChannels (default 1).' }),
+      options('axes', [
+        axis('channels', { default: 'c', doc: "The input's channel axis (default 'c'); the weight has it too." }),
+        axis('height', { default: 'h', doc: "The input's height axis (default 'h')." }),
+        axis('width', { default: 'w', doc: "The input's width axis (default 'w')." }),
+        axis('outChannels', { default: 'out', doc: "The weight's output-channel axis, which replaces channels in the result (default 'out')." }),
+        axis('kernelH', { default: 'kh', doc: "The weight's kernel-height axis (default 'kh')." }),
+        axis('kernelW', { default: 'kw', doc: "The weight's kernel-width axis (default 'kw')." }),
+      ], { type: 'Conv2dAxes', doc: "Axis names of {@link Tensor.conv2d}'s input and weight.", fieldDoc: 'Axis names (defaults c, h, w, out, kh, kw).' }),
+    ], { type: 'Conv2dOptions', doc: 'Options of {@link Tensor.conv2d}.' })],
+    cpp: `const fucina::Conv2dOptions o{.channels = channels, .height = height, .width = width, .out_channels = outChannels,
+                                   .kernel_h = kernelH, .kernel_w = kernelW, .stride_h = stride[0], .stride_w = stride[1],
+                                   .pad_h = padding[0], .pad_w = padding[1], .dilation_h = dilation[0],
+                                   .dilation_w = dilation[1], .groups = groups};
+          return bias ? self.conv2d(ctx(), weight, *bias, o) : self.conv2d(ctx(), weight, o);` },
+  { name: 'maxPool2d', on: 'tensor',
+    doc: "Max over kernel windows of axes h and w (−inf padding); the gradient goes to each window's first maximum; stride defaults to the kernel.",
+    args: [pair('kernel', { min: 1 }), poolOptions], cpp: poolCpp('maxPool2d') },
+  { name: 'avgPool2d', on: 'tensor',
+    doc: "Mean over kernel windows of axes h and w; zero padding counts in the divisor (torch's count_include_pad=True).",
+    args: [pair('kernel', { min: 1 }), poolOptions], cpp: poolCpp('avgPool2d') },
+  { name: 'upsample2xNearest', on: 'tensor',
+    doc: "Doubles axes height and width (default 'h', 'w') by repeating each element in a 2x2 block; the gradient sums each block.",
+    args: [axis('height', { default: 'h' }), axis('width', { default: 'w' })] },
+  // ---- quantization and comparison (constants, no gradient)
+  { name: 'quantize', on: 'tensor',
+    doc: "Block quantization of an f32, f16 or bf16 tensor to q8_0: blocks of 32 consecutive elements along `axis` (its extent a multiple of 32), each stored as an f16 scale d = max|x|/127 and 32 int8 values round(x/d) (ties away from zero), 34 bytes per 32 values. The result is a constant with the same tags and shape; to('f32') dequantizes.",
+    // Any dtype name passes here; the engine refuses those it cannot quantize to, naming them.
+    args: [oneOf('dtype', ENUMS.dtype, { ts: "'q8_0'" }), axis('axis')] },
+  { name: 'compare', on: 'tensor',
+    doc: "Elementwise comparison `this op y` (== != < <= > >=), axes aligned by name and broadcast as in add: a u8 tensor of 1 (true) and 0 (false), never differentiable. Any dtypes on either side (i64 with i64 compares exactly, anything else by value in f64); NaN compares false except under 'ne'. An unknown op is InvalidArgument.",
+    args: [tensor('y'), oneOf('op', ENUMS.compareOp)] },
+
+  // ---- engine functions: ops over several tensors
+  { name: 'concat', on: 'engine', doc: "Joins tensors with the same axes along axis (in the first tensor's axis order).",
+    args: [tensors('tensors'), axis('axis')] },
+  { name: 'stack', on: 'engine', doc: 'Adds axis (first) to each tensor and joins along it.', args: [tensors('tensors'), axis('axis')] },
+  { name: 'einsum', on: 'engine',
+    doc: 'Named-axis einsum: axes shared by a and b are batch axes if outTags keeps them, else contracted; axes only one has are kept if in outTags, else summed away. Result axes are exactly outTags, in order.',
+    args: [tensor('a'), tensor('b'), tags('outTags')] },
+  { name: 'where', on: 'engine', doc: 'a where cond (u8, or f32 nonzero) else b, axes aligned by name; gradients to a and b.',
+    args: [tensor('cond'), tensor('a'), tensor('b')] },
+  { name: 'groupedAttention', on: 'engine',
+    doc: "softmax(scale·q·kᵀ [+ causal mask])·v per head. q {batch..., heads: H, time: Tq, dim: D}, k {batch..., heads: Hkv, time: Tk, dim: D}, v {batch..., heads: Hkv, time: Tk, dim: Dv}; H a multiple of Hkv (query head h reads kv head h / (H / Hkv)). Result {batch... (q's order), heads, time, dim: Dv}.",
+    args: [tensor('q'), tensor('k'), tensor('v'), options('options', [
+      axis('heads', { default: 'head', doc: "The heads axis (default 'head')." }),
+      axis('time', { default: 't', doc: "The time axis (default 't')." }),
+      axis('dim', { default: 'd', doc: "The feature axis (default 'd')." }),
+      bool('causal', { default: true, doc: 'End-aligned causal mask: query i sees keys j <= i + Tk - Tq (default true).' }),
+      number('scale', { default: null, nullable: true, doc: 'Multiplies the scores (default 1/sqrt(D)).' }),
+    ], { type: 'AttentionOptions', doc: 'Options of {@link Fucina.groupedAttention}: the axis names and the masking.' })],
+    cpp: 'Tensor::groupedAttention(ctx(), q, k, v, {.heads = heads, .time = time, .dim = dim, .causal = causal, .scale = scale})' },
+];
+
+/**
+ * Ops of src/fucina/ops/ops.list that the facade writes by hand (in facade.mjs, bindings.cpp and
+ * index.d.ts outside the generated blocks), with the reason; tests/js/op_table.test.mjs checks
+ * they exist at run time and in the .d.ts.
+ */
+export const HAND_WRITTEN = {
+  rope: 'two call forms: rope(options), or rope(cos, sin, options) with constant tables',
+};
+
+/** Ops of ops.list deliberately not in JS, with the reason (none so far). */
+export const NOT_IN_JS = {};
