@@ -515,6 +515,12 @@ function checkerOf(op, a, path) {
       case 'int': return (x) => [checkInt(x, what, a.min, a.max)];
       case 'number': return (x) => [a.nullable && x === null ? null : checkNumber(x, what)];
       case 'bool': return (x) => [checkBoolean(x, what)];
+      case 'floats':
+        return (x) => {
+          const ok = (Array.isArray(x) || x instanceof Float32Array) && Array.prototype.every.call(x, (v) => typeof v === 'number' && Number.isFinite(v));
+          if (!ok) throw invalid(`${what} must be an array or Float32Array of finite numbers, got ${typeName(x)}`);
+          return [x];
+        };
       case 'enum':
         return (x) => {
           if (!a.enum.values.includes(x))

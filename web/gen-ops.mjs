@@ -68,6 +68,8 @@ function cppLeaf({ arg: a, local, what }) {
         : { params: [`double ${local}`] };  // numbers and booleans pass as they are
     case 'bool':
       return { params: [`bool ${local}`] };
+    case 'floats':
+      return { params: [`val ${p}`], init: `const std::vector<float> ${local} = emscripten::convertJSArrayToNumberVector<float>(${p});` };
     case 'enum':
       return a.enum.cpp
         ? { params: [`std::string ${p}`], init: `const auto ${local} = ${a.enum.cpp}(${p});` }
@@ -136,6 +138,7 @@ function tsType(a) {
     case 'shape': return 'readonly number[]';
     case 'int': case 'number': return 'number';
     case 'bool': return 'boolean';
+    case 'floats': return 'readonly number[] | Float32Array';
     case 'pair': return 'Pair';
     case 'enum': return a.ts ?? a.enum.ts;
     case 'options': {

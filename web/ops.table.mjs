@@ -58,6 +58,8 @@ export const int = kind('int');
 export const number = kind('number');
 /** A boolean. */
 export const bool = kind('bool');
+/** An array or typed array of finite numbers (C++ std::vector<float>): plain values, not a tensor. */
+export const floats = kind('floats');
 /** A string among an enum's values (ENUMS below). */
 export const oneOf = (name, e, settings = {}) => ({ kind: 'enum', name, enum: e, ...settings });
 /** An integer >= min or an [h, w] pair of them (C++ std::array<int64_t, 2>). */
@@ -77,6 +79,11 @@ export const ENUMS = {
   dtype: { values: ['f32', 'f16', 'bf16', 'f64', 'i32', 'i64', 'u8', 'q8_0'], ts: 'DType', cpp: 'toDType' },
   reduction: { values: ['mean', 'sum', 'none'], ts: 'Reduction', cpp: 'toReduction' },
   compareOp: { values: ['eq', 'ne', 'lt', 'le', 'gt', 'ge'], ts: 'CompareOp', cpp: 'toCompareOp' },
+  // Passed to C++ as strings, which checks them again (Tensor::unary, Tensor::gated).
+  unaryName: { values: ['neg', 'abs', 'exp', 'log', 'sqrt', 'tanh', 'sigmoid', 'relu', 'leakyRelu', 'gelu', 'geluErf',
+    'quickGelu', 'silu', 'elu', 'log1p', 'rsqrt', 'reciprocal', 'sin', 'cos', 'floor', 'ceil', 'round', 'sign', 'fastTanh',
+    'softcap30', 'softcap15'], ts: 'UnaryName' },
+  gateActivation: { values: ['silu', 'gelu', 'geluErf', 'sigmoid', 'relu', 'quickGelu'], ts: 'GateActivation' },
 };
 
 // ---------------------------------------------------------------- shared option fields
@@ -155,6 +162,23 @@ export const OPS = [
     args: [axis('axis'), number('eps', { default: 1e-6 })] },
   { name: 'rmsNormMul', on: 'tensor', doc: 'rmsNorm(axis, eps) · weight, fused; weight has the single axis `axis`.',
     args: [axis('axis'), tensor('weight'), number('eps', { default: 1e-6 })] },
+  { name: 'rmsNormMulAdd', on: 'tensor', doc: 'rmsNorm(axis, eps) · weight + bias; weight and bias have the single axis `axis`.',
+    args: [axis('axis'), tensor('weight'), tensor('bias'), number('eps', { default: 1e-6 })] },
+  { name: 'groupNorm', on: 'tensor',
+    doc: "torch's group_norm: channelAxis splits into `groups` groups, each normalized over its channels and every axis not in options.batch; then weight and bias (channelAxis alone) if given.",
+    args: [int('groups', { min: 1 }), axis('channelAxis'), options('options', [
+      tensor('weight', { optional: true, doc: 'Per-channel scale (give bias with it).' }),
+      tensor('bias', { optional: true, doc: 'Per-channel shift (give weight with it).' }),
+      tags('batch', { default: ['batch'], doc: "The batch axes, each normalized apart (default ['batch']; [] for one sample)." }),
+      number('eps', { default: 1e-5, doc: 'Added to the variance (default 1e-5).' })],
+    { type: 'GroupNormOptions', doc: 'Options of {@link Tensor.groupNorm}.',
+      check: (o) => ((o.weight === undefined) !== (o.bias === undefined) ? 'give weight and bias together' : undefined) })],
+    cpp: `const fucina::GroupNormOptions o{.batch = batch, .eps = eps};
+          if (weight && bias) return self.groupNorm(ctx(), groups, channelAxis, *weight, *bias, o);
+          if (weight || bias) invalid("groupNorm: give weight and bias together");
+          return self.groupNorm(ctx(), groups, channelAxis, o);` },
+  { name: 'cosineSimilarity', on: 'tensor', doc: "torch's cosine_similarity along axis (dropped), operands aligned by name (default eps 1e-8).",
+    args: [tensor('y'), axis('axis'), number('eps', { default: 1e-8 })] },
   { name: 'l2Normalize', on: 'tensor', doc: 'this / max(‖this‖₂ over axis, eps) (default eps 1e-12).',
     args: [axis('axis'), number('eps', { default: 1e-12 })] },
   overAxis('softmax', 'Softmax over axis (kept).'),
@@ -193,6 +217,50 @@ export const OPS = [
     { doc: 'Options of {@link Tensor.klDivLoss}.' })] },
   overAxis('swiglu', 'silu(gate) · up, with `axis` split into halves [gate | up] (an even extent) and halved.'),
   overAxis('geglu', 'geluErf(gate) · up, with `axis` split as in swiglu.'),
+  { name: 'gated', on: 'tensor', doc: 'act(gate) · this, gate with the same axes as this tensor (any order).',
+    args: [tensor('gate'), oneOf('act', ENUMS.gateActivation)] },
+  overAxis('glu', "torch's glu: `axis` split into halves [a | b] (an even extent), a · sigmoid(b)."),
+  { name: 'splitGated', on: 'tensor', doc: 'act(gate) · up, with `axis` split into halves [gate | up]: swiglu and geglu for any act.',
+    args: [axis('axis'), oneOf('act', ENUMS.gateActivation)] },
+  { name: 'situ', on: 'tensor', doc: '(c·tanh(this/c)) · (c·tanh(silu(gate)/c)): the soft-clamped up times the soft-bounded SiLU gate (default c 30).',
+    args: [tensor('gate'), number('c', { default: 30 })] },
+  // ---- rounding, soft caps and activations by name
+  unary('floor', 'torch.floor; the gradient is zero.'),
+  unary('ceil', 'torch.ceil; the gradient is zero.'),
+  unary('round', 'torch.round (half to even); the gradient is zero.'),
+  unary('sign', 'torch.sign (0 at 0); the gradient is zero.'),
+  unary('fastTanh', 'A rational tanh (a truncated continued fraction), within 7e-6 of tanh everywhere; gradient 1 − y².'),
+  unary('softcap30', 'Logit soft-capping, 30·tanh(this/30).'),
+  unary('softcap15', 'Logit soft-capping, 15·tanh(this/15).'),
+  { name: 'unary', on: 'tensor', doc: 'The unary op of that name (leakyRelu and elu with their default parameter), for configs that name their activation.',
+    args: [oneOf('name', ENUMS.unaryName)] },
+  { name: 'biasAdd', on: 'tensor', doc: 'Adds a plain list of numbers along `axis` (as long as its extent); the list is a constant.',
+    args: [axis('axis'), floats('bias')] },
+  binary('snake', "Snake (BigVGAN): this + sin²(alpha·this)/alpha, alpha's axes among this tensor's; gradients to both.", 'alpha'),
+  binary('prelu', "torch's prelu: max(0, this) + weight·min(0, this), weight's axes among this tensor's; gradients to both.", 'weight'),
+  // ---- more reductions, scans and orderings
+  { name: 'sumMany', on: 'tensor', doc: 'The sum over several axes at once, which are dropped.', args: [tags('axes')] },
+  overAxis('cumprod', 'Inclusive cumulative product along axis (kept); the gradient is exact with zeros.'),
+  { name: 'standardizeAxis', on: 'tensor', doc: '(this − mean) / sqrt(biased variance + eps) along axis (layerNorm without weight and bias).',
+    args: [axis('axis'), number('eps', { default: 1e-5 })] },
+  { name: 'normAll', on: 'tensor', doc: 'The p-norm of every element (torch.linalg.vector_norm), p > 0 or Infinity (default 2); a scalar.',
+    args: [number('p', { default: 2 })] },
+  { name: 'linearRecurrence', on: 'tensor',
+    doc: 'h_t = decay_t · h_(t−1) + this_t along `time`, h_(−1) = h0 (zeros when absent); every h_t, with this tensor\'s axes. decay has this tensor\'s axes, h0 them without `time`.',
+    args: [tensor('decay'), axis('time'), tensor('h0', { optional: true })],
+    cpp: `if (h0) return self.linearRecurrence(ctx(), decay, *h0, time);
+          return self.linearRecurrence(ctx(), decay, time);` },
+  { name: 'topK', on: 'tensor',
+    doc: 'torch.topk along axis: [values, indices (i64 constants)], axis with extent k; ties keep the lower index first, NaN counts as largest.',
+    args: [axis('axis'), int('k', { min: 0 }), bool('largest', { default: true })],
+    returns: { kind: 'tensors', ts: '[values: Tensor, indices: Tensor]' },
+    cpp: `const fucina::SortResult r = self.topK(ctx(), axis, k, largest);
+          return std::vector<Tensor>{r.values, r.indices};` },
+  { name: 'sort', on: 'tensor', doc: 'torch.sort along axis, stable: [values, indices (i64 constants)].',
+    args: [axis('axis'), bool('descending', { default: false })],
+    returns: { kind: 'tensors', ts: '[values: Tensor, indices: Tensor]' },
+    cpp: `const fucina::SortResult r = self.sort(ctx(), axis, descending);
+          return std::vector<Tensor>{r.values, r.indices};` },
   // ---- more reductions
   { name: 'variance', on: 'tensor', doc: 'torch.var over axis, dividing by n − correction (default 1); the axis is dropped.',
     args: [axis('axis'), int('correction', { default: 1 })] },

@@ -18,6 +18,7 @@ export const num = (v) => arg('number', v);
 export const bool = (v) => arg('bool', v);
 export const dtype = (v) => arg('dtype', v);
 export const values = (v) => arg('values', v);
+export const floats = (v) => arg('floats', v);
 export const fn = (v) => arg('fn', v);
 export const pairPos = (v) => arg('pairPos', v);
 export const pairNat = (v) => arg('pairNat', v);
@@ -42,6 +43,7 @@ export const BAD = {
   bool: [1, 'true', null, {}],
   dtype: ['f128', 7, null, 'F32', {}],
   values: ['ab', [1, 'x'], [1, null], null, {}, 7, new DataView(new ArrayBuffer(8))],
+  floats: ['ab', [1, 'x'], [1, null], [NaN], [Infinity], null, {}, 7, new Int32Array(3)],
   fn: [42, null, 'f', {}],
   pairPos: [0, -1, 1.5, NaN, [1], [1, NaN], [1, 0], [1, 2, 3], 'x', null],
   pairNat: [-1, 1.5, NaN, [0, -1], [1], 'x', null],
@@ -51,9 +53,9 @@ export const BAD = {
 
 // ---- the tables. self: the fixture a method is called on ('x' unless given).
 const unaryOps = ['neg', 'abs', 'exp', 'log', 'sqrt', 'tanh', 'sigmoid', 'relu', 'gelu', 'geluErf', 'quickGelu',
-  'silu', 'log1p', 'rsqrt', 'reciprocal', 'sin', 'cos', 'sumAll', 'meanAll', 'contiguous', 'grad', 'zeroGrad',
+  'silu', 'log1p', 'rsqrt', 'reciprocal', 'sin', 'cos', 'floor', 'ceil', 'round', 'sign', 'fastTanh', 'softcap30', 'softcap15', 'sumAll', 'meanAll', 'contiguous', 'grad', 'zeroGrad',
   'detach', 'toArray', 'tags', 'shape', 'dtype', 'requiresGrad'];
-const axisOps = ['sum', 'mean', 'max', 'min', 'logsumexp', 'cumsum', 'prod', 'norm', 'softmax', 'logSoftmax'];
+const axisOps = ['sum', 'mean', 'max', 'min', 'logsumexp', 'cumsum', 'prod', 'norm', 'softmax', 'logSoftmax', 'cumprod'];
 const poolOptions = { stride: 'pairPos', padding: 'nat', height: 'axis', width: 'axis' };
 const convOptions = { stride: 'pairPos', padding: 'pairNat', dilation: 'pairPos', groups: 'pos', bias: 'tensor', axes: 'options' };
 
@@ -107,6 +109,23 @@ export const TENSOR = {
   scatterAdd: { args: [axis('c'), tensor('gidx'), tensor('p')] },
   swiglu: { self: 'even', args: [axis('c')] },
   geglu: { self: 'even', args: [axis('c')] },
+  glu: { self: 'even', args: [axis('c')] },
+  splitGated: { self: 'even', args: [axis('c'), raw('silu', ['swish', 'SILU', 7, null, {}])] },
+  gated: { args: [tensor('p'), raw('gelu', ['tanh', 7, null, {}])] },
+  situ: { args: [tensor('p'), num(30)] },
+  unary: { args: [raw('relu', ['swish', '', 7, null, {}])] },
+  biasAdd: { args: [axis('c'), floats([1, 2, 3])] },
+  snake: { args: [tensor('v')] },
+  prelu: { args: [tensor('v')] },
+  sumMany: { args: [tags(['r', 'c'])] },
+  standardizeAxis: { args: [axis('c'), num(1e-5)] },
+  normAll: { args: [num(2)] },
+  linearRecurrence: { args: [tensor('p'), axis('c')] },
+  topK: { args: [axis('c'), nat(2), bool(true)] },
+  sort: { args: [axis('c'), bool(false)] },
+  rmsNormMulAdd: { args: [axis('c'), tensor('v'), tensor('v'), num(1e-6)] },
+  groupNorm: { self: 'even', args: [pos(2), axis('c'), options({ batch: ['r'] }, { weight: 'tensor', bias: 'tensor', batch: 'tags', eps: 'number' })] },
+  cosineSimilarity: { args: [tensor('p'), axis('c'), num(1e-8)] },
   rope: { self: 'q', args: [options({ base: 100 }, { position: 'axis', dim: 'axis', base: 'number', offset: 'nat',
     mode: ['full', 7, null] })] },
   dropout: { args: [num(0.5), nat(1)] },

@@ -90,8 +90,8 @@ test('every op is in the .d.ts and at run time, and every method at run time is 
 });
 
 // A value of the wrong kind, and a well-typed one, for each argument kind.
-const BAD = { tensor: 42, tensors: 'x', axis: 7, tags: 'r', shape: 'x', int: 1.5, number: '1', bool: 1, enum: 'nope', pair: 'x', options: 7 };
-const good = (a, x) => ({ tensor: x, tensors: [x], axis: 'r', tags: ['r'], shape: [2], int: a.min ?? 0, number: 1, bool: false,
+const BAD = { tensor: 42, tensors: 'x', axis: 7, tags: 'r', shape: 'x', int: 1.5, number: '1', bool: 1, floats: [1, 'x'], enum: 'nope', pair: 'x', options: 7 };
+const good = (a, x) => ({ tensor: x, tensors: [x], axis: 'r', tags: ['r'], shape: [2], int: a.min ?? 0, number: 1, bool: false, floats: [1, 2],
   enum: a.enum?.values[0], pair: a.min ?? 1, options: {} })[a.kind];
 
 test('every op of the table checks each argument and option: InvalidArgument naming the op and the argument', async () => {

@@ -162,6 +162,22 @@ const indexing: Tensor[] = [a.gather('c', idx), a.takeAlongAxis('c', idx), a.sca
 // @ts-expect-error the axis comes first
 a.gather(idx, 'c');
 
+// ---------------------------------------------------------------- the rest of the inventory (issue 21)
+const even = fc.variable(['r', 'c'], [2, 4], [1, 2, 3, 4, 5, 6, 7, 8]);
+const [topValues, topIndices]: [Tensor, Tensor] = a.topK('c', 2);
+const [sortedValues]: [Tensor, Tensor] = a.sort('c', true);
+const inventory: Tensor[] = [a.floor(), a.ceil(), a.round(), a.sign(), a.fastTanh(), a.softcap30(), a.softcap15(),
+  a.unary('gelu'), a.biasAdd('c', [1, 2, 3]), a.biasAdd('c', new Float32Array(3)), a.snake(fc.ones(['c'], [3])),
+  a.prelu(fc.full([], [], 0.25)), a.gated(b, 'silu'), even.glu('c'), even.splitGated('c', 'quickGelu'), a.situ(b),
+  a.situ(b, 15), a.sumMany(['r', 'c']), a.cumprod('c'), a.standardizeAxis('c'), a.normAll(), a.normAll(Infinity),
+  a.linearRecurrence(b, 'c'), a.linearRecurrence(b, 'c', fc.zeros(['r'], [2])), topValues, topIndices, sortedValues,
+  a.rmsNormMulAdd('c', fc.ones(['c'], [3]), fc.zeros(['c'], [3])), a.cosineSimilarity(b, 'c'),
+  even.groupNorm(2, 'c', { batch: ['r'] }), even.groupNorm(1, 'c', { batch: [], weight: fc.ones(['c'], [4]), bias: fc.zeros(['c'], [4]), eps: 1e-3 })];
+// @ts-expect-error an activation the gated units do not have
+a.gated(b, 'tanh');
+// @ts-expect-error unary names its op
+a.unary('swish');
+
 // ---------------------------------------------------------------- contractions and structure
 const contractions: Tensor[] = [x.dot(w, 'in'), x.addDot(w, 'in', fc.zeros(['out'], [2])),
   a.matmul(fc.ones(['c', 'k'], [3, 2])), a.matmul(b, true), fc.einsum(a, b, ['r']), fc.where(fc.ones(['r'], [2], 'u8'), a, b)];
