@@ -6,14 +6,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <random>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include <fucina/fucina.h>
+#include "fucina/io/json.h"
 
 using fucina::DType;
 using fucina::ErrorCode;
@@ -793,48 +797,131 @@ TEST_CASE("casts: float targets are differentiable, others refuse gradient input
 
 // ---------------------------------------------------------------- coverage
 
-TEST_CASE("op coverage matrix") {
-  // Every op of the public surface (src/fucina/ops/ops.list), and where its tests live.
-  std::map<std::string, std::string> covered;
-  for (const auto& op : elementwiseOps()) covered[op.name] = "table: forward, gradcheck x layouts, empty, bad inputs";
-  for (const char* op : {"sumAll", "meanAll", "sum", "mean"}) covered[op] = "reductions";
-  for (const auto& r : axisReductions())
-    covered[r.name.substr(0, r.name.find('('))] = "axis reductions: forward, gradcheck x layouts, bad inputs";
-  covered["dot"] = "dot";
-  for (const char* op : {"broadcastTo", "permuteTo", "withTags", "narrow", "contiguous"}) covered[op] = "views";
-  covered["to"] = "casts";
-  for (const char* op : {"insertAxis", "squeeze", "merge", "split", "flatten", "reshape", "select", "slice",
-                         "concat", "stack", "pad", "where", "maskedFill", "tril", "triu", "bandPart", "indexSelect"})
-    covered[op] = "structure_tests.cpp";
-  for (const char* op : {"softmax", "logSoftmax", "crossEntropy", "nllLoss", "mseLoss"})
-    covered[op] = "softmax_loss_tests.cpp";
-  for (const char* op : {"layerNorm", "rmsNorm", "rmsNormMul", "l2Normalize"}) covered[op] = "norm_tests.cpp";
-  for (const char* op : {"conv2d", "maxPool2d", "avgPool2d", "upsample2xNearest"}) covered[op] = "conv_tests.cpp";
-  for (const char* op : {"addDot", "matmul", "einsum", "transpose"}) covered[op] = "contract_tests.cpp";
-  for (const char* op : {"gather", "takeAlongAxis", "scatterAdd"}) covered[op] = "gather_tests.cpp";
-  for (const char* op : {"huberLoss", "bceLoss", "bceWithLogitsLoss", "klDivLoss"}) covered[op] = "softmax_loss_tests.cpp";
-  for (const char* op : {"swiglu", "geglu"}) covered[op] = "gated_tests.cpp";
-  for (const char* op : {"rope", "groupedAttention"}) covered[op] = "attention_tests.cpp";
-  covered["dropout"] = "ag_custom_tests.cpp";
-  covered["quantize"] = "q8_tests.cpp";
-  covered["compare"] = "dtype_rules_tests.cpp";
-  // The public surface: src/fucina/ops/ops.list, which the JS op table's test reads too.
-  std::set<std::string> surface;
-  std::ifstream list(FUCINA_SOURCE_DIR "/src/fucina/ops/ops.list");
-  REQUIRE(list.good());
+namespace {
+
+std::string readSource(const std::string& relative) {
+  std::ifstream f(FUCINA_SOURCE_DIR "/" + relative, std::ios::binary);
+  return f.good() ? std::string(std::istreambuf_iterator<char>(f), {}) : std::string();
+}
+
+bool mentions(const std::string& text, const std::string& op) {
+  return text.find("." + op + "(") != std::string::npos || text.find("::" + op + "(") != std::string::npos;
+}
+
+// The public surface: src/fucina/ops/ops.list, which the JS op table's test reads too.
+std::vector<std::string> publicOps() {
+  std::vector<std::string> ops;
+  std::set<std::string> seen;
+  std::istringstream list(readSource("src/fucina/ops/ops.list"));
   for (std::string line; std::getline(list, line);) {
     line = line.substr(0, line.find('#'));
     const auto first = line.find_first_not_of(" \t\r");
     if (first == std::string::npos) continue;
     const std::string op = line.substr(first, line.find_last_not_of(" \t\r") - first + 1);
     INFO("ops.list names " << op << " twice");
-    CHECK(surface.insert(op).second);
+    CHECK(seen.insert(op).second);
+    ops.push_back(op);
   }
-  REQUIRE(surface.size() > 90);
-  std::printf("op coverage (%zu ops):\n", surface.size());
-  for (const auto& op : surface) {
-    const auto it = covered.find(op);
-    std::printf("  %-12s %s\n", op.c_str(), it == covered.end() ? "MISSING" : it->second.c_str());
-    CHECK(it != covered.end());
+  return ops;
+}
+
+// Per op, the PyTorch parity cases of tests/fixtures/parity (count, and how many check gradients).
+struct ParityCount {
+  std::string families;
+  int cases = 0, with_grads = 0;
+};
+std::map<std::string, ParityCount> parityCases() {
+  std::map<std::string, ParityCount> out;
+  for (const auto& e : std::filesystem::directory_iterator(FUCINA_SOURCE_DIR "/tests/fixtures/parity")) {
+    if (e.path().extension() != ".json") continue;
+    const std::string family = e.path().stem().string();
+    const auto doc = fucina::io::json::parse(readSource("tests/fixtures/parity/" + family + ".json"), family);
+    for (const auto& c : doc.find("cases")->items) {
+      ParityCount& p = out[c.find("op")->text];
+      if (p.families.find(family) == std::string::npos) p.families += (p.families.empty() ? "" : "+") + family;
+      ++p.cases;
+      p.with_grads += !c.find("grads")->members.empty();
+    }
   }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("op coverage matrix") {
+  // Where each op's tests live. forward, VJP and gradcheck: the Catch2 file (run natively) that
+  // checks its values and gradcheck-s it, which must call the op and gradcheck; parity: the
+  // fixtures (torch's values and gradients), or why there is none; JS: its entry in the op table
+  // (web/ops.table.mjs) and the node:test files that call it on both wasm variants.
+  std::map<std::string, std::string> home;
+  for (const auto& op : elementwiseOps()) home[op.name] = "ops_tests.cpp";
+  for (const auto& r : axisReductions()) home[r.name.substr(0, r.name.find('('))] = "ops_tests.cpp";
+  for (const char* op : {"sumAll", "meanAll", "sum", "mean", "dot", "broadcastTo", "permuteTo", "withTags", "narrow",
+                         "contiguous", "to", "biasAdd"})
+    home[op] = "ops_tests.cpp";
+  for (const char* op : {"insertAxis", "squeeze", "merge", "split", "flatten", "reshape", "select", "slice", "concat",
+                         "stack", "pad", "where", "maskedFill", "tril", "triu", "bandPart", "indexSelect"})
+    home[op] = "structure_tests.cpp";
+  for (const char* op : {"softmax", "logSoftmax", "crossEntropy", "nllLoss", "mseLoss", "huberLoss", "bceLoss",
+                         "bceWithLogitsLoss", "klDivLoss"})
+    home[op] = "softmax_loss_tests.cpp";
+  for (const char* op : {"layerNorm", "rmsNorm", "rmsNormMul", "l2Normalize", "standardizeAxis", "rmsNormMulAdd",
+                         "groupNorm", "cosineSimilarity"})
+    home[op] = "norm_tests.cpp";
+  for (const char* op : {"conv2d", "maxPool2d", "avgPool2d", "upsample2xNearest"}) home[op] = "conv_tests.cpp";
+  for (const char* op : {"addDot", "matmul", "einsum", "transpose"}) home[op] = "contract_tests.cpp";
+  for (const char* op : {"gather", "takeAlongAxis", "scatterAdd"}) home[op] = "gather_tests.cpp";
+  for (const char* op : {"swiglu", "geglu", "gated", "glu", "splitGated", "situ"}) home[op] = "gated_tests.cpp";
+  for (const char* op : {"rope", "groupedAttention"}) home[op] = "attention_tests.cpp";
+  for (const char* op : {"sumMany", "normAll", "cumprod", "linearRecurrence", "topK", "sort"}) home[op] = "statistics_tests.cpp";
+  home["dropout"] = "ag_custom_tests.cpp";
+  home["quantize"] = "q8_tests.cpp";
+  home["compare"] = "dtype_rules_tests.cpp";
+  // Ops whose results are constants (no VJP, nothing for gradcheck or a gradient fixture).
+  const std::set<std::string> constant_results = {"quantize", "compare"};
+  // Ops with no PyTorch counterpart to match, and what stands in for the fixture.
+  const std::map<std::string, std::string> no_counterpart = {
+      {"dropout", "seeded mask, no torch counterpart: mask and scaling tested in ag_custom_tests.cpp"},
+      {"to", "casts: round-to-nearest-even values tested in ops_tests.cpp"},
+      {"quantize", "q8_0 rounding tested bit-exactly in q8_tests.cpp"},
+      {"compare", "u8 masks tested in dtype_rules_tests.cpp"},
+  };
+  const auto parity = parityCases();
+  const std::string table = readSource("web/ops.table.mjs");
+  std::map<std::string, std::string> js_tests;
+  for (const auto& e : std::filesystem::directory_iterator(FUCINA_SOURCE_DIR "/tests/js"))
+    if (e.path().extension() == ".mjs") js_tests[e.path().filename().string()] = readSource("tests/js/" + e.path().filename().string());
+
+  const auto ops = publicOps();
+  REQUIRE(ops.size() > 120);
+  int complete = 0;
+  std::printf("op coverage (%zu ops): forward/VJP/gradcheck (native) | parity | JS\n", ops.size());
+  for (const std::string& op : ops) {
+    INFO(op);
+    const bool differentiable = !constant_results.count(op);
+    const auto h = home.find(op);
+    const std::string file = h == home.end() ? "" : h->second;
+    const std::string text = file.empty() ? "" : readSource("tests/cpp/" + file);
+    const bool forward = mentions(text, op);
+    const bool grad = !differentiable || text.find("gradcheck") != std::string::npos;
+    const auto pc = parity.find(op);
+    std::string parity_cell = pc != parity.end() ? pc->second.families + " (" + std::to_string(pc->second.cases) + ")" : "";
+    if (pc != parity.end() && differentiable && pc->second.with_grads == 0) parity_cell.clear();  // values only is not enough
+    if (parity_cell.empty() && no_counterpart.count(op)) parity_cell = "none: " + no_counterpart.at(op);
+    const bool in_table = table.find("'" + op + "'") != std::string::npos || op == "rope";  // rope: hand-written (two forms)
+    std::string js_cell;
+    for (const auto& [name, src] : js_tests)
+      if (mentions(src, op) || (name == "ops_parity.test.mjs" && pc != parity.end())) js_cell += (js_cell.empty() ? "" : " ") + name;
+    if (!in_table) js_cell.clear();
+    const bool ok = forward && grad && !parity_cell.empty() && !js_cell.empty();
+    complete += ok;
+    std::printf("  %-18s %-22s %-24s | %s\n", op.c_str(), forward ? file.c_str() : "MISSING",
+                parity_cell.empty() ? "MISSING" : parity_cell.substr(0, 60).c_str(),
+                js_cell.empty() ? "MISSING" : js_cell.substr(0, 70).c_str());
+    CHECK(forward);
+    CHECK(grad);
+    CHECK(!parity_cell.empty());
+    CHECK(!js_cell.empty());
+  }
+  std::printf("op coverage: %d of %zu ops complete\n", complete, ops.size());
 }
