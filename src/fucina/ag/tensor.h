@@ -341,6 +341,18 @@ class Tensor {
   /// contracted; axes one operand alone has are kept if in `out`, else summed away. The result's
   /// axes are exactly `out`, in its order; every tag of `out` must be in a or b, once.
   static Tensor einsum(ExecContext& ctx, const Tensor& a, const Tensor& b, const Tags& out);
+  /// N-ary named einsum: a chain of binary einsums, the pair to join picked greedily (as
+  /// opt_einsum's greedy path) by the smallest intermediate, ties to the earliest pair. Each join
+  /// keeps the axes that `out` or a remaining operand has; an axis several operands share and
+  /// `out` lacks is contracted once every operand holding it has been joined. Values and gradients
+  /// are those of that nested binary form. One operand: summed to `out` and permuted. No operands:
+  /// InvalidArgument; an axis of `out` in no operand or twice in it: ShapeMismatch.
+  static Tensor einsumMany(ExecContext& ctx, std::span<const Tensor> operands, const Tags& out);
+  /// BitNet b1.58: contracts `axis` as dot does, with w quantized per tensor to q·s, s = mean|w|,
+  /// q = round(clamp(w/s, -1, 1)) in {-1, 0, +1} (s = 0: a zero weight). Straight-through
+  /// estimator: this tensor's gradient goes through the quantized weight, w's is dot's
+  /// gradient as if w were not quantized.
+  Tensor dotTernarySte(ExecContext& ctx, const Tensor& w, Tag axis) const;
   /// Swaps the names of axes a and b (result[a=i, b=j] = this[a=j, b=i]; extents travel with
   /// the data): a view.
   Tensor transpose(ExecContext& ctx, Tag a, Tag b) const;
