@@ -67,6 +67,14 @@ struct DistillOptions {
   int64_t chunk_rows = 256;        ///< rows per chunk of logits (>= 1)
 };
 
+/// rmsNormMulRopeHalfPrepared's axes and epsilon: the rope position axis and offset into the
+/// prepared tables (as RopeOptions), and rmsNorm's eps.
+struct RmsNormRopeOptions {
+  Tag position = "t";
+  int64_t offset = 0;
+  double eps = 1e-6;
+};
+
 /// conv2d's axes and geometry. The input holds `channels`, `height` and `width` plus any other
 /// (batch-like) axes, in any order; the weight holds exactly {out_channels, channels, kernel_h,
 /// kernel_w} (its `channels` extent is the input's channels / groups), in any order.
@@ -389,6 +397,12 @@ class Tensor {
   Tensor l2Normalize(ExecContext& ctx, Tag axis, double eps = 1e-12) const;
   /// rmsNormMul(axis, weight, eps) + bias, bias indexed by `axis` alone.
   Tensor rmsNormMulAdd(ExecContext& ctx, Tag axis, const Tensor& weight, const Tensor& bias, double eps = 1e-6) const;
+  /// Fused per-head QK-norm (Qwen3, Gemma 3): rope in half mode with prepared tables of
+  /// rmsNorm(x, axis)·weight, axis being rope's dim; equal to rmsNormMul(axis, weight, eps)
+  /// .rope(cos, sin, {position, axis, offset, half}). weight is indexed by `axis` alone; cos and
+  /// sin are constant tables as rope's table form takes. Gradients to x and weight in one pass.
+  Tensor rmsNormMulRopeHalfPrepared(ExecContext& ctx, const Tensor& weight, const Tensor& cos, const Tensor& sin,
+                                    Tag axis, const RmsNormRopeOptions& options = {}) const;
   /// torch.nn.functional.group_norm: `channel_axis` splits into `groups` groups (its extent a
   /// multiple of groups, else InvalidArgument); each group is normalized over its channels and
   /// every axis not in options.batch. The affine form's weight and bias are indexed by channel_axis.
