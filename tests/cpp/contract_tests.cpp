@@ -22,15 +22,15 @@ using fucina::Tensor;
 
 namespace {
 
-// The scalar reference: out[out-index] = sum over every other index of a[...] * b[...], each
-// tensor read by tag from its row-major values. Tags of a and b not in out are summed.
-std::vector<float> einsumRef(const Tensor& a, const Tensor& b, const Tags& out) {
+// The n-ary scalar reference: out[...] = sum over every other index of the product of the operands.
+std::vector<float> einsumManyRef(const std::vector<Tensor>& ops, const Tags& out) {
   Tags all;
   Extents ext;
-  for (const Tensor* t : {&a, &b})
-    for (size_t d = 0; d < t->rank(); ++d)
-      if (!fucina::hasTag(all, t->tags()[d])) all.push_back(t->tags()[d]), ext.push_back(t->shape()[d]);
-  const std::vector<float> av = a.toVector(), bv = b.toVector();
+  for (const Tensor& t : ops)
+    for (size_t d = 0; d < t.rank(); ++d)
+      if (!fucina::hasTag(all, t.tags()[d])) all.push_back(t.tags()[d]), ext.push_back(t.shape()[d]);
+  std::vector<std::vector<float>> vals;
+  for (const Tensor& t : ops) vals.push_back(t.toVector());
   int64_t out_n = 1;
   for (Tag t : out) out_n *= ext[*fucina::findTag(all, t)];
   std::vector<double> acc(static_cast<size_t>(out_n), 0.0);
@@ -44,14 +44,19 @@ std::vector<float> einsumRef(const Tensor& a, const Tensor& b, const Tags& out) 
     return static_cast<size_t>(f);
   };
   for (int64_t n = fucina::numelOf(ext); n > 0; --n) {
-    acc[flat(out)] += double(av[flat(a.tags())]) * bv[flat(b.tags())];
-    for (size_t d = all.size(); d-- > 0;) {  // next index, row-major over `all`
+    double p = 1;
+    for (size_t k = 0; k < ops.size(); ++k) p *= vals[k][flat(ops[k].tags())];
+    acc[flat(out)] += p;
+    for (size_t d = all.size(); d-- > 0;) {
       if (++idx[d] < ext[d]) break;
       idx[d] = 0;
     }
   }
   return {acc.begin(), acc.end()};
 }
+
+// The binary case: tags of a and b not in out are summed.
+std::vector<float> einsumRef(const Tensor& a, const Tensor& b, const Tags& out) { return einsumManyRef({a, b}, out); }
 
 void requireClose(const std::vector<float>& got, const std::vector<float>& want) {
   REQUIRE(got.size() == want.size());
@@ -326,43 +331,6 @@ TEST_CASE("contractions over an empty axis give zeros or the bias, with batch ax
 }
 
 // ---------------------------------------------------------------- einsumMany
-
-namespace {
-
-// The n-ary scalar reference: out[...] = sum over every other index of the product of the operands.
-std::vector<float> einsumManyRef(const std::vector<Tensor>& ops, const Tags& out) {
-  Tags all;
-  Extents ext;
-  for (const Tensor& t : ops)
-    for (size_t d = 0; d < t.rank(); ++d)
-      if (!fucina::hasTag(all, t.tags()[d])) all.push_back(t.tags()[d]), ext.push_back(t.shape()[d]);
-  std::vector<std::vector<float>> vals;
-  for (const Tensor& t : ops) vals.push_back(t.toVector());
-  int64_t out_n = 1;
-  for (Tag t : out) out_n *= ext[*fucina::findTag(all, t)];
-  std::vector<double> acc(static_cast<size_t>(out_n), 0.0);
-  std::vector<int64_t> idx(all.size(), 0);
-  auto flat = [&](const Tags& tags) {
-    int64_t f = 0;
-    for (Tag t : tags) {
-      const size_t i = *fucina::findTag(all, t);
-      f = f * ext[i] + idx[i];
-    }
-    return static_cast<size_t>(f);
-  };
-  for (int64_t n = fucina::numelOf(ext); n > 0; --n) {
-    double p = 1;
-    for (size_t k = 0; k < ops.size(); ++k) p *= vals[k][flat(ops[k].tags())];
-    acc[flat(out)] += p;
-    for (size_t d = all.size(); d-- > 0;) {
-      if (++idx[d] < ext[d]) break;
-      idx[d] = 0;
-    }
-  }
-  return {acc.begin(), acc.end()};
-}
-
-}  // namespace
 
 TEST_CASE("einsumMany: values against a scalar loop, gradcheck of every operand") {
   struct Case {

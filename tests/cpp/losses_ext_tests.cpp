@@ -415,6 +415,26 @@ TEST_CASE("linearDistillExt passes gradcheck and equals its composition's gradie
   }, {&x, &w});
 }
 
+TEST_CASE("linearDistillExt is the same on 1 and 2 threads") {
+  const int64_t R = 97, D = 33, V = 301;
+  std::vector<int64_t> labels(R);
+  for (int64_t r = 0; r < R; ++r) labels[size_t(r)] = r % 9 == 0 ? kIgnore : (r * 17) % V;
+  auto run = [&](int threads) {
+    ExecContext ctx(ExecOptions{.threads = threads});
+    Tensor x = Tensor::variable(ctx, Tensor::uniform(ctx, {"r", "d"}, {R, D}, -1, 1, 7));
+    Tensor w = Tensor::variable(ctx, Tensor::uniform(ctx, {"v", "d"}, {V, D}, -1, 1, 8));
+    const Tensor teacher = Tensor::uniform(ctx, {"r", "v"}, {R, V}, -3, 3, 9);
+    const Tensor y = Tensor::fromInts(ctx, {"r"}, {R}, labels);
+    Tensor l = x.linearDistillExt(ctx, w, teacher, "d", "v", {.temperature = 2, .alpha = 0.25, .labels = &y, .chunk_rows = 40});
+    l.backward(ctx);
+    std::vector<float> out = test::gradOf(ctx, x);
+    for (float v : test::gradOf(ctx, w)) out.push_back(v);
+    out.push_back(l.item());
+    return out;
+  };
+  CHECK(run(1) == run(2));
+}
+
 TEST_CASE("linearDistillExt: bad inputs") {
   ExecContext ctx;
   const Tensor x = Tensor::ones(ctx, {"r", "d"}, {2, 3});

@@ -157,6 +157,24 @@ Extents rowShape(const RawTensor& rows_last) { return Extents(rows_last.shape().
 
 int64_t rowGrain(int64_t C) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, C)); }
 
+// The mean's denominator with integer labels: the sum of w[y] over the counted rows.
+double labelDenominator(const Labels& lab, const CeRows& spec, int64_t ignore) {
+  double d = 0;
+  for (int64_t r = 0; r < lab.rows(); ++r)
+    if (lab[r] != ignore) d += spec.weight(lab[r]);
+  return d;
+}
+
+// ShapeMismatch unless t has the logits' axes and extents (any order).
+void requireLogitsAxes(std::string_view op, const char* what, const RawTensor& t, const RawTensor& logits) {
+  bool same = t.rank() == logits.rank();
+  for (size_t i = 0; same && i < logits.rank(); ++i)
+    same = hasTag(t.tags(), logits.tags()[i]) && t.extent(logits.tags()[i]) == logits.shape()[i];
+  if (!same)
+    fail(ErrorCode::ShapeMismatch, std::string(op) + ": " + what + " " + t.describe() + " must have the logits' axes " +
+                                       logits.describe());
+}
+
 }  // namespace
 
 Tensor Tensor::crossEntropyExt(ExecContext& ctx, const Tensor& target, Tag class_axis,
@@ -174,14 +192,8 @@ Tensor Tensor::crossEntropyExt(ExecContext& ctx, const Tensor& target, Tag class
   Labels lab;
   RawTensor tgt;  // soft targets laid out as `in`
   if (soft) {
-    const RawTensor& t = target.value();
-    bool same = t.rank() == in.rank();
-    for (size_t i = 0; same && i < in.rank(); ++i)
-      same = hasTag(t.tags(), in.tags()[i]) && t.extent(in.tags()[i]) == in.shape()[i];
-    if (!same)
-      fail(ErrorCode::ShapeMismatch, std::string(op) + ": soft targets " + t.describe() +
-                                         " must have the logits' axes " + value().describe());
-    tgt = t.permuted(in.tags()).contiguous(ctx);
+    requireLogitsAxes(op, "soft targets", target.value(), in);
+    tgt = target.value().permuted(in.tags()).contiguous(ctx);
   } else {
     lab = ops::readLabels(ctx, op, value(), target, class_axis, o.ignore_index);
   }
@@ -199,12 +211,7 @@ Tensor Tensor::crossEntropyExt(ExecContext& ctx, const Tensor& target, Tag class
                                           : (counted(r) ? spec.labelLoss(lp, lab[r], l) : 0.0);
     }
   });
-  double denom = static_cast<double>(rows);
-  if (!soft) {
-    denom = 0;
-    for (int64_t r = 0; r < rows; ++r)
-      if (counted(r)) denom += spec.weight(lab[r]);
-  }
+  const double denom = soft ? static_cast<double>(rows) : labelDenominator(lab, spec, ignore);
   RawTensor out = reduceLoss(ctx, loss, rowTags(in), rowShape(in), o.reduction, denom);
   return ops::finishOp(ctx, op, std::move(out), {this, &target}, [&] {
     return [logp, lse = std::move(lse), lab = std::move(lab), tgt, spec = std::move(spec), reduction = o.reduction,
@@ -333,9 +340,7 @@ Tensor Tensor::linearCrossEntropyExt(ExecContext& ctx, const Tensor& weight, con
     const double lse = logSoftmaxRow(row, row, h.V);
     loss[static_cast<size_t>(r)] = spec.labelLoss(row, lab[r], lse);
   });
-  double denom = 0;
-  for (int64_t r = 0; r < h.R; ++r)
-    if (lab[r] != ignore) denom += spec.weight(lab[r]);
+  const double denom = labelDenominator(lab, spec, ignore);
   RawTensor out = reduceLoss(ctx, loss, h.row_tags, h.row_shape, o.reduction, denom);
   return ops::finishOp(ctx, op, std::move(out), {this, &weight}, [&] {
     return [h = std::move(h), spec = std::move(spec), lab = std::move(lab), reduction = o.reduction, denom, ignore](
@@ -370,33 +375,21 @@ Tensor Tensor::linearDistillExt(ExecContext& ctx, const Tensor& weight, const Te
   if (h.V == 0) fail(ErrorCode::InvalidArgument, std::string(op) + ": the class axis is empty");
   const RawTensor logits = h.logitsShape(ctx);
   const RawTensor& t = teacher.value();
-  bool same = t.rank() == logits.rank();
-  for (size_t i = 0; same && i < logits.rank(); ++i)
-    same = hasTag(t.tags(), logits.tags()[i]) && t.extent(logits.tags()[i]) == logits.shape()[i];
-  if (!same)
-    fail(ErrorCode::ShapeMismatch, std::string(op) + ": the teacher " + t.describe() +
-                                       " must have the student logits' axes " + logits.describe());
+  requireLogitsAxes(op, "the teacher", t, logits);
   const bool hard = o.alpha > 0;
   Labels lab = hard ? ops::readLabels(ctx, op, logits, *o.labels, class_axis, o.ignore_index) : Labels{};
-  // The teacher's distribution p and log p at temperature T, as [R, V] (a chunk's worth at a
-  // time would save memory only if the teacher were not already whole).
+  // The teacher's distribution p at temperature T as [R, V], saved for the backward pass (the
+  // teacher is whole already, so chunking it would not lower the peak); log p is log of it.
   const int64_t R = h.R, V = h.V;
   const auto invT = static_cast<float>(1.0 / o.temperature);
-  RawTensor tp = RawTensor::empty(ctx, logits.tags(), logits.shape());
-  RawTensor tlp = RawTensor::empty(ctx, logits.tags(), logits.shape());
-  {
-    const RawTensor tc = t.permuted(logits.tags()).contiguous(ctx);
+  RawTensor tp = t.permuted(logits.tags()).contiguous(ctx);
+  if (!o.teacher_probs) {
+    if (tp.storage() == t.storage()) tp = tp.clone(ctx);  // softmaxed in place below
     ctx.parallelFor(R, rowGrain(V), [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) {
-        const float* in = tc.f32() + r * V;
         float* p = tp.f32() + r * V;
-        float* lp = tlp.f32() + r * V;
-        if (o.teacher_probs) {
-          for (int64_t c = 0; c < V; ++c) p[c] = in[c], lp[c] = in[c] > 0 ? std::log(in[c]) : 0.0f;
-          continue;
-        }
-        const double lse = logSumExp(in, V, invT);
-        for (int64_t c = 0; c < V; ++c) lp[c] = static_cast<float>(invT * in[c] - lse), p[c] = std::exp(lp[c]);
+        const double lse = logSumExp(p, V, invT);
+        for (int64_t c = 0; c < V; ++c) p[c] = static_cast<float>(std::exp(invT * p[c] - lse));
       }
     });
   }
@@ -406,11 +399,10 @@ Tensor Tensor::linearDistillExt(ExecContext& ctx, const Tensor& weight, const Te
   const Scratch<double> kd(ctx.account(), static_cast<size_t>(R), 0.0), ce(ctx.account(), static_cast<size_t>(R), 0.0);
   h.forEachChunk(ctx, [&](int64_t r, float* row) {
     const float* p = tp.f32() + r * V;
-    const float* lp = tlp.f32() + r * V;
     const double lseT = logSumExp(row, V, invT);
     double acc = 0;
     for (int64_t c = 0; c < V; ++c)
-      if (p[c] > 0) acc += p[c] * (lp[c] - (invT * row[c] - lseT));
+      if (p[c] > 0) acc += p[c] * (std::log(p[c]) - (invT * row[c] - lseT));
     kd[static_cast<size_t>(r)] = T * T * acc;
     if (counted(r)) ce[static_cast<size_t>(r)] = logSumExp(row, V) - row[lab[r]];
   });
