@@ -158,7 +158,7 @@ TEST_CASE("crossEntropyExt passes gradcheck for logits and soft targets on views
   }, {&x});
 }
 
-TEST_CASE("crossEntropyExt's gradient is the fused softmax minus target, the same on 1 and 2 threads") {
+TEST_CASE("crossEntropyExt is the same on 1 and 2 threads") {
   // Big enough to split over the pool: rows 300, classes 257.
   const int64_t R = 300, C = 257;
   std::vector<int64_t> labels(R);
@@ -396,7 +396,7 @@ TEST_CASE("linearDistillExt matches a naive reference: logits or probabilities, 
         }
 }
 
-TEST_CASE("linearDistillExt passes gradcheck and equals its composition's gradients") {
+TEST_CASE("linearDistillExt passes gradcheck for the input and the weight") {
   ExecContext ctx(ExecOptions{.threads = 1});
   Tensor x = Tensor::variableFromSlice(ctx, {"b", "t", "d"}, {2, 3, 4}, wave(24, 1, 0.1f, 0.77f));
   Tensor w = Tensor::variableFromSlice(ctx, {"v", "d"}, {5, 4}, wave(20, 1, 0.9f, 0.53f));
