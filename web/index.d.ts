@@ -222,6 +222,16 @@ export interface GroupNormOptions {
   eps?: number;
 }
 
+/** Options of {@link Tensor.rmsNormMulRopeHalfPrepared}. */
+export interface RmsNormRopeOptions {
+  /** The position axis (default 't'). */
+  position?: string;
+  /** Row of the tables for the first position (default 0). */
+  offset?: number;
+  /** rmsNorm's epsilon (default 1e-6). */
+  eps?: number;
+}
+
 /** Options of a loss that only reduces. */
 export interface LossOptions {
   /** 'mean' (default), 'sum' or 'none'. */
@@ -244,6 +254,48 @@ export interface HuberLossOptions extends LossOptions {
 export interface KlDivLossOptions extends LossOptions {
   /** The target holds log-probabilities too (default false). */
   logTarget?: boolean;
+}
+
+/** Options of {@link Tensor.crossEntropyExt} and {@link Tensor.linearCrossEntropyExt}. */
+export interface CrossEntropyExtOptions extends LossOptions {
+  /** torch's label_smoothing in [0, 1) (default 0). */
+  labelSmoothing?: number;
+  /** Rows with this label add nothing and are not counted in the mean (default −100). */
+  ignoreIndex?: number;
+  /** Class weights: a constant with the single axis classAxis. */
+  weight?: Tensor;
+  /** Adds zLoss · logsumexp² per counted row (default 0). */
+  zLoss?: number;
+}
+
+/** Options of {@link Tensor.linearCrossEntropyExt}. */
+export interface LinearCrossEntropyOptions extends LossOptions {
+  /** torch's label_smoothing in [0, 1) (default 0). */
+  labelSmoothing?: number;
+  /** Rows with this label add nothing and are not counted in the mean (default −100). */
+  ignoreIndex?: number;
+  /** Class weights: a constant with the single axis classAxis. */
+  weight?: Tensor;
+  /** Adds zLoss · logsumexp² per counted row (default 0). */
+  zLoss?: number;
+  /** Rows of logits made at a time (default 256). */
+  chunkRows?: number;
+}
+
+/** Options of {@link Tensor.linearDistillExt}. */
+export interface DistillOptions extends LossOptions {
+  /** T > 0 (default 1). */
+  temperature?: number;
+  /** Weight of the hard-label cross-entropy, in [0, 1] (default 0). */
+  alpha?: number;
+  /** Integer labels with the rows' axes; needed when alpha > 0. */
+  labels?: Tensor;
+  /** The teacher holds probabilities, not logits (default false). */
+  teacherProbs?: boolean;
+  /** Label rows that add nothing to the cross-entropy (default −100). */
+  ignoreIndex?: number;
+  /** Rows of logits made at a time (default 256). */
+  chunkRows?: number;
 }
 
 /** Axis names of {@link Tensor.conv2d}'s input and weight. */
@@ -458,6 +510,9 @@ export class Tensor {
   /** torch's cosine_similarity along axis (dropped), operands aligned by name (default eps
    * 1e-8). */
   cosineSimilarity(y: Tensor, axis: string, eps?: number): Tensor;
+  /** rope (half mode, prepared cos/sin tables {position, axis: D/2}) of rmsNorm(axis) · weight,
+   * fused: the per-head QK-norm of Qwen3 / Gemma 3 attention. */
+  rmsNormMulRopeHalfPrepared(weight: Tensor, cos: Tensor, sin: Tensor, axis: string, options?: RmsNormRopeOptions): Tensor;
   /** this / max(‖this‖₂ over axis, eps) (default eps 1e-12). */
   l2Normalize(axis: string, eps?: number): Tensor;
   /** Softmax over axis (kept). */
@@ -489,6 +544,18 @@ export class Tensor {
   /** torch's kl_div: this tensor holds log-probabilities; 'mean' is elementwise (batchmean is
    * sum / batch). */
   klDivLoss(target: Tensor, options?: Reduction | KlDivLossOptions): Tensor;
+  /** crossEntropy with torch's full options: target is integer labels (ignoreIndex, class
+   * weight, label smoothing) or probabilities with the logits' axes (soft targets); optional
+   * z-loss. */
+  crossEntropyExt(target: Tensor, classAxis: string, options?: Reduction | CrossEntropyExtOptions): Tensor;
+  /** crossEntropyExt of the logits this.dot(w, axis) over classAxis (integer labels), computed
+   * in chunks of rows without keeping the logits or their gradient (a language model's head);
+   * gradients to this and w. */
+  linearCrossEntropyExt(w: Tensor, labels: Tensor, axis: string, classAxis: string, options?: Reduction | LinearCrossEntropyOptions): Tensor;
+  /** Distillation of the student logits this.dot(w, axis) against teacher logits (or
+   * probabilities): (1 − alpha)·T²·KL(teacher_T ‖ student_T) + alpha·CE(labels), chunked like
+   * linearCrossEntropyExt; gradients to this and w. */
+  linearDistillExt(w: Tensor, teacher: Tensor, axis: string, classAxis: string, options?: Reduction | DistillOptions): Tensor;
   /** silu(gate) · up, with `axis` split into halves [gate | up] (an even extent) and halved. */
   swiglu(axis: string): Tensor;
   /** geluErf(gate) · up, with `axis` split as in swiglu. */
@@ -561,6 +628,9 @@ export class Tensor {
   norm(axis: string): Tensor;
   /** Contracts the shared axis `axis`; other shared axes are batch axes, the rest are kept. */
   dot(y: Tensor, axis: string): Tensor;
+  /** BitNet b1.58: this.dot(w, axis) with w quantized per tensor to {−1, 0, +1}·mean|w|;
+   * straight-through gradients (dx through the quantized weight, dw as if unquantized). */
+  dotTernarySte(w: Tensor, axis: string): Tensor;
   /** this.dot(y, axis) + bias in one GEMM (torch's addmm / Linear): bias's axes are a subset of
    * the result's, broadcast by name; all three operands get gradients. */
   addDot(y: Tensor, axis: string, bias: Tensor): Tensor;
@@ -1245,6 +1315,9 @@ export interface Fucina {
   concat(tensors: readonly Tensor[], axis: string): Tensor;
   /** Adds axis (first) to each tensor and joins along it. */
   stack(tensors: readonly Tensor[], axis: string): Tensor;
+  /** einsum of any number of operands, composed of binary einsums in a cost-chosen order (the
+   * pair with the smallest intermediate first); the result has exactly outTags. */
+  einsumMany(operands: readonly Tensor[], outTags: readonly string[]): Tensor;
   /** Named-axis einsum: axes shared by a and b are batch axes if outTags keeps them, else
    * contracted; axes only one has are kept if in outTags, else summed away. Result axes are
    * exactly outTags, in order. */

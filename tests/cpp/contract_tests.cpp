@@ -1,15 +1,19 @@
-// Contractions beyond dot (ops/contract.cpp): addDot, matmul, einsum and transpose. Forward
+// Contractions beyond dot (ops/contract.cpp): addDot, matmul, einsum, einsumMany, dotTernarySte
+// and transpose. Forward
 // values against a scalar einsum loop, gradcheck on several structures and awkward layouts
 // (size-1 axes, odd sizes, permuted and narrowed views), and bad inputs with their codes.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <utility>
 #include <vector>
 
 #include <fucina/fucina.h>
 #include "test_helpers.h"
 
+using fucina::DType;
 using fucina::Extents;
 using fucina::ExecContext;
 using fucina::Tag;
@@ -18,15 +22,15 @@ using fucina::Tensor;
 
 namespace {
 
-// The scalar reference: out[out-index] = sum over every other index of a[...] * b[...], each
-// tensor read by tag from its row-major values. Tags of a and b not in out are summed.
-std::vector<float> einsumRef(const Tensor& a, const Tensor& b, const Tags& out) {
+// The n-ary scalar reference: out[...] = sum over every other index of the product of the operands.
+std::vector<float> einsumManyRef(const std::vector<Tensor>& ops, const Tags& out) {
   Tags all;
   Extents ext;
-  for (const Tensor* t : {&a, &b})
-    for (size_t d = 0; d < t->rank(); ++d)
-      if (!fucina::hasTag(all, t->tags()[d])) all.push_back(t->tags()[d]), ext.push_back(t->shape()[d]);
-  const std::vector<float> av = a.toVector(), bv = b.toVector();
+  for (const Tensor& t : ops)
+    for (size_t d = 0; d < t.rank(); ++d)
+      if (!fucina::hasTag(all, t.tags()[d])) all.push_back(t.tags()[d]), ext.push_back(t.shape()[d]);
+  std::vector<std::vector<float>> vals;
+  for (const Tensor& t : ops) vals.push_back(t.toVector());
   int64_t out_n = 1;
   for (Tag t : out) out_n *= ext[*fucina::findTag(all, t)];
   std::vector<double> acc(static_cast<size_t>(out_n), 0.0);
@@ -40,14 +44,19 @@ std::vector<float> einsumRef(const Tensor& a, const Tensor& b, const Tags& out) 
     return static_cast<size_t>(f);
   };
   for (int64_t n = fucina::numelOf(ext); n > 0; --n) {
-    acc[flat(out)] += double(av[flat(a.tags())]) * bv[flat(b.tags())];
-    for (size_t d = all.size(); d-- > 0;) {  // next index, row-major over `all`
+    double p = 1;
+    for (size_t k = 0; k < ops.size(); ++k) p *= vals[k][flat(ops[k].tags())];
+    acc[flat(out)] += p;
+    for (size_t d = all.size(); d-- > 0;) {
       if (++idx[d] < ext[d]) break;
       idx[d] = 0;
     }
   }
   return {acc.begin(), acc.end()};
 }
+
+// The binary case: tags of a and b not in out are summed.
+std::vector<float> einsumRef(const Tensor& a, const Tensor& b, const Tags& out) { return einsumManyRef({a, b}, out); }
 
 void requireClose(const std::vector<float>& got, const std::vector<float>& want) {
   REQUIRE(got.size() == want.size());
@@ -319,4 +328,111 @@ TEST_CASE("contractions over an empty axis give zeros or the bias, with batch ax
   CHECK(pq.shape() == Extents{huge, 0, 3});
   pq.sumAll(ctx).backward(ctx);
   CHECK(p.grad(ctx)->shape() == p.shape());
+}
+
+// ---------------------------------------------------------------- einsumMany
+
+TEST_CASE("einsumMany: values against a scalar loop, gradcheck of every operand") {
+  struct Case {
+    const char* name;
+    std::vector<std::pair<Tags, Extents>> ops;
+    Tags out;
+  };
+  const std::vector<Case> cases = {
+      {"chain of three matrices", {{{"i", "j"}, {3, 5}}, {{"j", "k"}, {5, 2}}, {{"k", "l"}, {2, 4}}}, {"i", "l"}},
+      {"shared batch axis, hyperedge", {{{"b", "i"}, {2, 3}}, {{"b", "i", "j"}, {2, 3, 4}}, {{"j", "b"}, {4, 2}}}, {"b"}},
+      {"four operands, odd and size-1", {{{"a", "u"}, {3, 1}}, {{"u", "b"}, {1, 5}}, {{"b", "c"}, {5, 3}}, {{"c", "a", "d"}, {3, 3, 2}}},
+       {"d", "u"}},
+      {"axis summed away in one operand", {{{"i", "s"}, {3, 2}}, {{"i", "j"}, {3, 4}}, {{"j"}, {4}}}, {}},
+      {"one operand", {{{"i", "j", "k"}, {2, 3, 4}}}, {"k", "i"}},
+  };
+  ExecContext ctx(fucina::ExecOptions{.threads = 1});
+  for (const Case& cs : cases) {
+    INFO(cs.name);
+    std::vector<Tensor> ops;
+    for (size_t k = 0; k < cs.ops.size(); ++k) ops.push_back(var(ctx, cs.ops[k].first, cs.ops[k].second, 0.3f + 0.4f * float(k)));
+    const Tensor y = Tensor::einsumMany(ctx, ops, cs.out);
+    CHECK(y.tags() == cs.out);
+    requireClose(y.toVector(), einsumManyRef(ops, cs.out));
+    std::vector<Tensor*> inputs;
+    for (Tensor& t : ops) inputs.push_back(&t);
+    fucina::gradcheck(ctx, [&](ExecContext& c) {
+      std::vector<Tensor> views;  // reversed views: axes by tag
+      for (const Tensor& t : ops) views.push_back(t.permuteTo(c, Tags(t.tags().rbegin(), t.tags().rend())));
+      return probe(c, Tensor::einsumMany(c, views, cs.out));
+    }, inputs);
+  }
+}
+
+TEST_CASE("einsumMany joins the pair with the smallest intermediate first, as the nested binary form") {
+  ExecContext ctx(fucina::ExecOptions{.threads = 1});
+  // a{i:6, j:5} b{j:5, k:7} v{k:7}: b·v first (an intermediate of 5) beats a·b (6·7 = 42).
+  Tensor a = var(ctx, {"i", "j"}, {6, 5}, 0.1f), b = var(ctx, {"j", "k"}, {5, 7}, 0.5f), v = var(ctx, {"k"}, {7}, 0.9f);
+  const std::vector<Tensor> ops{a, b, v};
+  const Tensor y = Tensor::einsumMany(ctx, ops, {"i"});
+  const Tensor nested = Tensor::einsum(ctx, a, Tensor::einsum(ctx, b, v, {"j"}), {"i"});
+  CHECK(y.toVector() == nested.toVector());  // the same binary einsums, bit for bit
+  probe(ctx, y).backward(ctx);
+  const auto ga = test::gradOf(ctx, a), gb = test::gradOf(ctx, b), gv = test::gradOf(ctx, v);
+  for (Tensor* t : {&a, &b, &v}) t->zeroGrad();
+  probe(ctx, nested).backward(ctx);
+  CHECK(ga == test::gradOf(ctx, a));
+  CHECK(gb == test::gradOf(ctx, b));
+  CHECK(gv == test::gradOf(ctx, v));
+}
+
+TEST_CASE("einsumMany: bad inputs") {
+  ExecContext ctx;
+  const Tensor a = Tensor::ones(ctx, {"i", "j"}, {2, 3}), b = Tensor::ones(ctx, {"j", "k"}, {4, 2});
+  CHECK_FUCINA_ERROR(Tensor::einsumMany(ctx, {}, {"i"}), InvalidArgument);
+  const std::vector<Tensor> ops{a, b};
+  CHECK_FUCINA_ERROR(Tensor::einsumMany(ctx, ops, {"i", "k"}), ShapeMismatch);  // j: 3 vs 4
+  const std::vector<Tensor> one{a};
+  CHECK_FUCINA_ERROR(Tensor::einsumMany(ctx, one, {"z"}), ShapeMismatch);
+  CHECK_FUCINA_ERROR(Tensor::einsumMany(ctx, one, {"i", "i"}), ShapeMismatch);
+}
+
+// ---------------------------------------------------------------- dotTernarySte
+
+TEST_CASE("dotTernarySte: the forward contracts the ternary weight, the gradients are straight-through") {
+  ExecContext ctx(fucina::ExecOptions{.threads = 1});
+  Tensor x = var(ctx, {"b", "k"}, {3, 7}, 0.2f);
+  const std::vector<float> wv = test::wave(35, 1.3f, 0.4f, 0.83f);
+  Tensor w = Tensor::variableFromSlice(ctx, {"n", "k"}, {5, 7}, wv);
+  double s = 0;
+  for (float v : wv) s += std::fabs(v);
+  s /= double(wv.size());
+  std::vector<float> qv;
+  for (float v : wv) qv.push_back(float(std::nearbyint(std::clamp(v / float(s), -1.0f, 1.0f))) * float(s));
+  for (float q : qv) CHECK((q == 0 || std::fabs(std::fabs(q) - s) < 1e-6));
+  const Tensor wq = Tensor::fromSlice(ctx, {"n", "k"}, {5, 7}, qv);
+  // A transposed view of x: axes by tag.
+  auto xv = [&] { return x.permuteTo(ctx, {"k", "b"}); };  // a fresh view per graph
+  const Tensor y = xv().dotTernarySte(ctx, w, "k");
+  const Tensor want = xv().dot(ctx, wq, "k");
+  CHECK(y.tags() == want.tags());
+  requireClose(y.toVector(), want.toVector());
+  probe(ctx, y).backward(ctx);
+  const auto gx = test::gradOf(ctx, x), gw = test::gradOf(ctx, w);
+  x.zeroGrad(), w.zeroGrad();
+  // dx through the quantized weight; dW is dot's dW with the weight unquantized.
+  probe(ctx, xv().dot(ctx, wq, "k")).backward(ctx);
+  requireClose(gx, test::gradOf(ctx, x));
+  x.zeroGrad();
+  const Tensor plain = xv().dot(ctx, w, "k");
+  probe(ctx, y.detach(ctx).add(ctx, plain).sub(ctx, plain.detach(ctx))).backward(ctx);
+  requireClose(gw, test::gradOf(ctx, w));
+  x.zeroGrad(), w.zeroGrad();
+  // x's gradient is exact (the op is linear in x): gradcheck; w's is the STE by design.
+  fucina::gradcheck(ctx, [&](ExecContext& c) { return probe(c, x.dotTernarySte(c, w.detach(c), "k")); }, {&x});
+  // A zero weight quantizes to zero.
+  CHECK(x.dotTernarySte(ctx, Tensor::zeros(ctx, {"k"}, {7}), "k").toVector() == std::vector<float>(3, 0.0f));
+}
+
+TEST_CASE("dotTernarySte: bad inputs") {
+  ExecContext ctx;
+  const Tensor x = Tensor::ones(ctx, {"b", "k"}, {2, 3});
+  CHECK_FUCINA_ERROR(x.dotTernarySte(ctx, Tensor::ones(ctx, {"n", "k"}, {2, 4}), "k"), ShapeMismatch);
+  CHECK_FUCINA_ERROR(x.dotTernarySte(ctx, Tensor::ones(ctx, {"n", "j"}, {2, 3}), "k"), ShapeMismatch);
+  CHECK_FUCINA_ERROR(x.dotTernarySte(ctx, Tensor::ones(ctx, {"n", "k"}, {2, 3}, DType::f64), "k"), DTypeMismatch);
 }

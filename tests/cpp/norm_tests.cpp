@@ -1,5 +1,6 @@
-// layerNorm, rmsNorm(Mul) and l2Normalize: values against naive formulas, gradcheck on every axis
-// and through views, the affine forms, and bad inputs.
+// layerNorm, rmsNorm(Mul), l2Normalize and the fused rmsNormMulRopeHalfPrepared: values against
+// naive formulas or compositions, gradcheck on every axis and through views, the affine forms,
+// and bad inputs.
 #include "test_helpers.h"
 
 #include <cmath>
@@ -164,4 +165,88 @@ TEST_CASE("standardizeAxis, rmsNormMulAdd, groupNorm and cosineSimilarity: bad i
   REQUIRE_FUCINA_ERROR(x.cosineSimilarity(ctx, Tensor::ones(ctx, {"h"}, {3}), "c"), ShapeMismatch);
   REQUIRE_FUCINA_ERROR(x.cosineSimilarity(ctx, Tensor::ones(ctx, {"c"}, {5}), "c"), ShapeMismatch);
   REQUIRE_FUCINA_ERROR(x.to(ctx, fucina::DType::i32).groupNorm(ctx, 2, "c"), DTypeMismatch);
+}
+
+// ---------------------------------------------------------------- rmsNormMulRopeHalfPrepared
+
+namespace {
+
+// Tables {t: rows, d: D/2} of angles (offset-free) p·base^(-2i/D).
+std::pair<Tensor, Tensor> ropeTables(ExecContext& ctx, int64_t rows, int64_t D) {
+  std::vector<float> c, s;
+  for (int64_t p = 0; p < rows; ++p)
+    for (int64_t i = 0; i < D / 2; ++i) {
+      const double a = double(p) * std::pow(10000.0, -2.0 * double(i) / double(D));
+      c.push_back(float(std::cos(a))), s.push_back(float(std::sin(a)));
+    }
+  return {Tensor::fromSlice(ctx, {"t", "d"}, {rows, D / 2}, c), Tensor::fromSlice(ctx, {"t", "d"}, {rows, D / 2}, s)};
+}
+
+}  // namespace
+
+TEST_CASE("rmsNormMulRopeHalfPrepared equals rmsNormMul then rope, values and gradients") {
+  ExecContext ctx(fucina::ExecOptions{.threads = 1});
+  // x {t, head, b, d} (a permuted view of its storage), offset 2 into a 7-row table.
+  Tensor xs = Tensor::variableFromSlice(ctx, {"b", "head", "d", "t"}, {2, 3, 6, 4}, wave(144, 1.5f, 0.2f, 0.41f));
+  Tensor w = Tensor::variableFromSlice(ctx, {"d"}, {6}, wave(6, 1, 1.1f, 0.9f));
+  const auto [cos, sin] = ropeTables(ctx, 7, 6);
+  const fucina::RmsNormRopeOptions o{.position = "t", .offset = 2, .eps = 1e-5};
+  const fucina::RopeOptions ro{.position = "t", .dim = "d", .offset = 2};
+  auto x = [&] { return xs.permuteTo(ctx, {"t", "head", "b", "d"}); };  // a fresh view per graph
+  const Tensor gy = Tensor::fromSlice(ctx, {"b", "t", "head", "d"}, {2, 4, 3, 6}, wave(144, 1, 0.5f, 0.77f));
+  const Tensor fused = x().rmsNormMulRopeHalfPrepared(ctx, w, cos, sin, "d", o);
+  const Tensor composed = x().rmsNormMul(ctx, "d", w, 1e-5).rope(ctx, cos, sin, ro);
+  CHECK(fused.tags() == x().tags());
+  const auto fv = fused.toVector(), cv = composed.toVector();
+  REQUIRE(fv.size() == cv.size());
+  for (size_t i = 0; i < fv.size(); ++i) CHECK(fv[i] == Approx(cv[i]).margin(1e-5));
+  fused.mul(ctx, gy).sumAll(ctx).backward(ctx);
+  const auto gx = test::gradOf(ctx, xs), gw = test::gradOf(ctx, w);
+  xs.zeroGrad(), w.zeroGrad();
+  composed.mul(ctx, gy).sumAll(ctx).backward(ctx);
+  const auto gx2 = test::gradOf(ctx, xs), gw2 = test::gradOf(ctx, w);
+  for (size_t i = 0; i < gx.size(); ++i) CHECK(gx[i] == Approx(gx2[i]).margin(1e-5));
+  for (size_t i = 0; i < gw.size(); ++i) CHECK(gw[i] == Approx(gw2[i]).margin(1e-4));
+  xs.zeroGrad(), w.zeroGrad();
+  fucina::gradcheck(ctx, [&](ExecContext& c) {
+    return xs.permuteTo(c, {"t", "head", "b", "d"}).rmsNormMulRopeHalfPrepared(c, w, cos, sin, "d", o).mul(c, gy).sumAll(c);
+  }, {&xs, &w});
+  // Size-1 axes and D = 2.
+  Tensor x1 = Tensor::variableFromSlice(ctx, {"t", "d"}, {1, 2}, {0.3f, -1.2f});
+  Tensor w1 = Tensor::variableFromSlice(ctx, {"d"}, {2}, {0.7f, 1.5f});
+  const auto [c1, s1] = ropeTables(ctx, 3, 2);
+  fucina::gradcheck(ctx, [&](ExecContext& c) {
+    return x1.rmsNormMulRopeHalfPrepared(c, w1, c1, s1, "d", {.offset = 2}).mul(c, Tensor::fromSlice(c, {"d"}, {2}, {1, -2})).sumAll(c);
+  }, {&x1, &w1});
+}
+
+TEST_CASE("rmsNormMulRopeHalfPrepared is the same on 1 and 2 threads") {
+  auto run = [](int threads) {
+    ExecContext ctx(fucina::ExecOptions{.threads = threads});
+    Tensor x = Tensor::variable(ctx, Tensor::uniform(ctx, {"b", "t", "d"}, {8, 64, 64}, -2, 2, 3));
+    Tensor w = Tensor::variable(ctx, Tensor::uniform(ctx, {"d"}, {64}, 0.5, 1.5, 4));
+    const auto [cos, sin] = ropeTables(ctx, 64, 64);
+    const Tensor y = x.rmsNormMulRopeHalfPrepared(ctx, w, cos, sin, "d");
+    y.mul(ctx, Tensor::uniform(ctx, {"b", "t", "d"}, {8, 64, 64}, -1, 1, 5)).sumAll(ctx).backward(ctx);
+    std::vector<float> out = y.toVector();
+    for (float v : test::gradOf(ctx, x)) out.push_back(v);
+    for (float v : test::gradOf(ctx, w)) out.push_back(v);
+    return out;
+  };
+  CHECK(run(1) == run(2));
+}
+
+TEST_CASE("rmsNormMulRopeHalfPrepared: bad inputs") {
+  ExecContext ctx;
+  const Tensor x = Tensor::ones(ctx, {"t", "d"}, {2, 4});
+  const Tensor w = Tensor::ones(ctx, {"d"}, {4});
+  const auto [cos, sin] = ropeTables(ctx, 2, 4);
+  CHECK_FUCINA_ERROR(x.rmsNormMulRopeHalfPrepared(ctx, Tensor::ones(ctx, {"d"}, {3}), cos, sin, "d"), ShapeMismatch);
+  CHECK_FUCINA_ERROR(x.rmsNormMulRopeHalfPrepared(ctx, w, cos, sin, "e"), ShapeMismatch);
+  CHECK_FUCINA_ERROR(x.rmsNormMulRopeHalfPrepared(ctx, w, cos, sin, "d", {.offset = 1}), ShapeMismatch);  // table too short
+  CHECK_FUCINA_ERROR(Tensor::ones(ctx, {"t", "d"}, {2, 3}).rmsNormMulRopeHalfPrepared(ctx, Tensor::ones(ctx, {"d"}, {3}), cos, sin, "d"),
+                     InvalidArgument);  // odd head dim
+  CHECK_FUCINA_ERROR(x.rmsNormMulRopeHalfPrepared(ctx, w, cos, sin, "d", {.eps = -1}), InvalidArgument);
+  CHECK_FUCINA_ERROR(x.rmsNormMulRopeHalfPrepared(ctx, w, Tensor::variable(ctx, cos), sin, "d"), UnsupportedGradient);
+  CHECK_FUCINA_ERROR(x.to(ctx, fucina::DType::f64).rmsNormMulRopeHalfPrepared(ctx, w, cos, sin, "d"), DTypeMismatch);
 }

@@ -866,10 +866,11 @@ TEST_CASE("op coverage matrix") {
                          "bceWithLogitsLoss", "klDivLoss"})
     home[op] = "softmax_loss_tests.cpp";
   for (const char* op : {"layerNorm", "rmsNorm", "rmsNormMul", "l2Normalize", "standardizeAxis", "rmsNormMulAdd",
-                         "groupNorm", "cosineSimilarity"})
+                         "groupNorm", "cosineSimilarity", "rmsNormMulRopeHalfPrepared"})
     home[op] = "norm_tests.cpp";
   for (const char* op : {"conv2d", "maxPool2d", "avgPool2d", "upsample2xNearest"}) home[op] = "conv_tests.cpp";
-  for (const char* op : {"addDot", "matmul", "einsum", "transpose"}) home[op] = "contract_tests.cpp";
+  for (const char* op : {"addDot", "matmul", "einsum", "transpose", "einsumMany", "dotTernarySte"}) home[op] = "contract_tests.cpp";
+  for (const char* op : {"crossEntropyExt", "linearCrossEntropyExt", "linearDistillExt"}) home[op] = "losses_ext_tests.cpp";
   for (const char* op : {"gather", "takeAlongAxis", "scatterAdd"}) home[op] = "gather_tests.cpp";
   for (const char* op : {"swiglu", "geglu", "gated", "glu", "splitGated", "situ"}) home[op] = "gated_tests.cpp";
   for (const char* op : {"rope", "groupedAttention"}) home[op] = "attention_tests.cpp";

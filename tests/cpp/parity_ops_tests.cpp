@@ -106,6 +106,19 @@ using Inputs = std::map<std::string, Tensor>;
 using Op = std::function<Result(ExecContext&, const Inputs&, const Args&)>;
 
 Result just(Tensor t) { return {std::move(t), {}}; }
+
+fucina::Reduction reduction(const Args& a) {
+  const std::string r = a.text("reduction");
+  return r == "sum" ? fucina::Reduction::sum : r == "none" ? fucina::Reduction::none : fucina::Reduction::mean;
+}
+
+// crossEntropyExt's and linearCrossEntropyExt's options; the class weight is the input "weight".
+fucina::CrossEntropyExtOptions ceOptions(const Inputs& in, const Args& a) {
+  return {.reduction = reduction(a), .label_smoothing = a.number("label_smoothing"),
+          .ignore_index = static_cast<int64_t>(a.number("ignore_index")),
+          .weight = in.count("weight") ? &in.at("weight") : nullptr, .z_loss = a.number("z_loss"),
+          .chunk_rows = a.integer("chunk_rows")};
+}
 Result sorted(const fucina::SortResult& r) { return {r.values, {{"indices", r.indices}}}; }
 
 // Every op with parity cases: how the fixture's arguments map onto the C++ call.
@@ -147,6 +160,32 @@ const std::map<std::string, Op>& ops() {
          return just(x.groupNorm(c, a.integer("groups"), a.tag("channel"), o));
        }},
       {"cosineSimilarity", [](C c, I in, A a) { return just(in.at("x").cosineSimilarity(c, in.at("y"), a.tag("axis"), a.number("eps"))); }},
+      {"rmsNormMulRopeHalfPrepared",
+       [](C c, I in, A a) {
+         const fucina::RmsNormRopeOptions o{.position = a.tag("position"), .offset = a.integer("offset"), .eps = a.number("eps")};
+         return just(in.at("x").rmsNormMulRopeHalfPrepared(c, in.at("weight"), in.at("cos"), in.at("sin"), a.tag("axis"), o));
+       }},
+      {"crossEntropyExt", [](C c, I in, A a) { return just(in.at("x").crossEntropyExt(c, in.at("target"), a.tag("class"), ceOptions(in, a))); }},
+      {"linearCrossEntropyExt",
+       [](C c, I in, A a) {
+         return just(in.at("x").linearCrossEntropyExt(c, in.at("w"), in.at("target"), a.tag("axis"), a.tag("class"), ceOptions(in, a)));
+       }},
+      {"linearDistillExt",
+       [](C c, I in, A a) {
+         const fucina::DistillOptions o{.temperature = a.number("temperature"), .alpha = a.number("alpha"),
+                                        .labels = in.count("target") ? &in.at("target") : nullptr,
+                                        .teacher_probs = a.flag("teacher_probs"), .reduction = reduction(a),
+                                        .ignore_index = static_cast<int64_t>(a.number("ignore_index")),
+                                        .chunk_rows = a.integer("chunk_rows")};
+         return just(in.at("x").linearDistillExt(c, in.at("w"), in.at("teacher"), a.tag("axis"), a.tag("class"), o));
+       }},
+      {"einsumMany",
+       [](C c, I in, A a) {
+         std::vector<Tensor> operands;  // the inputs named by "operands", in that order
+         for (const Tag t : a.tags("operands")) operands.push_back(in.at(std::string(t.name())));
+         return just(Tensor::einsumMany(c, operands, a.tags("out")));
+       }},
+      {"dotTernarySte", [](C c, I in, A a) { return just(in.at("x").dotTernarySte(c, in.at("w"), a.tag("axis"))); }},
   };
   return table;
 }
@@ -219,12 +258,14 @@ TEST_CASE("PyTorch parity: pointwise and unary") { CHECK(replayFamily("pointwise
 TEST_CASE("PyTorch parity: gated units") { CHECK(replayFamily("gated") > 0); }
 TEST_CASE("PyTorch parity: reductions and statistics") { CHECK(replayFamily("reduce") > 0); }
 TEST_CASE("PyTorch parity: norms") { CHECK(replayFamily("norm") > 0); }
+TEST_CASE("PyTorch parity: losses") { CHECK(replayFamily("loss") > 0); }
+TEST_CASE("PyTorch parity: contractions") { CHECK(replayFamily("contract") > 0); }
 
 TEST_CASE("PyTorch parity: every fixture family has a test and every op an entry") {
   std::set<std::string> families;
   for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(FUCINA_SOURCE_DIR) / "tests/fixtures/parity"))
     if (e.path().extension() == ".json") families.insert(e.path().stem().string());
-  CHECK(families == std::set<std::string>{"gated", "norm", "pointwise", "reduce"});
+  CHECK(families == std::set<std::string>{"contract", "gated", "loss", "norm", "pointwise", "reduce"});
   for (const std::string& f : families) {
     const json::Value doc = json::parse(readFile(std::filesystem::path(FUCINA_SOURCE_DIR) / "tests/fixtures/parity" / (f + ".json")), f);
     for (const json::Value& c : field(doc, "cases").items) {

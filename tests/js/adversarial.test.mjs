@@ -66,6 +66,12 @@ function fixtures(fc, foreign) {
     gidxOut: fc.full(['r', 'c'], [2, 3], 9, 'i32'),
     labOut: fc.constant(['r'], [2], [0, 7], 'i32'),
     w32: fc.ones(['r', 'c'], [2, 32]),
+    wlin: fc.constant(['c', 'in'], [3, 2], [1, 0, 0, 1, 1, 1]),
+    labLin: fc.constant(['batch'], [1], [2], 'i32'),
+    teacherLin: fc.constant(['batch', 'c'], [1, 3], [0.5, 1, -1]),
+    qw: fc.ones(['d'], [4]),
+    qcos: fc.ones(['t', 'd'], [2, 2]),
+    qsin: fc.zeros(['t', 'd'], [2, 2]),
     foreign,
     fc,
   };

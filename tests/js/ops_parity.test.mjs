@@ -10,7 +10,7 @@ import { VARIANTS, engine, values, assert } from './helpers.mjs';
 const dir = new URL('../fixtures/parity/', import.meta.url);
 const families = readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
 
-// How each fixture op maps onto the JS call: (inputs by name, args) => Tensor, or [values, extras].
+// How each fixture op maps onto the JS call: (inputs by name, args, fc) => Tensor, or [values, extras].
 const OPS = {
   floor: (i) => i.x.floor(),
   ceil: (i) => i.x.ceil(),
@@ -37,7 +37,18 @@ const OPS = {
   rmsNormMulAdd: (i, a) => i.x.rmsNormMulAdd(a.axis, i.weight, i.bias, a.eps),
   groupNorm: (i, a) => i.x.groupNorm(a.groups, a.channel, { weight: i.weight, bias: i.bias, batch: a.batch, eps: a.eps }),
   cosineSimilarity: (i, a) => i.x.cosineSimilarity(i.y, a.axis, a.eps),
+  rmsNormMulRopeHalfPrepared: (i, a) => i.x.rmsNormMulRopeHalfPrepared(i.weight, i.cos, i.sin, a.axis,
+    { position: a.position, offset: a.offset, eps: a.eps }),
+  crossEntropyExt: (i, a) => i.x.crossEntropyExt(i.target, a.class, { ...ceOptions(a), weight: i.weight }),
+  linearCrossEntropyExt: (i, a) => i.x.linearCrossEntropyExt(i.w, i.target, a.axis, a.class,
+    { ...ceOptions(a), weight: i.weight, chunkRows: a.chunk_rows }),
+  linearDistillExt: (i, a) => i.x.linearDistillExt(i.w, i.teacher, a.axis, a.class, {
+    temperature: a.temperature, alpha: a.alpha, labels: i.target, teacherProbs: a.teacher_probs,
+    reduction: a.reduction, ignoreIndex: a.ignore_index, chunkRows: a.chunk_rows }),
+  einsumMany: (i, a, fc) => fc.einsumMany(a.operands.map((n) => i[n]), a.out),
+  dotTernarySte: (i, a) => i.x.dotTernarySte(i.w, a.axis),
 };
+const ceOptions = (a) => ({ reduction: a.reduction, labelSmoothing: a.label_smoothing, ignoreIndex: a.ignore_index, zLoss: a.z_loss });
 const sorted = ([v, idx]) => [v, { indices: idx }];
 
 // An input as the case describes it; a strided one is laid out in reversed axis order and
@@ -79,7 +90,7 @@ for (const variant of VARIANTS) {
           fc.scope(() => {
             const leaves = {}, views = {};
             for (const [k, e] of Object.entries(c.inputs)) [leaves[k], views[k]] = makeInput(fc, e);
-            const r = OPS[c.op](views, c.args);
+            const r = OPS[c.op](views, c.args, fc);
             const [out, extras] = Array.isArray(r) ? r : [r, {}];
             assertClose(`${c.name}: output`, out, c.output);
             for (const [k, want] of Object.entries(c.extras))

@@ -173,6 +173,13 @@ const inventory: Tensor[] = [a.floor(), a.ceil(), a.round(), a.sign(), a.fastTan
   a.linearRecurrence(b, 'c'), a.linearRecurrence(b, 'c', fc.zeros(['r'], [2])), topValues, topIndices, sortedValues,
   a.rmsNormMulAdd('c', fc.ones(['c'], [3]), fc.zeros(['c'], [3])), a.cosineSimilarity(b, 'c'),
   even.groupNorm(2, 'c', { batch: ['r'] }), even.groupNorm(1, 'c', { batch: [], weight: fc.ones(['c'], [4]), bias: fc.zeros(['c'], [4]), eps: 1e-3 })];
+const labels3 = fc.constant(['r'], [2], [0, 2], 'i32');
+const losses2: Tensor[] = [a.crossEntropyExt(labels3, 'c', { ignoreIndex: 1, zLoss: 1e-4, weight: fc.ones(['c'], [3]) }),
+  a.crossEntropyExt(a.softmax('c'), 'c', 'sum'),
+  x.linearCrossEntropyExt(w, fc.constant(['batch'], [1], [1], 'i32'), 'in', 'out', { chunkRows: 64, labelSmoothing: 0.1 }),
+  x.linearDistillExt(w, fc.ones(['batch', 'out'], [1, 2]), 'in', 'out', { temperature: 2 }),
+  fc.einsumMany([a, b, a], ['r']), a.dotTernarySte(b, 'c'),
+  fc.ones(['t', 'd'], [2, 4]).rmsNormMulRopeHalfPrepared(fc.ones(['d'], [4]), fc.ones(['t', 'd'], [2, 2]), fc.zeros(['t', 'd'], [2, 2]), 'd', { offset: 0 })];
 // @ts-expect-error an activation the gated units do not have
 a.gated(b, 'tanh');
 // @ts-expect-error unary names its op

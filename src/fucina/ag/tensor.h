@@ -29,6 +29,52 @@ struct CrossEntropyOptions {
   double label_smoothing = 0.0;  ///< in [0, 1): the target puts (1-s) on the label and s/C everywhere
 };
 
+class Tensor;
+
+/// crossEntropyExt's and linearCrossEntropyExt's options: torch.nn.functional.cross_entropy's
+/// (ignore_index, weight, label_smoothing, reduction) plus a z-loss and the linear forms' chunk.
+/// Integer labels: row r's loss is -(1-s)·w[y]·logp[y] - (s/C)·sum_c w[c]·logp[c] + z·lse²
+/// (lse the row's logsumexp), 0 for a row whose label is ignore_index; mean divides the sum by
+/// the sum of w[y] over the counted rows (their count without weights), NaN when that is 0, as
+/// torch. Soft targets t (probabilities): -sum_c w[c]·t'[c]·logp[c] + z·lse² with
+/// t' = (1-s)·t + s/C, and mean divides by the number of rows (torch's rule; ignore_index
+/// does not apply). The z term is not weighted by w.
+struct CrossEntropyExtOptions {
+  Reduction reduction = Reduction::mean;
+  double label_smoothing = 0.0;   ///< s, in [0, 1)
+  int64_t ignore_index = -100;    ///< rows with this label add nothing and are not counted
+  /// Class weights: a constant f32 tensor with the single axis `class_axis` (extent C), or null
+  /// for none. Read when the op is called (the op keeps its own reference to the values).
+  const Tensor* weight = nullptr;
+  double z_loss = 0.0;            ///< z >= 0: adds z·logsumexp² per counted row (PaLM's z-loss)
+  int64_t chunk_rows = 256;       ///< linearCrossEntropyExt: rows per chunk of logits (>= 1)
+};
+
+/// linearDistillExt's options. Per row, with q = softmax(student/T) and p the teacher's
+/// distribution (softmax(teacher/T), or the teacher tensor itself when teacher_probs):
+/// KD = T²·KL(p, q) = T²·sum_c p[c]·(log p[c] - log q[c]) (terms with p[c] = 0 are 0), and
+/// CE the hard-label cross-entropy of the student logits at temperature 1 (ignore_index rows are
+/// 0). The loss is (1 - alpha)·KD + alpha·CE. mean: KD summed over rows / rows (torch's
+/// kl_div 'batchmean') plus CE summed / counted rows (cross_entropy's mean); sum: both summed;
+/// none: per row.
+struct DistillOptions {
+  double temperature = 1.0;        ///< T > 0
+  double alpha = 0.0;              ///< weight of the hard-label term, in [0, 1]
+  const Tensor* labels = nullptr;  ///< i32/i64 labels (the rows' axes); required when alpha > 0
+  bool teacher_probs = false;      ///< the teacher tensor holds probabilities, not logits
+  Reduction reduction = Reduction::mean;
+  int64_t ignore_index = -100;
+  int64_t chunk_rows = 256;        ///< rows per chunk of logits (>= 1)
+};
+
+/// rmsNormMulRopeHalfPrepared's axes and epsilon: the rope position axis and offset into the
+/// prepared tables (as RopeOptions), and rmsNorm's eps.
+struct RmsNormRopeOptions {
+  Tag position = "t";
+  int64_t offset = 0;
+  double eps = 1e-6;
+};
+
 /// conv2d's axes and geometry. The input holds `channels`, `height` and `width` plus any other
 /// (batch-like) axes, in any order; the weight holds exactly {out_channels, channels, kernel_h,
 /// kernel_w} (its `channels` extent is the input's channels / groups), in any order.
@@ -303,6 +349,18 @@ class Tensor {
   /// contracted; axes one operand alone has are kept if in `out`, else summed away. The result's
   /// axes are exactly `out`, in its order; every tag of `out` must be in a or b, once.
   static Tensor einsum(ExecContext& ctx, const Tensor& a, const Tensor& b, const Tags& out);
+  /// N-ary named einsum: a chain of binary einsums, the pair to join picked greedily (as
+  /// opt_einsum's greedy path) by the smallest intermediate, ties to the earliest pair. Each join
+  /// keeps the axes that `out` or a remaining operand has; an axis several operands share and
+  /// `out` lacks is contracted once every operand holding it has been joined. Values and gradients
+  /// are those of that nested binary form. One operand: summed to `out` and permuted. No operands:
+  /// InvalidArgument; an axis of `out` in no operand or twice in it: ShapeMismatch.
+  static Tensor einsumMany(ExecContext& ctx, std::span<const Tensor> operands, const Tags& out);
+  /// BitNet b1.58: contracts `axis` as dot does, with w quantized per tensor to q·s, s = mean|w|,
+  /// q = round(clamp(w/s, -1, 1)) in {-1, 0, +1} (s = 0: a zero weight). Straight-through
+  /// estimator: this tensor's gradient goes through the quantized weight, w's is dot's
+  /// gradient as if w were not quantized.
+  Tensor dotTernarySte(ExecContext& ctx, const Tensor& w, Tag axis) const;
   /// Swaps the names of axes a and b (result[a=i, b=j] = this[a=j, b=i]; extents travel with
   /// the data): a view.
   Tensor transpose(ExecContext& ctx, Tag a, Tag b) const;
@@ -339,6 +397,12 @@ class Tensor {
   Tensor l2Normalize(ExecContext& ctx, Tag axis, double eps = 1e-12) const;
   /// rmsNormMul(axis, weight, eps) + bias, bias indexed by `axis` alone.
   Tensor rmsNormMulAdd(ExecContext& ctx, Tag axis, const Tensor& weight, const Tensor& bias, double eps = 1e-6) const;
+  /// Fused per-head QK-norm (Qwen3, Gemma 3): rope in half mode with prepared tables of
+  /// rmsNorm(x, axis)·weight, axis being rope's dim; equal to rmsNormMul(axis, weight, eps)
+  /// .rope(cos, sin, {position, axis, offset, half}). weight is indexed by `axis` alone; cos and
+  /// sin are constant tables as rope's table form takes. Gradients to x and weight in one pass.
+  Tensor rmsNormMulRopeHalfPrepared(ExecContext& ctx, const Tensor& weight, const Tensor& cos, const Tensor& sin,
+                                    Tag axis, const RmsNormRopeOptions& options = {}) const;
   /// torch.nn.functional.group_norm: `channel_axis` splits into `groups` groups (its extent a
   /// multiple of groups, else InvalidArgument); each group is normalized over its channels and
   /// every axis not in options.batch. The affine form's weight and bias are indexed by channel_axis.
@@ -353,6 +417,26 @@ class Tensor {
   /// logits' axes without class_axis. The gradient of the logits is fused: softmax - target.
   Tensor crossEntropy(ExecContext& ctx, const Tensor& labels, Tag class_axis,
                       CrossEntropyOptions options = {}) const;
+  /// crossEntropy with torch's full options (CrossEntropyExtOptions), these being the logits.
+  /// labels_or_probs: integer labels (i32/i64; the logits' axes without class_axis, each in
+  /// [0, C) or ignore_index, else IndexOutOfRange), or soft targets (floating, the logits' axes).
+  /// The result is a scalar, or per row for Reduction::none. Fused gradient (softmax - target
+  /// form); soft targets get a gradient too.
+  Tensor crossEntropyExt(ExecContext& ctx, const Tensor& labels_or_probs, Tag class_axis,
+                         const CrossEntropyExtOptions& options = {}) const;
+  /// crossEntropyExt(labels, class_axis) of the logits this.dot(weight, axis), computed
+  /// options.chunk_rows rows at a time so that neither the logits nor their gradient exist
+  /// whole (a language model's head): the backward recomputes each chunk. This tensor holds
+  /// `axis` plus the row axes; weight is exactly {class_axis, axis}; labels are integers with the
+  /// row axes (soft targets are not taken). Gradients to this tensor and weight.
+  Tensor linearCrossEntropyExt(ExecContext& ctx, const Tensor& weight, const Tensor& labels, Tag axis, Tag class_axis,
+                               const CrossEntropyExtOptions& options = {}) const;
+  /// Distillation (DistillOptions) of the student logits this.dot(weight, axis) against teacher
+  /// logits or probabilities with the student logits' axes, chunked as linearCrossEntropyExt.
+  /// The teacher takes no gradient (one that requires it is UnsupportedGradient: detach it).
+  /// Gradients to this tensor and weight.
+  Tensor linearDistillExt(ExecContext& ctx, const Tensor& weight, const Tensor& teacher, Tag axis, Tag class_axis,
+                          const DistillOptions& options = {}) const;
   /// Negative log-likelihood of log-probabilities (this tensor) at integer labels.
   Tensor nllLoss(ExecContext& ctx, const Tensor& labels, Tag class_axis,
                  Reduction reduction = Reduction::mean) const;

@@ -2,6 +2,8 @@
 // named-axis einsum, and transpose (a rename). Every product is one record built by contractOp,
 // whose VJP is dot's: each operand's gradient is itself a contraction of gy with the other.
 #include <algorithm>
+#include <cmath>
+#include <vector>
 #include <string>
 
 #include "fucina/kernels/contract_f64.h"
@@ -46,11 +48,13 @@ void checkBias(const RawTensor& bias, const RawTensor& a, const RawTensor& b, co
 // contract(x, y, contracted) (+ bias, fused into the GEMM) as one differentiable op. The axes
 // only one operand has are what the other's gradient contracts over; each gradient reads the
 // other operand only, so an operand is saved only when the other needs its gradient. bias's
-// gradient is gy summed down to bias's axes (the VJP of its broadcast).
+// gradient is gy summed down to bias's axes (the VJP of its broadcast). A `y_value` (y's tags and
+// shape) is what the product and x's gradient use instead of y's value, while y's gradient stays
+// the contraction of gy with x: the straight-through estimator of dotTernarySte.
 Tensor contractOp(ExecContext& ctx, std::string_view name, const Tensor& x, const Tensor& y,
-                  const Tags& contracted, const Tensor* bias = nullptr) {
+                  const Tags& contracted, const Tensor* bias = nullptr, const RawTensor* y_value = nullptr) {
   const RawTensor& a = x.value();
-  const RawTensor& b = y.value();
+  const RawTensor& b = y_value ? *y_value : y.value();
   RawTensor out = kernels::contract(ctx, a, b, contracted, bias ? bias->value() : RawTensor());
   int64_t k = 1;
   for (Tag t : contracted) k *= a.extent(t);
@@ -227,6 +231,74 @@ Tensor Tensor::einsum(ExecContext& ctx, const Tensor& a, const Tensor& b, const 
                            return contractOp(ctx, "einsum", sumAway(x, rb), sumAway(y, ra), contracted);
                          });
   return c.tags() == out ? c : c.permuteTo(ctx, out);
+}
+
+// Greedy order (opt_einsum's greedy path, by intermediate size): join the pair whose result,
+// holding the axes that `out` or another operand still needs, has the fewest elements.
+Tensor Tensor::einsumMany(ExecContext& ctx, std::span<const Tensor> operands, const Tags& out) {
+  if (operands.empty()) fail(ErrorCode::InvalidArgument, "einsumMany needs at least one operand");
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (std::find(out.begin(), out.begin() + i, out[i]) != out.begin() + i)
+      fail(ErrorCode::ShapeMismatch, "einsumMany: output axis " + quoted(out[i]) + " appears twice in " + describe(out));
+    if (std::none_of(operands.begin(), operands.end(), [&](const Tensor& t) { return hasTag(t.tags(), out[i]); }))
+      fail(ErrorCode::ShapeMismatch, "einsumMany: output axis " + quoted(out[i]) + " is in no operand");
+  }
+  std::vector<Tensor> live(operands.begin(), operands.end());
+  // The axes of joining live[i] and live[j]: theirs that `out` or another live operand has, in
+  // live[i]'s order then live[j]'s; and the product of their extents.
+  auto joined = [&](size_t i, size_t j, double* size) {
+    Tags keep;
+    *size = 1;
+    auto needed = [&](Tag t) {
+      if (hasTag(out, t)) return true;
+      for (size_t k = 0; k < live.size(); ++k)
+        if (k != i && k != j && hasTag(live[k].tags(), t)) return true;
+      return false;
+    };
+    for (const Tensor* x : {&live[i], &live[j]})
+      for (size_t a = 0; a < x->rank(); ++a)
+        if (!hasTag(keep, x->tags()[a]) && needed(x->tags()[a]))
+          keep.push_back(x->tags()[a]), *size *= static_cast<double>(x->shape()[a]);
+    return keep;
+  };
+  while (live.size() > 1) {
+    size_t bi = 0, bj = 1;
+    double best = 0;
+    for (size_t i = 0; i < live.size(); ++i)
+      for (size_t j = i + 1; j < live.size(); ++j) {
+        double size;
+        joined(i, j, &size);
+        if ((i == 0 && j == 1) || size < best) best = size, bi = i, bj = j;
+      }
+    double size;
+    Tensor r = einsum(ctx, live[bi], live[bj], joined(bi, bj, &size));
+    live.erase(live.begin() + static_cast<std::ptrdiff_t>(bj));
+    live[bi] = std::move(r);
+  }
+  Tensor r = live[0];
+  Tags extra;
+  for (Tag t : r.tags())
+    if (!hasTag(out, t)) extra.push_back(t);
+  if (!extra.empty()) r = r.sumMany(ctx, extra);
+  return r.tags() == out ? r : r.permuteTo(ctx, out);
+}
+
+// STE: contractOp with the quantized value standing in for w (see contractOp).
+Tensor Tensor::dotTernarySte(ExecContext& ctx, const Tensor& w, Tag axis) const {
+  requireAxis("dotTernarySte", value(), w.value(), axis);
+  if (!ops::allF32({this, &w}))
+    return ops::viaF32(ctx, "dotTernarySte", {this, &w}, [&](std::span<const Tensor> f) { return f[0].dotTernarySte(ctx, f[1], axis); });
+  const RawTensor wc = w.value().contiguous(ctx);
+  const float* pw = wc.f32();
+  const int64_t n = wc.numel();
+  double abs_sum = 0;
+  for (int64_t i = 0; i < n; ++i) abs_sum += std::fabs(pw[i]);
+  const auto s = static_cast<float>(n == 0 ? 0.0 : abs_sum / static_cast<double>(n));
+  RawTensor q = RawTensor::empty(ctx, wc.tags(), wc.shape());
+  float* pq = q.f32();
+  for (int64_t i = 0; i < n; ++i)
+    pq[i] = s == 0.0f ? 0.0f : std::nearbyint(std::clamp(pw[i] / s, -1.0f, 1.0f)) * s;
+  return contractOp(ctx, "dotTernarySte", *this, w, {axis}, nullptr, &q);
 }
 
 Tensor Tensor::transpose(ExecContext& ctx, Tag a, Tag b) const {

@@ -9,28 +9,21 @@
 #include "fucina/kernels/elementwise.h"
 #include "fucina/kernels/softmax.h"
 #include "fucina/ops/finish_op.h"
+#include "fucina/ops/labels.h"
 #include "fucina/ops/typed.h"
 
 namespace fucina {
 
 using internal::RawTensor;
 using ops::Grads;
+using ops::Labels;
 using ops::NeedsGrad;
+using ops::readLabels;
 
-namespace {
-
-// Integer labels aligned with the logits' rows: one label per row of axisLast(logits, class).
-// Read through ctx (i64, contiguous) so that per-step label buffers come from the cache.
-struct Labels {
-  RawTensor values;  // i64, row-major over tags
-  Tags tags;         // the row axes, in the order of the logits
-  Extents shape;
-  int64_t rows() const { return values.numel(); }
-  int64_t operator[](int64_t r) const { return values.data<int64_t>()[r]; }
-};
+namespace ops {
 
 Labels readLabels(ExecContext& ctx, std::string_view op, const RawTensor& logits, const Tensor& labels,
-                  Tag class_axis) {
+                  Tag class_axis, std::optional<int64_t> ignore) {
   const RawTensor& l = labels.value();
   if (l.dtype() != DType::i32 && l.dtype() != DType::i64)
     fail(ErrorCode::DTypeMismatch, std::string(op) + ": labels must be i32 or i64, got " +
@@ -54,13 +47,17 @@ Labels readLabels(ExecContext& ctx, std::string_view op, const RawTensor& logits
   const int64_t classes = logits.extent(class_axis);
   for (int64_t i = 0; i < out.rows(); ++i) {
     const int64_t label = out[i];
-    if (label < 0 || label >= classes)
+    if ((label < 0 || label >= classes) && label != ignore)
       fail(ErrorCode::IndexOutOfRange, std::string(op) + ": label " + std::to_string(label) +
                                            " at position " + std::to_string(i) + " is outside [0, " +
                                            std::to_string(classes) + ")");
   }
   return out;
 }
+
+}  // namespace ops
+
+namespace {
 
 float reductionScale(Reduction r, int64_t rows) {
   return r == Reduction::mean ? 1.0f / static_cast<float>(rows) : 1.0f;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/typed.h"
@@ -145,6 +146,78 @@ Tensor Tensor::rope(ExecContext& ctx, const Tensor& cos, const Tensor& sin,
   const RopeLayout l = ropeLayout(*this, options);
   return ropeOp(ctx, *this, l, options, tableRows(ctx, cos, "cos", l, options),
                 tableRows(ctx, sin, "sin", l, options));
+}
+
+// Per row of D (the layout of rope): n = x·inv, inv = 1/sqrt(mean(x²) + eps); u = n·weight;
+// y = rotate(u). VJP: gu = rotate⁻¹(gy); gweight = sum over rows of gu·n; gn = gu·weight;
+// gx = inv·(gn - n·mean(gn·n)). Saves n and inv; gweight is summed serially in row order.
+Tensor Tensor::rmsNormMulRopeHalfPrepared(ExecContext& ctx, const Tensor& weight, const Tensor& cos, const Tensor& sin,
+                                          Tag axis, const RmsNormRopeOptions& options) const {
+  static constexpr std::string_view op = "rmsNormMulRopeHalfPrepared";
+  if (!ops::allF32({this, &weight, &cos, &sin}))
+    return ops::viaF32(ctx, op, {this, &weight, &cos, &sin}, [&](std::span<const Tensor> f) {
+      return f[0].rmsNormMulRopeHalfPrepared(ctx, f[1], f[2], f[3], axis, options);
+    });
+  const RopeOptions ro{.position = options.position, .dim = axis, .offset = options.offset, .mode = RopeOptions::Mode::half};
+  const RopeLayout l = ropeLayout(*this, ro);
+  if (!(options.eps >= 0) || !std::isfinite(options.eps))
+    fail(ErrorCode::InvalidArgument, std::string(op) + ": eps must be finite and >= 0");
+  if (weight.rank() != 1 || !(weight.tags()[0] == axis) || weight.shape()[0] != l.D)
+    fail(ErrorCode::ShapeMismatch, std::string(op) + ": weight must be indexed by " + quoted(axis) +
+                                       " alone with extent " + std::to_string(l.D) + ", got " + weight.value().describe());
+  if (l.D == 0) fail(ErrorCode::InvalidArgument, std::string(op) + ": the axis " + quoted(axis) + " is empty");
+  RawTensor ct = tableRows(ctx, cos, "cos", l, ro), st = tableRows(ctx, sin, "sin", l, ro);
+  const RawTensor in = value().permuted(l.order).contiguous(ctx);
+  const RawTensor w = weight.value().contiguous(ctx);
+  const int64_t rows = l.rows * l.T, D = l.D;
+  RawTensor n = RawTensor::empty(ctx, in.tags(), in.shape());
+  RawTensor y = RawTensor::empty(ctx, in.tags(), in.shape());
+  Scratch<float> inv(ctx.account(), static_cast<size_t>(rows));
+  ctx.parallelFor(rows, std::max<int64_t>(1, 8192 / D), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const float* xr = in.f32() + r * D;
+      double sq = 0;
+      for (int64_t i = 0; i < D; ++i) sq += static_cast<double>(xr[i]) * xr[i];
+      const auto s = static_cast<float>(1.0 / std::sqrt(sq / static_cast<double>(D) + options.eps));
+      inv[static_cast<size_t>(r)] = s;
+      for (int64_t i = 0; i < D; ++i) {
+        n.f32()[r * D + i] = xr[i] * s;
+        y.f32()[r * D + i] = xr[i] * s * w.f32()[i];
+      }
+    }
+  });
+  rotatePairs(ctx, y.f32(), y.f32(), ct.f32(), st.f32(), l.rows, l.T, D, RopeOptions::Mode::half, 1.0f);
+  return ops::finishOp(ctx, op, y.permuted(value().tags()), {this, &weight, &cos, &sin}, [&] {
+    return [l, n, inv = std::move(inv), w, ct, st, rows, D](ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads g) {
+      const RawTensor gl = gy.permuted(l.order).contiguous(c);
+      RawTensor gu = RawTensor::empty(c, gl.tags(), gl.shape());
+      rotatePairs(c, gl.f32(), gu.f32(), ct.f32(), st.f32(), l.rows, l.T, D, RopeOptions::Mode::half, -1.0f);
+      const float* pu = gu.f32();
+      const float* pn = n.f32();
+      if (needs[1]) {
+        std::vector<double> acc(static_cast<size_t>(D), 0.0);
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t i = 0; i < D; ++i) acc[static_cast<size_t>(i)] += static_cast<double>(pu[r * D + i]) * pn[r * D + i];
+        RawTensor gw = RawTensor::empty(c, w.tags(), w.shape());
+        for (int64_t i = 0; i < D; ++i) gw.f32()[i] = static_cast<float>(acc[static_cast<size_t>(i)]);
+        g[1] = std::move(gw);
+      }
+      if (!needs[0]) return;
+      RawTensor gx = RawTensor::empty(c, gl.tags(), gl.shape());
+      c.parallelFor(rows, std::max<int64_t>(1, 8192 / D), [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+          const float* ur = pu + r * D;
+          const float* nr = pn + r * D;
+          double k = 0;
+          for (int64_t i = 0; i < D; ++i) k += static_cast<double>(ur[i]) * w.f32()[i] * nr[i];
+          const auto kf = static_cast<float>(k / static_cast<double>(D));
+          const float s = inv[static_cast<size_t>(r)];
+          for (int64_t i = 0; i < D; ++i) gx.f32()[r * D + i] = s * (ur[i] * w.f32()[i] - nr[i] * kf);
+        }
+      });
+      g[0] = std::move(gx);  // layout order; the engine restores the operand's axis order
+    };
+  }, static_cast<size_t>(numel()) * 12);
 }
 
 }  // namespace fucina
