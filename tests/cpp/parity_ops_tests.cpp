@@ -45,7 +45,24 @@ struct Args {
     if (x.kind == json::Value::kString && x.text == "inf") return std::numeric_limits<double>::infinity();
     return x.real;
   }
-  int64_t integer(std::string_view k) const { return field(v, k).count; }
+  int64_t integer(std::string_view k) const {  // negative integers parse as kReal
+    const json::Value& x = field(v, k);
+    return x.kind == json::Value::kCount ? x.count : static_cast<int64_t>(x.real);
+  }
+  bool has(std::string_view k) const { return v.find(k) != nullptr; }
+  fucina::Extents extents(std::string_view k) const {
+    fucina::Extents out;
+    for (const json::Value& x : field(v, k).items) out.push_back(x.count);
+    return out;
+  }
+  fucina::Reduction reduction() const {
+    const std::string r = text("reduction");
+    if (r == "mean") return fucina::Reduction::mean;
+    if (r == "sum") return fucina::Reduction::sum;
+    if (r == "none") return fucina::Reduction::none;
+    FAIL("fixture: unknown reduction " << r);
+    return fucina::Reduction::mean;
+  }
   bool flag(std::string_view k) const { return field(v, k).boolean; }
   std::string text(std::string_view k) const { return field(v, k).text; }
   std::vector<float> floats(std::string_view k) const {
@@ -147,6 +164,56 @@ const std::map<std::string, Op>& ops() {
          return just(x.groupNorm(c, a.integer("groups"), a.tag("channel"), o));
        }},
       {"cosineSimilarity", [](C c, I in, A a) { return just(in.at("x").cosineSimilarity(c, in.at("y"), a.tag("axis"), a.number("eps"))); }},
+
+      // elementwise (elementwise.json)
+      {"add", [](C c, I in, A) { return just(in.at("x").add(c, in.at("y"))); }},
+      {"sub", [](C c, I in, A) { return just(in.at("x").sub(c, in.at("y"))); }},
+      {"mul", [](C c, I in, A) { return just(in.at("x").mul(c, in.at("y"))); }},
+      {"div", [](C c, I in, A) { return just(in.at("x").div(c, in.at("y"))); }},
+      {"maximum", [](C c, I in, A) { return just(in.at("x").maximum(c, in.at("y"))); }},
+      {"minimum", [](C c, I in, A) { return just(in.at("x").minimum(c, in.at("y"))); }},
+      {"pow", [](C c, I in, A) { return just(in.at("x").pow(c, in.at("y"))); }},
+      {"scale", [](C c, I in, A a) { return just(in.at("x").scale(c, a.number("factor"))); }},
+      {"addScalar", [](C c, I in, A a) { return just(in.at("x").addScalar(c, a.number("value"))); }},
+      {"subScalar", [](C c, I in, A a) { return just(in.at("x").subScalar(c, a.number("value"))); }},
+      {"divScalar", [](C c, I in, A a) { return just(in.at("x").divScalar(c, a.number("value"))); }},
+      {"powScalar", [](C c, I in, A a) { return just(in.at("x").powScalar(c, a.number("exponent"))); }},
+      {"neg", [](C c, I in, A) { return just(in.at("x").neg(c)); }},
+      {"abs", [](C c, I in, A) { return just(in.at("x").abs(c)); }},
+      {"exp", [](C c, I in, A) { return just(in.at("x").exp(c)); }},
+      {"log", [](C c, I in, A) { return just(in.at("x").log(c)); }},
+      {"sqrt", [](C c, I in, A) { return just(in.at("x").sqrt(c)); }},
+      {"tanh", [](C c, I in, A) { return just(in.at("x").tanh(c)); }},
+      {"sigmoid", [](C c, I in, A) { return just(in.at("x").sigmoid(c)); }},
+      {"relu", [](C c, I in, A) { return just(in.at("x").relu(c)); }},
+      {"leakyRelu", [](C c, I in, A a) { return just(in.at("x").leakyRelu(c, a.number("slope"))); }},
+      {"gelu", [](C c, I in, A) { return just(in.at("x").gelu(c)); }},
+      {"geluErf", [](C c, I in, A) { return just(in.at("x").geluErf(c)); }},
+      {"quickGelu", [](C c, I in, A) { return just(in.at("x").quickGelu(c)); }},
+      {"silu", [](C c, I in, A) { return just(in.at("x").silu(c)); }},
+      {"elu", [](C c, I in, A a) { return just(in.at("x").elu(c, a.number("alpha"))); }},
+      {"log1p", [](C c, I in, A) { return just(in.at("x").log1p(c)); }},
+      {"rsqrt", [](C c, I in, A) { return just(in.at("x").rsqrt(c)); }},
+      {"reciprocal", [](C c, I in, A) { return just(in.at("x").reciprocal(c)); }},
+      {"sin", [](C c, I in, A) { return just(in.at("x").sin(c)); }},
+      {"cos", [](C c, I in, A) { return just(in.at("x").cos(c)); }},
+      {"clamp", [](C c, I in, A a) { return just(in.at("x").clamp(c, a.number("lo"), a.number("hi"))); }},
+      {"where", [](C c, I in, A) { return just(Tensor::where(c, in.at("cond"), in.at("a"), in.at("b"))); }},
+      {"maskedFill", [](C c, I in, A a) { return just(in.at("x").maskedFill(c, in.at("mask"), a.number("value"))); }},
+      // reductions (reductions.json)
+      {"sumAll", [](C c, I in, A) { return just(in.at("x").sumAll(c)); }},
+      {"meanAll", [](C c, I in, A) { return just(in.at("x").meanAll(c)); }},
+      {"sum", [](C c, I in, A a) { return just(in.at("x").sum(c, a.tag("axis"))); }},
+      {"mean", [](C c, I in, A a) { return just(in.at("x").mean(c, a.tag("axis"))); }},
+      {"variance", [](C c, I in, A a) { return just(in.at("x").variance(c, a.tag("axis"), a.integer("correction"))); }},
+      {"max", [](C c, I in, A a) { return just(in.at("x").max(c, a.tag("axis"))); }},
+      {"min", [](C c, I in, A a) { return just(in.at("x").min(c, a.tag("axis"))); }},
+      {"logsumexp", [](C c, I in, A a) { return just(in.at("x").logsumexp(c, a.tag("axis"))); }},
+      {"cumsum", [](C c, I in, A a) { return just(in.at("x").cumsum(c, a.tag("axis"))); }},
+      {"prod", [](C c, I in, A a) { return just(in.at("x").prod(c, a.tag("axis"))); }},
+      {"norm", [](C c, I in, A a) { return just(in.at("x").norm(c, a.tag("axis"))); }},
+      {"softmax", [](C c, I in, A a) { return just(in.at("x").softmax(c, a.tag("axis"))); }},
+      {"logSoftmax", [](C c, I in, A a) { return just(in.at("x").logSoftmax(c, a.tag("axis"))); }},
   };
   return table;
 }
@@ -219,12 +286,14 @@ TEST_CASE("PyTorch parity: pointwise and unary") { CHECK(replayFamily("pointwise
 TEST_CASE("PyTorch parity: gated units") { CHECK(replayFamily("gated") > 0); }
 TEST_CASE("PyTorch parity: reductions and statistics") { CHECK(replayFamily("reduce") > 0); }
 TEST_CASE("PyTorch parity: norms") { CHECK(replayFamily("norm") > 0); }
+TEST_CASE("PyTorch parity: elementwise") { CHECK(replayFamily("elementwise") > 0); }
+TEST_CASE("PyTorch parity: reductions and softmax") { CHECK(replayFamily("reductions") > 0); }
 
 TEST_CASE("PyTorch parity: every fixture family has a test and every op an entry") {
   std::set<std::string> families;
   for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(FUCINA_SOURCE_DIR) / "tests/fixtures/parity"))
     if (e.path().extension() == ".json") families.insert(e.path().stem().string());
-  CHECK(families == std::set<std::string>{"gated", "norm", "pointwise", "reduce"});
+  CHECK(families == std::set<std::string>{"elementwise", "gated", "norm", "pointwise", "reduce", "reductions"});
   for (const std::string& f : families) {
     const json::Value doc = json::parse(readFile(std::filesystem::path(FUCINA_SOURCE_DIR) / "tests/fixtures/parity" / (f + ".json")), f);
     for (const json::Value& c : field(doc, "cases").items) {

@@ -10,7 +10,7 @@ import { VARIANTS, engine, values, assert } from './helpers.mjs';
 const dir = new URL('../fixtures/parity/', import.meta.url);
 const families = readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
 
-// How each fixture op maps onto the JS call: (inputs by name, args) => Tensor, or [values, extras].
+// How each fixture op maps onto the JS call: (inputs by name, args, engine) => Tensor, or [values, extras].
 const OPS = {
   floor: (i) => i.x.floor(),
   ceil: (i) => i.x.ceil(),
@@ -37,6 +37,55 @@ const OPS = {
   rmsNormMulAdd: (i, a) => i.x.rmsNormMulAdd(a.axis, i.weight, i.bias, a.eps),
   groupNorm: (i, a) => i.x.groupNorm(a.groups, a.channel, { weight: i.weight, bias: i.bias, batch: a.batch, eps: a.eps }),
   cosineSimilarity: (i, a) => i.x.cosineSimilarity(i.y, a.axis, a.eps),
+  // elementwise (elementwise.json)
+  add: (i) => i.x.add(i.y),
+  sub: (i) => i.x.sub(i.y),
+  mul: (i) => i.x.mul(i.y),
+  div: (i) => i.x.div(i.y),
+  maximum: (i) => i.x.maximum(i.y),
+  minimum: (i) => i.x.minimum(i.y),
+  pow: (i) => i.x.pow(i.y),
+  scale: (i, a) => i.x.scale(a.factor),
+  addScalar: (i, a) => i.x.addScalar(a.value),
+  subScalar: (i, a) => i.x.subScalar(a.value),
+  divScalar: (i, a) => i.x.divScalar(a.value),
+  powScalar: (i, a) => i.x.powScalar(a.exponent),
+  neg: (i) => i.x.neg(),
+  abs: (i) => i.x.abs(),
+  exp: (i) => i.x.exp(),
+  log: (i) => i.x.log(),
+  sqrt: (i) => i.x.sqrt(),
+  tanh: (i) => i.x.tanh(),
+  sigmoid: (i) => i.x.sigmoid(),
+  relu: (i) => i.x.relu(),
+  leakyRelu: (i, a) => i.x.leakyRelu(a.slope),
+  gelu: (i) => i.x.gelu(),
+  geluErf: (i) => i.x.geluErf(),
+  quickGelu: (i) => i.x.quickGelu(),
+  silu: (i) => i.x.silu(),
+  elu: (i, a) => i.x.elu(a.alpha),
+  log1p: (i) => i.x.log1p(),
+  rsqrt: (i) => i.x.rsqrt(),
+  reciprocal: (i) => i.x.reciprocal(),
+  sin: (i) => i.x.sin(),
+  cos: (i) => i.x.cos(),
+  clamp: (i, a) => i.x.clamp(a.lo, a.hi),
+  where: (i, a, fc) => fc.where(i.cond, i.a, i.b),
+  maskedFill: (i, a) => i.x.maskedFill(i.mask, a.value),
+  // reductions (reductions.json)
+  sumAll: (i) => i.x.sumAll(),
+  meanAll: (i) => i.x.meanAll(),
+  sum: (i, a) => i.x.sum(a.axis),
+  mean: (i, a) => i.x.mean(a.axis),
+  variance: (i, a) => i.x.variance(a.axis, a.correction),
+  max: (i, a) => i.x.max(a.axis),
+  min: (i, a) => i.x.min(a.axis),
+  logsumexp: (i, a) => i.x.logsumexp(a.axis),
+  cumsum: (i, a) => i.x.cumsum(a.axis),
+  prod: (i, a) => i.x.prod(a.axis),
+  norm: (i, a) => i.x.norm(a.axis),
+  softmax: (i, a) => i.x.softmax(a.axis),
+  logSoftmax: (i, a) => i.x.logSoftmax(a.axis),
 };
 const sorted = ([v, idx]) => [v, { indices: idx }];
 
@@ -79,7 +128,7 @@ for (const variant of VARIANTS) {
           fc.scope(() => {
             const leaves = {}, views = {};
             for (const [k, e] of Object.entries(c.inputs)) [leaves[k], views[k]] = makeInput(fc, e);
-            const r = OPS[c.op](views, c.args);
+            const r = OPS[c.op](views, c.args, fc);
             const [out, extras] = Array.isArray(r) ? r : [r, {}];
             assertClose(`${c.name}: output`, out, c.output);
             for (const [k, want] of Object.entries(c.extras))
