@@ -125,6 +125,16 @@ using Op = std::function<Result(ExecContext&, const Inputs&, const Args&)>;
 Result just(Tensor t) { return {std::move(t), {}}; }
 Result sorted(const fucina::SortResult& r) { return {r.values, {{"indices", r.indices}}}; }
 
+// The inputs t0, t1, ... of concat and stack, in order.
+std::vector<Tensor> numbered(const Inputs& in) {
+  std::vector<Tensor> out;
+  for (size_t k = 0;; ++k) {
+    const auto it = in.find(std::string(1, 't').append(std::to_string(k)));
+    if (it == in.end()) return out;
+    out.push_back(it->second);
+  }
+}
+
 // Every op with parity cases: how the fixture's arguments map onto the C++ call.
 const std::map<std::string, Op>& ops() {
   using A = const Args&;
@@ -214,6 +224,35 @@ const std::map<std::string, Op>& ops() {
       {"norm", [](C c, I in, A a) { return just(in.at("x").norm(c, a.tag("axis"))); }},
       {"softmax", [](C c, I in, A a) { return just(in.at("x").softmax(c, a.tag("axis"))); }},
       {"logSoftmax", [](C c, I in, A a) { return just(in.at("x").logSoftmax(c, a.tag("axis"))); }},
+      // structure (structure.json)
+      {"broadcastTo", [](C c, I in, A a) { return just(in.at("x").broadcastTo(c, a.tags("tags"), a.extents("shape"))); }},
+      {"permuteTo", [](C c, I in, A a) { return just(in.at("x").permuteTo(c, a.tags("order"))); }},
+      {"withTags", [](C c, I in, A a) { return just(in.at("x").withTags(c, a.tags("tags"))); }},
+      {"narrow", [](C c, I in, A a) { return just(in.at("x").narrow(c, a.tag("axis"), a.integer("start"), a.integer("length"))); }},
+      {"contiguous", [](C c, I in, A) { return just(in.at("x").contiguous(c)); }},
+      {"transpose", [](C c, I in, A a) { return just(in.at("x").transpose(c, a.tag("a"), a.tag("b"))); }},
+      {"insertAxis",
+       [](C c, I in, A a) { return just(in.at("x").insertAxis(c, a.tag("name"), static_cast<size_t>(a.integer("position")))); }},
+      {"squeeze", [](C c, I in, A a) { return just(in.at("x").squeeze(c, a.tag("axis"))); }},
+      {"merge", [](C c, I in, A a) { return just(in.at("x").merge(c, a.tags("axes"), a.tag("into"))); }},
+      {"split", [](C c, I in, A a) { return just(in.at("x").split(c, a.tag("axis"), a.tags("into"), a.extents("extents"))); }},
+      {"flatten", [](C c, I in, A a) { return just(in.at("x").flatten(c, a.tag("into"))); }},
+      {"reshape", [](C c, I in, A a) { return just(in.at("x").reshape(c, a.tags("tags"), a.extents("shape"))); }},
+      {"select", [](C c, I in, A a) { return just(in.at("x").select(c, a.tag("axis"), a.integer("index"))); }},
+      {"slice",
+       [](C c, I in, A a) { return just(in.at("x").slice(c, a.tag("axis"), a.integer("start"), a.integer("end"), a.integer("step"))); }},
+      {"concat", [](C c, I in, A a) { return just(Tensor::concat(c, numbered(in), a.tag("axis"))); }},
+      {"stack", [](C c, I in, A a) { return just(Tensor::stack(c, numbered(in), a.tag("axis"))); }},
+      {"pad",
+       [](C c, I in, A a) { return just(in.at("x").pad(c, a.tag("axis"), a.integer("before"), a.integer("after"), a.number("value"))); }},
+      {"tril", [](C c, I in, A a) { return just(in.at("x").tril(c, a.tag("row"), a.tag("col"), a.integer("diagonal"))); }},
+      {"triu", [](C c, I in, A a) { return just(in.at("x").triu(c, a.tag("row"), a.tag("col"), a.integer("diagonal"))); }},
+      {"bandPart",
+       [](C c, I in, A a) { return just(in.at("x").bandPart(c, a.tag("row"), a.tag("col"), a.integer("lower"), a.integer("upper"))); }},
+      {"indexSelect", [](C c, I in, A a) { return just(in.at("x").indexSelect(c, a.tag("axis"), in.at("indices"))); }},
+      {"gather", [](C c, I in, A a) { return just(in.at("x").gather(c, a.tag("axis"), in.at("indices"))); }},
+      {"takeAlongAxis", [](C c, I in, A a) { return just(in.at("x").takeAlongAxis(c, a.tag("axis"), in.at("indices"))); }},
+      {"scatterAdd", [](C c, I in, A a) { return just(in.at("x").scatterAdd(c, a.tag("axis"), in.at("indices"), in.at("src"))); }},
   };
   return table;
 }
@@ -288,12 +327,13 @@ TEST_CASE("PyTorch parity: reductions and statistics") { CHECK(replayFamily("red
 TEST_CASE("PyTorch parity: norms") { CHECK(replayFamily("norm") > 0); }
 TEST_CASE("PyTorch parity: elementwise") { CHECK(replayFamily("elementwise") > 0); }
 TEST_CASE("PyTorch parity: reductions and softmax") { CHECK(replayFamily("reductions") > 0); }
+TEST_CASE("PyTorch parity: views, structure and indexing") { CHECK(replayFamily("structure") > 0); }
 
 TEST_CASE("PyTorch parity: every fixture family has a test and every op an entry") {
   std::set<std::string> families;
   for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(FUCINA_SOURCE_DIR) / "tests/fixtures/parity"))
     if (e.path().extension() == ".json") families.insert(e.path().stem().string());
-  CHECK(families == std::set<std::string>{"elementwise", "gated", "norm", "pointwise", "reduce", "reductions"});
+  CHECK(families == std::set<std::string>{"elementwise", "gated", "norm", "pointwise", "reduce", "reductions", "structure"});
   for (const std::string& f : families) {
     const json::Value doc = json::parse(readFile(std::filesystem::path(FUCINA_SOURCE_DIR) / "tests/fixtures/parity" / (f + ".json")), f);
     for (const json::Value& c : field(doc, "cases").items) {

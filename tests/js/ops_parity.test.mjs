@@ -86,8 +86,35 @@ const OPS = {
   norm: (i, a) => i.x.norm(a.axis),
   softmax: (i, a) => i.x.softmax(a.axis),
   logSoftmax: (i, a) => i.x.logSoftmax(a.axis),
+  // structure (structure.json)
+  broadcastTo: (i, a) => i.x.broadcastTo(a.tags, a.shape),
+  permuteTo: (i, a) => i.x.permuteTo(a.order),
+  withTags: (i, a) => i.x.withTags(a.tags),
+  narrow: (i, a) => i.x.narrow(a.axis, a.start, a.length),
+  contiguous: (i) => i.x.contiguous(),
+  transpose: (i, a) => i.x.transpose(a.a, a.b),
+  insertAxis: (i, a) => i.x.insertAxis(a.name, a.position),
+  squeeze: (i, a) => i.x.squeeze(a.axis),
+  merge: (i, a) => i.x.merge(a.axes, a.into),
+  split: (i, a) => i.x.split(a.axis, a.into, a.extents),
+  flatten: (i, a) => i.x.flatten(a.into),
+  reshape: (i, a) => i.x.reshape(a.tags, a.shape),
+  select: (i, a) => i.x.select(a.axis, a.index),
+  slice: (i, a) => i.x.slice(a.axis, a.start, a.end, a.step),
+  concat: (i, a, fc) => fc.concat(numbered(i), a.axis),
+  stack: (i, a, fc) => fc.stack(numbered(i), a.axis),
+  pad: (i, a) => i.x.pad(a.axis, a.before, a.after, a.value),
+  tril: (i, a) => i.x.tril(a.row, a.col, a.diagonal),
+  triu: (i, a) => i.x.triu(a.row, a.col, a.diagonal),
+  bandPart: (i, a) => i.x.bandPart(a.row, a.col, a.lower, a.upper),
+  indexSelect: (i, a) => i.x.indexSelect(a.axis, i.indices),
+  gather: (i, a) => i.x.gather(a.axis, i.indices),
+  takeAlongAxis: (i, a) => i.x.takeAlongAxis(a.axis, i.indices),
+  scatterAdd: (i, a) => i.x.scatterAdd(a.axis, i.indices, i.src),
 };
 const sorted = ([v, idx]) => [v, { indices: idx }];
+// The inputs t0, t1, ... of concat and stack, in order.
+const numbered = (i) => Object.keys(i).filter((k) => /^t\d+$/.test(k)).sort((p, q) => p.slice(1) - q.slice(1)).map((k) => i[k]);
 
 // An input as the case describes it; a strided one is laid out in reversed axis order and
 // permuted back, so the op sees a non-contiguous view. Returns [leaf, view].
