@@ -253,6 +253,19 @@ const std::map<std::string, Op>& ops() {
       {"gather", [](C c, I in, A a) { return just(in.at("x").gather(c, a.tag("axis"), in.at("indices"))); }},
       {"takeAlongAxis", [](C c, I in, A a) { return just(in.at("x").takeAlongAxis(c, a.tag("axis"), in.at("indices"))); }},
       {"scatterAdd", [](C c, I in, A a) { return just(in.at("x").scatterAdd(c, a.tag("axis"), in.at("indices"), in.at("src"))); }},
+      // losses (losses.json)
+      {"crossEntropy",
+       [](C c, I in, A a) {
+         const fucina::CrossEntropyOptions o{.reduction = a.reduction(), .label_smoothing = a.number("label_smoothing")};
+         return just(in.at("x").crossEntropy(c, in.at("labels"), a.tag("axis"), o));
+       }},
+      {"nllLoss", [](C c, I in, A a) { return just(in.at("x").nllLoss(c, in.at("labels"), a.tag("axis"), a.reduction())); }},
+      {"mseLoss", [](C c, I in, A a) { return just(in.at("x").mseLoss(c, in.at("target"), a.reduction())); }},
+      {"huberLoss", [](C c, I in, A a) { return just(in.at("x").huberLoss(c, in.at("target"), a.number("delta"), a.reduction())); }},
+      {"bceLoss", [](C c, I in, A a) { return just(in.at("x").bceLoss(c, in.at("target"), a.reduction())); }},
+      {"bceWithLogitsLoss", [](C c, I in, A a) { return just(in.at("x").bceWithLogitsLoss(c, in.at("target"), a.reduction())); }},
+      {"klDivLoss",
+       [](C c, I in, A a) { return just(in.at("x").klDivLoss(c, in.at("target"), a.reduction(), a.flag("log_target"))); }},
   };
   return table;
 }
@@ -328,12 +341,13 @@ TEST_CASE("PyTorch parity: norms") { CHECK(replayFamily("norm") > 0); }
 TEST_CASE("PyTorch parity: elementwise") { CHECK(replayFamily("elementwise") > 0); }
 TEST_CASE("PyTorch parity: reductions and softmax") { CHECK(replayFamily("reductions") > 0); }
 TEST_CASE("PyTorch parity: views, structure and indexing") { CHECK(replayFamily("structure") > 0); }
+TEST_CASE("PyTorch parity: losses") { CHECK(replayFamily("losses") > 0); }
 
 TEST_CASE("PyTorch parity: every fixture family has a test and every op an entry") {
   std::set<std::string> families;
   for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(FUCINA_SOURCE_DIR) / "tests/fixtures/parity"))
     if (e.path().extension() == ".json") families.insert(e.path().stem().string());
-  CHECK(families == std::set<std::string>{"elementwise", "gated", "norm", "pointwise", "reduce", "reductions", "structure"});
+  CHECK(families == std::set<std::string>{"elementwise", "gated", "losses", "norm", "pointwise", "reduce", "reductions", "structure"});
   for (const std::string& f : families) {
     const json::Value doc = json::parse(readFile(std::filesystem::path(FUCINA_SOURCE_DIR) / "tests/fixtures/parity" / (f + ".json")), f);
     for (const json::Value& c : field(doc, "cases").items) {

@@ -111,6 +111,14 @@ const OPS = {
   gather: (i, a) => i.x.gather(a.axis, i.indices),
   takeAlongAxis: (i, a) => i.x.takeAlongAxis(a.axis, i.indices),
   scatterAdd: (i, a) => i.x.scatterAdd(a.axis, i.indices, i.src),
+  // losses (losses.json)
+  crossEntropy: (i, a) => i.x.crossEntropy(i.labels, a.axis, { reduction: a.reduction, labelSmoothing: a.label_smoothing }),
+  nllLoss: (i, a) => i.x.nllLoss(i.labels, a.axis, { reduction: a.reduction }),
+  mseLoss: (i, a) => i.x.mseLoss(i.target, { reduction: a.reduction }),
+  huberLoss: (i, a) => i.x.huberLoss(i.target, { delta: a.delta, reduction: a.reduction }),
+  bceLoss: (i, a) => i.x.bceLoss(i.target, { reduction: a.reduction }),
+  bceWithLogitsLoss: (i, a) => i.x.bceWithLogitsLoss(i.target, { reduction: a.reduction }),
+  klDivLoss: (i, a) => i.x.klDivLoss(i.target, { reduction: a.reduction, logTarget: a.log_target }),
 };
 const sorted = ([v, idx]) => [v, { indices: idx }];
 // The inputs t0, t1, ... of concat and stack, in order.
