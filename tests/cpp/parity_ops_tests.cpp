@@ -266,6 +266,54 @@ const std::map<std::string, Op>& ops() {
       {"bceWithLogitsLoss", [](C c, I in, A a) { return just(in.at("x").bceWithLogitsLoss(c, in.at("target"), a.reduction())); }},
       {"klDivLoss",
        [](C c, I in, A a) { return just(in.at("x").klDivLoss(c, in.at("target"), a.reduction(), a.flag("log_target"))); }},
+      // layers (layers.json)
+      {"layerNorm",
+       [](C c, I in, A a) {
+         if (in.count("weight")) return just(in.at("x").layerNorm(c, a.tag("axis"), in.at("weight"), in.at("bias"), a.number("eps")));
+         return just(in.at("x").layerNorm(c, a.tag("axis"), a.number("eps")));
+       }},
+      {"rmsNorm", [](C c, I in, A a) { return just(in.at("x").rmsNorm(c, a.tag("axis"), a.number("eps"))); }},
+      {"rmsNormMul", [](C c, I in, A a) { return just(in.at("x").rmsNormMul(c, a.tag("axis"), in.at("weight"), a.number("eps"))); }},
+      {"l2Normalize", [](C c, I in, A a) { return just(in.at("x").l2Normalize(c, a.tag("axis"), a.number("eps"))); }},
+      {"dot", [](C c, I in, A a) { return just(in.at("x").dot(c, in.at("y"), a.tag("axis"))); }},
+      {"addDot", [](C c, I in, A a) { return just(in.at("x").addDot(c, in.at("y"), a.tag("axis"), in.at("bias"))); }},
+      {"matmul", [](C c, I in, A a) { return just(in.at("x").matmul(c, in.at("y"), a.flag("transpose_y"))); }},
+      {"einsum", [](C c, I in, A a) { return just(Tensor::einsum(c, in.at("a"), in.at("b"), a.tags("out"))); }},
+      {"conv2d",
+       [](C c, I in, A a) {
+         const fucina::Extents s = a.extents("stride"), p = a.extents("padding"), d = a.extents("dilation");
+         const fucina::Conv2dOptions o{.stride_h = s[0], .stride_w = s[1], .pad_h = p[0], .pad_w = p[1],
+                                       .dilation_h = d[0], .dilation_w = d[1], .groups = a.integer("groups")};
+         if (in.count("bias")) return just(in.at("x").conv2d(c, in.at("weight"), in.at("bias"), o));
+         return just(in.at("x").conv2d(c, in.at("weight"), o));
+       }},
+      {"maxPool2d",
+       [](C c, I in, A a) {
+         const fucina::Extents k = a.extents("kernel"), s = a.extents("stride");
+         return just(in.at("x").maxPool2d(c, k[0], k[1], s[0], s[1], a.integer("padding")));
+       }},
+      {"avgPool2d",
+       [](C c, I in, A a) {
+         const fucina::Extents k = a.extents("kernel"), s = a.extents("stride");
+         return just(in.at("x").avgPool2d(c, k[0], k[1], s[0], s[1], a.integer("padding")));
+       }},
+      {"upsample2xNearest", [](C c, I in, A) { return just(in.at("x").upsample2xNearest(c)); }},
+      {"rope",
+       [](C c, I in, A a) {
+         const fucina::RopeOptions o{.base = a.number("base"), .offset = a.integer("offset"),
+                                     .mode = a.text("mode") == "half" ? fucina::RopeOptions::Mode::half
+                                                                      : fucina::RopeOptions::Mode::interleaved};
+         if (in.count("cos")) return just(in.at("x").rope(c, in.at("cos"), in.at("sin"), o));
+         return just(in.at("x").rope(c, o));
+       }},
+      {"groupedAttention",
+       [](C c, I in, A a) {
+         fucina::AttentionOptions o{.causal = a.flag("causal")};
+         if (a.has("scale")) o.scale = a.number("scale");
+         return just(Tensor::groupedAttention(c, in.at("q"), in.at("k"), in.at("v"), o));
+       }},
+      {"swiglu", [](C c, I in, A a) { return just(in.at("x").swiglu(c, a.tag("axis"))); }},
+      {"geglu", [](C c, I in, A a) { return just(in.at("x").geglu(c, a.tag("axis"))); }},
   };
   return table;
 }
@@ -342,12 +390,13 @@ TEST_CASE("PyTorch parity: elementwise") { CHECK(replayFamily("elementwise") > 0
 TEST_CASE("PyTorch parity: reductions and softmax") { CHECK(replayFamily("reductions") > 0); }
 TEST_CASE("PyTorch parity: views, structure and indexing") { CHECK(replayFamily("structure") > 0); }
 TEST_CASE("PyTorch parity: losses") { CHECK(replayFamily("losses") > 0); }
+TEST_CASE("PyTorch parity: layers") { CHECK(replayFamily("layers") > 0); }
 
 TEST_CASE("PyTorch parity: every fixture family has a test and every op an entry") {
   std::set<std::string> families;
   for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(FUCINA_SOURCE_DIR) / "tests/fixtures/parity"))
     if (e.path().extension() == ".json") families.insert(e.path().stem().string());
-  CHECK(families == std::set<std::string>{"elementwise", "gated", "losses", "norm", "pointwise", "reduce", "reductions", "structure"});
+  CHECK(families == std::set<std::string>{"elementwise", "gated", "layers", "losses", "norm", "pointwise", "reduce", "reductions", "structure"});
   for (const std::string& f : families) {
     const json::Value doc = json::parse(readFile(std::filesystem::path(FUCINA_SOURCE_DIR) / "tests/fixtures/parity" / (f + ".json")), f);
     for (const json::Value& c : field(doc, "cases").items) {

@@ -119,6 +119,24 @@ const OPS = {
   bceLoss: (i, a) => i.x.bceLoss(i.target, { reduction: a.reduction }),
   bceWithLogitsLoss: (i, a) => i.x.bceWithLogitsLoss(i.target, { reduction: a.reduction }),
   klDivLoss: (i, a) => i.x.klDivLoss(i.target, { reduction: a.reduction, logTarget: a.log_target }),
+  // layers (layers.json)
+  layerNorm: (i, a) => i.x.layerNorm(a.axis, { eps: a.eps, weight: i.weight, bias: i.bias }),
+  rmsNorm: (i, a) => i.x.rmsNorm(a.axis, a.eps),
+  rmsNormMul: (i, a) => i.x.rmsNormMul(a.axis, i.weight, a.eps),
+  l2Normalize: (i, a) => i.x.l2Normalize(a.axis, a.eps),
+  dot: (i, a) => i.x.dot(i.y, a.axis),
+  addDot: (i, a) => i.x.addDot(i.y, a.axis, i.bias),
+  matmul: (i, a) => i.x.matmul(i.y, a.transpose_y),
+  einsum: (i, a, fc) => fc.einsum(i.a, i.b, a.out),
+  conv2d: (i, a) => i.x.conv2d(i.weight, { bias: i.bias, stride: a.stride, padding: a.padding, dilation: a.dilation, groups: a.groups }),
+  maxPool2d: (i, a) => i.x.maxPool2d(a.kernel, { stride: a.stride, padding: a.padding }),
+  avgPool2d: (i, a) => i.x.avgPool2d(a.kernel, { stride: a.stride, padding: a.padding }),
+  upsample2xNearest: (i) => i.x.upsample2xNearest(),
+  rope: (i, a) => (i.cos ? i.x.rope(i.cos, i.sin, { mode: a.mode, base: a.base, offset: a.offset })
+    : i.x.rope({ mode: a.mode, base: a.base, offset: a.offset })),
+  groupedAttention: (i, a, fc) => fc.groupedAttention(i.q, i.k, i.v, { causal: a.causal, scale: a.scale }),
+  swiglu: (i, a) => i.x.swiglu(a.axis),
+  geglu: (i, a) => i.x.geglu(a.axis),
 };
 const sorted = ([v, idx]) => [v, { indices: idx }];
 // The inputs t0, t1, ... of concat and stack, in order.
