@@ -314,6 +314,16 @@ const std::map<std::string, Op>& ops() {
        }},
       {"swiglu", [](C c, I in, A a) { return just(in.at("x").swiglu(c, a.tag("axis"))); }},
       {"geglu", [](C c, I in, A a) { return just(in.at("x").geglu(c, a.tag("axis"))); }},
+      // casts, quantization, comparison (casts.json)
+      {"to", [](C c, I in, A a) { return just(in.at("x").to(c, a.text("dtype") == "f16" ? DType::f16 : DType::bf16)); }},
+      {"quantize", [](C c, I in, A a) { return just(in.at("x").quantize(c, DType::q8_0, a.tag("axis")).to(c, DType::f32)); }},
+      {"compare",
+       [](C c, I in, A a) {
+         static const std::map<std::string, fucina::CompareOp> by_name = {
+             {"eq", fucina::CompareOp::eq}, {"ne", fucina::CompareOp::ne}, {"lt", fucina::CompareOp::lt},
+             {"le", fucina::CompareOp::le}, {"gt", fucina::CompareOp::gt}, {"ge", fucina::CompareOp::ge}};
+         return just(in.at("x").compare(c, in.at("y"), by_name.at(a.text("op"))));
+       }},
   };
   return table;
 }
@@ -391,12 +401,14 @@ TEST_CASE("PyTorch parity: reductions and softmax") { CHECK(replayFamily("reduct
 TEST_CASE("PyTorch parity: views, structure and indexing") { CHECK(replayFamily("structure") > 0); }
 TEST_CASE("PyTorch parity: losses") { CHECK(replayFamily("losses") > 0); }
 TEST_CASE("PyTorch parity: layers") { CHECK(replayFamily("layers") > 0); }
+TEST_CASE("PyTorch parity: casts, quantization and comparison") { CHECK(replayFamily("casts") > 0); }
 
 TEST_CASE("PyTorch parity: every fixture family has a test and every op an entry") {
   std::set<std::string> families;
   for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(FUCINA_SOURCE_DIR) / "tests/fixtures/parity"))
     if (e.path().extension() == ".json") families.insert(e.path().stem().string());
-  CHECK(families == std::set<std::string>{"elementwise", "gated", "layers", "losses", "norm", "pointwise", "reduce", "reductions", "structure"});
+  CHECK(families == std::set<std::string>{"casts", "elementwise", "gated", "layers", "losses", "norm", "pointwise", "reduce", "reductions",
+                                           "structure"});
   for (const std::string& f : families) {
     const json::Value doc = json::parse(readFile(std::filesystem::path(FUCINA_SOURCE_DIR) / "tests/fixtures/parity" / (f + ".json")), f);
     for (const json::Value& c : field(doc, "cases").items) {

@@ -137,6 +137,10 @@ const OPS = {
   groupedAttention: (i, a, fc) => fc.groupedAttention(i.q, i.k, i.v, { causal: a.causal, scale: a.scale }),
   swiglu: (i, a) => i.x.swiglu(a.axis),
   geglu: (i, a) => i.x.geglu(a.axis),
+  // casts, quantization, comparison (casts.json)
+  to: (i, a) => i.x.to(a.dtype),
+  quantize: (i, a) => i.x.quantize('q8_0', a.axis).to('f32'),
+  compare: (i, a) => i.x.compare(i.y, a.op),
 };
 const sorted = ([v, idx]) => [v, { indices: idx }];
 // The inputs t0, t1, ... of concat and stack, in order.
