@@ -45,7 +45,24 @@ struct Args {
     if (x.kind == json::Value::kString && x.text == "inf") return std::numeric_limits<double>::infinity();
     return x.real;
   }
-  int64_t integer(std::string_view k) const { return field(v, k).count; }
+  int64_t integer(std::string_view k) const {  // negative integers parse as kReal
+    const json::Value& x = field(v, k);
+    return x.kind == json::Value::kCount ? x.count : static_cast<int64_t>(x.real);
+  }
+  bool has(std::string_view k) const { return v.find(k) != nullptr; }
+  fucina::Extents extents(std::string_view k) const {
+    fucina::Extents out;
+    for (const json::Value& x : field(v, k).items) out.push_back(x.count);
+    return out;
+  }
+  fucina::Reduction reduction() const {
+    const std::string r = text("reduction");
+    if (r == "mean") return fucina::Reduction::mean;
+    if (r == "sum") return fucina::Reduction::sum;
+    if (r == "none") return fucina::Reduction::none;
+    FAIL("fixture: unknown reduction " << r);
+    return fucina::Reduction::mean;
+  }
   bool flag(std::string_view k) const { return field(v, k).boolean; }
   std::string text(std::string_view k) const { return field(v, k).text; }
   std::vector<float> floats(std::string_view k) const {
@@ -107,19 +124,25 @@ using Op = std::function<Result(ExecContext&, const Inputs&, const Args&)>;
 
 Result just(Tensor t) { return {std::move(t), {}}; }
 
-fucina::Reduction reduction(const Args& a) {
-  const std::string r = a.text("reduction");
-  return r == "sum" ? fucina::Reduction::sum : r == "none" ? fucina::Reduction::none : fucina::Reduction::mean;
-}
 
 // crossEntropyExt's and linearCrossEntropyExt's options; the class weight is the input "weight".
 fucina::CrossEntropyExtOptions ceOptions(const Inputs& in, const Args& a) {
-  return {.reduction = reduction(a), .label_smoothing = a.number("label_smoothing"),
+  return {.reduction = a.reduction(), .label_smoothing = a.number("label_smoothing"),
           .ignore_index = static_cast<int64_t>(a.number("ignore_index")),
           .weight = in.count("weight") ? &in.at("weight") : nullptr, .z_loss = a.number("z_loss"),
           .chunk_rows = a.integer("chunk_rows")};
 }
 Result sorted(const fucina::SortResult& r) { return {r.values, {{"indices", r.indices}}}; }
+
+// The inputs t0, t1, ... of concat and stack, in order.
+std::vector<Tensor> numbered(const Inputs& in) {
+  std::vector<Tensor> out;
+  for (size_t k = 0;; ++k) {
+    const auto it = in.find(std::string(1, 't').append(std::to_string(k)));
+    if (it == in.end()) return out;
+    out.push_back(it->second);
+  }
+}
 
 // Every op with parity cases: how the fixture's arguments map onto the C++ call.
 const std::map<std::string, Op>& ops() {
@@ -174,7 +197,7 @@ const std::map<std::string, Op>& ops() {
        [](C c, I in, A a) {
          const fucina::DistillOptions o{.temperature = a.number("temperature"), .alpha = a.number("alpha"),
                                         .labels = in.count("target") ? &in.at("target") : nullptr,
-                                        .teacher_probs = a.flag("teacher_probs"), .reduction = reduction(a),
+                                        .teacher_probs = a.flag("teacher_probs"), .reduction = a.reduction(),
                                         .ignore_index = static_cast<int64_t>(a.number("ignore_index")),
                                         .chunk_rows = a.integer("chunk_rows")};
          return just(in.at("x").linearDistillExt(c, in.at("w"), in.at("teacher"), a.tag("axis"), a.tag("class"), o));
@@ -186,6 +209,156 @@ const std::map<std::string, Op>& ops() {
          return just(Tensor::einsumMany(c, operands, a.tags("out")));
        }},
       {"dotTernarySte", [](C c, I in, A a) { return just(in.at("x").dotTernarySte(c, in.at("w"), a.tag("axis"))); }},
+
+      // elementwise (elementwise.json)
+      {"add", [](C c, I in, A) { return just(in.at("x").add(c, in.at("y"))); }},
+      {"sub", [](C c, I in, A) { return just(in.at("x").sub(c, in.at("y"))); }},
+      {"mul", [](C c, I in, A) { return just(in.at("x").mul(c, in.at("y"))); }},
+      {"div", [](C c, I in, A) { return just(in.at("x").div(c, in.at("y"))); }},
+      {"maximum", [](C c, I in, A) { return just(in.at("x").maximum(c, in.at("y"))); }},
+      {"minimum", [](C c, I in, A) { return just(in.at("x").minimum(c, in.at("y"))); }},
+      {"pow", [](C c, I in, A) { return just(in.at("x").pow(c, in.at("y"))); }},
+      {"scale", [](C c, I in, A a) { return just(in.at("x").scale(c, a.number("factor"))); }},
+      {"addScalar", [](C c, I in, A a) { return just(in.at("x").addScalar(c, a.number("value"))); }},
+      {"subScalar", [](C c, I in, A a) { return just(in.at("x").subScalar(c, a.number("value"))); }},
+      {"divScalar", [](C c, I in, A a) { return just(in.at("x").divScalar(c, a.number("value"))); }},
+      {"powScalar", [](C c, I in, A a) { return just(in.at("x").powScalar(c, a.number("exponent"))); }},
+      {"neg", [](C c, I in, A) { return just(in.at("x").neg(c)); }},
+      {"abs", [](C c, I in, A) { return just(in.at("x").abs(c)); }},
+      {"exp", [](C c, I in, A) { return just(in.at("x").exp(c)); }},
+      {"log", [](C c, I in, A) { return just(in.at("x").log(c)); }},
+      {"sqrt", [](C c, I in, A) { return just(in.at("x").sqrt(c)); }},
+      {"tanh", [](C c, I in, A) { return just(in.at("x").tanh(c)); }},
+      {"sigmoid", [](C c, I in, A) { return just(in.at("x").sigmoid(c)); }},
+      {"relu", [](C c, I in, A) { return just(in.at("x").relu(c)); }},
+      {"leakyRelu", [](C c, I in, A a) { return just(in.at("x").leakyRelu(c, a.number("slope"))); }},
+      {"gelu", [](C c, I in, A) { return just(in.at("x").gelu(c)); }},
+      {"geluErf", [](C c, I in, A) { return just(in.at("x").geluErf(c)); }},
+      {"quickGelu", [](C c, I in, A) { return just(in.at("x").quickGelu(c)); }},
+      {"silu", [](C c, I in, A) { return just(in.at("x").silu(c)); }},
+      {"elu", [](C c, I in, A a) { return just(in.at("x").elu(c, a.number("alpha"))); }},
+      {"log1p", [](C c, I in, A) { return just(in.at("x").log1p(c)); }},
+      {"rsqrt", [](C c, I in, A) { return just(in.at("x").rsqrt(c)); }},
+      {"reciprocal", [](C c, I in, A) { return just(in.at("x").reciprocal(c)); }},
+      {"sin", [](C c, I in, A) { return just(in.at("x").sin(c)); }},
+      {"cos", [](C c, I in, A) { return just(in.at("x").cos(c)); }},
+      {"clamp", [](C c, I in, A a) { return just(in.at("x").clamp(c, a.number("lo"), a.number("hi"))); }},
+      {"where", [](C c, I in, A) { return just(Tensor::where(c, in.at("cond"), in.at("a"), in.at("b"))); }},
+      {"maskedFill", [](C c, I in, A a) { return just(in.at("x").maskedFill(c, in.at("mask"), a.number("value"))); }},
+      // reductions (reductions.json)
+      {"sumAll", [](C c, I in, A) { return just(in.at("x").sumAll(c)); }},
+      {"meanAll", [](C c, I in, A) { return just(in.at("x").meanAll(c)); }},
+      {"sum", [](C c, I in, A a) { return just(in.at("x").sum(c, a.tag("axis"))); }},
+      {"mean", [](C c, I in, A a) { return just(in.at("x").mean(c, a.tag("axis"))); }},
+      {"variance", [](C c, I in, A a) { return just(in.at("x").variance(c, a.tag("axis"), a.integer("correction"))); }},
+      {"max", [](C c, I in, A a) { return just(in.at("x").max(c, a.tag("axis"))); }},
+      {"min", [](C c, I in, A a) { return just(in.at("x").min(c, a.tag("axis"))); }},
+      {"logsumexp", [](C c, I in, A a) { return just(in.at("x").logsumexp(c, a.tag("axis"))); }},
+      {"cumsum", [](C c, I in, A a) { return just(in.at("x").cumsum(c, a.tag("axis"))); }},
+      {"prod", [](C c, I in, A a) { return just(in.at("x").prod(c, a.tag("axis"))); }},
+      {"norm", [](C c, I in, A a) { return just(in.at("x").norm(c, a.tag("axis"))); }},
+      {"softmax", [](C c, I in, A a) { return just(in.at("x").softmax(c, a.tag("axis"))); }},
+      {"logSoftmax", [](C c, I in, A a) { return just(in.at("x").logSoftmax(c, a.tag("axis"))); }},
+      // structure (structure.json)
+      {"broadcastTo", [](C c, I in, A a) { return just(in.at("x").broadcastTo(c, a.tags("tags"), a.extents("shape"))); }},
+      {"permuteTo", [](C c, I in, A a) { return just(in.at("x").permuteTo(c, a.tags("order"))); }},
+      {"withTags", [](C c, I in, A a) { return just(in.at("x").withTags(c, a.tags("tags"))); }},
+      {"narrow", [](C c, I in, A a) { return just(in.at("x").narrow(c, a.tag("axis"), a.integer("start"), a.integer("length"))); }},
+      {"contiguous", [](C c, I in, A) { return just(in.at("x").contiguous(c)); }},
+      {"transpose", [](C c, I in, A a) { return just(in.at("x").transpose(c, a.tag("a"), a.tag("b"))); }},
+      {"insertAxis",
+       [](C c, I in, A a) { return just(in.at("x").insertAxis(c, a.tag("name"), static_cast<size_t>(a.integer("position")))); }},
+      {"squeeze", [](C c, I in, A a) { return just(in.at("x").squeeze(c, a.tag("axis"))); }},
+      {"merge", [](C c, I in, A a) { return just(in.at("x").merge(c, a.tags("axes"), a.tag("into"))); }},
+      {"split", [](C c, I in, A a) { return just(in.at("x").split(c, a.tag("axis"), a.tags("into"), a.extents("extents"))); }},
+      {"flatten", [](C c, I in, A a) { return just(in.at("x").flatten(c, a.tag("into"))); }},
+      {"reshape", [](C c, I in, A a) { return just(in.at("x").reshape(c, a.tags("tags"), a.extents("shape"))); }},
+      {"select", [](C c, I in, A a) { return just(in.at("x").select(c, a.tag("axis"), a.integer("index"))); }},
+      {"slice",
+       [](C c, I in, A a) { return just(in.at("x").slice(c, a.tag("axis"), a.integer("start"), a.integer("end"), a.integer("step"))); }},
+      {"concat", [](C c, I in, A a) { return just(Tensor::concat(c, numbered(in), a.tag("axis"))); }},
+      {"stack", [](C c, I in, A a) { return just(Tensor::stack(c, numbered(in), a.tag("axis"))); }},
+      {"pad",
+       [](C c, I in, A a) { return just(in.at("x").pad(c, a.tag("axis"), a.integer("before"), a.integer("after"), a.number("value"))); }},
+      {"tril", [](C c, I in, A a) { return just(in.at("x").tril(c, a.tag("row"), a.tag("col"), a.integer("diagonal"))); }},
+      {"triu", [](C c, I in, A a) { return just(in.at("x").triu(c, a.tag("row"), a.tag("col"), a.integer("diagonal"))); }},
+      {"bandPart",
+       [](C c, I in, A a) { return just(in.at("x").bandPart(c, a.tag("row"), a.tag("col"), a.integer("lower"), a.integer("upper"))); }},
+      {"indexSelect", [](C c, I in, A a) { return just(in.at("x").indexSelect(c, a.tag("axis"), in.at("indices"))); }},
+      {"gather", [](C c, I in, A a) { return just(in.at("x").gather(c, a.tag("axis"), in.at("indices"))); }},
+      {"takeAlongAxis", [](C c, I in, A a) { return just(in.at("x").takeAlongAxis(c, a.tag("axis"), in.at("indices"))); }},
+      {"scatterAdd", [](C c, I in, A a) { return just(in.at("x").scatterAdd(c, a.tag("axis"), in.at("indices"), in.at("src"))); }},
+      // losses (losses.json)
+      {"crossEntropy",
+       [](C c, I in, A a) {
+         const fucina::CrossEntropyOptions o{.reduction = a.reduction(), .label_smoothing = a.number("label_smoothing")};
+         return just(in.at("x").crossEntropy(c, in.at("labels"), a.tag("axis"), o));
+       }},
+      {"nllLoss", [](C c, I in, A a) { return just(in.at("x").nllLoss(c, in.at("labels"), a.tag("axis"), a.reduction())); }},
+      {"mseLoss", [](C c, I in, A a) { return just(in.at("x").mseLoss(c, in.at("target"), a.reduction())); }},
+      {"huberLoss", [](C c, I in, A a) { return just(in.at("x").huberLoss(c, in.at("target"), a.number("delta"), a.reduction())); }},
+      {"bceLoss", [](C c, I in, A a) { return just(in.at("x").bceLoss(c, in.at("target"), a.reduction())); }},
+      {"bceWithLogitsLoss", [](C c, I in, A a) { return just(in.at("x").bceWithLogitsLoss(c, in.at("target"), a.reduction())); }},
+      {"klDivLoss",
+       [](C c, I in, A a) { return just(in.at("x").klDivLoss(c, in.at("target"), a.reduction(), a.flag("log_target"))); }},
+      // layers (layers.json)
+      {"layerNorm",
+       [](C c, I in, A a) {
+         if (in.count("weight")) return just(in.at("x").layerNorm(c, a.tag("axis"), in.at("weight"), in.at("bias"), a.number("eps")));
+         return just(in.at("x").layerNorm(c, a.tag("axis"), a.number("eps")));
+       }},
+      {"rmsNorm", [](C c, I in, A a) { return just(in.at("x").rmsNorm(c, a.tag("axis"), a.number("eps"))); }},
+      {"rmsNormMul", [](C c, I in, A a) { return just(in.at("x").rmsNormMul(c, a.tag("axis"), in.at("weight"), a.number("eps"))); }},
+      {"l2Normalize", [](C c, I in, A a) { return just(in.at("x").l2Normalize(c, a.tag("axis"), a.number("eps"))); }},
+      {"dot", [](C c, I in, A a) { return just(in.at("x").dot(c, in.at("y"), a.tag("axis"))); }},
+      {"addDot", [](C c, I in, A a) { return just(in.at("x").addDot(c, in.at("y"), a.tag("axis"), in.at("bias"))); }},
+      {"matmul", [](C c, I in, A a) { return just(in.at("x").matmul(c, in.at("y"), a.flag("transpose_y"))); }},
+      {"einsum", [](C c, I in, A a) { return just(Tensor::einsum(c, in.at("a"), in.at("b"), a.tags("out"))); }},
+      {"conv2d",
+       [](C c, I in, A a) {
+         const fucina::Extents s = a.extents("stride"), p = a.extents("padding"), d = a.extents("dilation");
+         const fucina::Conv2dOptions o{.stride_h = s[0], .stride_w = s[1], .pad_h = p[0], .pad_w = p[1],
+                                       .dilation_h = d[0], .dilation_w = d[1], .groups = a.integer("groups")};
+         if (in.count("bias")) return just(in.at("x").conv2d(c, in.at("weight"), in.at("bias"), o));
+         return just(in.at("x").conv2d(c, in.at("weight"), o));
+       }},
+      {"maxPool2d",
+       [](C c, I in, A a) {
+         const fucina::Extents k = a.extents("kernel"), s = a.extents("stride");
+         return just(in.at("x").maxPool2d(c, k[0], k[1], s[0], s[1], a.integer("padding")));
+       }},
+      {"avgPool2d",
+       [](C c, I in, A a) {
+         const fucina::Extents k = a.extents("kernel"), s = a.extents("stride");
+         return just(in.at("x").avgPool2d(c, k[0], k[1], s[0], s[1], a.integer("padding")));
+       }},
+      {"upsample2xNearest", [](C c, I in, A) { return just(in.at("x").upsample2xNearest(c)); }},
+      {"rope",
+       [](C c, I in, A a) {
+         const fucina::RopeOptions o{.base = a.number("base"), .offset = a.integer("offset"),
+                                     .mode = a.text("mode") == "half" ? fucina::RopeOptions::Mode::half
+                                                                      : fucina::RopeOptions::Mode::interleaved};
+         if (in.count("cos")) return just(in.at("x").rope(c, in.at("cos"), in.at("sin"), o));
+         return just(in.at("x").rope(c, o));
+       }},
+      {"groupedAttention",
+       [](C c, I in, A a) {
+         fucina::AttentionOptions o{.causal = a.flag("causal")};
+         if (a.has("scale")) o.scale = a.number("scale");
+         return just(Tensor::groupedAttention(c, in.at("q"), in.at("k"), in.at("v"), o));
+       }},
+      {"swiglu", [](C c, I in, A a) { return just(in.at("x").swiglu(c, a.tag("axis"))); }},
+      {"geglu", [](C c, I in, A a) { return just(in.at("x").geglu(c, a.tag("axis"))); }},
+      // casts, quantization, comparison (casts.json)
+      {"to", [](C c, I in, A a) { return just(in.at("x").to(c, a.text("dtype") == "f16" ? DType::f16 : DType::bf16)); }},
+      {"quantize", [](C c, I in, A a) { return just(in.at("x").quantize(c, DType::q8_0, a.tag("axis")).to(c, DType::f32)); }},
+      {"compare",
+       [](C c, I in, A a) {
+         static const std::map<std::string, fucina::CompareOp> by_name = {
+             {"eq", fucina::CompareOp::eq}, {"ne", fucina::CompareOp::ne}, {"lt", fucina::CompareOp::lt},
+             {"le", fucina::CompareOp::le}, {"gt", fucina::CompareOp::gt}, {"ge", fucina::CompareOp::ge}};
+         return just(in.at("x").compare(c, in.at("y"), by_name.at(a.text("op"))));
+       }},
   };
   return table;
 }
@@ -256,16 +429,23 @@ size_t replayFamily(const std::string& family) {
 // One test per fixture family, so ctest lists them; each case is a section.
 TEST_CASE("PyTorch parity: pointwise and unary") { CHECK(replayFamily("pointwise") > 0); }
 TEST_CASE("PyTorch parity: gated units") { CHECK(replayFamily("gated") > 0); }
-TEST_CASE("PyTorch parity: reductions and statistics") { CHECK(replayFamily("reduce") > 0); }
+TEST_CASE("PyTorch parity: scans, orderings and p-norms") { CHECK(replayFamily("statistics") > 0); }
 TEST_CASE("PyTorch parity: norms") { CHECK(replayFamily("norm") > 0); }
-TEST_CASE("PyTorch parity: losses") { CHECK(replayFamily("loss") > 0); }
+TEST_CASE("PyTorch parity: extended cross-entropy and distillation") { CHECK(replayFamily("losses_ext") > 0); }
 TEST_CASE("PyTorch parity: contractions") { CHECK(replayFamily("contract") > 0); }
+TEST_CASE("PyTorch parity: elementwise") { CHECK(replayFamily("elementwise") > 0); }
+TEST_CASE("PyTorch parity: reductions and softmax") { CHECK(replayFamily("reductions") > 0); }
+TEST_CASE("PyTorch parity: views, structure and indexing") { CHECK(replayFamily("structure") > 0); }
+TEST_CASE("PyTorch parity: losses") { CHECK(replayFamily("losses") > 0); }
+TEST_CASE("PyTorch parity: layers") { CHECK(replayFamily("layers") > 0); }
+TEST_CASE("PyTorch parity: casts, quantization and comparison") { CHECK(replayFamily("casts") > 0); }
 
 TEST_CASE("PyTorch parity: every fixture family has a test and every op an entry") {
   std::set<std::string> families;
   for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(FUCINA_SOURCE_DIR) / "tests/fixtures/parity"))
     if (e.path().extension() == ".json") families.insert(e.path().stem().string());
-  CHECK(families == std::set<std::string>{"contract", "gated", "loss", "norm", "pointwise", "reduce"});
+  CHECK(families == std::set<std::string>{"casts", "contract", "elementwise", "gated", "layers", "losses", "losses_ext", "norm",
+                                           "pointwise", "reductions", "statistics", "structure"});
   for (const std::string& f : families) {
     const json::Value doc = json::parse(readFile(std::filesystem::path(FUCINA_SOURCE_DIR) / "tests/fixtures/parity" / (f + ".json")), f);
     for (const json::Value& c : field(doc, "cases").items) {
