@@ -107,6 +107,10 @@ using Op = std::function<Result(ExecContext&, const Inputs&, const Args&)>;
 
 Result just(Tensor t) { return {std::move(t), {}}; }
 Result sorted(const fucina::SortResult& r) { return {r.values, {{"indices", r.indices}}}; }
+fucina::UnfoldOptions unfoldOptions(const Args& a) {
+  return {.stride_h = a.integer("stride_h"), .stride_w = a.integer("stride_w"), .pad_h = a.integer("pad_h"),
+          .pad_w = a.integer("pad_w"), .dilation_h = a.integer("dilation_h"), .dilation_w = a.integer("dilation_w")};
+}
 
 // Every op with parity cases: how the fixture's arguments map onto the C++ call.
 const std::map<std::string, Op>& ops() {
@@ -147,6 +151,53 @@ const std::map<std::string, Op>& ops() {
          return just(x.groupNorm(c, a.integer("groups"), a.tag("channel"), o));
        }},
       {"cosineSimilarity", [](C c, I in, A a) { return just(in.at("x").cosineSimilarity(c, in.at("y"), a.tag("axis"), a.number("eps"))); }},
+      {"conv1d",
+       [](C c, I in, A a) {
+         const fucina::Conv1dOptions o{.stride = a.integer("stride"), .padding = a.integer("padding"),
+                                       .dilation = a.integer("dilation"), .groups = a.integer("groups")};
+         const Tensor& x = in.at("x");
+         return just(in.count("bias") ? x.conv1d(c, in.at("weight"), in.at("bias"), o) : x.conv1d(c, in.at("weight"), o));
+       }},
+      {"convTranspose1d",
+       [](C c, I in, A a) {
+         const fucina::ConvTranspose1dOptions o{.stride = a.integer("stride"), .padding = a.integer("padding"),
+                                                .output_padding = a.integer("output_padding"),
+                                                .dilation = a.integer("dilation"), .groups = a.integer("groups")};
+         const Tensor& x = in.at("x");
+         return just(in.count("bias") ? x.convTranspose1d(c, in.at("weight"), in.at("bias"), o) : x.convTranspose1d(c, in.at("weight"), o));
+       }},
+      {"causalConv1d",
+       [](C c, I in, A a) {
+         const Tensor& x = in.at("x");
+         const int64_t d = a.integer("dilation");
+         return just(in.count("bias") ? x.causalConv1d(c, in.at("weight"), in.at("bias"), d) : x.causalConv1d(c, in.at("weight"), d));
+       }},
+      {"groupedCausalConv1d",
+       [](C c, I in, A a) {
+         const Tensor& x = in.at("x");
+         const int64_t g = a.integer("groups"), d = a.integer("dilation");
+         return just(in.count("bias") ? x.groupedCausalConv1d(c, in.at("weight"), in.at("bias"), g, d)
+                                      : x.groupedCausalConv1d(c, in.at("weight"), g, d));
+       }},
+      {"causalDepthwiseConv1d",
+       [](C c, I in, A) {
+         const Tensor& x = in.at("x");
+         return just(in.count("bias") ? x.causalDepthwiseConv1d(c, in.at("weight"), in.at("bias")) : x.causalDepthwiseConv1d(c, in.at("weight")));
+       }},
+      {"conv2dRelu",
+       [](C c, I in, A a) {
+         const fucina::Conv2dOptions o{.stride_h = a.integer("stride_h"), .stride_w = a.integer("stride_w"), .pad_h = a.integer("pad_h"),
+                                       .pad_w = a.integer("pad_w"), .dilation_h = a.integer("dilation_h"),
+                                       .dilation_w = a.integer("dilation_w"), .groups = a.integer("groups")};
+         const Tensor& x = in.at("x");
+         return just(in.count("bias") ? x.conv2dRelu(c, in.at("weight"), in.at("bias"), o) : x.conv2dRelu(c, in.at("weight"), o));
+       }},
+      {"unfold", [](C c, I in, A a) { return just(in.at("x").unfold(c, a.integer("kernel_h"), a.integer("kernel_w"), unfoldOptions(a))); }},
+      {"fold",
+       [](C c, I in, A a) {
+         return just(in.at("x").fold(c, a.integer("out_h"), a.integer("out_w"), a.integer("kernel_h"), a.integer("kernel_w"), unfoldOptions(a)));
+       }},
+      {"channelAffine", [](C c, I in, A a) { return just(in.at("x").channelAffine(c, in.at("scale"), in.at("shift"), a.tag("channel"))); }},
   };
   return table;
 }
@@ -219,12 +270,13 @@ TEST_CASE("PyTorch parity: pointwise and unary") { CHECK(replayFamily("pointwise
 TEST_CASE("PyTorch parity: gated units") { CHECK(replayFamily("gated") > 0); }
 TEST_CASE("PyTorch parity: reductions and statistics") { CHECK(replayFamily("reduce") > 0); }
 TEST_CASE("PyTorch parity: norms") { CHECK(replayFamily("norm") > 0); }
+TEST_CASE("PyTorch parity: convolutions") { CHECK(replayFamily("conv") > 0); }
 
 TEST_CASE("PyTorch parity: every fixture family has a test and every op an entry") {
   std::set<std::string> families;
   for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(FUCINA_SOURCE_DIR) / "tests/fixtures/parity"))
     if (e.path().extension() == ".json") families.insert(e.path().stem().string());
-  CHECK(families == std::set<std::string>{"gated", "norm", "pointwise", "reduce"});
+  CHECK(families == std::set<std::string>{"conv", "gated", "norm", "pointwise", "reduce"});
   for (const std::string& f : families) {
     const json::Value doc = json::parse(readFile(std::filesystem::path(FUCINA_SOURCE_DIR) / "tests/fixtures/parity" / (f + ".json")), f);
     for (const json::Value& c : field(doc, "cases").items) {
