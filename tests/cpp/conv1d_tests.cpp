@@ -100,6 +100,8 @@ const std::vector<C1>& conv1dConfigs() {
       {2, 4, 6, 4, 3, 1, 1, 1, 4},   // depthwise
       {11, 6, 4, 3, 1, 1, 0, 1, 3},  // kernel 1, groups 3, more images than chunks
       {1, 2, 2, 2, 2, 3, 3, 1, 1},   // padding wider than the input
+      {3, 3, 10, 3, 3, 2, 2, 2, 3},  // depthwise with stride, padding and dilation
+      {2, 3, 5, 6, 2, 1, 0, 1, 3},   // groups = channels, two outputs per channel (not the depthwise rows)
   };
   return cs;
 }
@@ -219,6 +221,22 @@ TEST_CASE("conv1d: bad inputs name the axes and numbers") {
   CHECK_FUCINA_ERROR(x.conv1d(ctx, w, Tensor::ones(ctx, {"out"}, {3})), ShapeMismatch);
   CHECK_FUCINA_ERROR(x.conv1d(ctx, w, Tensor::ones(ctx, {"c"}, {2})), ShapeMismatch);
   CHECK_FUCINA_ERROR(x.conv1d(ctx, Tensor::ones(ctx, {"out", "c", "k"}, {2, 4, 3}, fucina::DType::i32)), DTypeMismatch);
+}
+
+TEST_CASE("conv2d on one-row images with groups = channels: depthwise rows only where the output has one row") {
+  // conv2d of {c, h=1, w} with a 1 x kw kernel is conv1d; with pad_h = 1 it has three output rows,
+  // the outer two zero, and must not take the depthwise row loops.
+  ExecContext ctx(fucina::ExecOptions{.threads = 1});
+  const auto xv = rnd(2 * 3 * 7, 1), wv = rnd(3 * 3, 2);
+  Tensor x = Tensor::fromSlice(ctx, {"n", "c", "h", "w"}, {2, 3, 1, 7}, xv);
+  Tensor w = Tensor::fromSlice(ctx, {"out", "c", "kh", "kw"}, {3, 1, 1, 3}, wv);
+  const auto want = naiveConv1d({2, 3, 7, 3, 3, 1, 1, 1, 3}, xv, wv, nullptr, 1, 7);
+  requireClose(x.conv2d(ctx, w, fucina::Conv2dOptions{.pad_w = 1, .groups = 3}).toVector(), want);
+  Tensor y3 = x.conv2d(ctx, w, fucina::Conv2dOptions{.pad_h = 1, .pad_w = 1, .groups = 3});
+  CHECK(y3.shape() == fucina::Extents{2, 3, 3, 7});
+  requireClose(y3.narrow(ctx, "h", 1, 1).contiguous(ctx).toVector(), want);
+  const auto edges = y3.narrow(ctx, "h", 0, 1).add(ctx, y3.narrow(ctx, "h", 2, 1).abs(ctx)).abs(ctx).sumAll(ctx).item();
+  CHECK(edges == 0.0f);
 }
 
 // ---------------------------------------------------------------- convTranspose1d

@@ -72,10 +72,16 @@ void convGemm(ExecContext& ctx, bool serial, bool trans_a, bool trans_b, int64_t
 //   convWeightGrad  W̄_g = Σ_n ȳ_g · im2col(x)_gᵀ         its adjoint in W
 // A convolution's VJP is the other two. A transposed convolution is the adjoint of a convolution:
 // its forward is convInputGrad, its input gradient convForward, and its weight gradient
-// convWeightGrad with the roles of input and output swapped.
+// convWeightGrad with the roles of input and output swapped. A 1-D depthwise convolution (groups
+// = channels = output channels) runs the same three as row loops (kernels::depthwiseConv1dRow...)
+// instead of im2col and one-row GEMMs, each row on one thread, so its results do not depend on
+// the thread count either.
 struct ConvPlan {
   Conv2dGeometry g;  // one image
   int64_t N, G, OC;  // images, groups, output channels
+  bool depthwise() const {
+    return g.height == 1 && g.kh == 1 && g.out_h == 1 && G == g.channels && OC == g.channels;
+  }
   int64_t positions() const { return g.out_h * g.out_w; }
   int64_t groupDepth() const { return g.channels / G * g.kh * g.kw; }  // columns of W_g
   int64_t colsFloats() const { return g.channels * g.kh * g.kw * positions(); }
@@ -87,24 +93,43 @@ struct ConvPlan {
 void convForward(ExecContext& ctx, const ConvPlan& p, const float* x, const float* w, float* y,
                  const float* bias = nullptr, bool relu = false) {
   const int64_t P = p.positions(), CgK = p.groupDepth(), OCg = p.OC / p.G;
+  auto epilogue = [&](float* row, int64_t o) {
+    const float b = bias != nullptr ? bias[o] : 0.0f;
+    for (int64_t i = 0; i < P; ++i) row[i] = relu ? std::max(row[i] + b, 0.0f) : row[i] + b;
+  };
+  const bool plain = bias == nullptr && !relu;
+  if (p.depthwise()) {
+    const int64_t W = p.g.width, K = p.g.kw;
+    forPlaneChunks(ctx, p.N * p.OC, W + P, [&](int64_t first, int64_t count) {
+      for (int64_t r = first; r < first + count; ++r) {
+        kernels::depthwiseConv1dRow(p.g, x + r * W, w + r % p.OC * K, y + r * P);
+        if (!plain) epilogue(y + r * P, r % p.OC);
+      }
+    });
+    return;
+  }
   forEachImage(ctx, p.N, p.colsFloats(), [&](int64_t, int64_t n, float* cols, bool serial) {
     kernels::im2col(p.g, x + n * p.imageFloats(), cols);
     float* yn = y + n * p.OC * P;
     for (int64_t gi = 0; gi < p.G; ++gi)
       convGemm(ctx, serial, false, false, OCg, P, CgK, w + gi * OCg * CgK, CgK, cols + gi * CgK * P, P,
                yn + gi * OCg * P, P, false);
-    if (bias == nullptr && !relu) return;
-    for (int64_t o = 0; o < p.OC; ++o) {
-      const float b = bias != nullptr ? bias[o] : 0.0f;
-      float* row = yn + o * P;
-      for (int64_t i = 0; i < P; ++i) row[i] = relu ? std::max(row[i] + b, 0.0f) : row[i] + b;
-    }
+    for (int64_t o = 0; o < p.OC && !plain; ++o) epilogue(yn + o * P, o);
   });
 }
 
 // gx = col2im(W_gᵀ · gy_g), each image zeroed by the chunk that adds into it, while it is in cache.
 void convInputGrad(ExecContext& ctx, const ConvPlan& p, const float* gy, const float* w, float* gx) {
   const int64_t P = p.positions(), CgK = p.groupDepth(), OCg = p.OC / p.G;
+  if (p.depthwise()) {
+    const int64_t W = p.g.width, K = p.g.kw;
+    forPlaneChunks(ctx, p.N * p.OC, W + P, [&](int64_t first, int64_t count) {
+      std::fill(gx + first * W, gx + (first + count) * W, 0.0f);
+      for (int64_t r = first; r < first + count; ++r)
+        kernels::depthwiseConv1dRowInputGrad(p.g, gy + r * P, w + r % p.OC * K, gx + r * W);
+    });
+    return;
+  }
   forEachImage(ctx, p.N, p.colsFloats(), [&](int64_t, int64_t n, float* dcols, bool serial) {
     for (int64_t gi = 0; gi < p.G; ++gi)  // W_g is [OCg, CgK]: read transposed in place
       convGemm(ctx, serial, true, false, CgK, P, OCg, w + gi * OCg * CgK, CgK, gy + (n * p.OC + gi * OCg) * P, P,
@@ -116,11 +141,20 @@ void convInputGrad(ExecContext& ctx, const ConvPlan& p, const float* gy, const f
 }
 
 // gw = Σ_n gy_g · im2col(x)_gᵀ: one partial sum per image chunk, added in chunk order afterwards
-// (Note [Owner-first claims] above forEachImage: the same bits on any number of threads).
+// (the chunking above forEachImage: the same bits on any number of threads).
 void convWeightGrad(ExecContext& ctx, const ConvPlan& p, const float* x, const float* gy, float* gw) {
   const int64_t P = p.positions(), CgK = p.groupDepth(), OCg = p.OC / p.G;
   const int64_t chunks = imageChunks(p.N), size = p.OC * CgK;
   std::fill(gw, gw + size, 0.0f);
+  if (p.depthwise()) {  // per channel, the images in order
+    const int64_t W = p.g.width, K = p.g.kw, C = p.OC;
+    forPlaneChunks(ctx, C, p.N * (W + P), [&](int64_t first, int64_t count) {
+      for (int64_t c = first; c < first + count; ++c)
+        for (int64_t n = 0; n < p.N; ++n)
+          kernels::depthwiseConv1dRowWeightGrad(p.g, x + (n * C + c) * W, gy + (n * C + c) * P, gw + c * K);
+    });
+    return;
+  }
   RawTensor partial = chunks <= 1 ? RawTensor() : RawTensor::zeros(ctx, {"chunk", "w"}, {chunks, size});
   forEachImage(ctx, p.N, p.colsFloats(), [&](int64_t chunk, int64_t n, float* cols, bool serial) {
     float* acc = chunks == 1 ? gw : partial.f32() + chunk * size;
