@@ -140,8 +140,8 @@ void convInputGrad(ExecContext& ctx, const ConvPlan& p, const float* gy, const f
   });
 }
 
-// gw = Σ_n gy_g · im2col(x)_gᵀ: one partial sum per image chunk, added in chunk order afterwards
-// (the chunking above forEachImage: the same bits on any number of threads).
+// gw (every element written) = Σ_n gy_g · im2col(x)_gᵀ: one partial sum per image chunk, added
+// in chunk order afterwards (the chunking above forEachImage: the same bits on any thread count).
 void convWeightGrad(ExecContext& ctx, const ConvPlan& p, const float* x, const float* gy, float* gw) {
   const int64_t P = p.positions(), CgK = p.groupDepth(), OCg = p.OC / p.G;
   const int64_t chunks = imageChunks(p.N), size = p.OC * CgK;
@@ -200,6 +200,11 @@ ConvSpec specOf(const ConvTranspose1dOptions& o) {
 ConvSpec causalSpec(std::string_view op, const Conv1dAxes& a, int64_t groups, int64_t dilation) {
   return {.op = op, .channels = a.channels, .out_channels = a.out_channels, .width = a.length, .kernel_w = a.kernel,
           .dilation_w = dilation, .groups = groups, .causal = true};
+}
+// groups = x's channels; a missing channel axis is reported by the convolution (groups 1 then).
+ConvSpec depthwiseSpec(const Tensor& x, const Conv1dAxes& a) {
+  const int64_t groups = hasTag(x.tags(), a.channels) ? std::max<int64_t>(1, x.extent(a.channels)) : 1;
+  return causalSpec("causalDepthwiseConv1d", a, groups, 1);
 }
 
 // The convolution s describes, validated (ShapeMismatch for axes and extents, InvalidArgument for
@@ -316,17 +321,21 @@ Tensor convolve(ExecContext& ctx, const Tensor& input, const Tensor& weight, con
             transposed = s.transposed, x_tags, x_shape, y_tags, w_order,
             w_shape = w.shape()](ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads out) {
       const RawTensor gyc = gy.permuted(y_tags).contiguous(c);
-      const bool empty = gyc.numel() == 0;  // as in the forward: zeros, without a loop over the images
-      if (needs[0]) {
-        RawTensor gx = empty ? RawTensor::zeros(c, x_tags, x_shape) : RawTensor::empty(c, x_tags, x_shape);
-        if (!empty && transposed) convForward(c, plan, gyc.f32(), w.f32(), gx.f32());
-        else if (!empty) convInputGrad(c, plan, gyc.f32(), w.f32(), gx.f32());
+      if (gyc.numel() == 0) {  // as in the forward: zeros, without a loop over the images
+        if (needs[0]) out[0] = RawTensor::zeros(c, x_tags, x_shape);
+        if (needs[1]) out[1] = RawTensor::zeros(c, w_order, w_shape);
+        return;
+      }
+      if (needs[0]) {  // every element written
+        RawTensor gx = RawTensor::empty(c, x_tags, x_shape);
+        if (transposed) convForward(c, plan, gyc.f32(), w.f32(), gx.f32());
+        else convInputGrad(c, plan, gyc.f32(), w.f32(), gx.f32());
         out[0] = std::move(gx);
       }
       if (needs[1]) {
-        RawTensor gw = RawTensor::zeros(c, w_order, w_shape);
-        if (!empty && transposed) convWeightGrad(c, plan, gyc.f32(), x.f32(), gw.f32());
-        else if (!empty) convWeightGrad(c, plan, x.f32(), gyc.f32(), gw.f32());
+        RawTensor gw = RawTensor::empty(c, w_order, w_shape);
+        if (transposed) convWeightGrad(c, plan, gyc.f32(), x.f32(), gw.f32());
+        else convWeightGrad(c, plan, x.f32(), gyc.f32(), gw.f32());
         out[1] = std::move(gw);
       }
     };
@@ -416,15 +425,12 @@ Tensor Tensor::groupedCausalConv1d(ExecContext& ctx, const Tensor& weight, const
                                    int64_t dilation, const Conv1dAxes& axes) const {
   return runConv(ctx, *this, weight, &bias, causalSpec("groupedCausalConv1d", axes, groups, dilation));
 }
-// groups = the input's channels; a missing channel axis is reported by the convolution (groups 1 then).
 Tensor Tensor::causalDepthwiseConv1d(ExecContext& ctx, const Tensor& weight, const Conv1dAxes& axes) const {
-  const int64_t groups = hasTag(tags(), axes.channels) ? std::max<int64_t>(1, extent(axes.channels)) : 1;
-  return runConv(ctx, *this, weight, nullptr, causalSpec("causalDepthwiseConv1d", axes, groups, 1));
+  return runConv(ctx, *this, weight, nullptr, depthwiseSpec(*this, axes));
 }
 Tensor Tensor::causalDepthwiseConv1d(ExecContext& ctx, const Tensor& weight, const Tensor& bias,
                                      const Conv1dAxes& axes) const {
-  const int64_t groups = hasTag(tags(), axes.channels) ? std::max<int64_t>(1, extent(axes.channels)) : 1;
-  return runConv(ctx, *this, weight, &bias, causalSpec("causalDepthwiseConv1d", axes, groups, 1));
+  return runConv(ctx, *this, weight, &bias, depthwiseSpec(*this, axes));
 }
 
 // ---------------------------------------------------------------- unfold and fold
