@@ -133,6 +133,10 @@ fucina::CrossEntropyExtOptions ceOptions(const Inputs& in, const Args& a) {
           .chunk_rows = a.integer("chunk_rows")};
 }
 Result sorted(const fucina::SortResult& r) { return {r.values, {{"indices", r.indices}}}; }
+fucina::UnfoldOptions unfoldOptions(const Args& a) {
+  return {.stride_h = a.integer("stride_h"), .stride_w = a.integer("stride_w"), .pad_h = a.integer("pad_h"),
+          .pad_w = a.integer("pad_w"), .dilation_h = a.integer("dilation_h"), .dilation_w = a.integer("dilation_w")};
+}
 
 // The inputs t0, t1, ... of concat and stack, in order.
 std::vector<Tensor> numbered(const Inputs& in) {
@@ -359,6 +363,53 @@ const std::map<std::string, Op>& ops() {
              {"le", fucina::CompareOp::le}, {"gt", fucina::CompareOp::gt}, {"ge", fucina::CompareOp::ge}};
          return just(in.at("x").compare(c, in.at("y"), by_name.at(a.text("op"))));
        }},
+      {"conv1d",
+       [](C c, I in, A a) {
+         const fucina::Conv1dOptions o{.stride = a.integer("stride"), .padding = a.integer("padding"),
+                                       .dilation = a.integer("dilation"), .groups = a.integer("groups")};
+         const Tensor& x = in.at("x");
+         return just(in.count("bias") ? x.conv1d(c, in.at("weight"), in.at("bias"), o) : x.conv1d(c, in.at("weight"), o));
+       }},
+      {"convTranspose1d",
+       [](C c, I in, A a) {
+         const fucina::ConvTranspose1dOptions o{.stride = a.integer("stride"), .padding = a.integer("padding"),
+                                                .output_padding = a.integer("output_padding"),
+                                                .dilation = a.integer("dilation"), .groups = a.integer("groups")};
+         const Tensor& x = in.at("x");
+         return just(in.count("bias") ? x.convTranspose1d(c, in.at("weight"), in.at("bias"), o) : x.convTranspose1d(c, in.at("weight"), o));
+       }},
+      {"causalConv1d",
+       [](C c, I in, A a) {
+         const Tensor& x = in.at("x");
+         const int64_t d = a.integer("dilation");
+         return just(in.count("bias") ? x.causalConv1d(c, in.at("weight"), in.at("bias"), d) : x.causalConv1d(c, in.at("weight"), d));
+       }},
+      {"groupedCausalConv1d",
+       [](C c, I in, A a) {
+         const Tensor& x = in.at("x");
+         const int64_t g = a.integer("groups"), d = a.integer("dilation");
+         return just(in.count("bias") ? x.groupedCausalConv1d(c, in.at("weight"), in.at("bias"), g, d)
+                                      : x.groupedCausalConv1d(c, in.at("weight"), g, d));
+       }},
+      {"causalDepthwiseConv1d",
+       [](C c, I in, A) {
+         const Tensor& x = in.at("x");
+         return just(in.count("bias") ? x.causalDepthwiseConv1d(c, in.at("weight"), in.at("bias")) : x.causalDepthwiseConv1d(c, in.at("weight")));
+       }},
+      {"conv2dRelu",
+       [](C c, I in, A a) {
+         const fucina::Conv2dOptions o{.stride_h = a.integer("stride_h"), .stride_w = a.integer("stride_w"), .pad_h = a.integer("pad_h"),
+                                       .pad_w = a.integer("pad_w"), .dilation_h = a.integer("dilation_h"),
+                                       .dilation_w = a.integer("dilation_w"), .groups = a.integer("groups")};
+         const Tensor& x = in.at("x");
+         return just(in.count("bias") ? x.conv2dRelu(c, in.at("weight"), in.at("bias"), o) : x.conv2dRelu(c, in.at("weight"), o));
+       }},
+      {"unfold", [](C c, I in, A a) { return just(in.at("x").unfold(c, a.integer("kernel_h"), a.integer("kernel_w"), unfoldOptions(a))); }},
+      {"fold",
+       [](C c, I in, A a) {
+         return just(in.at("x").fold(c, a.integer("out_h"), a.integer("out_w"), a.integer("kernel_h"), a.integer("kernel_w"), unfoldOptions(a)));
+       }},
+      {"channelAffine", [](C c, I in, A a) { return just(in.at("x").channelAffine(c, in.at("scale"), in.at("shift"), a.tag("channel"))); }},
   };
   return table;
 }
@@ -439,13 +490,14 @@ TEST_CASE("PyTorch parity: views, structure and indexing") { CHECK(replayFamily(
 TEST_CASE("PyTorch parity: losses") { CHECK(replayFamily("losses") > 0); }
 TEST_CASE("PyTorch parity: layers") { CHECK(replayFamily("layers") > 0); }
 TEST_CASE("PyTorch parity: casts, quantization and comparison") { CHECK(replayFamily("casts") > 0); }
+TEST_CASE("PyTorch parity: convolutions") { CHECK(replayFamily("conv") > 0); }
 
 TEST_CASE("PyTorch parity: every fixture family has a test and every op an entry") {
   std::set<std::string> families;
   for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(FUCINA_SOURCE_DIR) / "tests/fixtures/parity"))
     if (e.path().extension() == ".json") families.insert(e.path().stem().string());
-  CHECK(families == std::set<std::string>{"casts", "contract", "elementwise", "gated", "layers", "losses", "losses_ext", "norm",
-                                           "pointwise", "reductions", "statistics", "structure"});
+  CHECK(families == std::set<std::string>{"casts", "contract", "conv", "elementwise", "gated", "layers", "losses", "losses_ext",
+                                           "norm", "pointwise", "reductions", "statistics", "structure"});
   for (const std::string& f : families) {
     const json::Value doc = json::parse(readFile(std::filesystem::path(FUCINA_SOURCE_DIR) / "tests/fixtures/parity" / (f + ".json")), f);
     for (const json::Value& c : field(doc, "cases").items) {

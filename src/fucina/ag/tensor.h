@@ -87,6 +87,49 @@ struct Conv2dOptions {
   int64_t groups = 1;  ///< channels and out_channels split into this many independent groups
 };
 
+/// conv1d's axes and geometry, as Conv2dOptions's with one spatial axis: the input holds
+/// `channels` and `length` plus any other (batch-like) axes, in any order; the weight holds
+/// exactly {out_channels, channels, kernel} (its `channels` extent is the input's channels / groups).
+struct Conv1dOptions {
+  Tag channels = "c", length = "t";
+  Tag out_channels = "out", kernel = "k";
+  int64_t stride = 1;
+  int64_t padding = 0;  ///< zero padding on both sides
+  int64_t dilation = 1;
+  int64_t groups = 1;  ///< channels and out_channels split into this many independent groups
+};
+
+/// convTranspose1d's axes and geometry. The input holds `channels` and `length` plus any other
+/// axes; the weight holds exactly {channels, out_channels, kernel} as torch's (in_channels,
+/// out_channels / groups, kernel): its `channels` extent is the input's, its `out_channels` extent
+/// the result's / groups.
+struct ConvTranspose1dOptions {
+  Tag channels = "c", length = "t";
+  Tag out_channels = "out", kernel = "k";
+  int64_t stride = 1;
+  int64_t padding = 0;         ///< removed from both ends of the full output
+  int64_t output_padding = 0;  ///< added to one end; smaller than the stride or the dilation
+  int64_t dilation = 1;
+  int64_t groups = 1;
+};
+
+/// The axis names of the causal 1-D convolutions (as Conv1dOptions's).
+struct Conv1dAxes {
+  Tag channels = "c", length = "t";
+  Tag out_channels = "out", kernel = "k";
+};
+
+/// unfold's and fold's axes and geometry. Images hold `channels`, `height` and `width`; columns
+/// hold `patch` (channels·kernel_h·kernel_w, channel-major as torch's) and `positions` (the
+/// out_h·out_w kernel positions, row-major); both sides keep every other axis as a batch axis.
+struct UnfoldOptions {
+  Tag channels = "c", height = "h", width = "w";
+  Tag patch = "patch", positions = "l";
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_h = 0, pad_w = 0;  ///< zero padding on both sides
+  int64_t dilation_h = 1, dilation_w = 1;
+};
+
 /// rope's axes and frequencies. Pairs of the `dim` axis (extent D, even) are rotated by the angle
 /// (offset + p)·θ_i at position p, θ_i = base^(-2i/D), i < D/2. half pairs (i, i + D/2) (GPT-NeoX,
 /// HF llama); interleaved pairs (2i, 2i+1) (original RoPE, GPT-J).
@@ -364,7 +407,7 @@ class Tensor {
   /// Swaps the names of axes a and b (result[a=i, b=j] = this[a=j, b=i]; extents travel with
   /// the data): a view.
   Tensor transpose(ExecContext& ctx, Tag a, Tag b) const;
-  // --- convolution and pooling (ops/conv.cpp) ---
+  // --- convolution (ops/conv.cpp) and pooling (ops/pool.cpp) ---
   /// 2-D cross-correlation (torch.nn.functional.conv2d), lowered to GEMM through im2col. The
   /// result has the input's axes in the input's order with `channels` replaced by `out_channels`;
   /// height and width become floor((H + 2·pad - dilation·(K-1) - 1) / stride) + 1. The bias form
@@ -372,6 +415,50 @@ class Tensor {
   Tensor conv2d(ExecContext& ctx, const Tensor& weight, const Conv2dOptions& options = {}) const;
   Tensor conv2d(ExecContext& ctx, const Tensor& weight, const Tensor& bias,
                 const Conv2dOptions& options = {}) const;
+  /// relu(conv2d(...)), fused into the convolution's output loop for inference. With a grad-requiring
+  /// operand (and gradients enabled) it is conv2d then relu, composed and differentiable (same values).
+  Tensor conv2dRelu(ExecContext& ctx, const Tensor& weight, const Conv2dOptions& options = {}) const;
+  Tensor conv2dRelu(ExecContext& ctx, const Tensor& weight, const Tensor& bias,
+                    const Conv2dOptions& options = {}) const;
+  /// 1-D cross-correlation (torch.nn.functional.conv1d) on the GEMM path of conv2d, an image of
+  /// height 1. The result has the input's axes in the input's order with `channels` replaced by
+  /// `out_channels`; the length becomes floor((L + 2·padding - dilation·(K-1) - 1) / stride) + 1.
+  /// The bias form adds a tensor with axes {out_channels} (composed with add).
+  Tensor conv1d(ExecContext& ctx, const Tensor& weight, const Conv1dOptions& options = {}) const;
+  Tensor conv1d(ExecContext& ctx, const Tensor& weight, const Tensor& bias, const Conv1dOptions& options = {}) const;
+  /// torch.nn.functional.conv_transpose1d, the adjoint of conv1d in its input: the result has the
+  /// input's axes with `channels` replaced by `out_channels` (extent groups times the weight's), and
+  /// length (L - 1)·stride - 2·padding + dilation·(K-1) + output_padding + 1 (at least 1, else
+  /// ShapeMismatch). The bias has axes {out_channels}.
+  Tensor convTranspose1d(ExecContext& ctx, const Tensor& weight, const ConvTranspose1dOptions& options = {}) const;
+  Tensor convTranspose1d(ExecContext& ctx, const Tensor& weight, const Tensor& bias,
+                         const ConvTranspose1dOptions& options = {}) const;
+  /// conv1d (stride 1) left-padded by (K-1)·dilation, so output t sees inputs at or before t: the
+  /// output is as long as the input (an empty length gives an empty result). Weight {out_channels,
+  /// channels, kernel} as conv1d's; groupedCausalConv1d splits the channels into `groups`.
+  Tensor causalConv1d(ExecContext& ctx, const Tensor& weight, int64_t dilation = 1, const Conv1dAxes& axes = {}) const;
+  Tensor causalConv1d(ExecContext& ctx, const Tensor& weight, const Tensor& bias, int64_t dilation = 1,
+                      const Conv1dAxes& axes = {}) const;
+  Tensor groupedCausalConv1d(ExecContext& ctx, const Tensor& weight, int64_t groups, int64_t dilation = 1,
+                             const Conv1dAxes& axes = {}) const;
+  Tensor groupedCausalConv1d(ExecContext& ctx, const Tensor& weight, const Tensor& bias, int64_t groups,
+                             int64_t dilation = 1, const Conv1dAxes& axes = {}) const;
+  /// The causal convolution with groups = the input's channels (the short convolution of
+  /// Mamba-style blocks): weight {out_channels, channels (extent 1), kernel}.
+  Tensor causalDepthwiseConv1d(ExecContext& ctx, const Tensor& weight, const Conv1dAxes& axes = {}) const;
+  Tensor causalDepthwiseConv1d(ExecContext& ctx, const Tensor& weight, const Tensor& bias,
+                               const Conv1dAxes& axes = {}) const;
+  /// torch.nn.functional.unfold (im2col): every kernel_h x kernel_w window of the images, the
+  /// axes channels, height and width replaced by patch and positions, placed last after the other
+  /// axes in the input's order. fold (col2im, torch.nn.functional.fold) sums such columns back into
+  /// out_h x out_w images, channels = patch / (kernel_h·kernel_w). Each is the other's adjoint,
+  /// and its VJP.
+  Tensor unfold(ExecContext& ctx, int64_t kernel_h, int64_t kernel_w, const UnfoldOptions& options = {}) const;
+  Tensor fold(ExecContext& ctx, int64_t out_h, int64_t out_w, int64_t kernel_h, int64_t kernel_w,
+              const UnfoldOptions& options = {}) const;
+  /// x·scale + shift per channel (a frozen batch norm): scale and shift have the single axis
+  /// channel_axis; the result has this tensor's axes. Gradients to all three.
+  Tensor channelAffine(ExecContext& ctx, const Tensor& scale, const Tensor& shift, Tag channel_axis) const;
   /// Pooling over the axes h and w of every other axis's planes; axes keep their names and order.
   /// maxPool2d pads with -inf and sends each window's gradient to its first maximum; avgPool2d
   /// pads with zeros and always divides by kernel_h·kernel_w (torch's count_include_pad=True).

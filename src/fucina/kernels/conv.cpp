@@ -122,6 +122,36 @@ void col2imAdd(const Conv2dGeometry& g, const float* cols, float* x) {
   }
 }
 
+// Tap-major: each tap's in-bounds outputs [lo, hi) are worked out once, then one strided loop.
+void depthwiseConv1dRow(const Conv2dGeometry& g, const float* x, const float* w, float* y) {
+  std::fill(y, y + g.out_w, 0.0f);
+  for (int64_t j = 0; j < g.kw; ++j) {
+    const int64_t off = j * g.dilation_w - g.pad_w;
+    const auto [lo, hi] = inBounds(g.out_w, g.stride_w, off, g.width);
+    const float wj = w[j];
+    for (int64_t t = lo; t < hi; ++t) y[t] += wj * x[t * g.stride_w + off];
+  }
+}
+
+void depthwiseConv1dRowInputGrad(const Conv2dGeometry& g, const float* gy, const float* w, float* gx) {
+  for (int64_t j = 0; j < g.kw; ++j) {
+    const int64_t off = j * g.dilation_w - g.pad_w;
+    const auto [lo, hi] = inBounds(g.out_w, g.stride_w, off, g.width);
+    const float wj = w[j];
+    for (int64_t t = lo; t < hi; ++t) gx[t * g.stride_w + off] += wj * gy[t];
+  }
+}
+
+void depthwiseConv1dRowWeightGrad(const Conv2dGeometry& g, const float* x, const float* gy, float* gw) {
+  for (int64_t j = 0; j < g.kw; ++j) {
+    const int64_t off = j * g.dilation_w - g.pad_w;
+    const auto [lo, hi] = inBounds(g.out_w, g.stride_w, off, g.width);
+    float acc = 0.0f;
+    for (int64_t t = lo; t < hi; ++t) acc += gy[t] * x[t * g.stride_w + off];
+    gw[j] += acc;
+  }
+}
+
 void maxPool2dPlanes(const Conv2dGeometry& g, const float* x, float* y, int64_t* argmax) {
   // Without padding every window lies inside its plane: the SIMD twin needs no bounds checks.
   // The loop below is the scalar reference it is tested against (vec::setEnabled(false)).

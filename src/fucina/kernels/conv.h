@@ -24,6 +24,14 @@ void im2col(const Conv2dGeometry& g, const float* x, float* cols);
 // The adjoint of im2col: adds every column entry back into the x element it was read from.
 void col2imAdd(const Conv2dGeometry& g, const float* cols, float* x);
 
+// Depthwise 1-D convolution of one row (g's height and kh are 1): y[t] = Σ_j w[j]·x[t·stride_w -
+// pad_w + j·dilation_w] (0 outside) for the row's own kernel w [kw]; y [out_w] is overwritten. Its
+// adjoints add into gx [width] and into gw [kw]. The rows of a depthwise convolution (groups =
+// channels = output channels) run on these instead of im2col and one-row GEMMs.
+void depthwiseConv1dRow(const Conv2dGeometry& g, const float* x, const float* w, float* y);
+void depthwiseConv1dRowInputGrad(const Conv2dGeometry& g, const float* gy, const float* w, float* gx);
+void depthwiseConv1dRowWeightGrad(const Conv2dGeometry& g, const float* x, const float* gy, float* gw);
+
 // Pooling of `planes` planes [height, width] -> [out_h, out_w] (geometry's channels = planes,
 // dilation 1). maxPool2dPlanes also writes, per output, the flat in-plane index of the first
 // maximum of its window (-inf padding never wins: pad <= kernel / 2 leaves a real element).
