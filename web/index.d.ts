@@ -314,7 +314,7 @@ export interface Conv2dAxes {
   kernelW?: string;
 }
 
-/** Options of {@link Tensor.conv2d}. */
+/** Options of {@link Tensor.conv2d} and {@link Tensor.conv2dRelu}. */
 export interface Conv2dOptions {
   /** A tensor with the single axis outChannels, added to every output position. */
   bias?: Tensor | null;
@@ -328,6 +328,96 @@ export interface Conv2dOptions {
   groups?: number;
   /** Axis names (defaults c, h, w, out, kh, kw). */
   axes?: Conv2dAxes;
+}
+
+/** Axis names of the 1-D convolutions. */
+export interface Conv1dAxes {
+  /** The input's channel axis (default 'c'); the weight has it too. */
+  channels?: string;
+  /** The input's length axis (default 't'). */
+  length?: string;
+  /** The weight's output-channel axis, which replaces channels in the result (default 'out'). */
+  outChannels?: string;
+  /** The weight's kernel axis (default 'k'). */
+  kernel?: string;
+}
+
+/** Options of {@link Tensor.conv1d}. */
+export interface Conv1dOptions {
+  /** A tensor with the single axis outChannels, added to every output position. */
+  bias?: Tensor | null;
+  /** Step between windows, >= 1 (default 1). */
+  stride?: number;
+  /** Zeros added on each side, >= 0 (default 0). */
+  padding?: number;
+  /** Spacing of the kernel taps, >= 1 (default 1). */
+  dilation?: number;
+  /** Channel groups, dividing channels and outChannels (default 1). */
+  groups?: number;
+  /** Axis names (defaults c, t, out, k). */
+  axes?: Conv1dAxes;
+}
+
+/** Options of {@link Tensor.convTranspose1d}. */
+export interface ConvTranspose1dOptions {
+  /** A tensor with the single axis outChannels, added to every output position. */
+  bias?: Tensor | null;
+  /** Stride of the convolution this is the adjoint of (default 1). */
+  stride?: number;
+  /** Removed from both ends of the full output (default 0). */
+  padding?: number;
+  /** Added to one end, smaller than the stride or the dilation (default 0). */
+  outputPadding?: number;
+  /** Spacing of the kernel taps (default 1). */
+  dilation?: number;
+  /** Channel groups (default 1). */
+  groups?: number;
+  /** Axis names (defaults c, t, out, k). */
+  axes?: Conv1dAxes;
+}
+
+/** Options of {@link Tensor.causalConv1d}. */
+export interface CausalConv1dOptions {
+  /** A tensor with the single axis outChannels, added to every output position. */
+  bias?: Tensor | null;
+  /** Spacing of the kernel taps (default 1). */
+  dilation?: number;
+  /** Axis names (defaults c, t, out, k). */
+  axes?: Conv1dAxes;
+}
+
+/** Options of {@link Tensor.causalDepthwiseConv1d}. */
+export interface CausalDepthwiseConv1dOptions {
+  /** A tensor with the single axis outChannels, added to every output position. */
+  bias?: Tensor | null;
+  /** Axis names (defaults c, t, out, k). */
+  axes?: Conv1dAxes;
+}
+
+/** Axis names of {@link Tensor.unfold} and {@link Tensor.fold}. */
+export interface UnfoldAxes {
+  /** The images' channel axis (default 'c'). */
+  channels?: string;
+  /** The images' height axis (default 'h'). */
+  height?: string;
+  /** The images' width axis (default 'w'). */
+  width?: string;
+  /** The columns' patch axis (default 'patch'). */
+  patch?: string;
+  /** The columns' positions axis (default 'l'). */
+  positions?: string;
+}
+
+/** Options of {@link Tensor.unfold} and {@link Tensor.fold}. */
+export interface UnfoldOptions {
+  /** Step between windows (default 1). */
+  stride?: Pair;
+  /** Zeros on each side of h and w (default 0). */
+  padding?: Pair;
+  /** Spacing of the kernel taps (default 1). */
+  dilation?: Pair;
+  /** Axis names (defaults c, h, w, patch, l). */
+  axes?: UnfoldAxes;
 }
 
 /** Options of {@link Tensor.maxPool2d} and {@link Tensor.avgPool2d}. */
@@ -688,6 +778,34 @@ export class Tensor {
    * any batch axes, in any order; the weight has exactly out, c (= input c / groups), kh, kw.
    * The result keeps the input's axis order with c replaced by out. */
   conv2d(weight: Tensor, options?: Conv2dOptions): Tensor;
+  /** relu(conv2d(weight, options)): fused for inference (bias and relu applied in the
+   * convolution loop); with gradients, the composed differentiable path (same values). */
+  conv2dRelu(weight: Tensor, options?: Conv2dOptions): Tensor;
+  /** 1-D cross-correlation (torch's conv1d). The input has axes c and t plus any batch axes; the
+   * weight has exactly out, c (= input c / groups), k. The result keeps the input's axis order
+   * with c replaced by out. */
+  conv1d(weight: Tensor, options?: Conv1dOptions): Tensor;
+  /** torch's conv_transpose1d, the adjoint of conv1d. The weight has exactly c (the input's),
+   * out (= result channels / groups), k; the result keeps the input's axis order with c replaced
+   * by out. */
+  convTranspose1d(weight: Tensor, options?: ConvTranspose1dOptions): Tensor;
+  /** conv1d left-padded by (k − 1)·dilation, so output t sees inputs up to t; the length is
+   * kept. */
+  causalConv1d(weight: Tensor, options?: CausalConv1dOptions): Tensor;
+  /** causalConv1d with channels in `groups` independent groups. */
+  groupedCausalConv1d(weight: Tensor, groups: number, options?: CausalConv1dOptions): Tensor;
+  /** The causal convolution with one group per input channel (the short convolution of
+   * Mamba-style blocks); the weight is {out, c: 1, k}, out a multiple of c. */
+  causalDepthwiseConv1d(weight: Tensor, options?: CausalDepthwiseConv1dOptions): Tensor;
+  /** torch's unfold (im2col): every kernel window of the images {batch.., c, h, w} as columns
+   * {batch.., patch (c·kh·kw), l (positions)}. */
+  unfold(kernel: Pair, options?: UnfoldOptions): Tensor;
+  /** torch's fold (col2im), unfold's adjoint: columns {batch.., patch, l} summed back into
+   * images of outputSize. */
+  fold(outputSize: Pair, kernel: Pair, options?: UnfoldOptions): Tensor;
+  /** this · scale + shift per channel (a frozen batch norm); scale and shift have the single
+   * axis channelAxis; gradients to all three. */
+  channelAffine(scale: Tensor, shift: Tensor, channelAxis: string): Tensor;
   /** Max over kernel windows of axes h and w (−inf padding); the gradient goes to each window's
    * first maximum; stride defaults to the kernel. */
   maxPool2d(kernel: Pair, options?: Pool2dOptions): Tensor;

@@ -100,6 +100,55 @@ const poolOptions = options('options', [
 ], { type: 'Pool2dOptions', doc: 'Options of {@link Tensor.maxPool2d} and {@link Tensor.avgPool2d}.' });
 const poolCpp = (op) => `self.${op}(ctx(), kernel[0], kernel[1], stride[0], stride[1], padding, height, width)`;
 
+// ---------------------------------------------------------------- convolution options
+const convBias = tensor('bias', { optional: true, nullable: true, doc: 'A tensor with the single axis outChannels, added to every output position.' });
+const conv2dOptions = options('options', [
+  convBias,
+  pair('stride', { min: 1, default: 1, doc: 'Step between windows, >= 1 (default 1).' }),
+  pair('padding', { min: 0, default: 0, doc: 'Zeros added on each side, >= 0 (default 0).' }),
+  pair('dilation', { min: 1, default: 1, doc: 'Spacing of the kernel taps, >= 1 (default 1).' }),
+  int('groups', { min: 1, default: 1, doc: 'Channel groups, dividing channels and outChannels (default 1).' }),
+  options('axes', [
+    axis('channels', { default: 'c', doc: "The input's channel axis (default 'c'); the weight has it too." }),
+    axis('height', { default: 'h', doc: "The input's height axis (default 'h')." }),
+    axis('width', { default: 'w', doc: "The input's width axis (default 'w')." }),
+    axis('outChannels', { default: 'out', doc: "The weight's output-channel axis, which replaces channels in the result (default 'out')." }),
+    axis('kernelH', { default: 'kh', doc: "The weight's kernel-height axis (default 'kh')." }),
+    axis('kernelW', { default: 'kw', doc: "The weight's kernel-width axis (default 'kw')." }),
+  ], { type: 'Conv2dAxes', doc: "Axis names of {@link Tensor.conv2d}'s input and weight.", fieldDoc: 'Axis names (defaults c, h, w, out, kh, kw).' }),
+], { type: 'Conv2dOptions', doc: 'Options of {@link Tensor.conv2d} and {@link Tensor.conv2dRelu}.' });
+const conv2dCpp = (op) => `const fucina::Conv2dOptions o{.channels = channels, .height = height, .width = width, .out_channels = outChannels,
+                                   .kernel_h = kernelH, .kernel_w = kernelW, .stride_h = stride[0], .stride_w = stride[1],
+                                   .pad_h = padding[0], .pad_w = padding[1], .dilation_h = dilation[0],
+                                   .dilation_w = dilation[1], .groups = groups};
+          return bias ? self.${op}(ctx(), weight, *bias, o) : self.${op}(ctx(), weight, o);`;
+const conv1dAxes = options('axes', [
+  axis('channels', { default: 'c', doc: "The input's channel axis (default 'c'); the weight has it too." }),
+  axis('length', { default: 't', doc: "The input's length axis (default 't')." }),
+  axis('outChannels', { default: 'out', doc: "The weight's output-channel axis, which replaces channels in the result (default 'out')." }),
+  axis('kernel', { default: 'k', doc: "The weight's kernel axis (default 'k')." }),
+], { type: 'Conv1dAxes', doc: 'Axis names of the 1-D convolutions.', fieldDoc: 'Axis names (defaults c, t, out, k).' });
+const causalOptions = (type, doc) => options('options', [convBias,
+  int('dilation', { min: 1, default: 1, doc: 'Spacing of the kernel taps (default 1).' }), conv1dAxes], { type, doc });
+const causalCpp = (withBias, plain) => `const fucina::Conv1dAxes axes{.channels = channels, .length = length, .out_channels = outChannels, .kernel = kernel};
+          return bias ? self.${withBias} : self.${plain};`;
+const unfoldOptions = options('options', [
+  pair('stride', { min: 1, default: 1, doc: 'Step between windows (default 1).' }),
+  pair('padding', { min: 0, default: 0, doc: 'Zeros on each side of h and w (default 0).' }),
+  pair('dilation', { min: 1, default: 1, doc: 'Spacing of the kernel taps (default 1).' }),
+  options('axes', [
+    axis('channels', { default: 'c', doc: "The images' channel axis (default 'c')." }),
+    axis('height', { default: 'h', doc: "The images' height axis (default 'h')." }),
+    axis('width', { default: 'w', doc: "The images' width axis (default 'w')." }),
+    axis('patch', { default: 'patch', doc: "The columns' patch axis (default 'patch')." }),
+    axis('positions', { default: 'l', doc: "The columns' positions axis (default 'l')." }),
+  ], { type: 'UnfoldAxes', doc: 'Axis names of {@link Tensor.unfold} and {@link Tensor.fold}.', fieldDoc: 'Axis names (defaults c, h, w, patch, l).' }),
+], { type: 'UnfoldOptions', doc: 'Options of {@link Tensor.unfold} and {@link Tensor.fold}.' });
+const unfoldCpp = (call) => `const fucina::UnfoldOptions o{.channels = channels, .height = height, .width = width, .patch = patch,
+                                   .positions = positions, .stride_h = stride[0], .stride_w = stride[1], .pad_h = padding[0],
+                                   .pad_w = padding[1], .dilation_h = dilation[0], .dilation_w = dilation[1]};
+          return self.${call};`;
+
 // ---------------------------------------------------------------- the ops
 const unary = (name, doc) => ({ name, on: 'tensor', doc, args: [] });
 const binary = (name, doc, y = 'y') => ({ name, on: 'tensor', doc, args: [tensor(y)] });
@@ -368,26 +417,56 @@ export const OPS = [
   // ---- convolution and pooling
   { name: 'conv2d', on: 'tensor',
     doc: "2-D cross-correlation (torch's conv2d) via im2col + GEMM. The input has axes c, h, w plus any batch axes, in any order; the weight has exactly out, c (= input c / groups), kh, kw. The result keeps the input's axis order with c replaced by out.",
-    args: [tensor('weight'), options('options', [
-      tensor('bias', { optional: true, nullable: true, doc: 'A tensor with the single axis outChannels, added to every output position.' }),
-      pair('stride', { min: 1, default: 1, doc: 'Step between windows, >= 1 (default 1).' }),
-      pair('padding', { min: 0, default: 0, doc: 'Zeros added on each side, >= 0 (default 0).' }),
-      pair('dilation', { min: 1, default: 1, doc: 'Spacing of the kernel taps, >= 1 (default 1).' }),
+    args: [tensor('weight'), conv2dOptions], cpp: conv2dCpp('conv2d') },
+  { name: 'conv2dRelu', on: 'tensor',
+    doc: 'relu(conv2d(weight, options)): fused for inference (bias and relu applied in the convolution loop); with gradients, the composed differentiable path (same values).',
+    args: [tensor('weight'), conv2dOptions], cpp: conv2dCpp('conv2dRelu') },
+  { name: 'conv1d', on: 'tensor',
+    doc: "1-D cross-correlation (torch's conv1d). The input has axes c and t plus any batch axes; the weight has exactly out, c (= input c / groups), k. The result keeps the input's axis order with c replaced by out.",
+    args: [tensor('weight'), options('options', [convBias,
+      int('stride', { min: 1, default: 1, doc: 'Step between windows, >= 1 (default 1).' }),
+      int('padding', { min: 0, default: 0, doc: 'Zeros added on each side, >= 0 (default 0).' }),
+      int('dilation', { min: 1, default: 1, doc: 'Spacing of the kernel taps, >= 1 (default 1).' }),
       int('groups', { min: 1, default: 1, doc: 'Channel groups, dividing channels and outChannels (default 1).' }),
-      options('axes', [
-        axis('channels', { default: 'c', doc: "The input's channel axis (default 'c'); the weight has it too." }),
-        axis('height', { default: 'h', doc: "The input's height axis (default 'h')." }),
-        axis('width', { default: 'w', doc: "The input's width axis (default 'w')." }),
-        axis('outChannels', { default: 'out', doc: "The weight's output-channel axis, which replaces channels in the result (default 'out')." }),
-        axis('kernelH', { default: 'kh', doc: "The weight's kernel-height axis (default 'kh')." }),
-        axis('kernelW', { default: 'kw', doc: "The weight's kernel-width axis (default 'kw')." }),
-      ], { type: 'Conv2dAxes', doc: "Axis names of {@link Tensor.conv2d}'s input and weight.", fieldDoc: 'Axis names (defaults c, h, w, out, kh, kw).' }),
-    ], { type: 'Conv2dOptions', doc: 'Options of {@link Tensor.conv2d}.' })],
-    cpp: `const fucina::Conv2dOptions o{.channels = channels, .height = height, .width = width, .out_channels = outChannels,
-                                   .kernel_h = kernelH, .kernel_w = kernelW, .stride_h = stride[0], .stride_w = stride[1],
-                                   .pad_h = padding[0], .pad_w = padding[1], .dilation_h = dilation[0],
-                                   .dilation_w = dilation[1], .groups = groups};
-          return bias ? self.conv2d(ctx(), weight, *bias, o) : self.conv2d(ctx(), weight, o);` },
+      conv1dAxes], { type: 'Conv1dOptions', doc: 'Options of {@link Tensor.conv1d}.' })],
+    cpp: `const fucina::Conv1dOptions o{.channels = channels, .length = length, .out_channels = outChannels, .kernel = kernel,
+                                   .stride = stride, .padding = padding, .dilation = dilation, .groups = groups};
+          return bias ? self.conv1d(ctx(), weight, *bias, o) : self.conv1d(ctx(), weight, o);` },
+  { name: 'convTranspose1d', on: 'tensor',
+    doc: "torch's conv_transpose1d, the adjoint of conv1d. The weight has exactly c (the input's), out (= result channels / groups), k; the result keeps the input's axis order with c replaced by out.",
+    args: [tensor('weight'), options('options', [convBias,
+      int('stride', { min: 1, default: 1, doc: 'Stride of the convolution this is the adjoint of (default 1).' }),
+      int('padding', { min: 0, default: 0, doc: 'Removed from both ends of the full output (default 0).' }),
+      int('outputPadding', { min: 0, default: 0, doc: 'Added to one end, smaller than the stride or the dilation (default 0).' }),
+      int('dilation', { min: 1, default: 1, doc: 'Spacing of the kernel taps (default 1).' }),
+      int('groups', { min: 1, default: 1, doc: 'Channel groups (default 1).' }),
+      conv1dAxes], { type: 'ConvTranspose1dOptions', doc: 'Options of {@link Tensor.convTranspose1d}.' })],
+    cpp: `const fucina::ConvTranspose1dOptions o{.channels = channels, .length = length, .out_channels = outChannels,
+                                            .kernel = kernel, .stride = stride, .padding = padding,
+                                            .output_padding = outputPadding, .dilation = dilation, .groups = groups};
+          return bias ? self.convTranspose1d(ctx(), weight, *bias, o) : self.convTranspose1d(ctx(), weight, o);` },
+  { name: 'causalConv1d', on: 'tensor',
+    doc: 'conv1d left-padded by (k − 1)·dilation, so output t sees inputs up to t; the length is kept.',
+    args: [tensor('weight'), causalOptions('CausalConv1dOptions', 'Options of {@link Tensor.causalConv1d}.')],
+    cpp: causalCpp('causalConv1d(ctx(), weight, *bias, dilation, axes)', 'causalConv1d(ctx(), weight, dilation, axes)') },
+  { name: 'groupedCausalConv1d', on: 'tensor', doc: 'causalConv1d with channels in `groups` independent groups.',
+    args: [tensor('weight'), int('groups', { min: 1 }), causalOptions('CausalConv1dOptions', 'Options of {@link Tensor.causalConv1d}.')],
+    cpp: causalCpp('groupedCausalConv1d(ctx(), weight, *bias, groups, dilation, axes)', 'groupedCausalConv1d(ctx(), weight, groups, dilation, axes)') },
+  { name: 'causalDepthwiseConv1d', on: 'tensor',
+    doc: 'The causal convolution with one group per input channel (the short convolution of Mamba-style blocks); the weight is {out, c: 1, k}, out a multiple of c.',
+    args: [tensor('weight'), options('options', [convBias, conv1dAxes],
+      { type: 'CausalDepthwiseConv1dOptions', doc: 'Options of {@link Tensor.causalDepthwiseConv1d}.' })],
+    cpp: `const fucina::Conv1dAxes axes{.channels = channels, .length = length, .out_channels = outChannels, .kernel = kernel};
+          return bias ? self.causalDepthwiseConv1d(ctx(), weight, *bias, axes) : self.causalDepthwiseConv1d(ctx(), weight, axes);` },
+  { name: 'unfold', on: 'tensor',
+    doc: "torch's unfold (im2col): every kernel window of the images {batch.., c, h, w} as columns {batch.., patch (c·kh·kw), l (positions)}.",
+    args: [pair('kernel', { min: 1 }), unfoldOptions], cpp: unfoldCpp('unfold(ctx(), kernel[0], kernel[1], o)') },
+  { name: 'fold', on: 'tensor',
+    doc: "torch's fold (col2im), unfold's adjoint: columns {batch.., patch, l} summed back into images of outputSize.",
+    args: [pair('outputSize', { min: 1 }), pair('kernel', { min: 1 }), unfoldOptions],
+    cpp: unfoldCpp('fold(ctx(), outputSize[0], outputSize[1], kernel[0], kernel[1], o)') },
+  { name: 'channelAffine', on: 'tensor', doc: 'this · scale + shift per channel (a frozen batch norm); scale and shift have the single axis channelAxis; gradients to all three.',
+    args: [tensor('scale'), tensor('shift'), axis('channelAxis')] },
   { name: 'maxPool2d', on: 'tensor',
     doc: "Max over kernel windows of axes h and w (−inf padding); the gradient goes to each window's first maximum; stride defaults to the kernel.",
     args: [pair('kernel', { min: 1 }), poolOptions], cpp: poolCpp('maxPool2d') },

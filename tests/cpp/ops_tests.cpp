@@ -869,6 +869,9 @@ TEST_CASE("op coverage matrix") {
                          "groupNorm", "cosineSimilarity", "rmsNormMulRopeHalfPrepared"})
     home[op] = "norm_tests.cpp";
   for (const char* op : {"conv2d", "maxPool2d", "avgPool2d", "upsample2xNearest"}) home[op] = "conv_tests.cpp";
+  for (const char* op : {"conv1d", "convTranspose1d", "causalConv1d", "groupedCausalConv1d", "causalDepthwiseConv1d",
+                         "conv2dRelu", "unfold", "fold", "channelAffine"})
+    home[op] = "conv1d_tests.cpp";
   for (const char* op : {"addDot", "matmul", "einsum", "transpose", "einsumMany", "dotTernarySte"}) home[op] = "contract_tests.cpp";
   for (const char* op : {"crossEntropyExt", "linearCrossEntropyExt", "linearDistillExt"}) home[op] = "losses_ext_tests.cpp";
   for (const char* op : {"gather", "takeAlongAxis", "scatterAdd"}) home[op] = "gather_tests.cpp";

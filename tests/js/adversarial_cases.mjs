@@ -58,6 +58,9 @@ const unaryOps = ['neg', 'abs', 'exp', 'log', 'sqrt', 'tanh', 'sigmoid', 'relu',
 const axisOps = ['sum', 'mean', 'max', 'min', 'logsumexp', 'cumsum', 'prod', 'norm', 'softmax', 'logSoftmax', 'cumprod'];
 const poolOptions = { stride: 'pairPos', padding: 'nat', height: 'axis', width: 'axis' };
 const convOptions = { stride: 'pairPos', padding: 'pairNat', dilation: 'pairPos', groups: 'pos', bias: 'tensor', axes: 'options' };
+const conv1dOptions = { stride: 'pos', padding: 'nat', dilation: 'pos', groups: 'pos', bias: 'tensor', axes: 'options' };
+const causalOptions = { dilation: 'pos', bias: 'tensor', axes: 'options' };
+const unfoldOptions = { stride: 'pairPos', padding: 'pairNat', dilation: 'pairPos', axes: 'options' };
 
 /** Tensor methods: name -> { self, args } (a getter or a method without arguments: args []). */
 export const TENSOR = {
@@ -140,6 +143,15 @@ export const TENSOR = {
   dropout: { args: [num(0.5), nat(1)] },
   quantize: { self: 'w32', args: [dtype('q8_0'), axis('c')] },
   conv2d: { self: 'img', args: [tensor('wconv'), options({ stride: 1 }, convOptions)] },
+  conv2dRelu: { self: 'img', args: [tensor('wconv'), options({ padding: 1 }, convOptions)] },
+  conv1d: { self: 'seq', args: [tensor('wseq'), options({ stride: 1 }, conv1dOptions)] },
+  convTranspose1d: { self: 'seq', args: [tensor('wseqT'), options({ stride: 2 }, { ...conv1dOptions, outputPadding: 'nat' })] },
+  causalConv1d: { self: 'seq', args: [tensor('wseq'), options({ dilation: 2 }, causalOptions)] },
+  groupedCausalConv1d: { self: 'seq', args: [tensor('wseq'), pos(1), options({}, causalOptions)] },
+  causalDepthwiseConv1d: { self: 'seq', args: [tensor('wseq'), options({}, { bias: 'tensor', axes: 'options' })] },
+  unfold: { self: 'img', args: [pairPos(2), options({ stride: 1 }, unfoldOptions)] },
+  fold: { self: 'cols', args: [pairPos(2), pairPos(1), options({}, unfoldOptions)] },
+  channelAffine: { self: 'img', args: [tensor('c1'), tensor('c1'), axis('c')] },
   maxPool2d: { self: 'img', args: [pairPos(2), options({}, poolOptions)] },
   avgPool2d: { self: 'img', args: [pairPos(2), options({}, poolOptions)] },
   upsample2xNearest: { self: 'img', args: [axis('h'), axis('w')] },

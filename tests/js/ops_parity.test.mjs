@@ -147,6 +147,18 @@ const OPS = {
   groupedAttention: (i, a, fc) => fc.groupedAttention(i.q, i.k, i.v, { causal: a.causal, scale: a.scale }),
   swiglu: (i, a) => i.x.swiglu(a.axis),
   geglu: (i, a) => i.x.geglu(a.axis),
+  // convolutions (conv.json)
+  conv1d: (i, a) => i.x.conv1d(i.weight, { bias: i.bias, stride: a.stride, padding: a.padding, dilation: a.dilation, groups: a.groups }),
+  convTranspose1d: (i, a) => i.x.convTranspose1d(i.weight, { bias: i.bias, stride: a.stride, padding: a.padding,
+    outputPadding: a.output_padding, dilation: a.dilation, groups: a.groups }),
+  causalConv1d: (i, a) => i.x.causalConv1d(i.weight, { bias: i.bias, dilation: a.dilation }),
+  groupedCausalConv1d: (i, a) => i.x.groupedCausalConv1d(i.weight, a.groups, { bias: i.bias, dilation: a.dilation }),
+  causalDepthwiseConv1d: (i) => i.x.causalDepthwiseConv1d(i.weight, { bias: i.bias }),
+  conv2dRelu: (i, a) => i.x.conv2dRelu(i.weight, { bias: i.bias, stride: [a.stride_h, a.stride_w], padding: [a.pad_h, a.pad_w],
+    dilation: [a.dilation_h, a.dilation_w], groups: a.groups }),
+  unfold: (i, a) => i.x.unfold([a.kernel_h, a.kernel_w], unfoldOptions(a)),
+  fold: (i, a) => i.x.fold([a.out_h, a.out_w], [a.kernel_h, a.kernel_w], unfoldOptions(a)),
+  channelAffine: (i, a) => i.x.channelAffine(i.scale, i.shift, a.channel),
   // casts, quantization, comparison (casts.json)
   to: (i, a) => i.x.to(a.dtype),
   quantize: (i, a) => i.x.quantize('q8_0', a.axis).to('f32'),
@@ -154,6 +166,7 @@ const OPS = {
 };
 const ceOptions = (a) => ({ reduction: a.reduction, labelSmoothing: a.label_smoothing, ignoreIndex: a.ignore_index, zLoss: a.z_loss });
 const sorted = ([v, idx]) => [v, { indices: idx }];
+const unfoldOptions = (a) => ({ stride: [a.stride_h, a.stride_w], padding: [a.pad_h, a.pad_w], dilation: [a.dilation_h, a.dilation_w] });
 // The inputs t0, t1, ... of concat and stack, in order.
 const numbered = (i) => Object.keys(i).filter((k) => /^t\d+$/.test(k)).sort((p, q) => p.slice(1) - q.slice(1)).map((k) => i[k]);
 

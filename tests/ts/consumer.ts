@@ -180,6 +180,15 @@ const losses2: Tensor[] = [a.crossEntropyExt(labels3, 'c', { ignoreIndex: 1, zLo
   x.linearDistillExt(w, fc.ones(['batch', 'out'], [1, 2]), 'in', 'out', { temperature: 2 }),
   fc.einsumMany([a, b, a], ['r']), a.dotTernarySte(b, 'c'),
   fc.ones(['t', 'd'], [2, 4]).rmsNormMulRopeHalfPrepared(fc.ones(['d'], [4]), fc.ones(['t', 'd'], [2, 2]), fc.zeros(['t', 'd'], [2, 2]), 'd', { offset: 0 })];
+const seq = fc.ones(['batch', 'c', 't'], [1, 2, 6]);
+const convs: Tensor[] = [seq.conv1d(fc.ones(['out', 'c', 'k'], [3, 2, 2]), { stride: 2, padding: 1, bias: fc.zeros(['out'], [3]) }),
+  seq.convTranspose1d(fc.ones(['c', 'out', 'k'], [2, 3, 3]), { stride: 2, outputPadding: 1 }),
+  seq.causalConv1d(fc.ones(['out', 'c', 'k'], [3, 2, 3]), { dilation: 2 }),
+  seq.groupedCausalConv1d(fc.ones(['out', 'c', 'k'], [2, 1, 3]), 2),
+  seq.causalDepthwiseConv1d(fc.ones(['out', 'c', 'k'], [2, 1, 4]), { axes: { length: 't' } }),
+  fc.ones(['c', 'h', 'w'], [1, 4, 4]).conv2dRelu(fc.ones(['out', 'c', 'kh', 'kw'], [1, 1, 3, 3]), { padding: 1 }),
+  fc.ones(['c', 'h', 'w'], [1, 4, 4]).unfold(2, { stride: [2, 2] }), fc.ones(['patch', 'l'], [4, 4]).fold([4, 4], 2, { stride: 2 }),
+  seq.channelAffine(fc.ones(['c'], [2]), fc.zeros(['c'], [2]), 'c')];
 // @ts-expect-error an activation the gated units do not have
 a.gated(b, 'tanh');
 // @ts-expect-error unary names its op
