@@ -150,7 +150,7 @@ export const TENSOR = {
   groupedCausalConv1d: { self: 'seq', args: [tensor('wseq'), pos(1), options({}, causalOptions)] },
   causalDepthwiseConv1d: { self: 'seq', args: [tensor('wseq'), options({}, { bias: 'tensor', axes: 'options' })] },
   unfold: { self: 'img', args: [pairPos(2), options({ stride: 1 }, unfoldOptions)] },
-  fold: { self: 'cols', args: [pairPos(2), pairPos(1), options({}, unfoldOptions)] },
+  fold: { self: 'cols', args: [pairPos(1), pairPos(1), options({}, unfoldOptions)] },
   channelAffine: { self: 'img', args: [tensor('c1'), tensor('c1'), axis('c')] },
   maxPool2d: { self: 'img', args: [pairPos(2), options({}, poolOptions)] },
   avgPool2d: { self: 'img', args: [pairPos(2), options({}, poolOptions)] },
