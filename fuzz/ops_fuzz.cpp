@@ -6,7 +6,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <limits>
+#include <span>
+#include <string_view>
 #include <vector>
 
 #include <fucina/fucina.h>
@@ -186,7 +189,8 @@ class Run {
   }
 
   Tensor unary(const Tensor& t) {
-    switch (in_.below(33)) {
+    static constexpr std::string_view kNames[] = {"relu", "softcap15", "fastTanh", "round", "swish", ""};
+    switch (in_.below(47)) {
       case 0: return t.neg(ctx_);
       case 1: return t.abs(ctx_);
       case 2: return t.exp(ctx_);
@@ -219,12 +223,29 @@ class Run {
       case 29: return t.detach(ctx_);
       case 30: return t.swiglu(ctx_, in_.tag());
       case 31: return t.quantize(ctx_, in_.byte() & 1 ? DType::q8_0 : in_.dtype(), in_.tag());
+      case 32: return t.floor(ctx_);
+      case 33: return t.fastTanh(ctx_);
+      case 34: return t.softcap30(ctx_);
+      case 35: return t.unary(ctx_, kNames[in_.below(std::size(kNames))]);
+      case 36: return t.cumprod(ctx_, in_.tag());
+      case 37: return t.standardizeAxis(ctx_, in_.tag(), in_.real());
+      case 38: return t.normAll(ctx_, in_.real());
+      case 39: return t.sumMany(ctx_, in_.tags(in_.below(4)));
+      case 40: return t.topK(ctx_, in_.tag(), in_.number(), in_.byte() & 1).values;
+      case 41: return t.sort(ctx_, in_.tag(), in_.byte() & 1).indices;
+      case 42: return t.glu(ctx_, in_.tag());
+      case 43: return t.splitGated(ctx_, in_.tag(), in_.byte() & 1 ? "gelu" : "tanh");
+      case 44: return t.groupNorm(ctx_, in_.number(), in_.tag(), {.batch = in_.tags(in_.below(3)), .eps = in_.real()});
+      case 45: {
+        const float bias[] = {1, 2, 3};
+        return t.biasAdd(ctx_, in_.tag(), std::span<const float>(bias, in_.below(4)));
+      }
       default: return t.logsumexp(ctx_, in_.tag());
     }
   }
 
   Tensor binary(const Tensor& a, const Tensor& b) {
-    switch (in_.below(14)) {
+    switch (in_.below(23)) {
       case 0: return a.add(ctx_, b);
       case 1: return a.sub(ctx_, b);
       case 2: return a.mul(ctx_, b);
@@ -238,6 +259,18 @@ class Run {
       case 10: return a.bceWithLogitsLoss(ctx_, b);
       case 11: return Tensor::einsum(ctx_, a, b, in_.tags(in_.below(4)));
       case 12: return a.addDot(ctx_, b, in_.tag(), pick());
+      case 13: return a.snake(ctx_, b);
+      case 14: return a.prelu(ctx_, b);
+      case 15: return a.gated(ctx_, b, "silu");
+      case 16: return a.situ(ctx_, b, in_.real());
+      case 17: return a.cosineSimilarity(ctx_, b, in_.tag(), in_.real());
+      case 18: return in_.byte() & 1 ? a.linearRecurrence(ctx_, b, in_.tag()) : a.linearRecurrence(ctx_, b, pick(), in_.tag());
+      case 19: return a.dotTernarySte(ctx_, b, in_.tag());
+      case 20: return a.channelAffine(ctx_, b, pick(), in_.tag());
+      case 21: {
+        const std::vector<Tensor> operands{a, b, pick()};
+        return Tensor::einsumMany(ctx_, operands, in_.tags(in_.below(4)));
+      }
       default: return a.klDivLoss(ctx_, b);
     }
   }
@@ -264,7 +297,7 @@ class Run {
   }
 
   Tensor spatial(const Tensor& t) {
-    switch (in_.below(5)) {
+    switch (in_.below(12)) {
       case 0:
       case 1: {
         fucina::Conv2dOptions o;
@@ -274,6 +307,27 @@ class Run {
         o.groups = in_.number();
         const Tensor w = pick();
         return in_.byte() & 1 ? t.conv2d(ctx_, w, o) : t.conv2d(ctx_, w, pick(), o);
+      }
+      case 5: {
+        fucina::Conv2dOptions o;
+        o.stride_h = in_.number(), o.pad_w = in_.number(), o.groups = in_.number();
+        return t.conv2dRelu(ctx_, pick(), o);
+      }
+      case 6: {
+        const fucina::Conv1dOptions o{.stride = in_.number(), .padding = in_.number(), .dilation = in_.number(), .groups = in_.number()};
+        return in_.byte() & 1 ? t.conv1d(ctx_, pick(), o) : t.conv1d(ctx_, pick(), pick(), o);
+      }
+      case 7: {
+        const fucina::ConvTranspose1dOptions o{.stride = in_.number(), .padding = in_.number(), .output_padding = in_.number(),
+                                               .dilation = in_.number(), .groups = in_.number()};
+        return t.convTranspose1d(ctx_, pick(), o);
+      }
+      case 8: return t.causalConv1d(ctx_, pick(), in_.number());
+      case 9: return in_.byte() & 1 ? t.groupedCausalConv1d(ctx_, pick(), in_.number(), in_.number()) : t.causalDepthwiseConv1d(ctx_, pick());
+      case 10: {
+        const fucina::UnfoldOptions o{.stride_h = in_.number(), .stride_w = in_.number(), .pad_h = in_.number(), .dilation_w = in_.number()};
+        return in_.byte() & 1 ? t.unfold(ctx_, in_.number(), in_.number(), o)
+                              : t.fold(ctx_, in_.number(), in_.number(), in_.number(), in_.number(), o);
       }
       case 2: return t.maxPool2d(ctx_, in_.number(), in_.number(), in_.number(), in_.number(), in_.number());
       case 3: return t.avgPool2d(ctx_, in_.number(), in_.number(), in_.number(), in_.number(), in_.number());
@@ -285,7 +339,14 @@ class Run {
     const size_t r = in_.below(4);
     const Tags tags = in_.tags(r);
     const Tensor idx = ints(tags, in_.extents(r));
-    switch (in_.below(6)) {
+    switch (in_.below(9)) {
+      case 6: return t.crossEntropyExt(ctx_, in_.byte() & 1 ? idx : pick(), in_.tag(),
+                                       {.label_smoothing = in_.real(), .ignore_index = in_.number(), .z_loss = in_.real()});
+      case 7: return t.linearCrossEntropyExt(ctx_, pick(), idx, in_.tag(), in_.tag(), {.chunk_rows = in_.number()});
+      case 8: {
+        const fucina::DistillOptions o{.temperature = in_.real(), .alpha = in_.real(), .labels = &idx, .chunk_rows = in_.number()};
+        return t.linearDistillExt(ctx_, pick(), pick(), in_.tag(), in_.tag(), o);
+      }
       case 0: return t.indexSelect(ctx_, in_.tag(), idx);
       case 1: return t.gather(ctx_, in_.tag(), idx);
       case 2: return t.takeAlongAxis(ctx_, in_.tag(), idx);
