@@ -180,15 +180,15 @@ const losses2: Tensor[] = [a.crossEntropyExt(labels3, 'c', { ignoreIndex: 1, zLo
   x.linearDistillExt(w, fc.ones(['batch', 'out'], [1, 2]), 'in', 'out', { temperature: 2 }),
   fc.einsumMany([a, b, a], ['r']), a.dotTernarySte(b, 'c'),
   fc.ones(['t', 'd'], [2, 4]).rmsNormMulRopeHalfPrepared(fc.ones(['d'], [4]), fc.ones(['t', 'd'], [2, 2]), fc.zeros(['t', 'd'], [2, 2]), 'd', { offset: 0 })];
-const seq = fc.ones(['batch', 'c', 't'], [1, 2, 6]);
-const convs: Tensor[] = [seq.conv1d(fc.ones(['out', 'c', 'k'], [3, 2, 2]), { stride: 2, padding: 1, bias: fc.zeros(['out'], [3]) }),
-  seq.convTranspose1d(fc.ones(['c', 'out', 'k'], [2, 3, 3]), { stride: 2, outputPadding: 1 }),
-  seq.causalConv1d(fc.ones(['out', 'c', 'k'], [3, 2, 3]), { dilation: 2 }),
-  seq.groupedCausalConv1d(fc.ones(['out', 'c', 'k'], [2, 1, 3]), 2),
-  seq.causalDepthwiseConv1d(fc.ones(['out', 'c', 'k'], [2, 1, 4]), { axes: { length: 't' } }),
+const seq1d = fc.ones(['batch', 'c', 't'], [1, 2, 6]);
+const convs: Tensor[] = [seq1d.conv1d(fc.ones(['out', 'c', 'k'], [3, 2, 2]), { stride: 2, padding: 1, bias: fc.zeros(['out'], [3]) }),
+  seq1d.convTranspose1d(fc.ones(['c', 'out', 'k'], [2, 3, 3]), { stride: 2, outputPadding: 1 }),
+  seq1d.causalConv1d(fc.ones(['out', 'c', 'k'], [3, 2, 3]), { dilation: 2 }),
+  seq1d.groupedCausalConv1d(fc.ones(['out', 'c', 'k'], [2, 1, 3]), 2),
+  seq1d.causalDepthwiseConv1d(fc.ones(['out', 'c', 'k'], [2, 1, 4]), { axes: { length: 't' } }),
   fc.ones(['c', 'h', 'w'], [1, 4, 4]).conv2dRelu(fc.ones(['out', 'c', 'kh', 'kw'], [1, 1, 3, 3]), { padding: 1 }),
   fc.ones(['c', 'h', 'w'], [1, 4, 4]).unfold(2, { stride: [2, 2] }), fc.ones(['patch', 'l'], [4, 4]).fold([4, 4], 2, { stride: 2 }),
-  seq.channelAffine(fc.ones(['c'], [2]), fc.zeros(['c'], [2]), 'c')];
+  seq1d.channelAffine(fc.ones(['c'], [2]), fc.zeros(['c'], [2]), 'c')];
 // @ts-expect-error an activation the gated units do not have
 a.gated(b, 'tanh');
 // @ts-expect-error unary names its op
@@ -512,7 +512,7 @@ parseIdx('file.idx');
 
 // Everything above is used once more so that noUnusedLocals holds.
 console.log(variant, threads, copy, z, o, f, u, n, tags, shape, dtype, requiresGrad, isDisposed, arr, item, half, text,
-  binaries, scalars, unaries, reductions, norms, losses, indexing, contractions, structure, spatial, rotated, attended,
+  binaries, scalars, unaries, reductions, norms, losses, indexing, inventory, losses2, convs, contractions, structure, spatial, rotated, attended,
   noGrad, enabled, counters, c1, c2, c3, v1, v2, grads, gcNumbers, decodedW, meta, params, optDisposed, norm, linearFields,
   y1, linearParams, channelAxis, convFields, lnFields, embFields, mlpLayers, cnnFields, context, blockLayers, firstLayer,
   gptFields, logits, gptLoss, seed, made, dims, read, splitFields, batchTensors, baseDType, vocabSize, gpt2Logits,
