@@ -730,8 +730,8 @@ export class Tensor {
   matmul(y: Tensor, transposeY?: boolean): Tensor;
   /** Swaps the names of axes a and b (extents travel with the data); a view. */
   transpose(a: string, b: string): Tensor;
-  /** Broadcasts to exactly these axes and extents (this tensor's axes among them, extents equal
-   * or 1). */
+  /** Broadcasts to exactly these axes and extents: this tensor's axes must be among them with
+   * the same extents; the others are new (a view that repeats the values). */
   broadcastTo(tags: readonly string[], shape: readonly number[]): Tensor;
   /** The same axes in the given order (a permutation of tags). */
   permuteTo(order: readonly string[]): Tensor;

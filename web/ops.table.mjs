@@ -377,7 +377,7 @@ export const OPS = [
   { name: 'transpose', on: 'tensor', doc: 'Swaps the names of axes a and b (extents travel with the data); a view.',
     args: [axis('a'), axis('b')] },
   // ---- views and structure: views where the strides allow, else one copy
-  { name: 'broadcastTo', on: 'tensor', doc: "Broadcasts to exactly these axes and extents (this tensor's axes among them, extents equal or 1).",
+  { name: 'broadcastTo', on: 'tensor', doc: "Broadcasts to exactly these axes and extents: this tensor's axes must be among them with the same extents; the others are new (a view that repeats the values).",
     args: [tags('tags'), shape('shape')] },
   { name: 'permuteTo', on: 'tensor', doc: 'The same axes in the given order (a permutation of tags).', args: [tags('order')] },
   { name: 'withTags', on: 'tensor', doc: 'Renames every axis, position by position (as many names as axes).', args: [tags('tags')] },

@@ -501,7 +501,8 @@ class Tensor {
   Tensor cosineSimilarity(ExecContext& ctx, const Tensor& y, Tag axis, double eps = 1e-8) const;
   // --- losses (ops/loss.cpp) ---
   /// Softmax cross-entropy of these logits against integer labels (i32 or i64) whose axes are the
-  /// logits' axes without class_axis. The gradient of the logits is fused: softmax - target.
+  /// logits' axes without class_axis. The gradient of the logits is fused: softmax - target. With
+  /// Reduction::none the result has those axes in the logits' order (not the labels').
   Tensor crossEntropy(ExecContext& ctx, const Tensor& labels, Tag class_axis,
                       CrossEntropyOptions options = {}) const;
   /// crossEntropy with torch's full options (CrossEntropyExtOptions), these being the logits.
@@ -546,6 +547,8 @@ class Tensor {
   Tensor klDivLoss(ExecContext& ctx, const Tensor& target, Reduction reduction = Reduction::mean,
                    bool log_target = false) const;
   // --- views (ops/view.cpp); share storage ---
+  /// Exactly these axes and extents: this tensor's axes must be among them with the same extents
+  /// (an extent-1 axis does not stretch, unlike torch's expand); the others repeat the values.
   Tensor broadcastTo(ExecContext& ctx, Tags tags, Extents shape) const;
   Tensor permuteTo(ExecContext& ctx, const Tags& order) const;
   Tensor withTags(ExecContext& ctx, Tags tags) const;
