@@ -73,16 +73,25 @@ struct Situ {
   float dg(float x) const { return du(ops::act::silu(x)) * ops::act::siluGrad(x); }
 };
 
-// Calls fn(Gate<Act>{}) for the activation named act (a template per activation, so the kernels
-// inline it).
-template <class Fn>
-Tensor withGate(std::string_view op, std::string_view act, Fn&& fn) {
-  if (act == "silu") return fn(Gate<Silu>{});
-  if (act == "gelu") return fn(Gate<GeluTanh>{});
-  if (act == "geluErf") return fn(Gate<GeluErf>{});
-  if (act == "sigmoid") return fn(Gate<Sigmoid>{});
-  if (act == "relu") return fn(Gate<Relu>{});
-  if (act == "quickGelu") return fn(Gate<QuickGelu>{});
+// A gate chosen by name at run time (gated, splitGated): the activation through function
+// pointers, so the kernels are instantiated once for all six, not once per activation (swiglu,
+// geglu and glu keep their inlined Gate<Act>).
+struct NamedGate {
+  float (*act)(float);
+  float (*act_grad)(float);
+  float u(float x) const { return x; }
+  float du(float) const { return 1.0f; }
+  float g(float x) const { return act(x); }
+  float dg(float x) const { return act_grad(x); }
+};
+
+NamedGate gateNamed(std::string_view op, std::string_view act) {
+  if (act == "silu") return {Silu::f, Silu::df};
+  if (act == "gelu") return {GeluTanh::f, GeluTanh::df};
+  if (act == "geluErf") return {GeluErf::f, GeluErf::df};
+  if (act == "sigmoid") return {Sigmoid::f, Sigmoid::df};
+  if (act == "relu") return {Relu::f, Relu::df};
+  if (act == "quickGelu") return {QuickGelu::f, QuickGelu::df};
   fail(ErrorCode::InvalidArgument, std::string(op) + ": unknown activation '" + std::string(act) +
                                        "' (use one of silu, gelu, geluErf, sigmoid, relu, quickGelu)");
 }
@@ -185,11 +194,11 @@ Tensor Tensor::glu(ExecContext& ctx, Tag axis) const {
 }
 
 Tensor Tensor::splitGated(ExecContext& ctx, Tag axis, std::string_view act) const {
-  return withGate("splitGated", act, [&](auto f) { return splitOp(ctx, "splitGated", *this, axis, f); });
+  return splitOp(ctx, "splitGated", *this, axis, gateNamed("splitGated", act));
 }
 
 Tensor Tensor::gated(ExecContext& ctx, const Tensor& gate, std::string_view act) const {
-  return withGate("gated", act, [&](auto f) { return pairOp(ctx, "gated", *this, gate, f); });
+  return pairOp(ctx, "gated", *this, gate, gateNamed("gated", act));
 }
 
 Tensor Tensor::situ(ExecContext& ctx, const Tensor& gate, double c) const {

@@ -145,26 +145,32 @@ Tensor Tensor::clamp(ExecContext& ctx, double lo, double hi) const {
 }
 
 // floor, ceil, round, sign: piecewise constant, so the gradient is zero (torch's convention).
-// round is half to even (std::nearbyint in the default rounding mode), as torch.round.
-Tensor Tensor::floor(ExecContext& ctx) const {
-  return unaryOp(ctx, "floor", *this, [](auto a) { return std::floor(a); }, kNone, [](float, float, float) { return 0.0f; });
-}
+// round is half to even (std::nearbyint in the default rounding mode), as torch.round. One
+// instantiation serves the four (they are seldom hot; each unaryOp instantiation costs ~40 KB of
+// wasm), the mode chosen per element.
+namespace {
 
-Tensor Tensor::ceil(ExecContext& ctx) const {
-  return unaryOp(ctx, "ceil", *this, [](auto a) { return std::ceil(a); }, kNone, [](float, float, float) { return 0.0f; });
-}
+enum class Rounding { floor, ceil, round, sign };
 
-Tensor Tensor::round(ExecContext& ctx) const {
-  return unaryOp(ctx, "round", *this, [](auto a) { return std::nearbyint(a); }, kNone, [](float, float, float) { return 0.0f; });
-}
-
-Tensor Tensor::sign(ExecContext& ctx) const {
-  return unaryOp(ctx, "sign", *this, [](auto a) {
+Tensor roundingOp(ExecContext& ctx, const char* name, const Tensor& x, Rounding mode) {
+  return unaryOp(ctx, name, x, [mode](auto a) {
                    using T = decltype(a);
-                   return a > 0 ? T(1) : a < 0 ? T(-1) : a;  // keeps ±0 and NaN
+                   switch (mode) {
+                     case Rounding::floor: return std::floor(a);
+                     case Rounding::ceil: return std::ceil(a);
+                     case Rounding::round: return std::nearbyint(a);
+                     default: return a > 0 ? T(1) : a < 0 ? T(-1) : a;  // sign keeps ±0 and NaN
+                   }
                  },
                  kNone, [](float, float, float) { return 0.0f; });
 }
+
+}  // namespace
+
+Tensor Tensor::floor(ExecContext& ctx) const { return roundingOp(ctx, "floor", *this, Rounding::floor); }
+Tensor Tensor::ceil(ExecContext& ctx) const { return roundingOp(ctx, "ceil", *this, Rounding::ceil); }
+Tensor Tensor::round(ExecContext& ctx) const { return roundingOp(ctx, "round", *this, Rounding::round); }
+Tensor Tensor::sign(ExecContext& ctx) const { return roundingOp(ctx, "sign", *this, Rounding::sign); }
 
 namespace {
 
