@@ -3,8 +3,8 @@
 // whose VJP is dot's: each operand's gradient is itself a contraction of gy with the other.
 #include <algorithm>
 #include <cmath>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include "fucina/kernels/contract_f64.h"
 #include "fucina/kernels/gemm.h"
