@@ -659,6 +659,38 @@ export class Tensor {
   /** (c·tanh(this/c)) · (c·tanh(silu(gate)/c)): the soft-clamped up times the soft-bounded SiLU
    * gate (default c 30). */
   situ(gate: Tensor, c?: number): Tensor;
+  /** The first index of the largest value along axis (dropped), i64; NaN counts as the largest. */
+  argmax(axis: string): Tensor;
+  /** The first index of the smallest value along axis (dropped), i64; NaN counts as the
+   * smallest. */
+  argmin(axis: string): Tensor;
+  /** sort(axis, descending) indices: i64, stable. */
+  argsort(axis: string, descending?: boolean): Tensor;
+  /** `samples` i64 indices along axis drawn from this tensor's weights (finite, >= 0, not all
+   * 0), as torch.multinomial; seeded, the same draws in every build. */
+  multinomial(axis: string, samples: number, seed: number, replacement?: boolean): Tensor;
+  /** A u8 mask: 1 where this is NaN. */
+  isnan(): Tensor;
+  /** A u8 mask: 1 where this is ±Infinity. */
+  isinf(): Tensor;
+  /** A u8 mask: 1 where this is neither NaN nor ±Infinity. */
+  isfinite(): Tensor;
+  /** A u8 mask: 1 where this is 0. */
+  logicalNot(): Tensor;
+  /** A u8 mask: both nonzero (NaN counts as nonzero), axes aligned by name. */
+  logicalAnd(y: Tensor): Tensor;
+  /** A u8 mask: either nonzero, axes aligned by name. */
+  logicalOr(y: Tensor): Tensor;
+  /** A u8 mask: exactly one nonzero, axes aligned by name. */
+  logicalXor(y: Tensor): Tensor;
+  /** A u8 mask: whether any value along axis (dropped) is nonzero; the empty any is 0. */
+  any(axis: string): Tensor;
+  /** A u8 mask: whether every value along axis (dropped) is nonzero; the empty all is 1. */
+  all(axis: string): Tensor;
+  /** A u8 scalar: whether any element is nonzero. */
+  anyAll(): Tensor;
+  /** A u8 scalar: whether every element is nonzero. */
+  allAll(): Tensor;
   /** torch.floor; the gradient is zero. */
   floor(): Tensor;
   /** torch.ceil; the gradient is zero. */
@@ -1433,6 +1465,9 @@ export interface Fucina {
   concat(tensors: readonly Tensor[], axis: string): Tensor;
   /** Adds axis (first) to each tensor and joins along it. */
   stack(tensors: readonly Tensor[], axis: string): Tensor;
+  /** A u8 {row: rows, col: cols} mask: 1 where row − col <= lower and col − row <= upper (−1
+   * leaves a side unbounded; lower −1, upper 0 is causal). */
+  bandMask(row: string, col: string, rows: number, cols: number, lower: number, upper: number): Tensor;
   /** einsum of any number of operands, composed of binary einsums in a cost-chosen order (the
    * pair with the smallest intermediate first); the result has exactly outTags. */
   einsumMany(operands: readonly Tensor[], outTags: readonly string[]): Tensor;

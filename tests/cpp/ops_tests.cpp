@@ -881,14 +881,20 @@ TEST_CASE("op coverage matrix") {
   home["dropout"] = "ag_custom_tests.cpp";
   home["quantize"] = "q8_tests.cpp";
   home["compare"] = "dtype_rules_tests.cpp";
+  for (const char* op : {"argmax", "argmin", "argsort", "multinomial", "isnan", "isinf", "isfinite", "logicalNot",
+                         "logicalAnd", "logicalOr", "logicalXor", "any", "all", "anyAll", "allAll", "bandMask"})
+    home[op] = "no_grad_tests.cpp";
   // Ops whose results are constants (no VJP, nothing for gradcheck or a gradient fixture).
-  const std::set<std::string> constant_results = {"quantize", "compare"};
+  const std::set<std::string> constant_results = {"quantize", "compare", "argmax", "argmin", "argsort", "multinomial",
+                                                  "isnan", "isinf", "isfinite", "logicalNot", "logicalAnd", "logicalOr",
+                                                  "logicalXor", "any", "all", "anyAll", "allAll", "bandMask"};
   // Ops with no PyTorch counterpart to match, and what stands in for the fixture.
   const std::map<std::string, std::string> no_counterpart = {
       {"dropout", "seeded mask, no torch counterpart: mask and scaling tested in ag_custom_tests.cpp"},
       {"to", "casts: round-to-nearest-even values tested in ops_tests.cpp"},
       {"quantize", "q8_0 rounding tested bit-exactly in q8_tests.cpp"},
       {"compare", "u8 masks tested in dtype_rules_tests.cpp"},
+      {"multinomial", "seeded draws: frequencies against the weights in no_grad_tests.cpp"},
   };
   const auto parity = parityCases();
   const std::string table = readSource("web/ops.table.mjs");

@@ -79,11 +79,19 @@ struct Encoded {
   std::string dtype;
 };
 
+// A fixture number: JSON has no NaN or infinity, so the generator writes them as strings.
+double numberOf(const json::Value& x) {
+  if (x.kind == json::Value::kString)
+    return x.text == "nan" ? std::numeric_limits<double>::quiet_NaN()
+                           : (x.text == "-inf" ? -1 : 1) * std::numeric_limits<double>::infinity();
+  return x.kind == json::Value::kCount ? double(x.count) : x.real;
+}
+
 Encoded decode(const json::Value& v) {
   Encoded e;
   for (const json::Value& t : field(v, "tags").items) e.tags.emplace_back(t.text);
   for (const json::Value& s : field(v, "shape").items) e.shape.push_back(s.count);
-  for (const json::Value& x : field(v, "values").items) e.values.push_back(x.kind == json::Value::kCount ? double(x.count) : x.real);
+  for (const json::Value& x : field(v, "values").items) e.values.push_back(numberOf(x));
   e.dtype = field(v, "dtype").text;
   return e;
 }
@@ -211,6 +219,26 @@ const std::map<std::string, Op>& ops() {
          std::vector<Tensor> operands;  // the inputs named by "operands", in that order
          for (const Tag t : a.tags("operands")) operands.push_back(in.at(std::string(t.name())));
          return just(Tensor::einsumMany(c, operands, a.tags("out")));
+       }},
+      // intentionally no-grad (nograd.json)
+      {"isnan", [](C c, I in, A) { return just(in.at("x").isnan(c)); }},
+      {"isinf", [](C c, I in, A) { return just(in.at("x").isinf(c)); }},
+      {"isfinite", [](C c, I in, A) { return just(in.at("x").isfinite(c)); }},
+      {"logicalNot", [](C c, I in, A) { return just(in.at("x").logicalNot(c)); }},
+      {"logicalAnd", [](C c, I in, A) { return just(in.at("x").logicalAnd(c, in.at("y"))); }},
+      {"logicalOr", [](C c, I in, A) { return just(in.at("x").logicalOr(c, in.at("y"))); }},
+      {"logicalXor", [](C c, I in, A) { return just(in.at("x").logicalXor(c, in.at("y"))); }},
+      {"any", [](C c, I in, A a) { return just(in.at("x").any(c, a.tag("axis"))); }},
+      {"all", [](C c, I in, A a) { return just(in.at("x").all(c, a.tag("axis"))); }},
+      {"anyAll", [](C c, I in, A) { return just(in.at("x").anyAll(c)); }},
+      {"allAll", [](C c, I in, A) { return just(in.at("x").allAll(c)); }},
+      {"argmax", [](C c, I in, A a) { return just(in.at("x").argmax(c, a.tag("axis"))); }},
+      {"argmin", [](C c, I in, A a) { return just(in.at("x").argmin(c, a.tag("axis"))); }},
+      {"argsort", [](C c, I in, A a) { return just(in.at("x").argsort(c, a.tag("axis"), a.flag("descending"))); }},
+      {"bandMask",
+       [](C c, I, A a) {
+         return just(Tensor::bandMask(c, a.tag("row"), a.tag("col"), a.integer("rows"), a.integer("cols"), a.integer("lower"),
+                                      a.integer("upper")));
        }},
       {"dotTernarySte", [](C c, I in, A a) { return just(in.at("x").dotTernarySte(c, in.at("w"), a.tag("axis"))); }},
 
@@ -491,13 +519,14 @@ TEST_CASE("PyTorch parity: losses") { CHECK(replayFamily("losses") > 0); }
 TEST_CASE("PyTorch parity: layers") { CHECK(replayFamily("layers") > 0); }
 TEST_CASE("PyTorch parity: casts, quantization and comparison") { CHECK(replayFamily("casts") > 0); }
 TEST_CASE("PyTorch parity: convolutions") { CHECK(replayFamily("conv") > 0); }
+TEST_CASE("PyTorch parity: intentionally no-grad ops") { CHECK(replayFamily("nograd") > 0); }
 
 TEST_CASE("PyTorch parity: every fixture family has a test and every op an entry") {
   std::set<std::string> families;
   for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(FUCINA_SOURCE_DIR) / "tests/fixtures/parity"))
     if (e.path().extension() == ".json") families.insert(e.path().stem().string());
   CHECK(families == std::set<std::string>{"casts", "contract", "conv", "elementwise", "gated", "layers", "losses", "losses_ext",
-                                           "norm", "pointwise", "reductions", "statistics", "structure"});
+                                           "nograd", "norm", "pointwise", "reductions", "statistics", "structure"});
   for (const std::string& f : families) {
     const json::Value doc = json::parse(readFile(std::filesystem::path(FUCINA_SOURCE_DIR) / "tests/fixtures/parity" / (f + ".json")), f);
     for (const json::Value& c : field(doc, "cases").items) {

@@ -53,9 +53,11 @@ export const BAD = {
 
 // ---- the tables. self: the fixture a method is called on ('x' unless given).
 const unaryOps = ['neg', 'abs', 'exp', 'log', 'sqrt', 'tanh', 'sigmoid', 'relu', 'gelu', 'geluErf', 'quickGelu',
-  'silu', 'log1p', 'rsqrt', 'reciprocal', 'sin', 'cos', 'floor', 'ceil', 'round', 'sign', 'fastTanh', 'softcap30', 'softcap15', 'sumAll', 'meanAll', 'contiguous', 'grad', 'zeroGrad',
+  'silu', 'log1p', 'rsqrt', 'reciprocal', 'sin', 'cos', 'floor', 'ceil', 'round', 'sign', 'fastTanh', 'softcap30', 'softcap15',
+  'isnan', 'isinf', 'isfinite', 'logicalNot', 'anyAll', 'allAll', 'sumAll', 'meanAll', 'contiguous', 'grad', 'zeroGrad',
   'detach', 'toArray', 'tags', 'shape', 'dtype', 'requiresGrad'];
-const axisOps = ['sum', 'mean', 'max', 'min', 'logsumexp', 'cumsum', 'prod', 'norm', 'softmax', 'logSoftmax', 'cumprod'];
+const axisOps = ['sum', 'mean', 'max', 'min', 'logsumexp', 'cumsum', 'prod', 'norm', 'softmax', 'logSoftmax', 'cumprod',
+  'argmax', 'argmin', 'any', 'all'];
 const poolOptions = { stride: 'pairPos', padding: 'nat', height: 'axis', width: 'axis' };
 const convOptions = { stride: 'pairPos', padding: 'pairNat', dilation: 'pairPos', groups: 'pos', bias: 'tensor', axes: 'options' };
 const conv1dOptions = { stride: 'pos', padding: 'nat', dilation: 'pos', groups: 'pos', bias: 'tensor', axes: 'options' };
@@ -66,7 +68,10 @@ const unfoldOptions = { stride: 'pairPos', padding: 'pairNat', dilation: 'pairPo
 export const TENSOR = {
   ...Object.fromEntries(unaryOps.map((op) => [op, { args: [] }])),
   ...Object.fromEntries(axisOps.map((op) => [op, { args: [axis('c')] }])),
-  ...Object.fromEntries(['add', 'sub', 'mul', 'div', 'maximum', 'minimum', 'pow'].map((op) => [op, { args: [tensor('p')] }])),
+  ...Object.fromEntries(['add', 'sub', 'mul', 'div', 'maximum', 'minimum', 'pow', 'logicalAnd', 'logicalOr', 'logicalXor']
+    .map((op) => [op, { args: [tensor('p')] }])),
+  argsort: { args: [axis('c'), bool(true)] },
+  multinomial: { self: 'p', args: [axis('c'), nat(2), nat(5), bool(false)] },
   ...Object.fromEntries(['scale', 'addScalar', 'subScalar', 'divScalar', 'powScalar', 'leakyRelu', 'elu']
     .map((op) => [op, { args: [num(2)] }])),
   item: { self: 's', args: [] },
@@ -182,6 +187,7 @@ export const FC = {
   stack: { args: [tensors('x', 'p'), axis('s')] },
   einsum: { args: [tensor('x'), tensor('v'), tags(['r'])] },
   einsumMany: { args: [tensors('x', 'v', 'p'), tags(['r'])] },
+  bandMask: { args: [axis('q'), axis('k'), nat(2), nat(3), raw(-1, [-2, 1.5, NaN, '0', null]), raw(0, [-2, 1.5, NaN, '0', null])] },
   where: { args: [tensor('mask'), tensor('x'), tensor('p')] },
   groupedAttention: { args: [tensor('q4'), tensor('q4'), tensor('q4'), options({ causal: false }, attentionOptions)] },
   noGrad: { args: [fn(() => 1)] },

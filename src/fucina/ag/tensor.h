@@ -376,6 +376,36 @@ class Tensor {
   SortResult topK(ExecContext& ctx, Tag axis, int64_t k, bool largest = true) const;
   /// torch.sort along `axis`, always stable (equal values keep their order); as topK.
   SortResult sort(ExecContext& ctx, Tag axis, bool descending = false) const;
+  // --- intentionally no-grad (reference §5.8): constant results, even from variables ---
+  /// The first index of the largest (smallest) value along axis, which is dropped: i64. NaN counts
+  /// as the extreme, as in torch; an empty axis is InvalidArgument. Any element type but q8_0.
+  Tensor argmax(ExecContext& ctx, Tag axis) const;
+  Tensor argmin(ExecContext& ctx, Tag axis) const;
+  /// sort(axis, descending).indices: i64, stable.
+  Tensor argsort(ExecContext& ctx, Tag axis, bool descending = false) const;
+  /// `samples` i64 indices along axis drawn from this tensor's weights (finite, >= 0, not all 0;
+  /// they need not sum to 1), as torch.multinomial: axis gets extent samples. Without replacement
+  /// each row needs that many positive weights. Seeded: draw j of row r is a pure function of
+  /// (seed, r·samples + j), the same in every build.
+  Tensor multinomial(ExecContext& ctx, Tag axis, int64_t samples, uint64_t seed, bool replacement = false) const;
+  /// u8 masks (1 true, 0 false). Operands of any element type but q8_0; nonzero (NaN too) is
+  /// true for the logical ops, which align and broadcast by tag as add does.
+  Tensor isnan(ExecContext& ctx) const;
+  Tensor isinf(ExecContext& ctx) const;
+  Tensor isfinite(ExecContext& ctx) const;
+  Tensor logicalNot(ExecContext& ctx) const;
+  Tensor logicalAnd(ExecContext& ctx, const Tensor& y) const;
+  Tensor logicalOr(ExecContext& ctx, const Tensor& y) const;
+  Tensor logicalXor(ExecContext& ctx, const Tensor& y) const;
+  /// Whether any (all) value along axis is nonzero, the axis dropped; anyAll/allAll over every
+  /// element, a scalar. The empty any is 0 and the empty all is 1.
+  Tensor any(ExecContext& ctx, Tag axis) const;
+  Tensor all(ExecContext& ctx, Tag axis) const;
+  Tensor anyAll(ExecContext& ctx) const;
+  Tensor allAll(ExecContext& ctx) const;
+  /// A u8 {row: rows, col: cols} mask, 1 where row - col <= lower and col - row <= upper (-1
+  /// leaves that side unbounded): bandPart's band, for masking scores.
+  static Tensor bandMask(ExecContext& ctx, Tag row, Tag col, int64_t rows, int64_t cols, int64_t lower, int64_t upper);
   // --- contraction (ops/contract.cpp) ---
   /// Contracts the axis both operands share; other shared axes are batch axes. Result axes: this
   /// tensor's remaining axes, then y's remaining axes that this tensor lacks.

@@ -88,4 +88,43 @@ SortResult Tensor::sort(ExecContext& ctx, Tag axis, bool descending) const {
   return ordered(ctx, "sort", *this, axis, extent(axis), descending);
 }
 
+// argmax/argmin: the first index of the largest (smallest) value of each line, NaN counting as
+// the extreme (torch); i64 constants, the axis dropped. Any element type but q8_0, read as double.
+namespace {
+
+Tensor argExtremum(ExecContext& ctx, const char* op, const Tensor& x, Tag axis, bool largest) {
+  const RawTensor& a = x.value();
+  if (a.dtype() == DType::q8_0)
+    fail(ErrorCode::DTypeMismatch, std::string(op) + ": q8_0 tensor " + a.describe() + " is not elementwise; dequantize it first");
+  const int64_t n = a.extent(axis);
+  if (n == 0) fail(ErrorCode::InvalidArgument, std::string(op) + " over the empty axis '" + std::string(axis.name()) + "' of " + a.describe());
+  Tags order;
+  for (Tag t : a.tags())
+    if (!(t == axis)) order.push_back(t);
+  order.push_back(axis);
+  const RawTensor rows = a.permuted(order).to(ctx, DType::f64);  // a contiguous copy, axis last
+  Tags tags(order.begin(), order.end() - 1);
+  Extents shape(rows.shape().begin(), rows.shape().end() - 1);
+  RawTensor out = RawTensor::empty(ctx, tags, shape, DType::i64);
+  const double* p = rows.data<double>();
+  int64_t* o = out.data<int64_t>();
+  for (int64_t r = 0; r < out.numel(); ++r) {
+    const double* row = p + r * n;
+    int64_t best = 0;
+    for (int64_t i = 1; i < n && !std::isnan(row[best]); ++i)
+      if (std::isnan(row[i]) || (largest ? row[i] > row[best] : row[i] < row[best])) best = i;
+    o[r] = best;
+  }
+  return Tensor::make(ctx, std::move(out), nullptr);
+}
+
+}  // namespace
+
+Tensor Tensor::argmax(ExecContext& ctx, Tag axis) const { return argExtremum(ctx, "argmax", *this, axis, true); }
+Tensor Tensor::argmin(ExecContext& ctx, Tag axis) const { return argExtremum(ctx, "argmin", *this, axis, false); }
+
+Tensor Tensor::argsort(ExecContext& ctx, Tag axis, bool descending) const {
+  return detach(ctx).sort(ctx, axis, descending).indices;  // only the indices: no record for the values
+}
+
 }  // namespace fucina
