@@ -190,7 +190,7 @@ class Run {
 
   Tensor unary(const Tensor& t) {
     static constexpr std::string_view kNames[] = {"relu", "softcap15", "fastTanh", "round", "swish", ""};
-    switch (in_.below(47)) {
+    switch (in_.below(52)) {
       case 0: return t.neg(ctx_);
       case 1: return t.abs(ctx_);
       case 2: return t.exp(ctx_);
@@ -240,6 +240,11 @@ class Run {
         const float bias[] = {1, 2, 3};
         return t.biasAdd(ctx_, in_.tag(), std::span<const float>(bias, in_.below(4)));
       }
+      case 46: return t.argmax(ctx_, in_.tag());
+      case 47: return t.multinomial(ctx_, in_.tag(), in_.number(), in_.byte(), in_.byte() & 1);
+      case 48: return in_.byte() & 1 ? t.any(ctx_, in_.tag()) : t.allAll(ctx_);
+      case 49: return t.isnan(ctx_).logicalXor(ctx_, pick());
+      case 50: return Tensor::bandMask(ctx_, in_.tag(), in_.tag(), in_.number(), in_.number(), in_.offset(), in_.offset());
       default: return t.logsumexp(ctx_, in_.tag());
     }
   }

@@ -189,7 +189,7 @@ const convs: Tensor[] = [seq1d.conv1d(fc.ones(['out', 'c', 'k'], [3, 2, 2]), { s
   fc.ones(['c', 'h', 'w'], [1, 4, 4]).conv2dRelu(fc.ones(['out', 'c', 'kh', 'kw'], [1, 1, 3, 3]), { padding: 1 }),
   fc.ones(['c', 'h', 'w'], [1, 4, 4]).unfold(2, { stride: [2, 2] }), fc.ones(['patch', 'l'], [4, 4]).fold([4, 4], 2, { stride: 2 }),
   seq1d.channelAffine(fc.ones(['c'], [2]), fc.zeros(['c'], [2]), 'c')];
-const noGrad: Tensor[] = [a.argmax('c'), a.argmin('r'), a.argsort('c', true), a.multinomial('c', 2, 7), a.multinomial('c', 5, 7, true),
+const constantResults: Tensor[] = [a.argmax('c'), a.argmin('r'), a.argsort('c', true), a.multinomial('c', 2, 7), a.multinomial('c', 5, 7, true),
   a.isnan(), a.isinf(), a.isfinite(), a.logicalNot(), a.logicalAnd(b), a.logicalOr(b), a.logicalXor(b), a.any('c'), a.all('r'),
   a.anyAll(), a.allAll(), fc.bandMask('q', 'k', 4, 4, -1, 0)];
 // @ts-expect-error an activation the gated units do not have
@@ -515,7 +515,7 @@ parseIdx('file.idx');
 
 // Everything above is used once more so that noUnusedLocals holds.
 console.log(variant, threads, copy, z, o, f, u, n, tags, shape, dtype, requiresGrad, isDisposed, arr, item, half, text,
-  binaries, scalars, unaries, reductions, norms, losses, indexing, inventory, losses2, convs, noGrad, contractions, structure, spatial, rotated, attended,
+  binaries, scalars, unaries, reductions, norms, losses, indexing, inventory, losses2, convs, constantResults, contractions, structure, spatial, rotated, attended,
   noGrad, enabled, counters, c1, c2, c3, v1, v2, grads, gcNumbers, decodedW, meta, params, optDisposed, norm, linearFields,
   y1, linearParams, channelAxis, convFields, lnFields, embFields, mlpLayers, cnnFields, context, blockLayers, firstLayer,
   gptFields, logits, gptLoss, seed, made, dims, read, splitFields, batchTensors, baseDType, vocabSize, gpt2Logits,
