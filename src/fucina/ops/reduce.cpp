@@ -297,13 +297,17 @@ Tensor Tensor::sumMany(ExecContext& ctx, const Tags& axes) const {
 namespace {
 
 // (Σ|x|^p)^(1/p) of n values, max |x| for p = infinity, in double.
-double pNorm(const double* s, int64_t n, double p) {
+template <class T>
+double pNorm(const T* s, int64_t n, double p) {
   double acc = 0;
   if (std::isinf(p)) {
-    for (int64_t i = 0; i < n; ++i) acc = std::max(acc, std::fabs(s[i]));
+    for (int64_t i = 0; i < n; ++i) acc = std::max(acc, std::fabs(static_cast<double>(s[i])));
     return acc;
   }
-  for (int64_t i = 0; i < n; ++i) acc += p == 2 ? s[i] * s[i] : p == 1 ? std::fabs(s[i]) : std::pow(std::fabs(s[i]), p);
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = s[i];
+    acc += p == 2 ? v * v : p == 1 ? std::fabs(v) : std::pow(std::fabs(v), p);
+  }
   return p == 2 ? std::sqrt(acc) : p == 1 ? acc : std::pow(acc, 1 / p);
 }
 
@@ -321,9 +325,7 @@ Tensor Tensor::normAll(ExecContext& ctx, double p) const {
   const RawTensor& a = value();
   const RawTensor in = a.contiguous(ctx);
   const int64_t n = in.numel();
-  const float* px = in.f32();
-  std::vector<double> wide(px, px + n);
-  const double norm = pNorm(wide.data(), n, p);
+  const double norm = pNorm(in.f32(), n, p);
   RawTensor out = RawTensor::full(ctx, {}, {}, norm);
   return ops::finishOp(ctx, "normAll", out, {this}, [&] {
     return [in, norm, p](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {

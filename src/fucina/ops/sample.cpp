@@ -4,7 +4,6 @@
 // constant: sampling has no gradient (reference §5.8, "Intentionally no-grad").
 #include <cmath>
 #include <string>
-#include <vector>
 
 #include "fucina/core/random.h"
 #include "fucina/ops/finish_op.h"
@@ -31,7 +30,9 @@ Tensor Tensor::multinomial(ExecContext& ctx, Tag axis, int64_t samples, uint64_t
   shape.back() = samples;
   RawTensor out = RawTensor::empty(ctx, order, shape, DType::i64);
   const int64_t row_count = n == 0 ? out.numel() / std::max<int64_t>(samples, 1) : rows.numel() / n;
-  std::vector<double> w(static_cast<size_t>(n));
+  // Through the context (counted, within its limit), and only with rows to draw from: an empty
+  // tensor may have an axis of 2^40 (ops_fuzz found the unaccounted 16 GiB vector this was).
+  Scratch<double> w(ctx.account(), row_count > 0 ? static_cast<size_t>(n) : 0);
   int64_t* o = out.data<int64_t>();
   for (int64_t r = 0; r < row_count; ++r) {
     const double* src = rows.data<double>() + r * n;
