@@ -14,5 +14,7 @@ void softmaxRows(ExecContext& ctx, const float* x, float* y, int64_t rows, int64
 // a laid out with `axis` last and contiguous (a copy unless it already is), so row-wise kernels
 // can run over it; the result's axes are a's other axes in order, then axis.
 internal::RawTensor axisLast(ExecContext& ctx, const internal::RawTensor& a, Tag axis);
+// The same layout converted to dtype in one copy (argmax and multinomial read rows as f64).
+internal::RawTensor axisLastAs(ExecContext& ctx, const internal::RawTensor& a, Tag axis, DType dtype);
 
 }  // namespace fucina::kernels

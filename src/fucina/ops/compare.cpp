@@ -4,6 +4,7 @@
 
 #include "fucina/kernels/elementwise.h"
 #include "fucina/ops/finish_op.h"
+#include "fucina/ops/typed.h"
 
 namespace fucina {
 
@@ -31,12 +32,8 @@ RawTensor compareAs(ExecContext& ctx, const kernels::AlignedShape& s, const RawT
 }  // namespace
 
 Tensor Tensor::compare(ExecContext& ctx, const Tensor& y, CompareOp op) const {
-  const RawTensor& a = value();
-  const RawTensor& b = y.value();
-  for (const RawTensor* t : {&a, &b})
-    if (t->dtype() == DType::q8_0)
-      fail(ErrorCode::DTypeMismatch, "compare: q8_0 tensor " + t->describe() +
-                                         " has no elements to compare; dequantize it first");
+  const RawTensor& a = ops::elementwiseValue("compare", *this);
+  const RawTensor& b = ops::elementwiseValue("compare", y);
   const kernels::AlignedShape s = kernels::alignShapes("compare", a, b);
   // i64 beyond 2^53 is not exact in double, so two i64 operands compare as integers.
   if (a.dtype() == DType::i64 && b.dtype() == DType::i64)

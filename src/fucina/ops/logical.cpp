@@ -9,6 +9,7 @@
 #include "fucina/kernels/elementwise.h"
 #include "fucina/kernels/softmax.h"
 #include "fucina/ops/finish_op.h"
+#include "fucina/ops/typed.h"
 
 namespace fucina {
 
@@ -16,24 +17,17 @@ using internal::RawTensor;
 
 namespace {
 
-const RawTensor& readable(const char* op, const Tensor& t) {
-  const RawTensor& a = t.value();
-  if (a.dtype() == DType::q8_0)
-    fail(ErrorCode::DTypeMismatch, std::string(op) + ": q8_0 tensor " + a.describe() + " is not elementwise; dequantize it first");
-  return a;
-}
-
 template <class F>
 Tensor predicate(ExecContext& ctx, const char* op, const Tensor& x, F f) {
-  const RawTensor& a = readable(op, x);
+  const RawTensor& a = ops::elementwiseValue(op, x);
   return Tensor::make(ctx, kernels::mapTo<uint8_t, double, 1>(ctx, a.tags(), a.shape(), {&a}, [f](double v) { return uint8_t(f(v)); }),
                       nullptr);
 }
 
 template <class F>
 Tensor logical(ExecContext& ctx, const char* op, const Tensor& x, const Tensor& y, F f) {
-  const RawTensor& a = readable(op, x);
-  const RawTensor& b = readable(op, y);
+  const RawTensor& a = ops::elementwiseValue(op, x);
+  const RawTensor& b = ops::elementwiseValue(op, y);
   const kernels::AlignedShape s = kernels::alignShapes(op, a, b);
   return Tensor::make(ctx, kernels::mapTo<uint8_t, double, 2>(ctx, s.tags, s.shape, {&a, &b},
                                                               [f](double p, double q) { return uint8_t(f(p != 0, q != 0)); }),
@@ -43,7 +37,7 @@ Tensor logical(ExecContext& ctx, const char* op, const Tensor& x, const Tensor& 
 // any (or, with any = false, all) of the truth values along one axis (dropped), or of every
 // element when axis is null. kernels::axisLast keeps the other axes in x's order.
 Tensor anyOrAll(ExecContext& ctx, const char* op, const Tensor& x, const Tag* axis, bool any) {
-  const RawTensor& a = readable(op, x);
+  const RawTensor& a = ops::elementwiseValue(op, x);
   const RawTensor truth = kernels::mapTo<uint8_t, double, 1>(ctx, a.tags(), a.shape(), {&a}, [](double v) { return uint8_t(v != 0); });
   const RawTensor rows = axis ? kernels::axisLast(ctx, truth, *axis) : truth.contiguous(ctx);
   const int64_t n = axis ? rows.extent(*axis) : rows.numel();

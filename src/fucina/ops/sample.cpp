@@ -6,6 +6,7 @@
 #include <string>
 
 #include "fucina/core/random.h"
+#include "fucina/kernels/softmax.h"
 #include "fucina/ops/finish_op.h"
 
 namespace fucina {
@@ -21,14 +22,10 @@ Tensor Tensor::multinomial(ExecContext& ctx, Tag axis, int64_t samples, uint64_t
   if (!replacement && samples > n)
     fail(ErrorCode::InvalidArgument, "multinomial: " + std::to_string(samples) + " samples without replacement from " +
                                          std::to_string(n) + " categories along '" + std::string(axis.name()) + "'");
-  Tags order;
-  for (Tag t : a.tags())
-    if (!(t == axis)) order.push_back(t);
-  order.push_back(axis);
-  const RawTensor rows = a.permuted(order).to(ctx, DType::f64);  // a contiguous copy, axis last
+  const RawTensor rows = kernels::axisLastAs(ctx, a, axis, DType::f64);
   Extents shape = rows.shape();
   shape.back() = samples;
-  RawTensor out = RawTensor::empty(ctx, order, shape, DType::i64);
+  RawTensor out = RawTensor::empty(ctx, rows.tags(), shape, DType::i64);
   const int64_t row_count = n == 0 ? out.numel() / std::max<int64_t>(samples, 1) : rows.numel() / n;
   // Through the context (counted, within its limit), and only with rows to draw from: an empty
   // tensor may have an axis of 2^40 (ops_fuzz found the unaccounted 16 GiB vector this was).

@@ -93,17 +93,11 @@ SortResult Tensor::sort(ExecContext& ctx, Tag axis, bool descending) const {
 namespace {
 
 Tensor argExtremum(ExecContext& ctx, const char* op, const Tensor& x, Tag axis, bool largest) {
-  const RawTensor& a = x.value();
-  if (a.dtype() == DType::q8_0)
-    fail(ErrorCode::DTypeMismatch, std::string(op) + ": q8_0 tensor " + a.describe() + " is not elementwise; dequantize it first");
+  const RawTensor& a = ops::elementwiseValue(op, x);
   const int64_t n = a.extent(axis);
   if (n == 0) fail(ErrorCode::InvalidArgument, std::string(op) + " over the empty axis '" + std::string(axis.name()) + "' of " + a.describe());
-  Tags order;
-  for (Tag t : a.tags())
-    if (!(t == axis)) order.push_back(t);
-  order.push_back(axis);
-  const RawTensor rows = a.permuted(order).to(ctx, DType::f64);  // a contiguous copy, axis last
-  Tags tags(order.begin(), order.end() - 1);
+  const RawTensor rows = kernels::axisLastAs(ctx, a, axis, DType::f64);
+  Tags tags(rows.tags().begin(), rows.tags().end() - 1);
   Extents shape(rows.shape().begin(), rows.shape().end() - 1);
   RawTensor out = RawTensor::empty(ctx, tags, shape, DType::i64);
   const double* p = rows.data<double>();

@@ -53,6 +53,14 @@ bool composeViaF32(std::initializer_list<const Tensor*> operands) {
 
 bool isInteger(DType d) { return d == DType::i32 || d == DType::i64 || d == DType::u8; }
 
+const internal::RawTensor& elementwiseValue(std::string_view op, const Tensor& t) {
+  const internal::RawTensor& a = t.value();
+  if (a.dtype() == DType::q8_0)
+    fail(ErrorCode::DTypeMismatch, std::string(op) + ": q8_0 tensor " + a.describe() +
+                                       " is stored in blocks, not elements; dequantize it first");
+  return a;
+}
+
 bool promotesToF64(std::string_view op, std::initializer_list<const Tensor*> operands) {
   bool any = false;
   for (const Tensor* t : operands) any = any || t->dtype() == DType::f64;

@@ -55,4 +55,8 @@ bool promotesToF64(std::string_view op, std::initializer_list<const Tensor*> ope
 bool integerOperands(std::string_view op, std::initializer_list<const Tensor*> operands);
 bool isInteger(DType d);
 
+// t's value, for ops that read any element type as double (compare, the masks, argmax): q8_0,
+// stored in blocks, is DTypeMismatch.
+const internal::RawTensor& elementwiseValue(std::string_view op, const Tensor& t);
+
 }  // namespace fucina::ops
