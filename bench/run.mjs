@@ -3,11 +3,13 @@
 // process, the whole set `--rounds` times (default 2) interleaved, and prints per workload the
 // median over rounds of each configuration's median ms/step, and the ratios between them.
 //   node bench/run.mjs [--compare] [--json] [--quick] [--workloads w1,w4-1024] [--rounds N]
+//                      [--configs fucina-native:1,fucina-wasm-st:1,torch:2]
 // The default workloads are W1-W4; W5 (w5-f32,w5-f16,w5-q8 and their -ckpt variants: seconds a
 // step) runs when --workloads names it. PyTorch runs W5 as full fine-tuning (f32, every parameter)
 // beside w5-f32 and w5-f32-ckpt.
 // --compare adds the peers that are installed: TensorFlow.js's wasm backend (peers/tfjs_bench.mjs)
-// and PyTorch (peers/torch_bench.py). --json prints one JSON object per run (with its "round")
+// and PyTorch (peers/torch_bench.py). --configs keeps only the named impl:threads pairs (W5's
+// steps take seconds: a run of every configuration takes most of an hour). --json prints one JSON object per run (with its "round")
 // and one per configuration with "round": "median". It builds nothing: the binaries come from
 // scripts/build (build/native, or $FUCINA_BUILD_DIR) and scripts/build-wasm (dist/).
 import { spawnSync } from 'node:child_process';
@@ -20,13 +22,13 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const argv = process.argv.slice(2);
 const flag = (name) => argv.includes(name);
 const option = (name, fallback) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : fallback);
-const known = ['--compare', '--json', '--quick', '--workloads', '--rounds'];
+const known = ['--compare', '--json', '--quick', '--workloads', '--rounds', '--configs'];
 for (let i = 0; i < argv.length; ++i) {
   if (!known.includes(argv[i])) {
-    console.error(`bench: unknown argument ${argv[i]}\nusage: node bench/run.mjs [--compare] [--json] [--quick] [--workloads ${ALL_WORKLOADS.join(',')}] [--rounds N]`);
+    console.error(`bench: unknown argument ${argv[i]}\nusage: node bench/run.mjs [--compare] [--json] [--quick] [--workloads ${ALL_WORKLOADS.join(',')}] [--rounds N] [--configs impl:threads,...]`);
     process.exit(2);
   }
-  if (argv[i] === '--workloads' || argv[i] === '--rounds') ++i;
+  if (['--workloads', '--rounds', '--configs'].includes(argv[i])) ++i;
 }
 const json = flag('--json'), quick = flag('--quick'), compare = flag('--compare');
 const rounds = Number(option('--rounds', '2'));
@@ -84,6 +86,17 @@ if (compare) {
   } else {
     note('PyTorch is not installed (neither python3 nor /usr/bin/python3 imports torch; Debian: apt-get install python3-torch); torch skipped');
   }
+}
+
+const wanted = option('--configs', '').split(',').filter(Boolean);
+if (wanted.length) {
+  const names = configs.map((c) => `${c.impl}:${c.threads}`);
+  const unknown = wanted.filter((w) => !names.includes(w));
+  if (unknown.length) {
+    console.error(`bench: unknown configuration ${unknown.join(', ')} (use ${names.join(', ')})`);
+    process.exit(2);
+  }
+  configs.splice(0, configs.length, ...configs.filter((c) => wanted.includes(`${c.impl}:${c.threads}`)));
 }
 
 // ---- run: rounds × workloads × configurations, each in a fresh process

@@ -1,7 +1,8 @@
 // bench/ must not rot: one quick W1 run of bench/bench.mjs (the simd variant) prints one JSON line
-// with the documented fields. Only the shape is checked, never a timing.
+// with the documented fields, and run.mjs keeps only the configurations --configs names. Only the
+// shape is checked, never a timing.
 import { test } from 'node:test';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import assert from 'node:assert/strict';
 
@@ -18,4 +19,14 @@ test('bench.mjs --quick --json prints one well-formed record', () => {
     assert.equal(typeof r[f], 'number', `${f} in ${lines[0]}`);
   assert.equal(typeof r.reduced_protocol, 'boolean');
   assert.ok(r.min_ms <= r.median_ms && r.median_ms <= r.max_ms);
+});
+
+test('run.mjs --configs runs only the configurations it names, and refuses unknown ones', () => {
+  const script = fileURLToPath(new URL('../../bench/run.mjs', import.meta.url));
+  const out = execFileSync(process.execPath, [script, '--workloads', 'w1', '--quick', '--rounds', '1', '--json', '--configs', 'fucina-wasm-st:1'], { encoding: 'utf8' });
+  const records = out.trim().split('\n').map((l) => JSON.parse(l));
+  assert.deepEqual(records.map((r) => `${r.impl}:${r.threads}:${r.round}`), ['fucina-wasm-st:1:1', 'fucina-wasm-st:1:median']);
+  const bad = spawnSync(process.execPath, [script, '--workloads', 'w1', '--configs', 'fucina-wasm-st:3'], { encoding: 'utf8' });
+  assert.equal(bad.status, 2);
+  assert.match(bad.stderr, /unknown configuration fucina-wasm-st:3 \(use fucina-native:1, /);
 });
