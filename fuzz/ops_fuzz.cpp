@@ -190,7 +190,7 @@ class Run {
 
   Tensor unary(const Tensor& t) {
     static constexpr std::string_view kNames[] = {"relu", "softcap15", "fastTanh", "round", "swish", ""};
-    switch (in_.below(52)) {
+    switch (in_.below(56)) {
       case 0: return t.neg(ctx_);
       case 1: return t.abs(ctx_);
       case 2: return t.exp(ctx_);
@@ -245,6 +245,14 @@ class Run {
       case 48: return in_.byte() & 1 ? t.any(ctx_, in_.tag()) : t.allAll(ctx_);
       case 49: return t.isnan(ctx_).logicalXor(ctx_, pick());
       case 50: return Tensor::bandMask(ctx_, in_.tag(), in_.tag(), in_.number(), in_.number(), in_.offset(), in_.offset());
+      case 51: return t.routerTopK(ctx_, in_.tag(), in_.number()).values;
+      // The in-place helpers write into t (a pool tensor, often shared: refused) or a fresh copy;
+      // the take* ones consume it, and later uses of it throw TensorReleased.
+      case 52: return (in_.byte() & 1 ? t : t.scale(ctx_, 1)).addScaledInPlace(ctx_, pick(), in_.real());
+      case 53: return in_.byte() & 1 ? t.addAxisVectorInPlace(ctx_, in_.tag(), pick())
+                                     : t.addAxisVectorUnaryInPlace(ctx_, in_.tag(), pick(), kNames[in_.below(std::size(kNames))]);
+      case 54: return t.takeScaleNoGrad(ctx_, in_.real());
+      case 55: return (in_.byte() & 1 ? t : t.scale(ctx_, 1)).takeAddNoGrad(ctx_, pick());
       default: return t.logsumexp(ctx_, in_.tag());
     }
   }

@@ -567,14 +567,18 @@ function installOps(ops) {
     };
     const target = op.on === 'tensor' ? Tensor.prototype : Fucina.prototype;
     if (Object.hasOwn(target, name)) throw new Error(`ops.table: ${name} is also written by hand`);
-    // The binding's result as JS: a Tensor, or an array of them (returns: { kind: 'tensors' }).
-    const wrap = op.returns?.kind === 'tensors' ? (fc, raw) => raw.map((h) => fc._wrap(h)) : (fc, raw) => fc._wrap(raw);
+    // The binding's result as JS: a Tensor, or an array of them (returns: { kind: 'tensors' }), or
+    // the receiver itself (returns: 'this', an in-place op: the binding's new handle is dropped).
+    const wrap = op.returns?.kind === 'tensors' ? (fc, raw) => raw.map((h) => fc._wrap(h))
+      : op.returns === 'this' ? (fc, raw, self) => (raw.delete(), self) : (fc, raw) => fc._wrap(raw);
     // Method syntax, for a named function that is not a constructor (as a class's methods).
     const method = op.on === 'tensor'
       ? { [name](...values) {
         const fc = this._engine;
         const flat = flatten(values, fc);
-        return wrap(fc, fc._call(() => this._handle[name](...flat)));
+        const result = wrap(fc, fc._call(() => this._handle[name](...flat)), this);
+        if (op.consumes) this.dispose();  // C++ released the receiver: its wrapper says so too
+        return result;
       } }[name]
       : { [name](...values) {
         const flat = flatten(values, this);

@@ -154,7 +154,7 @@ const isOptional = (a) => a.kind === 'options' || 'default' in a || (a.kind === 
 
 function tsMethod(op, indent) {
   const params = op.args.map((a) => `${a.name}${isOptional(a) ? '?' : ''}: ${tsType(a)}`);
-  const result = op.returns?.kind === 'tensors' ? op.returns.ts : 'Tensor';
+  const result = op.returns?.kind === 'tensors' ? op.returns.ts : op.returns === 'this' ? 'this' : 'Tensor';
   return docComment(op.doc, indent) + `${indent}${op.name}(${params.join(', ')}): ${result};\n`;
 }
 

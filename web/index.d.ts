@@ -691,6 +691,25 @@ export class Tensor {
   anyAll(): Tensor;
   /** A u8 scalar: whether every element is nonzero. */
   allAll(): Tensor;
+  /** this[..., i, ...] += v[i] along axis, written into this tensor's own f32 buffer (a tensor
+   * that shares its storage with a view or a saved value is refused); returns this tensor. */
+  addAxisVectorInPlace(axis: string, v: Tensor): this;
+  /** As addAxisVectorInPlace, then the unary op `act` in place: the values of add(v).unary(act);
+   * returns this tensor. */
+  addAxisVectorUnaryInPlace(axis: string, v: Tensor, act: UnaryName): this;
+  /** this += alpha · y in place (torch's add_(y, alpha)), y's axes among this tensor's; storage
+   * rules as addAxisVectorInPlace; returns this tensor. */
+  addScaledInPlace(y: Tensor, alpha?: number): this;
+  /** add(y), consuming this tensor: the result reuses its buffer when it can, and this tensor is
+   * disposed. */
+  takeAddNoGrad(y: Tensor): Tensor;
+  /** scale(factor), consuming this tensor: the result reuses its buffer when it can, and this
+   * tensor is disposed. */
+  takeScaleNoGrad(factor: number): Tensor;
+  /** A mixture-of-experts router over `axis` (the experts) of these logits: [weights, indices
+   * (i64)], the k most probable experts of softmax(axis) with their probabilities renormalized
+   * to sum to 1; constants. */
+  routerTopK(axis: string, k: number): [weights: Tensor, indices: Tensor];
   /** torch.floor; the gradient is zero. */
   floor(): Tensor;
   /** torch.ceil; the gradient is zero. */

@@ -20,7 +20,10 @@
 //         one and throws FucinaError InvalidArgument "<op>: <arg> must be ..." naming both;
 //   returns  (optional) 'tensor' (the default): one Tensor; or { kind: 'tensors', ts } for
 //         several (C++ gives a std::vector<Tensor>, JS an array of Tensors, ts its .d.ts type,
-//         e.g. '[values: Tensor, indices: Tensor]');
+//         e.g. '[values: Tensor, indices: Tensor]'); or 'this' for an in-place op, which gives
+//         back its receiver (the .d.ts says `this`);
+//   consumes  (optional) true when the C++ op disposes its receiver (the storage-consuming
+//         helpers): the facade then disposes the receiver's wrapper after a successful call;
 //   cpp   (optional) the C++ call when it is not name(ctx(), args... in order): an expression
 //         giving the result, or statements ending in `return <result>;`. Arguments are C++ locals
 //         of their names, already converted (see gen-ops.mjs: tensor -> Tensor, axis -> Tag,
@@ -335,6 +338,29 @@ export const OPS = [
   overAxis('all', 'A u8 mask: whether every value along axis (dropped) is nonzero; the empty all is 1.'),
   unary('anyAll', 'A u8 scalar: whether any element is nonzero.'),
   unary('allAll', 'A u8 scalar: whether every element is nonzero.'),
+  // ---- in-place and storage-consuming helpers (inference loops): no graph; an operand that
+  // requires grad is UnsupportedGradient
+  { name: 'addAxisVectorInPlace', on: 'tensor', returns: 'this',
+    doc: "this[..., i, ...] += v[i] along axis, written into this tensor's own f32 buffer (a tensor that shares its storage with a view or a saved value is refused); returns this tensor.",
+    args: [axis('axis'), tensor('v')] },
+  { name: 'addAxisVectorUnaryInPlace', on: 'tensor', returns: 'this',
+    doc: 'As addAxisVectorInPlace, then the unary op `act` in place: the values of add(v).unary(act); returns this tensor.',
+    args: [axis('axis'), tensor('v'), oneOf('act', ENUMS.unaryName)] },
+  { name: 'addScaledInPlace', on: 'tensor', returns: 'this',
+    doc: "this += alpha · y in place (torch's add_(y, alpha)), y's axes among this tensor's; storage rules as addAxisVectorInPlace; returns this tensor.",
+    args: [tensor('y'), number('alpha', { default: 1 })] },
+  { name: 'takeAddNoGrad', on: 'tensor', consumes: true,
+    doc: "add(y), consuming this tensor: the result reuses its buffer when it can, and this tensor is disposed.",
+    args: [tensor('y')] },
+  { name: 'takeScaleNoGrad', on: 'tensor', consumes: true,
+    doc: "scale(factor), consuming this tensor: the result reuses its buffer when it can, and this tensor is disposed.",
+    args: [number('factor')] },
+  { name: 'routerTopK', on: 'tensor',
+    doc: "A mixture-of-experts router over `axis` (the experts) of these logits: [weights, indices (i64)], the k most probable experts of softmax(axis) with their probabilities renormalized to sum to 1; constants.",
+    args: [axis('axis'), int('k', { min: 1 })],
+    returns: { kind: 'tensors', ts: '[weights: Tensor, indices: Tensor]' },
+    cpp: `const fucina::SortResult r = self.routerTopK(ctx(), axis, k);
+          return std::vector<Tensor>{r.values, r.indices};` },
   // ---- rounding, soft caps and activations by name
   unary('floor', 'torch.floor; the gradient is zero.'),
   unary('ceil', 'torch.ceil; the gradient is zero.'),

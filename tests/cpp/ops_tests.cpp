@@ -884,10 +884,15 @@ TEST_CASE("op coverage matrix") {
   for (const char* op : {"argmax", "argmin", "argsort", "multinomial", "isnan", "isinf", "isfinite", "logicalNot",
                          "logicalAnd", "logicalOr", "logicalXor", "any", "all", "anyAll", "allAll", "bandMask"})
     home[op] = "no_grad_tests.cpp";
+  for (const char* op : {"addAxisVectorInPlace", "addAxisVectorUnaryInPlace", "addScaledInPlace", "takeAddNoGrad",
+                         "takeScaleNoGrad", "routerTopK"})
+    home[op] = "inplace_tests.cpp";
   // Ops whose results are constants (no VJP, nothing for gradcheck or a gradient fixture).
   const std::set<std::string> constant_results = {"quantize", "compare", "argmax", "argmin", "argsort", "multinomial",
                                                   "isnan", "isinf", "isfinite", "logicalNot", "logicalAnd", "logicalOr",
-                                                  "logicalXor", "any", "all", "anyAll", "allAll", "bandMask"};
+                                                  "logicalXor", "any", "all", "anyAll", "allAll", "bandMask",
+                                                  "addAxisVectorInPlace", "addAxisVectorUnaryInPlace", "addScaledInPlace",
+                                                  "takeAddNoGrad", "takeScaleNoGrad", "routerTopK"};
   // Ops with no PyTorch counterpart to match, and what stands in for the fixture.
   const std::map<std::string, std::string> no_counterpart = {
       {"dropout", "seeded mask, no torch counterpart: mask and scaling tested in ag_custom_tests.cpp"},

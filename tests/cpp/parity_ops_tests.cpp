@@ -242,6 +242,16 @@ const std::map<std::string, Op>& ops() {
        }},
       {"dotTernarySte", [](C c, I in, A a) { return just(in.at("x").dotTernarySte(c, in.at("w"), a.tag("axis"))); }},
 
+      // in-place and storage-consuming helpers (inplace.json): values only; the in-place ones write
+      // into an own copy of x (an input shares its buffer with its leaf, which they refuse)
+      {"addAxisVectorInPlace", [](C c, I in, A a) { return just(in.at("x").to(c, DType::f32).addAxisVectorInPlace(c, a.tag("axis"), in.at("v"))); }},
+      {"addAxisVectorUnaryInPlace",
+       [](C c, I in, A a) { return just(in.at("x").to(c, DType::f32).addAxisVectorUnaryInPlace(c, a.tag("axis"), in.at("v"), a.text("act"))); }},
+      {"addScaledInPlace", [](C c, I in, A a) { return just(in.at("x").to(c, DType::f32).addScaledInPlace(c, in.at("y"), a.number("alpha"))); }},
+      {"takeAddNoGrad", [](C c, I in, A) { return just(in.at("x").takeAddNoGrad(c, in.at("y"))); }},
+      {"takeScaleNoGrad", [](C c, I in, A a) { return just(in.at("x").takeScaleNoGrad(c, a.number("factor"))); }},
+      {"routerTopK", [](C c, I in, A a) { return sorted(in.at("x").routerTopK(c, a.tag("axis"), a.integer("k"))); }},
+
       // elementwise (elementwise.json)
       {"add", [](C c, I in, A) { return just(in.at("x").add(c, in.at("y"))); }},
       {"sub", [](C c, I in, A) { return just(in.at("x").sub(c, in.at("y"))); }},
@@ -520,13 +530,14 @@ TEST_CASE("PyTorch parity: layers") { CHECK(replayFamily("layers") > 0); }
 TEST_CASE("PyTorch parity: casts, quantization and comparison") { CHECK(replayFamily("casts") > 0); }
 TEST_CASE("PyTorch parity: convolutions") { CHECK(replayFamily("conv") > 0); }
 TEST_CASE("PyTorch parity: intentionally no-grad ops") { CHECK(replayFamily("nograd") > 0); }
+TEST_CASE("PyTorch parity: in-place and storage-consuming helpers") { CHECK(replayFamily("inplace") > 0); }
 
 TEST_CASE("PyTorch parity: every fixture family has a test and every op an entry") {
   std::set<std::string> families;
   for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(FUCINA_SOURCE_DIR) / "tests/fixtures/parity"))
     if (e.path().extension() == ".json") families.insert(e.path().stem().string());
-  CHECK(families == std::set<std::string>{"casts", "contract", "conv", "elementwise", "gated", "layers", "losses", "losses_ext",
-                                           "nograd", "norm", "pointwise", "reductions", "statistics", "structure"});
+  CHECK(families == std::set<std::string>{"casts", "contract", "conv", "elementwise", "gated", "inplace", "layers", "losses",
+                                           "losses_ext", "nograd", "norm", "pointwise", "reductions", "statistics", "structure"});
   for (const std::string& f : families) {
     const json::Value doc = json::parse(readFile(std::filesystem::path(FUCINA_SOURCE_DIR) / "tests/fixtures/parity" / (f + ".json")), f);
     for (const json::Value& c : field(doc, "cases").items) {

@@ -35,6 +35,9 @@ function fixtures(fc, foreign) {
   const f = {
     x: fc.variable(['r', 'c'], [2, 3], [1, 2, 3, 4, 5, 6]),
     p: fc.constant(['r', 'c'], [2, 3], [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]),
+    acc: fc.constant(['r', 'c'], [2, 3], [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]),  // written in place
+    tk1: fc.constant(['r', 'c'], [2, 3], [1, 2, 3, 4, 5, 6]),  // consumed by takeAddNoGrad's valid call
+    tk2: fc.constant(['r', 'c'], [2, 3], [1, 2, 3, 4, 5, 6]),  // and takeScaleNoGrad's
     s: fc.variable([], [], [2]),
     one: fc.ones([], []),
     v: fc.constant(['c'], [3], [1, 2, 3]),

@@ -72,6 +72,13 @@ export const TENSOR = {
     .map((op) => [op, { args: [tensor('p')] }])),
   argsort: { args: [axis('c'), bool(true)] },
   multinomial: { self: 'p', args: [axis('c'), nat(2), nat(5), bool(false)] },
+  // In-place helpers write into (acc) or consume (tk1, tk2) fixtures of their own.
+  addAxisVectorInPlace: { self: 'acc', args: [axis('c'), tensor('v')] },
+  addAxisVectorUnaryInPlace: { self: 'acc', args: [axis('c'), tensor('v'), raw('relu', ['swish', '', 7, null, {}])] },
+  addScaledInPlace: { self: 'acc', args: [tensor('p'), num(0.5)] },
+  takeAddNoGrad: { self: 'tk1', args: [tensor('v')] },
+  takeScaleNoGrad: { self: 'tk2', args: [num(2)] },
+  routerTopK: { self: 'p', args: [axis('c'), pos(2)] },
   ...Object.fromEntries(['scale', 'addScalar', 'subScalar', 'divScalar', 'powScalar', 'leakyRelu', 'elu']
     .map((op) => [op, { args: [num(2)] }])),
   item: { self: 's', args: [] },
@@ -365,6 +372,13 @@ export const ENGINE = {
   'LoraLinear.adapt of rank 0': (f) => f['#LoraLinear'].adapt({ rank: 0 }),
   'LoraLinear of a 3-axis weight': (f) => new f.fc.nn.LoraLinear(f.img, null, 'c', 'h'),
   'LoraLinear of an i32 weight': (f) => new f.fc.nn.LoraLinear(f.gidx, null, 'r', 'c'),
+  'addScaledInPlace into a variable': (f) => f.x.addScaledInPlace(f.p, 1),
+  'addAxisVectorInPlace of a vector with another axis': (f) => f.acc.addAxisVectorInPlace('r', f.v),
+  'addAxisVectorUnaryInPlace into a 16-bit tensor': (f) => f.h.addAxisVectorUnaryInPlace('d', f.h, 'relu'),
+  'takeAddNoGrad of a variable (not consumed)': (f) => f.x.takeAddNoGrad(f.p),
+  'takeScaleNoGrad of a variable (not consumed)': (f) => f.x.takeScaleNoGrad(2),
+  'routerTopK with k past the experts': (f) => f.p.routerTopK('c', 4),
+  'routerTopK of a variable': (f) => f.x.routerTopK('c', 1),
 };
 
 /** Models failing part-way, in construction (a last layer the heap cannot hold) or in forward

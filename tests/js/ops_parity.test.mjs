@@ -175,6 +175,14 @@ const OPS = {
   argmin: (i, a) => i.x.argmin(a.axis),
   argsort: (i, a) => i.x.argsort(a.axis, a.descending),
   bandMask: (i, a, fc) => fc.bandMask(a.row, a.col, a.rows, a.cols, a.lower, a.upper),
+  // in-place and storage-consuming helpers (inplace.json); the in-place ones write into an own
+  // copy of x (an input shares its buffer with its leaf, which they refuse)
+  addAxisVectorInPlace: (i, a) => i.x.to('f32').addAxisVectorInPlace(a.axis, i.v),
+  addAxisVectorUnaryInPlace: (i, a) => i.x.to('f32').addAxisVectorUnaryInPlace(a.axis, i.v, a.act),
+  addScaledInPlace: (i, a) => i.x.to('f32').addScaledInPlace(i.y, a.alpha),
+  takeAddNoGrad: (i) => i.x.takeAddNoGrad(i.y),
+  takeScaleNoGrad: (i, a) => i.x.takeScaleNoGrad(a.factor),
+  routerTopK: (i, a) => sorted(i.x.routerTopK(a.axis, a.k)),
   // casts, quantization, comparison (casts.json)
   to: (i, a) => i.x.to(a.dtype),
   quantize: (i, a) => i.x.quantize('q8_0', a.axis).to('f32'),

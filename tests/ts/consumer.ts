@@ -192,6 +192,14 @@ const convs: Tensor[] = [seq1d.conv1d(fc.ones(['out', 'c', 'k'], [3, 2, 2]), { s
 const constantResults: Tensor[] = [a.argmax('c'), a.argmin('r'), a.argsort('c', true), a.multinomial('c', 2, 7), a.multinomial('c', 5, 7, true),
   a.isnan(), a.isinf(), a.isfinite(), a.logicalNot(), a.logicalAnd(b), a.logicalOr(b), a.logicalXor(b), a.any('c'), a.all('r'),
   a.anyAll(), a.allAll(), fc.bandMask('q', 'k', 4, 4, -1, 0)];
+// In-place helpers give back their receiver (typed as it); take* consume it.
+const acc = fc.zeros(['r', 'c'], [2, 3]);
+const inPlace: Tensor = acc.addAxisVectorInPlace('c', fc.ones(['c'], [3])).addScaledInPlace(fc.ones(['c', 'r'], [3, 2]), 0.5)
+  .addAxisVectorUnaryInPlace('c', fc.ones(['c'], [3]), 'relu');
+const taken: Tensor = fc.ones(['c'], [3]).takeAddNoGrad(fc.ones(['c'], [3])).takeScaleNoGrad(2);
+const [routeWeights, routeIndices]: [Tensor, Tensor] = fc.ones(['r', 'c'], [2, 3]).routerTopK('c', 2);
+// @ts-expect-error the activation is named from unary's list
+acc.addAxisVectorUnaryInPlace('c', fc.ones(['c'], [3]), 'swish');
 // @ts-expect-error an activation the gated units do not have
 a.gated(b, 'tanh');
 // @ts-expect-error unary names its op
@@ -519,4 +527,4 @@ console.log(variant, threads, copy, z, o, f, u, n, tags, shape, dtype, requiresG
   noGrad, enabled, counters, c1, c2, c3, v1, v2, grads, gcNumbers, decodedW, meta, params, optDisposed, norm, linearFields,
   y1, linearParams, channelAxis, convFields, lnFields, embFields, mlpLayers, cnnFields, context, blockLayers, firstLayer,
   gptFields, logits, gptLoss, seed, made, dims, read, splitFields, batchTensors, baseDType, vocabSize, gpt2Logits,
-  adapters, layerNames, wte, sampled, gpt2Disposed, loraFields, loraY, merged, loraParams);
+  adapters, layerNames, wte, sampled, gpt2Disposed, loraFields, loraY, merged, loraParams, inPlace, taken, routeWeights, routeIndices);

@@ -406,6 +406,27 @@ class Tensor {
   /// A u8 {row: rows, col: cols} mask, 1 where row - col <= lower and col - row <= upper (-1
   /// leaves that side unbounded): bandPart's band, for masking scores.
   static Tensor bandMask(ExecContext& ctx, Tag row, Tag col, int64_t rows, int64_t cols, int64_t lower, int64_t upper);
+  // --- in-place and storage-consuming helpers (ops/inplace.cpp, Note [In-place helpers]): for
+  // inference loops; an operand that requires grad is UnsupportedGradient (reference §5.8) ---
+  /// this[..., i, ...] += v[i] along axis, written into this tensor's storage, which must be f32
+  /// and its own (no view or saved value shares it: else InvalidArgument). v has the one axis
+  /// `axis` with this tensor's extent (else ShapeMismatch). Returns this tensor.
+  Tensor addAxisVectorInPlace(ExecContext& ctx, Tag axis, const Tensor& v) const;
+  /// As addAxisVectorInPlace, then the unary op `act` (a name of unaryNames()) in place: the
+  /// values of add(v).unary(act), through one temporary of this tensor's size.
+  Tensor addAxisVectorUnaryInPlace(ExecContext& ctx, Tag axis, const Tensor& v, std::string_view act) const;
+  /// this += alpha·y in place (torch's add_(y, alpha=)): y's axes a subset of this tensor's, same
+  /// extents (it broadcasts over the rest); storage rules as addAxisVectorInPlace. Returns this.
+  Tensor addScaledInPlace(ExecContext& ctx, const Tensor& y, double alpha) const;
+  /// add(y) and scale(factor) that consume this tensor: the result reuses its buffer when it is
+  /// f32, its own and already the result's shape, and this handle (every copy of it) is disposed
+  /// afterwards either way. Same values as add and scale; constants.
+  Tensor takeAddNoGrad(ExecContext& ctx, const Tensor& y) const;
+  Tensor takeScaleNoGrad(ExecContext& ctx, double factor) const;
+  /// A mixture-of-experts router over `axis` (the experts) of these logits: the k most probable
+  /// experts of softmax(axis) (indices i64, as topK: ties to the lower index) and their weights
+  /// renormalized to sum to 1 over the k (Mixtral's router). Constants; 1 <= k <= extent.
+  SortResult routerTopK(ExecContext& ctx, Tag axis, int64_t k) const;
   // --- contraction (ops/contract.cpp) ---
   /// Contracts the axis both operands share; other shared axes are batch axes. Result axes: this
   /// tensor's remaining axes, then y's remaining axes that this tensor lacks.

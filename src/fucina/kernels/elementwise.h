@@ -153,6 +153,26 @@ internal::RawTensor map2(ExecContext& ctx, std::string_view op, const internal::
   return map<2>(ctx, s.tags, s.shape, {&a, &b}, f, simd);
 }
 
+// dst[i] = f(dst[i], src[i]) for f32 dst (any strides, written in place) and src broadcast to its
+// axes by tag; split over ctx's pool like map. The in-place helpers' loop (ops/inplace.cpp).
+template <class F>
+void updateInto(ExecContext& ctx, const internal::RawTensor& dst, const internal::RawTensor& src, F f) {
+  if (dst.numel() == 0) return;
+  const internal::RawTensor view = src.broadcastView(dst.tags(), dst.shape());
+  const auto plan = planStrided<2>(dst.shape(), {&view.strides(), &dst.strides()});
+  const float* s = view.f32();
+  float* d = dst.f32();
+  forEachRowParallel(&ctx, plan, kElementwiseGrain, [&](const auto& off, int64_t n, const auto& st) {
+    float* q = d + off[1];
+    const float* r = s + off[0];
+    if (st[1] == 1 && st[0] == 1) {
+      for (int64_t i = 0; i < n; ++i) q[i] = f(q[i], r[i]);
+    } else {
+      for (int64_t i = 0; i < n; ++i) q[i * st[1]] = f(q[i * st[1]], r[i * st[0]]);
+    }
+  });
+}
+
 // dst += src elementwise; dst contiguous f32 and exclusively owned, src the same axes/extents.
 // Split over ctx's pool like map (any split gives the same values).
 void addInto(ExecContext& ctx, const internal::RawTensor& dst, const internal::RawTensor& src);
