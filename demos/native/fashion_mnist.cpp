@@ -108,13 +108,8 @@ int run(ExecContext& ctx, const Options& o, const Model& model, Input input, int
   const auto labels = test.labels.toVector();
   for (int64_t begin = 0; begin < count; begin += chunk) {
     fucina::ExecScope scope(ctx);
-    const auto logits = model(ctx, input(ctx, test.images.narrow(ctx, "sample", begin, chunk)))
-                            .permuteTo(ctx, {"sample", "class"})
-                            .toVector();
-    for (int64_t i = 0; i < chunk; ++i) {
-      const float* row = logits.data() + i * 10;
-      correct += std::max_element(row, row + 10) - row == static_cast<int64_t>(labels[static_cast<size_t>(begin + i)]);
-    }
+    const auto predicted = model(ctx, input(ctx, test.images.narrow(ctx, "sample", begin, chunk))).argmax(ctx, "class").toVector();
+    for (int64_t i = 0; i < chunk; ++i) correct += predicted[static_cast<size_t>(i)] == labels[static_cast<size_t>(begin + i)];
   }
   if (o.epochs > 0) std::printf("trained %d epoch%s in %.1f s; ", o.epochs, o.epochs == 1 ? "" : "s", train_seconds);
   std::printf("test accuracy %.2f%%\n", 100.0 * static_cast<double>(correct) / static_cast<double>(count));

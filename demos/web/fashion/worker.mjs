@@ -49,11 +49,7 @@ serveTrainer(async (fc, { model: kind = 'mlp', steps = Infinity, evalEvery }) =>
       for (let begin = 0; begin < EVAL_COUNT; begin += EVAL_CHUNK) {
         fc.scope(() => {
           const { images } = makeBatch(fc, test, evalOrder, begin, EVAL_CHUNK);
-          const logits = model.forward(input(images)).permuteTo(['batch', 'class']).toArray();
-          for (let i = 0; i < logits.length / 10; ++i) {
-            const row = logits.subarray(10 * i, 10 * i + 10);
-            predicted[begin + i] = row.indexOf(Math.max(...row));
-          }
+          predicted.set(model.forward(input(images)).argmax('class').toArray(), begin);
         });
       }
     });

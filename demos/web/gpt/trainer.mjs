@@ -9,16 +9,6 @@ import { makeRandom } from '../common/random.mjs';
 export const MODEL = { vocab: 256, context: 64, dModel: 64, heads: 4, layers: 3, mlp: 256 };
 export const TRAINING = { batch: 8, lr: 5e-3, warmupSteps: 30, weightDecay: 0.01, clip: 1, seed: 1 };
 
-/** Index drawn from probabilities p (they sum to about 1). */
-function draw(p, u) {
-  let acc = 0;
-  for (let i = 0; i < p.length; ++i) {
-    acc += p[i];
-    if (u < acc) return i;
-  }
-  return p.length - 1;
-}
-
 /** Bytes as text: printable ASCII and line breaks as they are, any other byte as '\u00b7' (an
  * untrained model emits all 256 byte values, most of them not valid UTF-8 on their own). */
 function printable(bytes) {
@@ -72,12 +62,13 @@ export function createTrainer(fc, bytes, { model: modelConfig = MODEL, training 
   }
 
   /**
-   * prompt (a string) continued by `length` bytes, each drawn from softmax(logits / temperature) of
-   * the last position (temperature 0: the most likely byte). Returns only the continuation, printable().
+   * prompt (a string) continued by `length` bytes, each drawn (multinomial, seeded) from
+   * softmax(logits / temperature) of the last position (temperature 0: its argmax). Returns only the
+   * continuation, printable().
    */
   function sample(prompt, length, { temperature = 0.8, seed = samples } = {}) {
     samples += 1;
-    const rand = makeRandom(seed + 0x5eed);
+    const seeds = (seed + 0x5eed) * 2 ** 20;  // draw i uses seed seeds + i
     const context = [...new TextEncoder().encode(prompt)];
     if (context.length === 0) context.push(10);  // an empty prompt starts at a line break
     const out = [];
@@ -87,8 +78,8 @@ export function createTrainer(fc, bytes, { model: modelConfig = MODEL, training 
         const next = fc.scope(() => {
           const logits = model.forward(fc.constant(['batch', 't'], [1, ids.length], ids, 'i32'))
             .select('batch', 0).select('t', ids.length - 1);  // {vocab}
-          if (temperature <= 0) return logits.toArray().reduce((best, v, j, a) => (v > a[best] ? j : best), 0);
-          return draw(logits.scale(1 / temperature).softmax('vocab').toArray(), rand());
+          if (temperature <= 0) return logits.argmax('vocab').item();
+          return logits.scale(1 / temperature).softmax('vocab').multinomial('vocab', 1, seeds + i).item();
         });
         context.push(next);
         out.push(next);

@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstring>
 #include <map>
-#include <numeric>
 #include <type_traits>
 
 #include "fucina/ag/checkpoint.h"
@@ -58,24 +57,17 @@ uint64_t splitmix(uint64_t& state) {
   return z ^ (z >> 31);
 }
 
-// The index drawn from logits by GenerateOptions (temperature 0: the first maximum).
-int32_t sample(std::span<const float> logits, const GenerateOptions& o, uint64_t& rng) {
-  const size_t n = logits.size();
-  std::vector<int32_t> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  const size_t k = o.top_k > 0 ? std::min(n, static_cast<size_t>(o.top_k)) : n;
-  const auto larger = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
-  if (o.temperature == 0 || k == 1) return *std::min_element(order.begin(), order.end(), larger);
-  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(), larger);
-  std::vector<double> p(k);
-  const double top = logits[order[0]];
-  double total = 0;
-  for (size_t i = 0; i < k; ++i) total += p[i] = std::exp((logits[order[i]] - top) / o.temperature);
-  const double u = static_cast<double>(splitmix(rng) >> 11) * 0x1.0p-53 * total;
-  double acc = 0;
-  for (size_t i = 0; i < k; ++i)
-    if (u < (acc += p[i])) return order[i];
-  return order[k - 1];
+// The token drawn from the last position's logits {vocab} by GenerateOptions, with the
+// intentionally no-grad ops: argmax at temperature 0 (or top_k 1), else a seeded multinomial draw
+// from softmax(logits / temperature) over the top_k largest (all of them when top_k is 0).
+int32_t sample(ExecContext& ctx, const Tensor& logits, const GenerateOptions& o, uint64_t seed) {
+  const int64_t n = logits.extent(kVocab);
+  const int64_t k = o.top_k > 0 ? std::min(n, o.top_k) : n;
+  const auto id = [](const Tensor& i64) { return static_cast<int32_t>(i64.item()); };  // < 2^24: exact
+  if (o.temperature == 0 || k == 1) return id(logits.argmax(ctx, kVocab));
+  const SortResult top = logits.topK(ctx, kVocab, k);
+  const Tensor drawn = top.values.scale(ctx, 1 / o.temperature).softmax(ctx, kVocab).multinomial(ctx, kVocab, 1, seed);
+  return static_cast<int32_t>(top.indices.toVector()[static_cast<size_t>(id(drawn))]);
 }
 
 bool matchesTarget(const std::string& layer, const std::string& target) {
@@ -411,8 +403,8 @@ std::vector<int32_t> Gpt2::generate(ExecContext& ctx, std::span<const int32_t> p
       const size_t n = std::min(context.size(), static_cast<size_t>(config_.positions));
       const Tensor tokens = Tensor::fromInts(ctx, {"batch", kT}, {1, static_cast<int64_t>(n)},
                                              std::span<const int64_t>(context.data() + context.size() - n, n), DType::i32);
-      const std::vector<float> last = logits(ctx, tokens).select(ctx, kT, static_cast<int64_t>(n) - 1).toVector();
-      next = sample(last, o, rng);
+      next = sample(ctx, logits(ctx, tokens).select(ctx, "batch", 0).select(ctx, kT, static_cast<int64_t>(n) - 1), o,
+                    splitmix(rng));
     }
     out.push_back(next);
     context.push_back(next);
