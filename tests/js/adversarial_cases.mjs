@@ -382,7 +382,7 @@ export const ENGINE = {
   // views, flips and shifts (issue 22)
   'alignTo without an axis of the tensor': (f) => f.x.alignTo(['r']),
   'alignTo naming an axis twice': (f) => f.x.alignTo(['r', 'c', 'r']),
-  'viewWithStrides past the last element': (f) => f.x.viewWithStrides(['d'], [3], [2], 1),
+  'viewWithStrides past the last element': (f) => f.x.viewWithStrides(['d'], [3], [2], 2),
   'viewWithStrides with strides past the end': (f) => f.x.viewWithStrides(['d', 'e'], [3, 3], [2 ** 52, 2 ** 52]),
   'sliceStep with step 0': (f) => f.x.sliceStep('c', 0, 2, 0),
   'zeroPad2d cropping more than the extent': (f) => f.x.zeroPad2d('r', 'c', -2, -2, 0, 0),
