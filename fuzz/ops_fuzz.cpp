@@ -106,7 +106,7 @@ class Run {
   Run(fucina::ExecContext& ctx, Choices& in) : ctx_(ctx), in_(in) {}
 
   void step() {
-    const size_t op = in_.below(12);
+    const size_t op = in_.below(13);
     const size_t before = pool_.size();
     const Tensor last = before ? pool_.back() : Tensor();
     if (trace()) std::fprintf(stderr, "step %zu:", op);
@@ -123,6 +123,7 @@ class Run {
         case 8: backward(pick()); break;
         case 9: drop(); break;
         case 10: keep(joined()); break;
+        case 11: keep(shifted(pick())); break;
         default: keep(make(in_.byte() & 1)); break;
       }
     } catch (const fucina::Error& e) {  // any refusal is fine
@@ -375,6 +376,42 @@ class Run {
       case 1: return Tensor::where(ctx_, pick(), t, pick());
       case 2: return t.bandPart(ctx_, in_.tag(), in_.tag(), in_.offset(), in_.offset());
       default: return t.rope(ctx_, fucina::RopeOptions{.position = in_.tag(), .dim = in_.tag(), .offset = in_.number()});
+    }
+  }
+
+  // The views, flips and shifts of issue 22, with hostile axes, counts, strides and pads.
+  Tensor shifted(const Tensor& t) {
+    switch (in_.below(14)) {
+      case 0: return t.alignTo(ctx_, in_.tags(in_.below(5)));
+      case 1: {
+        const size_t r = in_.below(4);
+        const Tags tags = in_.tags(r);
+        const Extents shape = in_.extents(r), strides = in_.extents(in_.byte() & 1 ? r : in_.below(4));
+        return t.viewWithStrides(ctx_, tags, shape, strides, in_.offset());
+      }
+      case 2: return t.materialize(ctx_);
+      case 3: return t.sliceStep(ctx_, in_.tag(), in_.offset(), in_.offset(), in_.offset());
+      case 4: return t.zeroPad2d(ctx_, in_.tag(), in_.tag(), {in_.offset(), in_.offset(), in_.offset(), in_.offset()});
+      case 5: return t.constantPad2d(ctx_, in_.tag(), in_.tag(), {in_.offset(), in_.offset(), in_.offset(), in_.offset()}, in_.real());
+      case 6: {
+        const std::vector<Tensor> parts = t.unbindInto(ctx_, in_.tag());
+        return parts.empty() ? t : parts[in_.below(parts.size())];
+      }
+      case 7: return t.repeatAxis(ctx_, in_.tag(), in_.offset(), in_.byte() & 1);
+      case 8: return t.flip(ctx_, in_.tag());
+      case 9: return t.roll(ctx_, in_.tag(), in_.offset());
+      case 10: {
+        const Tag by = in_.tag();
+        const Extents one{t.defined() && fucina::hasTag(t.tags(), by) ? t.extent(by) : in_.number()};
+        return t.rollBy(ctx_, in_.tag(), by, in_.byte() & 1 ? ints({by}, one) : pick());
+      }
+      case 11: {
+        const Tag by = in_.tag();
+        const Extents one{t.defined() && fucina::hasTag(t.tags(), by) ? t.extent(by) : in_.number()};
+        return t.shiftBy(ctx_, in_.tag(), by, in_.byte() & 1 ? ints({by}, one) : pick());
+      }
+      case 12: return t.relposShift(ctx_, in_.tag(), in_.tag());
+      default: return t.sliceStep(ctx_, in_.tag(), in_.number(), in_.offset(), in_.byte() & 1 ? -1 : in_.number());
     }
   }
 

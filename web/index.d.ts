@@ -876,6 +876,47 @@ export class Tensor {
    * side (i64 with i64 compares exactly, anything else by value in f64); NaN compares false
    * except under 'ne'. An unknown op is InvalidArgument. */
   compare(y: Tensor, op: CompareOp): Tensor;
+  /** torch's align_to: exactly these axes, in this order; this tensor's axes must be among them
+   * (keeping their extents), the others are new axes of extent 1. A view. */
+  alignTo(tags: readonly string[]): Tensor;
+  /** torch.as_strided: element (i0, i1, ...) of the result is element offset + Σ i_k·strides[k]
+   * of this tensor's elements in row-major order of its axes. Strides and offset count elements;
+   * every element reached must exist. A view (of a contiguous copy when this tensor is strided);
+   * elements read several times accumulate their gradients. */
+  viewWithStrides(tags: readonly string[], shape: readonly number[], strides: readonly number[], offset?: number): Tensor;
+  /** A fresh contiguous copy that shares no storage, even when this tensor is already
+   * contiguous. */
+  materialize(): Tensor;
+  /** Python's x[start:end:step] along axis: negative start and end count from the end and are
+   * clamped as Python clamps them; a negative step walks down from start (end <= −extent−1
+   * reaches index 0). Step 0 is InvalidArgument. A view for a positive step, a copy for a
+   * negative one. */
+  sliceStep(axis: string, start: number, end: number, step?: number): Tensor;
+  /** torch.nn.functional.pad with zeros of two named axes: left and right on wAxis, top and
+   * bottom on hAxis. A negative pad crops. */
+  zeroPad2d(hAxis: string, wAxis: string, left: number, right: number, top: number, bottom: number): Tensor;
+  /** zeroPad2d with `value` (default 0) in place of zeros. A negative pad crops. */
+  constantPad2d(hAxis: string, wAxis: string, left: number, right: number, top: number, bottom: number, value?: number): Tensor;
+  /** torch.unbind: one view per index along axis (which they drop), in order. */
+  unbindInto(axis: string): Tensor[];
+  /** times copies along axis: tiled [x, x, ...] (torch's repeat on one dim), or with interleave
+   * each element repeated in place (torch.repeat_interleave, grouped-query attention's KV
+   * heads). The gradient sums the copies. */
+  repeatAxis(axis: string, times: number, interleave?: boolean): Tensor;
+  /** torch.flip along one axis (a copy). */
+  flip(axis: string): Tensor;
+  /** torch.roll along one axis: element i moves to (i + shift) mod extent; any shift wraps. */
+  roll(axis: string, shift: number): Tensor;
+  /** A roll per slice: shifts is an i32/i64 tensor with exactly the axis byAxis (this tensor's
+   * extent), and the slice at index b of byAxis is rolled along axis by shifts[b]. */
+  rollBy(axis: string, byAxis: string, shifts: Tensor): Tensor;
+  /** As rollBy, but shifting with zero fill: element i moves to i + shifts[b] when that is
+   * inside the axis; vacated places are 0. */
+  shiftBy(axis: string, byAxis: string, shifts: Tensor): Tensor;
+  /** Transformer-XL's relative-position shift of scores x[.., q, k]: pad a zero column before k,
+   * read (Q, K+1) as (K+1, Q), drop the first row, read back as (Q, K). The result has the other
+   * axes in this tensor's order, then queryAxis, keyAxis. */
+  relposShift(queryAxis: string, keyAxis: string): Tensor;
   // END ops.table tensor
   // rope is hand-written (web/ops.table.mjs, HAND_WRITTEN): its two call forms.
   /** Rotary position embedding along options.position and options.dim (even extent D) with

@@ -887,6 +887,9 @@ TEST_CASE("op coverage matrix") {
   for (const char* op : {"addAxisVectorInPlace", "addAxisVectorUnaryInPlace", "addScaledInPlace", "takeAddNoGrad",
                          "takeScaleNoGrad", "routerTopK"})
     home[op] = "inplace_tests.cpp";
+  for (const char* op : {"alignTo", "viewWithStrides", "materialize", "sliceStep", "zeroPad2d", "constantPad2d", "unbindInto",
+                         "repeatAxis", "flip", "roll", "rollBy", "shiftBy", "relposShift"})
+    home[op] = "views_tests.cpp";
   // Ops whose results are constants (no VJP, nothing for gradcheck or a gradient fixture).
   const std::set<std::string> constant_results = {"quantize", "compare", "argmax", "argmin", "argsort", "multinomial",
                                                   "isnan", "isinf", "isfinite", "logicalNot", "logicalAnd", "logicalOr",

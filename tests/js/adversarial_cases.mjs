@@ -168,6 +168,20 @@ export const TENSOR = {
   avgPool2d: { self: 'img', args: [pairPos(2), options({}, poolOptions)] },
   upsample2xNearest: { self: 'img', args: [axis('h'), axis('w')] },
   compare: { args: [tensor('p'), raw('lt', ['equal', 'EQ', 7, null, {}])] },
+  // views, flips and shifts (issue 22)
+  alignTo: { args: [tags(['n', 'c', 'r'])] },
+  viewWithStrides: { args: [tags(['w', 'k']), shape([2, 2]), shape([1, 1]), nat(1)] },
+  materialize: { args: [] },
+  sliceStep: { args: [axis('c'), int(-1), int(-4), int(-1)] },
+  zeroPad2d: { args: [axis('r'), axis('c'), int(1), int(-1), int(0), int(2)] },
+  constantPad2d: { args: [axis('r'), axis('c'), int(0), int(1), int(1), int(0), num(-1)] },
+  unbindInto: { args: [axis('c')] },
+  repeatAxis: { args: [axis('r'), nat(2), bool(true)] },
+  flip: { args: [axis('c')] },
+  roll: { args: [axis('c'), int(-4)] },
+  rollBy: { args: [axis('c'), axis('r'), tensor('lab')] },
+  shiftBy: { args: [axis('c'), axis('r'), tensor('lab')] },
+  relposShift: { args: [axis('r'), axis('c')] },
 };
 /** Public Tensor members with nothing to get wrong, and why. */
 export const TENSOR_EXEMPT = { dispose: 'idempotent, no arguments', isDisposed: 'a flag that never throws',
@@ -379,6 +393,20 @@ export const ENGINE = {
   'takeScaleNoGrad of a variable (not consumed)': (f) => f.x.takeScaleNoGrad(2),
   'routerTopK with k past the experts': (f) => f.p.routerTopK('c', 4),
   'routerTopK of a variable': (f) => f.x.routerTopK('c', 1),
+  // views, flips and shifts (issue 22)
+  'alignTo without an axis of the tensor': (f) => f.x.alignTo(['r']),
+  'alignTo naming an axis twice': (f) => f.x.alignTo(['r', 'c', 'r']),
+  'viewWithStrides past the last element': (f) => f.x.viewWithStrides(['d'], [3], [2], 2),
+  'viewWithStrides with strides past the end': (f) => f.x.viewWithStrides(['d', 'e'], [3, 3], [2 ** 52, 2 ** 52]),
+  'sliceStep with step 0': (f) => f.x.sliceStep('c', 0, 2, 0),
+  'zeroPad2d cropping more than the extent': (f) => f.x.zeroPad2d('r', 'c', -2, -2, 0, 0),
+  'zeroPad2d of one axis twice': (f) => f.x.zeroPad2d('c', 'c', 1, 1, 1, 1),
+  'flip of q8_0': (f) => f.w32.quantize('q8_0', 'c').flip('c'),
+  'roll over an unknown axis': (f) => f.x.roll('nope', 1),
+  'rollBy with f32 shifts': (f) => f.x.rollBy('c', 'r', f.p.sum('c')),
+  'rollBy with shifts of the wrong extent': (f) => f.x.rollBy('c', 'r', f.idx),
+  'shiftBy along its own shift axis': (f) => f.x.shiftBy('r', 'r', f.lab),
+  'relposShift with one axis twice': (f) => f.x.relposShift('c', 'c'),
 };
 
 /** Models failing part-way, in construction (a last layer the heap cannot hold) or in forward

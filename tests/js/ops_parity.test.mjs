@@ -187,6 +187,20 @@ const OPS = {
   to: (i, a) => i.x.to(a.dtype),
   quantize: (i, a) => i.x.quantize('q8_0', a.axis).to('f32'),
   compare: (i, a) => i.x.compare(i.y, a.op),
+  // views, flips and shifts (views.json)
+  alignTo: (i, a) => i.x.alignTo(a.tags),
+  viewWithStrides: (i, a) => i.x.viewWithStrides(a.tags, a.shape, a.strides, a.offset),
+  materialize: (i) => i.x.materialize(),
+  sliceStep: (i, a) => i.x.sliceStep(a.axis, a.start, a.end, a.step),
+  zeroPad2d: (i, a) => i.x.zeroPad2d(a.h, a.w, a.left, a.right, a.top, a.bottom),
+  constantPad2d: (i, a) => i.x.constantPad2d(a.h, a.w, a.left, a.right, a.top, a.bottom, a.value),
+  unbindInto: (i, a, fc) => fc.stack(i.x.unbindInto(a.axis), a.into),
+  repeatAxis: (i, a) => i.x.repeatAxis(a.axis, a.times, a.interleave),
+  flip: (i, a) => i.x.flip(a.axis),
+  roll: (i, a) => i.x.roll(a.axis, a.shift),
+  rollBy: (i, a) => i.x.rollBy(a.axis, a.by, i.shifts),
+  shiftBy: (i, a) => i.x.shiftBy(a.axis, a.by, i.shifts),
+  relposShift: (i, a) => i.x.relposShift(a.query, a.key),
 };
 const ceOptions = (a) => ({ reduction: a.reduction, labelSmoothing: a.label_smoothing, ignoreIndex: a.ignore_index, zLoss: a.z_loss });
 const sorted = ([v, idx]) => [v, { indices: idx }];

@@ -521,6 +521,18 @@ makeBatch(split, order, 0, 4);
 // @ts-expect-error parseIdx takes bytes
 parseIdx('file.idx');
 
+// ---------------------------------------------------------------- views, flips and shifts (issue 22)
+const rowShifts = fc.constant(['r'], [2], [1, -1], 'i32');
+const unbound: Tensor[] = a.unbindInto('c');
+const viewsAndShifts: Tensor[] = [a.alignTo(['n', 'c', 'r']), a.viewWithStrides(['w', 'k'], [2, 3], [1, 1]),
+  a.viewWithStrides(['d'], [2], [2], 1), a.materialize(), a.sliceStep('c', -1, -4, -1), a.sliceStep('c', 0, 3),
+  a.zeroPad2d('r', 'c', 1, -1, 0, 2), a.constantPad2d('r', 'c', 0, 1, 1, 0, -1), a.constantPad2d('r', 'c', 1, 1, 1, 1),
+  a.repeatAxis('r', 2), a.repeatAxis('c', 3, true), a.flip('c'), a.roll('c', -4), a.rollBy('c', 'r', rowShifts),
+  a.shiftBy('c', 'r', rowShifts), a.relposShift('r', 'c'), ...unbound];
+// @ts-expect-error the pads are four numbers, not an array
+a.zeroPad2d('r', 'c', [1, 1, 1, 1]);
+console.log(viewsAndShifts);
+
 // Everything above is used once more so that noUnusedLocals holds.
 console.log(variant, threads, copy, z, o, f, u, n, tags, shape, dtype, requiresGrad, isDisposed, arr, item, half, text,
   binaries, scalars, unaries, reductions, norms, losses, indexing, inventory, losses2, convs, constantResults, contractions, structure, spatial, rotated, attended,

@@ -4,6 +4,7 @@
 /// when an operand requires gradients and gradients are enabled.
 #pragma once
 
+#include <array>
 #include <initializer_list>
 #include <memory>
 #include <mutex>
@@ -656,6 +657,62 @@ class Tensor {
   Tensor triu(ExecContext& ctx, Tag row, Tag col, int64_t diagonal = 0) const;
   /// Keeps row - col <= lower and col - row <= upper; -1 leaves that side unbounded (as TF).
   Tensor bandPart(ExecContext& ctx, Tag row, Tag col, int64_t lower, int64_t upper) const;
+  // --- views, flips and shifts (issue 22: ops/strided_views.cpp, ops/shift.cpp, ops/pad2d.cpp).
+  // Dtype-agnostic like the views (any dtype but q8_0, whose blocks these would split: those ops
+  // are DTypeMismatch on q8_0 except alignTo, materialize, unbindInto and a positive-step
+  // sliceStep, which are views or block copies). An unknown axis is ShapeMismatch. ---
+  /// torch's align_to: exactly `tags`, in that order. This tensor's axes keep their extents; the
+  /// other tags become new axes of extent 1. A view. An axis of this tensor missing from `tags`
+  /// is ShapeMismatch naming it; a tag listed twice is InvalidArgument.
+  Tensor alignTo(ExecContext& ctx, const Tags& tags) const;
+  /// torch.as_strided: element (i0, i1, ...) of the result is element offset + Σ i_k·strides[k]
+  /// of this tensor's elements in row-major order of its axes (its storage when contiguous, else
+  /// a contiguous copy, which the result then views). Strides and offset count elements and must
+  /// be >= 0; every element the result reaches must exist (else InvalidArgument, also when the
+  /// arithmetic would overflow). Elements may be read more than once (sliding windows): the VJP
+  /// scatter-adds, so their gradients accumulate.
+  Tensor viewWithStrides(ExecContext& ctx, Tags tags, Extents shape, std::vector<int64_t> strides,
+                         int64_t offset = 0) const;
+  /// Always a fresh contiguous copy that shares nothing (contiguous() returns this tensor when it
+  /// is already contiguous).
+  Tensor materialize(ExecContext& ctx) const;
+  /// Python's x[start:end:step] along axis: negative start/end count from the end, both are
+  /// clamped as Python clamps them, and step may be negative (step 0 is InvalidArgument). A
+  /// negative step walks down from start (so end <= -extent-1 reaches index 0). A positive step
+  /// is a view; a negative one is a copy (views never have negative strides).
+  Tensor sliceStep(ExecContext& ctx, Tag axis, int64_t start, int64_t end, int64_t step) const;
+  /// torch.nn.functional.pad of two named axes with pads (left, right, top, bottom): left and
+  /// right on w_axis, top and bottom on h_axis. A negative pad crops (as torch's): result
+  /// element i along an axis is element i - before, or `value` outside the input; an extent
+  /// would become negative: InvalidArgument. h_axis == w_axis is InvalidArgument.
+  Tensor zeroPad2d(ExecContext& ctx, Tag h_axis, Tag w_axis, std::array<int64_t, 4> pads) const;
+  Tensor constantPad2d(ExecContext& ctx, Tag h_axis, Tag w_axis, std::array<int64_t, 4> pads,
+                       double value) const;
+  /// torch.unbind: one select view per index along axis, in order (none for an empty axis). An
+  /// axis longer than 2^24 is InvalidArgument (one handle each would exhaust memory).
+  std::vector<Tensor> unbindInto(ExecContext& ctx, Tag axis) const;
+  /// times copies along axis: tiled [x, x, ...] (torch's repeat on one dim), or with interleave
+  /// each element repeated in place [x0, x0, x1, x1, ...] (torch.repeat_interleave; grouped-query
+  /// attention's KV heads). times >= 0 (0 empties the axis; negative is InvalidArgument). The
+  /// gradient sums the copies.
+  Tensor repeatAxis(ExecContext& ctx, Tag axis, int64_t times, bool interleave = false) const;
+  /// torch.flip along one axis (a copy).
+  Tensor flip(ExecContext& ctx, Tag axis) const;
+  /// torch.roll along one axis: element i moves to (i + shift) mod extent; any shift wraps.
+  Tensor roll(ExecContext& ctx, Tag axis, int64_t shift) const;
+  /// Per-slice roll: shifts is an i32/i64 tensor with exactly the axis by_axis (this tensor's
+  /// extent; else ShapeMismatch; another dtype DTypeMismatch), and the slice at index b of
+  /// by_axis is rolled along axis by shifts[b]. by_axis == axis is InvalidArgument.
+  Tensor rollBy(ExecContext& ctx, Tag axis, Tag by_axis, const Tensor& shifts) const;
+  /// As rollBy, but shifting with zero fill: element i moves to i + shifts[b] when that is inside
+  /// the axis, and vacated places are 0.
+  Tensor shiftBy(ExecContext& ctx, Tag axis, Tag by_axis, const Tensor& shifts) const;
+  /// Transformer-XL's relative-position shift (_rel_shift) of scores x[.., q, k] (Q queries, K
+  /// keys): pad one zero column before k, read the (Q, K+1) rows as (K+1, Q), drop the first
+  /// row, read back as (Q, K). Closed form: with f = Q + i·K + j, result[i, j] is 0 when
+  /// f mod (K+1) == 0, else x[f div (K+1), f mod (K+1) - 1]. Other axes are batch axes; the
+  /// result has them in this tensor's order, then query_axis, key_axis. The VJP is the adjoint.
+  Tensor relposShift(ExecContext& ctx, Tag query_axis, Tag key_axis) const;
 
   // --- position encodings and attention (ops/rope.cpp, ops/attention.cpp) ---
   /// Rotary position embedding along options.position and options.dim (D even, else

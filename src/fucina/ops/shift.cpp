@@ -1,0 +1,265 @@
+// Copies that move elements along an axis (issue 22): flip, roll, rollBy, shiftBy, relposShift
+// and repeatAxis. Each forward is a few strided copies (kernels::copyConvert, any dtype but
+// q8_0); each VJP is the adjoint move of the f32 gradient: flip and roll by the inverse
+// permutation, shift the other way with zero fill, relposShift scattering back through the same
+// padded layout, repeatAxis summing the copies.
+#include <string>
+#include <vector>
+
+#include "fucina/kernels/copy.h"
+#include "fucina/kernels/reduce.h"
+#include "fucina/ops/finish_op.h"
+
+namespace fucina {
+
+using internal::RawTensor;
+using ops::Grads;
+using ops::NeedsGrad;
+
+namespace {
+
+// These ops copy single elements, which would split a q8_0 tensor's blocks.
+void refuseQ8(std::string_view op, const RawTensor& a) {
+  if (a.dtype() == DType::q8_0)
+    fail(ErrorCode::DTypeMismatch, std::string(op) + " of q8_0 " + a.describe() +
+                                       ": the copy would split its blocks; dequantize with to(ctx, DType::f32) first");
+}
+
+// a read backwards along position p: a transient view with a negative stride that only
+// copyConvert reads (Note at the top of ops/strided_views.cpp).
+RawTensor reversed(const RawTensor& a, size_t p) {
+  std::vector<int64_t> strides = a.strides();
+  const int64_t n = a.shape()[p];
+  const int64_t offset = a.offset() + (a.numel() > 0 ? (n - 1) * strides[p] : 0);  // an empty view reads nothing
+  strides[p] = -strides[p];
+  return RawTensor::view(a.storage(), a.dtype(), a.tags(), a.shape(), std::move(strides), offset);
+}
+
+// dst = src rolled along `axis` by s in [0, extent): dst[(i + s) mod n] = src[i].
+void rollInto(const RawTensor& src, const RawTensor& dst, Tag axis, int64_t s, const ExecContext* ctx) {
+  const int64_t n = src.extent(axis);
+  kernels::copyConvert(src.narrowed(axis, 0, n - s), dst.narrowed(axis, s, n - s), ctx);
+  kernels::copyConvert(src.narrowed(axis, n - s, s), dst.narrowed(axis, 0, s), ctx);
+}
+
+// dst = src shifted along `axis` by k in [-n, n], zero-filled: dst[i + k] = src[i] inside the axis.
+void shiftInto(const RawTensor& src, const RawTensor& dst, Tag axis, int64_t k, const ExecContext* ctx) {
+  const int64_t n = src.extent(axis);
+  const int64_t kept = n - (k < 0 ? -k : k);
+  kernels::copyConvert(src.narrowed(axis, k < 0 ? -k : 0, kept), dst.narrowed(axis, k < 0 ? 0 : k, kept), ctx);
+  kernels::fill(dst.narrowed(axis, k < 0 ? kept : 0, n - kept), 0.0, ctx);
+}
+
+// shift mod n in [0, n) (0 for an empty axis), for any int64 shift.
+int64_t wrapShift(int64_t shift, int64_t n) {
+  if (n == 0) return 0;
+  const int64_t r = shift % n;
+  return r < 0 ? r + n : r;
+}
+
+// A shift clamped to [-n, n]: beyond it everything is vacated either way.
+int64_t clampShift(int64_t shift, int64_t n) { return shift > n ? n : shift < -n ? -n : shift; }
+
+// Per-slice shifts (rollBy, shiftBy): i32/i64 with exactly the axis by_axis, extent matching a's.
+std::vector<int64_t> perSliceShifts(ExecContext& ctx, std::string_view op, const RawTensor& a, Tag axis, Tag by_axis,
+                                    const Tensor& shifts) {
+  const RawTensor& s = shifts.value();
+  const std::string what = std::string(op) + " along " + quoted(axis) + " by " + quoted(by_axis) + " of " + a.describe();
+  if (axis == by_axis) fail(ErrorCode::InvalidArgument, what + ": the two axes must differ");
+  a.axis(axis);
+  const int64_t b = a.extent(by_axis);
+  if (s.dtype() != DType::i32 && s.dtype() != DType::i64)
+    fail(ErrorCode::DTypeMismatch, what + ": shifts must be i32 or i64, got " + std::string(name(s.dtype())) + " " + s.describe());
+  if (s.rank() != 1 || s.tags()[0] != by_axis || s.shape()[0] != b)
+    fail(ErrorCode::ShapeMismatch, what + ": shifts " + s.describe() + " must have exactly the axis " + quoted(by_axis) +
+                                       " with extent " + std::to_string(b));
+  const RawTensor v = s.to(ctx, DType::i64);
+  return {v.data<int64_t>(), v.data<int64_t>() + b};
+}
+
+// rollBy's and shiftBy's copies: slice b of by_axis moved by move(src_b, dst_b, shifts[b]).
+template <class Move>
+RawTensor perSlice(ExecContext& ctx, const RawTensor& src, DType dtype, Tag by_axis, const std::vector<int64_t>& shifts,
+                   Move move) {
+  RawTensor out = RawTensor::empty(ctx, src.tags(), src.shape(), dtype);
+  for (size_t b = 0; b < shifts.size(); ++b) {
+    const auto i = static_cast<int64_t>(b);
+    move(src.narrowed(by_axis, i, 1), out.narrowed(by_axis, i, 1), shifts[b]);
+  }
+  return out;
+}
+
+template <class Move>
+Tensor perSliceOp(ExecContext& ctx, std::string_view op, const Tensor& x, Tag axis, Tag by_axis, const Tensor& shifts,
+                  Move move) {
+  const RawTensor& a = x.value();
+  refuseQ8(op, a);
+  const std::vector<int64_t> k = perSliceShifts(ctx, op, a, axis, by_axis, shifts);
+  RawTensor out = perSlice(ctx, a, a.dtype(), by_axis, k, [&](const RawTensor& s, const RawTensor& d, int64_t v) {
+    move(s, d, v, false, &ctx);
+  });
+  return ops::finishOp(ctx, op, out, {&x}, [&] {
+    return [tags = a.tags(), by_axis, k, move](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
+      g[0] = perSlice(c, gy.permuted(tags), DType::f32, by_axis, k,
+                      [&](const RawTensor& s, const RawTensor& d, int64_t v) { move(s, d, v, true, &c); });
+    };
+  }, static_cast<size_t>(out.numel()));
+}
+
+}  // namespace
+
+Tensor Tensor::flip(ExecContext& ctx, Tag axis) const {
+  const RawTensor& a = value();
+  const size_t p = a.axis(axis);
+  refuseQ8("flip", a);
+  RawTensor out = RawTensor::empty(ctx, a.tags(), a.shape(), a.dtype());
+  kernels::copyConvert(reversed(a, p), out, &ctx);
+  return ops::finishOp(ctx, "flip", out, {this}, [&] {
+    return [tags = a.tags(), p](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
+      RawTensor full = RawTensor::empty(c, tags, gy.permuted(tags).shape());
+      kernels::copyConvert(reversed(gy.permuted(tags), p), full, &c);
+      g[0] = std::move(full);
+    };
+  }, static_cast<size_t>(out.numel()));
+}
+
+Tensor Tensor::roll(ExecContext& ctx, Tag axis, int64_t shift) const {
+  const RawTensor& a = value();
+  const int64_t n = a.extent(axis);
+  refuseQ8("roll", a);
+  const int64_t s = wrapShift(shift, n);
+  RawTensor out = RawTensor::empty(ctx, a.tags(), a.shape(), a.dtype());
+  rollInto(a, out, axis, s, &ctx);
+  return ops::finishOp(ctx, "roll", out, {this}, [&] {
+    return [tags = a.tags(), axis, back = wrapShift(n - s, n)](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
+      const RawTensor src = gy.permuted(tags);
+      RawTensor full = RawTensor::empty(c, tags, src.shape());
+      rollInto(src, full, axis, back, &c);
+      g[0] = std::move(full);
+    };
+  }, static_cast<size_t>(out.numel()));
+}
+
+Tensor Tensor::rollBy(ExecContext& ctx, Tag axis, Tag by_axis, const Tensor& shifts) const {
+  return perSliceOp(ctx, "rollBy", *this, axis, by_axis, shifts,
+                    [axis](const RawTensor& s, const RawTensor& d, int64_t k, bool adjoint, const ExecContext* c) {
+                      const int64_t n = s.extent(axis), w = wrapShift(k, n);
+                      rollInto(s, d, axis, adjoint ? wrapShift(n - w, n) : w, c);
+                    });
+}
+
+Tensor Tensor::shiftBy(ExecContext& ctx, Tag axis, Tag by_axis, const Tensor& shifts) const {
+  return perSliceOp(ctx, "shiftBy", *this, axis, by_axis, shifts,
+                    [axis](const RawTensor& s, const RawTensor& d, int64_t k, bool adjoint, const ExecContext* c) {
+                      const int64_t m = clampShift(k, s.extent(axis));
+                      shiftInto(s, d, axis, adjoint ? -m : m, c);
+                    });
+}
+
+namespace {
+
+// relposShift's layout: the tensor padded with one zero column before key_axis, its axes in
+// `order` (the batch axes, then query, key) and contiguous; the result reads it from element Q of
+// each (Q, K+1) block with strides (K, 1), which is the Transformer-XL view/drop-a-row/view.
+RawTensor relposView(const RawTensor& padded, int64_t q, int64_t k) {
+  std::vector<int64_t> strides = padded.strides();
+  Extents shape = padded.shape();
+  const size_t r = shape.size();
+  shape[r - 1] = k;
+  strides[r - 2] = k;
+  strides[r - 1] = 1;
+  return RawTensor::view(padded.storage(), padded.dtype(), padded.tags(), std::move(shape), std::move(strides),
+                         padded.offset() + q);
+}
+
+}  // namespace
+
+Tensor Tensor::relposShift(ExecContext& ctx, Tag query_axis, Tag key_axis) const {
+  const RawTensor& a = value();
+  const int64_t q = a.extent(query_axis), k = a.extent(key_axis);
+  if (query_axis == key_axis)
+    fail(ErrorCode::InvalidArgument, "relposShift of " + a.describe() + ": the query and key axes are both " +
+                                         quoted(query_axis));
+  refuseQ8("relposShift", a);
+  Tags order;
+  for (Tag t : a.tags())
+    if (t != query_axis && t != key_axis) order.push_back(t);
+  order.push_back(query_axis);
+  order.push_back(key_axis);
+  const RawTensor src = a.permuted(order);
+  Extents padded_shape = src.shape();
+  padded_shape.back() = checkedAdd(k, 1, "relposShift");
+  validateShape(order, padded_shape, "relposShift");
+  RawTensor padded = RawTensor::zeros(ctx, order, padded_shape, a.dtype());
+  kernels::copyConvert(src, padded.narrowed(key_axis, 1, k), &ctx);
+  RawTensor out = relposView(padded, q, k);
+  return ops::finishOp(ctx, "relposShift", out, {this}, [&] {
+    return [order, padded_shape, q, k, key_axis](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
+      // Each result element reads a distinct padded element, so the adjoint is one copy back.
+      RawTensor full = RawTensor::zeros(c, order, padded_shape);
+      kernels::copyConvert(gy.permuted(order), relposView(full, q, k), &c);
+      g[0] = full.narrowed(key_axis, 1, k);
+    };
+  }, static_cast<size_t>(out.numel()));
+}
+
+namespace {
+
+// t with axis p read as two axes (outer, inner) of extents (e0, e1), row-major: repeatAxis's
+// copies indexed apart. `extra` names the added axis, which only the copy and the sum see.
+RawTensor splitView(const RawTensor& t, size_t p, int64_t e0, int64_t e1, int64_t s0, int64_t s1, Tag extra,
+                    bool extra_outer) {
+  Tags tags = t.tags();
+  Extents shape = t.shape();
+  std::vector<int64_t> strides = t.strides();
+  const auto at = static_cast<std::ptrdiff_t>(p);
+  shape[p] = e1;
+  strides[p] = s1;
+  shape.insert(shape.begin() + at, e0);
+  strides.insert(strides.begin() + at, s0);
+  tags.insert(tags.begin() + at + (extra_outer ? 0 : 1), extra);
+  return RawTensor::view(t.storage(), t.dtype(), std::move(tags), std::move(shape), std::move(strides), t.offset());
+}
+
+// A tag that is not among tags: the axis that counts repeatAxis's copies.
+Tag freshTag(const Tags& tags) {
+  std::string name = "repeat";
+  while (hasTag(tags, Tag(name))) name += "'";
+  return Tag(name);
+}
+
+}  // namespace
+
+Tensor Tensor::repeatAxis(ExecContext& ctx, Tag axis, int64_t times, bool interleave) const {
+  const RawTensor& a = value();
+  const size_t p = a.axis(axis);
+  if (times < 0)
+    fail(ErrorCode::InvalidArgument, "repeatAxis " + quoted(axis) + " of " + a.describe() + ": times " +
+                                         std::to_string(times) + " must be >= 0");
+  refuseQ8("repeatAxis", a);
+  const int64_t n = a.shape()[p];
+  Extents shape = a.shape();
+  shape[p] = checkedMul(n, times, "repeatAxis");
+  validateShape(a.tags(), shape, "repeatAxis");
+  RawTensor out = RawTensor::empty(ctx, a.tags(), shape, a.dtype());
+  const Tag copies = freshTag(a.tags());
+  // Tiled: (times, n) with the copies outer; interleaved: (n, times) with the copies inner. The
+  // source repeats through a stride-0 axis.
+  auto layout = [&](const RawTensor& t, int64_t s, bool source) {
+    if (interleave) return splitView(t, p, n, times, source ? s : times * s, source ? 0 : s, copies, false);
+    return splitView(t, p, times, n, source ? 0 : n * s, s, copies, true);
+  };
+  kernels::copyConvert(layout(a, a.strides()[p], true), layout(out, out.strides()[p], false), &ctx);
+  return ops::finishOp(ctx, "repeatAxis", out, {this}, [&] {
+    return [tags = a.tags(), in_shape = a.shape(), p, n, times, interleave, copies](
+               ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
+      const RawTensor t = gy.permuted(tags);
+      const int64_t s = t.strides()[p];
+      const RawTensor split = interleave ? splitView(t, p, n, times, times * s, s, copies, false)
+                                         : splitView(t, p, times, n, n * s, s, copies, true);
+      g[0] = kernels::sumTo(c, split, tags, in_shape);
+    };
+  }, static_cast<size_t>(out.numel()));
+}
+
+}  // namespace fucina
