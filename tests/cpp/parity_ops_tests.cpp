@@ -438,6 +438,25 @@ const std::map<std::string, Op>& ops() {
          return just(in.at("x").fold(c, a.integer("out_h"), a.integer("out_w"), a.integer("kernel_h"), a.integer("kernel_w"), unfoldOptions(a)));
        }},
       {"channelAffine", [](C c, I in, A a) { return just(in.at("x").channelAffine(c, in.at("scale"), in.at("shift"), a.tag("channel"))); }},
+      // diagonals, masked selection and indexed updates (indexing.json)
+      {"diagonal", [](C c, I in, A a) { return just(in.at("x").diagonal(c, a.tag("a"), a.tag("b"), a.integer("offset"), a.tag("into"))); }},
+      {"trace", [](C c, I in, A a) { return just(in.at("x").trace(c, a.tag("a"), a.tag("b"))); }},
+      {"diag",
+       [](C c, I in, A a) {
+         const Tensor& x = in.at("x");
+         if (a.has("axis")) return just(x.diag(c, a.tag("axis"), a.tag("into_a"), a.tag("into_b"), a.integer("offset")));
+         return just(x.diag(c, a.tag("a"), a.tag("b"), a.integer("offset"), a.tag("into")));
+       }},
+      {"diagEmbed",
+       [](C c, I in, A a) { return just(in.at("x").diagEmbed(c, a.tag("axis"), a.tag("into_a"), a.tag("into_b"), a.integer("offset"))); }},
+      {"indexAdd", [](C c, I in, A a) { return just(in.at("x").indexAdd(c, a.tag("axis"), in.at("indices"), in.at("source"))); }},
+      {"scatter", [](C c, I in, A a) { return just(in.at("x").scatter(c, a.tag("axis"), in.at("indices"), in.at("src"))); }},
+      {"maskedSelect", [](C c, I in, A a) { return just(in.at("x").maskedSelect(c, in.at("mask"), a.tag("into"))); }},
+      {"maskedScatter", [](C c, I in, A) { return just(in.at("x").maskedScatter(c, in.at("mask"), in.at("source"))); }},
+      {"setSlice", [](C c, I in, A a) { return just(in.at("x").setSlice(c, a.tag("axis"), a.integer("start"), in.at("source"))); }},
+      {"setRows", [](C c, I in, A a) { return just(in.at("x").setRows(c, a.tag("axis"), in.at("indices"), in.at("source"))); }},
+      {"zeroSlice", [](C c, I in, A a) { return just(in.at("x").zeroSlice(c, a.tag("axis"), a.integer("start"), a.integer("end"))); }},
+      {"zeroRows", [](C c, I in, A a) { return just(in.at("x").zeroRows(c, a.tag("axis"), in.at("indices"))); }},
   };
   return table;
 }
@@ -520,13 +539,14 @@ TEST_CASE("PyTorch parity: layers") { CHECK(replayFamily("layers") > 0); }
 TEST_CASE("PyTorch parity: casts, quantization and comparison") { CHECK(replayFamily("casts") > 0); }
 TEST_CASE("PyTorch parity: convolutions") { CHECK(replayFamily("conv") > 0); }
 TEST_CASE("PyTorch parity: intentionally no-grad ops") { CHECK(replayFamily("nograd") > 0); }
+TEST_CASE("PyTorch parity: diagonals, masked selection and indexed updates") { CHECK(replayFamily("indexing") > 0); }
 
 TEST_CASE("PyTorch parity: every fixture family has a test and every op an entry") {
   std::set<std::string> families;
   for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(FUCINA_SOURCE_DIR) / "tests/fixtures/parity"))
     if (e.path().extension() == ".json") families.insert(e.path().stem().string());
-  CHECK(families == std::set<std::string>{"casts", "contract", "conv", "elementwise", "gated", "layers", "losses", "losses_ext",
-                                           "nograd", "norm", "pointwise", "reductions", "statistics", "structure"});
+  CHECK(families == std::set<std::string>{"casts", "contract", "conv", "elementwise", "gated", "indexing", "layers", "losses",
+                                           "losses_ext", "nograd", "norm", "pointwise", "reductions", "statistics", "structure"});
   for (const std::string& f : families) {
     const json::Value doc = json::parse(readFile(std::filesystem::path(FUCINA_SOURCE_DIR) / "tests/fixtures/parity" / (f + ".json")), f);
     for (const json::Value& c : field(doc, "cases").items) {
