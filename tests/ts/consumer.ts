@@ -513,6 +513,19 @@ makeBatch(split, order, 0, 4);
 // @ts-expect-error parseIdx takes bytes
 parseIdx('file.idx');
 
+// ---------------------------------------------------------------- diagonals, masked selection and indexed updates (issue 22)
+const sq3 = fc.variable(['i', 'j'], [3, 3], [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+const rowIdx = fc.constant(['k'], [2], [2, 0], 'i32');
+const mask3 = fc.constant(['c'], [3], [1, 0, 1], 'u8');
+const indexingOps: Tensor[] = [sq3.diagonal('i', 'j', 1, 'd'), sq3.trace('i', 'j'), sq3.diag(['i', 'j'], ['d']), sq3.diag(['i', 'j'], ['d'], -1),
+  a.sum('r').diag(['c'], ['p', 'q']), a.sum('r').diag(['c'], ['p', 'q'], 1), a.diagEmbed('c', 'p', 'q'), a.diagEmbed('c', 'p', 'q', -2),
+  a.indexAdd('c', rowIdx, fc.ones(['r', 'c'], [2, 2])), a.scatter('c', fc.zeros(['r', 'c'], [2, 1], 'i64'), fc.ones(['r', 'c'], [2, 1])),
+  a.maskedSelect(mask3, 'k'), a.maskedScatter(mask3, fc.ones(['s'], [4])), a.setSlice('c', 1, fc.ones(['r', 'c'], [2, 2])),
+  a.setRows('c', rowIdx, fc.ones(['r', 'c'], [2, 2])), a.zeroSlice('c', 0, 2), a.zeroRows('r', fc.constant(['k'], [1], [1], 'i64'))];
+// @ts-expect-error diag names its axes in arrays
+sq3.diag('i', 'j');
+void indexingOps;
+
 // Everything above is used once more so that noUnusedLocals holds.
 console.log(variant, threads, copy, z, o, f, u, n, tags, shape, dtype, requiresGrad, isDisposed, arr, item, half, text,
   binaries, scalars, unaries, reductions, norms, losses, indexing, inventory, losses2, convs, constantResults, contractions, structure, spatial, rotated, attended,
