@@ -404,7 +404,7 @@ template <class F>
 void forEachRowPair(ExecContext& ctx, const Rows& r, F f) {
   if (r.outer == 0 || r.k == 0 || r.inner == 0) return;
   const int64_t* idx = r.idx();
-  ctx.parallelFor(r.outer, std::max<int64_t>(1, kernels::kElementwiseGrain / (r.k * r.inner)),
+  ctx.parallelFor(r.outer, std::max<int64_t>(1, kernels::kElementwiseGrain / r.inner / r.k),
                   [&](int64_t begin, int64_t end) {
                     for (int64_t u = begin; u < end; ++u)
                       for (int64_t j = 0; j < r.k; ++j) f((u * r.n + idx[j]) * r.inner, (u * r.k + j) * r.inner);
@@ -450,7 +450,11 @@ Tensor rowUpdate(ExecContext& ctx, std::string_view op, const Tensor& x, Tag axi
     // this: gy (indexAdd) or gy with the rows zeroed (setRows); source: the rows of gy.
     return [r = std::move(r), tags = a.tags(), axis](ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads g) {
       const RawTensor ordered = gy.permuted(tags);
-      if (needs[0]) g[0] = kAdd ? gy : rowsZeroed(c, r, ordered);
+      if constexpr (kAdd) {
+        if (needs[0]) g[0] = gy;
+      } else {
+        if (needs[0]) g[0] = rowsZeroed(c, r, ordered);
+      }
       if (needs[2]) g[2] = rowsTaken(c, r, ordered, axis);
     };
   }, static_cast<size_t>(s.numel()));
