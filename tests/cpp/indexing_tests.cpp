@@ -10,25 +10,22 @@
 #include <limits>
 #include <vector>
 
-using fucina::DType;
-using fucina::ExecContext;
-using fucina::Extents;
-using fucina::Tags;
-using fucina::Tensor;
+using fucina::DType, fucina::ExecContext, fucina::Extents, fucina::Tags, fucina::Tensor;
 
 namespace {
-
-// sum(tanh(y) * w) with fixed weights laid out like y: a loss that sees every element's position.
-Tensor probe(ExecContext& c, const Tensor& y) {
-  Tensor w = Tensor::fromSlice(c, y.tags(), y.shape(), test::wave(static_cast<size_t>(y.numel()), 1.0f, 0.3f, 0.7f));
-  return y.tanh(c).mul(c, w).sumAll(c);
-}
 
 // y · w summed, w = 1, 2, 3, ... laid out like y: gradients are the weights at the positions used.
 Tensor weighted(ExecContext& c, const Tensor& y) {
   std::vector<float> w(static_cast<size_t>(y.numel()));
   for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i + 1);
   return y.mul(c, Tensor::fromSlice(c, y.tags(), y.shape(), w)).sumAll(c);
+}
+
+// For gradcheck: sum(tanh(y) · w), w a fixed wave in [-1, 1] laid out like y (small, so f32 finite
+// differences stay accurate), a smooth loss that sees every element's position.
+Tensor probe(ExecContext& c, const Tensor& y) {
+  const auto n = static_cast<size_t>(y.numel());
+  return y.tanh(c).mul(c, Tensor::fromSlice(c, y.tags(), y.shape(), test::wave(n, 1.0f, 0.3f, 0.7f))).sumAll(c);
 }
 
 std::vector<float> iota(size_t n) {

@@ -325,44 +325,48 @@ Tensor Tensor::takeAlongAxis(ExecContext& ctx, Tag axis, const Tensor& indices) 
   return gatherOp(ctx, "takeAlongAxis", *this, axis, indices, std::move(m));
 }
 
+namespace {
+
+// scatterAdd (kLoop add) and scatter (assign). Gradients: this gets gy, zeroed where written by
+// scatter; src gets gy gathered at the indices (torch's rule for scatter too, so a repeated index
+// passes gy to every src element that aimed at it, not only the last).
+template <Loop kLoop>
+Tensor scatterOp(ExecContext& ctx, std::string_view op, const Tensor& x, Tag axis, const Tensor& indices,
+                 const Tensor& src) {
+  const RawTensor& a = x.value();
+  const RawTensor& s = src.value();
+  IndexMap m = scatterMap(op, a, axis, indices, s);
+  RawTensor out = a.clone(ctx);
+  indexLoop<kLoop>(ctx, m, out, s);
+  return ops::finishOp(ctx, op, out, {&x, &indices, &src}, [&] {
+    return [m = std::move(m)](ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads g) {
+      const RawTensor ordered = gy.permuted(m.tags);
+      if (needs[0]) {
+        if constexpr (kLoop == Loop::add) {
+          g[0] = gy;
+        } else {
+          RawTensor gx = ordered.clone(c);
+          indexLoop<Loop::assign>(c, m, gx, RawTensor::zeros(c, {}, {}).broadcastView(m.tags, m.shape));
+          g[0] = std::move(gx);
+        }
+      }
+      if (needs[2]) g[2] = gatherValues(c, m, ordered);
+    };
+  }, static_cast<size_t>(s.numel()));
+}
+
+}  // namespace
+
 Tensor Tensor::scatterAdd(ExecContext& ctx, Tag axis, const Tensor& indices, const Tensor& src) const {
   if (!ops::allF32({this, &src}))
     return ops::viaF32(ctx, "scatterAdd", {this, &src}, [&](std::span<const Tensor> f) { return f[0].scatterAdd(ctx, axis, indices, f[1]); });
-  const RawTensor& a = value();
-  const RawTensor& s = src.value();
-  IndexMap m = scatterMap("scatterAdd", a, axis, indices, s);
-  RawTensor out = a.clone(ctx);
-  indexLoop<Loop::add>(ctx, m, out, s);
-  return ops::finishOp(ctx, "scatterAdd", out, {this, &indices, &src}, [&] {
-    // d/dthis = gy; d/dsrc = gy gathered at the indices.
-    return [m = std::move(m)](ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads g) {
-      if (needs[0]) g[0] = gy;
-      if (needs[2]) g[2] = gatherValues(c, m, gy.permuted(m.tags));
-    };
-  }, static_cast<size_t>(s.numel()));
+  return scatterOp<Loop::add>(ctx, "scatterAdd", *this, axis, indices, src);
 }
 
 Tensor Tensor::scatter(ExecContext& ctx, Tag axis, const Tensor& indices, const Tensor& src) const {
   if (!ops::allF32({this, &src}))
     return ops::viaF32(ctx, "scatter", {this, &src}, [&](std::span<const Tensor> f) { return f[0].scatter(ctx, axis, indices, f[1]); });
-  const RawTensor& a = value();
-  const RawTensor& s = src.value();
-  IndexMap m = scatterMap("scatter", a, axis, indices, s);
-  RawTensor out = a.clone(ctx);
-  indexLoop<Loop::assign>(ctx, m, out, s);
-  return ops::finishOp(ctx, "scatter", out, {this, &indices, &src}, [&] {
-    // d/dthis = gy, zero where written; d/dsrc = gy gathered at the indices (torch's rule, so a
-    // repeated index passes gy to every src element that aimed at it, not only the last).
-    return [m = std::move(m)](ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads g) {
-      const RawTensor ordered = gy.permuted(m.tags);
-      if (needs[0]) {
-        RawTensor gx = ordered.clone(c);
-        indexLoop<Loop::assign>(c, m, gx, RawTensor::zeros(c, {}, {}).broadcastView(m.tags, m.shape));
-        g[0] = std::move(gx);
-      }
-      if (needs[2]) g[2] = gatherValues(c, m, ordered);
-    };
-  }, static_cast<size_t>(s.numel()));
+  return scatterOp<Loop::assign>(ctx, "scatter", *this, axis, indices, src);
 }
 
 namespace {
