@@ -136,8 +136,8 @@ Tensor Tensor::diag(ExecContext& ctx, Tag axis, Tag into_a, Tag into_b, int64_t 
 
 Tensor Tensor::diag(ExecContext& ctx, Tag a, Tag b, int64_t offset, Tag into) const {
   if (rank() != 2)
-    fail(ErrorCode::InvalidArgument, "diag(a, b, offset, into) takes a matrix, got " + value().describe() +
-                                         "; diagonal() takes batches");
+    fail(ErrorCode::InvalidArgument, "diag from a matrix takes a tensor with two axes, got " + value().describe() +
+                                         "; diagonal takes batches");
   return diagonalOp(ctx, "diag", *this, a, b, offset, into);
 }
 
