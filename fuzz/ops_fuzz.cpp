@@ -106,7 +106,7 @@ class Run {
   Run(fucina::ExecContext& ctx, Choices& in) : ctx_(ctx), in_(in) {}
 
   void step() {
-    const size_t op = in_.below(13);
+    const size_t op = in_.below(14);
     const size_t before = pool_.size();
     const Tensor last = before ? pool_.back() : Tensor();
     if (trace()) std::fprintf(stderr, "step %zu:", op);
@@ -124,6 +124,7 @@ class Run {
         case 9: drop(); break;
         case 10: keep(joined()); break;
         case 11: keep(shifted(pick())); break;
+        case 12: keep(indexing(pick())); break;
         default: keep(make(in_.byte() & 1)); break;
       }
     } catch (const fucina::Error& e) {  // any refusal is fine
@@ -412,6 +413,28 @@ class Run {
       }
       case 12: return t.relposShift(ctx_, in_.tag(), in_.tag());
       default: return t.sliceStep(ctx_, in_.tag(), in_.number(), in_.offset(), in_.byte() & 1 ? -1 : in_.number());
+  // Diagonals, masked selection and indexed updates (issue 22): hostile offsets, starts and
+  // indices, any tensor of the pool as mask or source.
+  Tensor indexing(const Tensor& t) {
+    const Tensor rows = ints({in_.tag()}, {in_.number()});
+    switch (in_.below(13)) {
+      case 0: return t.diagonal(ctx_, in_.tag(), in_.tag(), in_.offset(), in_.tag());
+      case 1: return t.trace(ctx_, in_.tag(), in_.tag());
+      case 2: return t.diag(ctx_, in_.tag(), in_.tag(), in_.tag(), in_.offset());
+      case 3: return t.diag(ctx_, in_.tag(), in_.tag(), in_.offset(), in_.tag());
+      case 4: return t.diagEmbed(ctx_, in_.tag(), in_.tag(), in_.tag(), in_.offset());
+      case 5: return t.indexAdd(ctx_, in_.tag(), in_.byte() & 1 ? rows : pick(), pick());
+      case 6: {
+        const size_t r = in_.below(4);
+        const Tags tags = in_.tags(r);
+        return t.scatter(ctx_, in_.tag(), ints(tags, in_.extents(r)), pick());
+      }
+      case 7: return t.maskedSelect(ctx_, pick(), in_.tag());
+      case 8: return t.maskedScatter(ctx_, pick(), pick());
+      case 9: return t.setSlice(ctx_, in_.tag(), in_.offset(), pick());
+      case 10: return t.setRows(ctx_, in_.tag(), rows, pick());
+      case 11: return t.zeroSlice(ctx_, in_.tag(), in_.offset(), in_.number());
+      default: return t.zeroRows(ctx_, in_.tag(), rows);
     }
   }
 

@@ -134,7 +134,7 @@ function tsType(a) {
     case 'tensor': return a.nullable ? 'Tensor | null' : 'Tensor';
     case 'tensors': return 'readonly Tensor[]';
     case 'axis': return 'string';
-    case 'tags': return 'readonly string[]';
+    case 'tags': return a.ts ?? 'readonly string[]';
     case 'shape': return 'readonly number[]';
     case 'int': case 'number': return 'number';
     case 'bool': return 'boolean';

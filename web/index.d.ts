@@ -917,6 +917,46 @@ export class Tensor {
    * read (Q, K+1) as (K+1, Q), drop the first row, read back as (Q, K). The result has the other
    * axes in this tensor's order, then queryAxis, keyAxis. */
   relposShift(queryAxis: string, keyAxis: string): Tensor;
+  /** torch.diagonal: a view of the offset diagonal of axes a and b (> 0 above the main one),
+   * which are dropped; the new axis `into` (it may reuse a or b) comes last. An offset past the
+   * matrix gives an empty axis. */
+  diagonal(a: string, b: string, offset: number, into: string): Tensor;
+  /** The sum of the main diagonal of axes a and b (torch.trace); other axes are kept as a batch. */
+  trace(a: string, b: string): Tensor;
+  /** torch.diag in both directions: diag([axis], [intoA, intoB], offset) puts `axis` on the
+   * offset diagonal of a new square [intoA, intoB] (as diagEmbed; other axes are a batch);
+   * diag([a, b], [into], offset) is the diagonal of a two-axis tensor. Other lengths are
+   * InvalidArgument. */
+  diag(from: readonly [string] | readonly [string, string], into: readonly [string] | readonly [string, string], offset?: number): Tensor;
+  /** torch.diag_embed: `axis` (extent n) is replaced, in place, by two new axes intoA and intoB
+   * of extent n + |offset|, zero but for the offset diagonal, which holds the values. */
+  diagEmbed(axis: string, intoA: string, intoB: string, offset?: number): Tensor;
+  /** torch.index_add, out of place: source row j along `axis` is added to row indices[j] (1-D
+   * i32/i64 indices; source has this tensor's axes and extents but the indices' extent along
+   * `axis`). Repeats accumulate, in index order; gradients to this tensor and source. */
+  indexAdd(axis: string, indices: Tensor, source: Tensor): Tensor;
+  /** torch.scatter, out of place: each src element (src shaped as the indices, as in scatterAdd)
+   * overwrites its target; of several aiming at one element, the last along `axis` wins.
+   * Gradients as torch: zero where written; src gets the gradient gathered at the indices. */
+  scatter(axis: string, indices: Tensor, src: Tensor): Tensor;
+  /** torch.masked_select: the elements where mask (u8 or f32, nonzero set; axes among this
+   * tensor's) is set, row-major in this tensor's axis order, as one axis `into`. */
+  maskedSelect(mask: Tensor, into: string): Tensor;
+  /** torch.masked_scatter: the k positions mask sets (as maskedSelect) take the first k elements
+   * of source, row-major in its own axis order (ShapeMismatch when it has fewer). */
+  maskedScatter(mask: Tensor, source: Tensor): Tensor;
+  /** Out of place torch.slice_scatter: [start, start + its extent) along `axis` replaced by
+   * source (same dtype, this tensor's axes and extents but along `axis`). */
+  setSlice(axis: string, start: number, source: Tensor): Tensor;
+  /** Out of place torch.index_copy: rows indices[j] along `axis` replaced by source row j
+   * (indices and source as indexAdd); of repeated indices the last wins. */
+  setRows(axis: string, indices: Tensor, source: Tensor): Tensor;
+  /** A copy with [start, end) along `axis` zeroed (0 <= start <= end <= extent); gradient zero
+   * there. */
+  zeroSlice(axis: string, start: number, end: number): Tensor;
+  /** A copy with the rows at the 1-D i32/i64 indices along `axis` zeroed (torch.index_fill with
+   * 0). */
+  zeroRows(axis: string, indices: Tensor): Tensor;
   // END ops.table tensor
   // rope is hand-written (web/ops.table.mjs, HAND_WRITTEN): its two call forms.
   /** Rotary position embedding along options.position and options.dim (even extent D) with

@@ -890,6 +890,10 @@ TEST_CASE("op coverage matrix") {
   for (const char* op : {"alignTo", "viewWithStrides", "materialize", "sliceStep", "zeroPad2d", "constantPad2d", "unbindInto",
                          "repeatAxis", "flip", "roll", "rollBy", "shiftBy", "relposShift"})
     home[op] = "views_tests.cpp";
+  // Diagonals, masked selection and indexed updates (issue 22).
+  for (const char* op : {"diagonal", "trace", "diag", "diagEmbed", "indexAdd", "scatter", "maskedSelect", "maskedScatter",
+                         "setSlice", "setRows", "zeroSlice", "zeroRows"})
+    home[op] = "indexing_tests.cpp";
   // Ops whose results are constants (no VJP, nothing for gradcheck or a gradient fixture).
   const std::set<std::string> constant_results = {"quantize", "compare", "argmax", "argmin", "argsort", "multinomial",
                                                   "isnan", "isinf", "isfinite", "logicalNot", "logicalAnd", "logicalOr",

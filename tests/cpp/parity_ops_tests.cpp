@@ -448,31 +448,9 @@ const std::map<std::string, Op>& ops() {
          return just(in.at("x").fold(c, a.integer("out_h"), a.integer("out_w"), a.integer("kernel_h"), a.integer("kernel_w"), unfoldOptions(a)));
        }},
       {"channelAffine", [](C c, I in, A a) { return just(in.at("x").channelAffine(c, in.at("scale"), in.at("shift"), a.tag("channel"))); }},
-      // views, flips and shifts (views.json)
-      {"alignTo", [](C c, I in, A a) { return just(in.at("x").alignTo(c, a.tags("tags"))); }},
-      {"viewWithStrides",
-       [](C c, I in, A a) {
-         return just(in.at("x").viewWithStrides(c, a.tags("tags"), a.extents("shape"), a.extents("strides"), a.integer("offset")));
-       }},
-      {"materialize", [](C c, I in, A) { return just(in.at("x").materialize(c)); }},
-      {"sliceStep",
-       [](C c, I in, A a) { return just(in.at("x").sliceStep(c, a.tag("axis"), a.integer("start"), a.integer("end"), a.integer("step"))); }},
-      {"zeroPad2d",
-       [](C c, I in, A a) {
-         return just(in.at("x").zeroPad2d(c, a.tag("h"), a.tag("w"), {a.integer("left"), a.integer("right"), a.integer("top"), a.integer("bottom")}));
-       }},
-      {"constantPad2d",
-       [](C c, I in, A a) {
-         return just(in.at("x").constantPad2d(c, a.tag("h"), a.tag("w"),
-                                              {a.integer("left"), a.integer("right"), a.integer("top"), a.integer("bottom")}, a.number("value")));
-       }},
-      {"unbindInto", [](C c, I in, A a) { return just(Tensor::stack(c, in.at("x").unbindInto(c, a.tag("axis")), a.tag("into"))); }},
-      {"repeatAxis", [](C c, I in, A a) { return just(in.at("x").repeatAxis(c, a.tag("axis"), a.integer("times"), a.flag("interleave"))); }},
-      {"flip", [](C c, I in, A a) { return just(in.at("x").flip(c, a.tag("axis"))); }},
-      {"roll", [](C c, I in, A a) { return just(in.at("x").roll(c, a.tag("axis"), a.integer("shift"))); }},
-      {"rollBy", [](C c, I in, A a) { return just(in.at("x").rollBy(c, a.tag("axis"), a.tag("by"), in.at("shifts"))); }},
-      {"shiftBy", [](C c, I in, A a) { return just(in.at("x").shiftBy(c, a.tag("axis"), a.tag("by"), in.at("shifts"))); }},
-      {"relposShift", [](C c, I in, A a) { return just(in.at("x").relposShift(c, a.tag("query"), a.tag("key"))); }},
+  CHECK(families == std::set<std::string>{"casts", "contract", "conv", "elementwise", "gated", "indexing", "inplace", "layers",
+                                           "losses", "losses_ext", "nograd", "norm", "pointwise", "reductions", "statistics",
+                                           "structure", "views"});
   };
   return table;
 }
@@ -557,14 +535,15 @@ TEST_CASE("PyTorch parity: convolutions") { CHECK(replayFamily("conv") > 0); }
 TEST_CASE("PyTorch parity: intentionally no-grad ops") { CHECK(replayFamily("nograd") > 0); }
 TEST_CASE("PyTorch parity: in-place and storage-consuming helpers") { CHECK(replayFamily("inplace") > 0); }
 TEST_CASE("PyTorch parity: views, flips and shifts") { CHECK(replayFamily("views") > 0); }
+TEST_CASE("PyTorch parity: diagonals, masked selection and indexed updates") { CHECK(replayFamily("indexing") > 0); }
 
 TEST_CASE("PyTorch parity: every fixture family has a test and every op an entry") {
   std::set<std::string> families;
   for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(FUCINA_SOURCE_DIR) / "tests/fixtures/parity"))
     if (e.path().extension() == ".json") families.insert(e.path().stem().string());
-  CHECK(families == std::set<std::string>{"casts", "contract", "conv", "elementwise", "gated", "inplace", "layers", "losses",
-                                           "losses_ext", "nograd", "norm", "pointwise", "reductions", "statistics", "structure",
-                                           "views"});
+  CHECK(families == std::set<std::string>{"casts", "contract", "conv", "elementwise", "gated", "indexing", "inplace", "layers",
+                                           "losses", "losses_ext", "nograd", "norm", "pointwise", "reductions", "statistics",
+                                           "structure", "views"});
   for (const std::string& f : families) {
     const json::Value doc = json::parse(readFile(std::filesystem::path(FUCINA_SOURCE_DIR) / "tests/fixtures/parity" / (f + ".json")), f);
     for (const json::Value& c : field(doc, "cases").items) {

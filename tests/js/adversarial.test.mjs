@@ -46,6 +46,7 @@ function fixtures(fc, foreign) {
     m: fc.constant(['k', 'o'], [3, 2], [1, 2, 3, 4, 5, 6]),
     idx: fc.constant(['k'], [2], [0, 2], 'i32'),
     gidx: fc.zeros(['r', 'c'], [2, 3], 'i32'),
+    rows: fc.constant(['r', 'c'], [2, 2], [1, 2, 3, 4]),  // a source for indexAdd, setRows, setSlice
     lab: fc.constant(['r'], [2], [0, 2], 'i32'),
     mask: fc.constant(['r', 'c'], [2, 3], [1, 0, 1, 0, 1, 0], 'u8'),
     sq: fc.constant(['r', 'one'], [2, 1], [1, 2]),

@@ -182,6 +182,19 @@ export const TENSOR = {
   rollBy: { args: [axis('c'), axis('r'), tensor('lab')] },
   shiftBy: { args: [axis('c'), axis('r'), tensor('lab')] },
   relposShift: { args: [axis('r'), axis('c')] },
+  // diagonals, masked selection and indexed updates (issue 22); rows: {r: 2, c: 2}
+  diagonal: { args: [axis('r'), axis('c'), int(0), axis('d')] },
+  trace: { args: [axis('r'), axis('c')] },
+  diag: { self: 'v', args: [tags(['c']), tags(['i', 'j']), int(1)] },
+  diagEmbed: { self: 'v', args: [axis('c'), axis('i'), axis('j'), int(-1)] },
+  indexAdd: { args: [axis('c'), tensor('idx'), tensor('rows')] },
+  scatter: { args: [axis('c'), tensor('gidx'), tensor('p')] },
+  maskedSelect: { args: [tensor('mask'), axis('k')] },
+  maskedScatter: { args: [tensor('mask'), tensor('p')] },
+  setSlice: { args: [axis('c'), nat(1), tensor('rows')] },
+  setRows: { args: [axis('c'), tensor('idx'), tensor('rows')] },
+  zeroSlice: { args: [axis('c'), nat(0), nat(2)] },
+  zeroRows: { args: [axis('c'), tensor('idx')] },
 };
 /** Public Tensor members with nothing to get wrong, and why. */
 export const TENSOR_EXEMPT = { dispose: 'idempotent, no arguments', isDisposed: 'a flag that never throws',
@@ -407,6 +420,27 @@ export const ENGINE = {
   'rollBy with shifts of the wrong extent': (f) => f.x.rollBy('c', 'r', f.idx),
   'shiftBy along its own shift axis': (f) => f.x.shiftBy('r', 'r', f.lab),
   'relposShift with one axis twice': (f) => f.x.relposShift('c', 'c'),
+  // diagonals, masked selection and indexed updates (issue 22)
+  'diagonal of one axis twice': (f) => f.x.diagonal('r', 'r', 0, 'd'),
+  'diagonal into a kept axis': (f) => f.img.diagonal('h', 'w', 0, 'c'),
+  'diag from three names': (f) => f.x.diag(['r', 'c', 'r'], ['d']),
+  'diag of a matrix into two names': (f) => f.x.diag(['r', 'c'], ['i', 'j']),
+  'diag (matrix to vector) of three axes': (f) => f.img.diag(['h', 'w'], ['d']),
+  'diagEmbed into one name twice': (f) => f.v.diagEmbed('c', 'i', 'i'),
+  'diagEmbed with an offset past int64': (f) => f.v.diagEmbed('c', 'i', 'j', 2 ** 53 - 1),
+  'indexAdd of an index out of range': (f) => f.x.indexAdd('c', f.idxOut, f.fc.ones(['r', 'c'], [2, 1])),
+  'indexAdd with f32 indices': (f) => f.x.indexAdd('c', f.v, f.x),
+  'indexAdd of a source of the wrong extent': (f) => f.x.indexAdd('c', f.idx, f.x),
+  'scatter of an index out of range': (f) => f.x.scatter('c', f.gidxOut, f.p),
+  'maskedSelect with an i32 mask': (f) => f.x.maskedSelect(f.gidx, 'k'),
+  'maskedSelect with a mask of other axes': (f) => f.x.maskedSelect(f.fc.constant(['k'], [2], [1, 0], 'u8'), 'k'),
+  'maskedScatter from too small a source': (f) => f.x.maskedScatter(f.mask, f.bias),
+  'setSlice past the end': (f) => f.x.setSlice('c', 2, f.rows),
+  'setSlice of another dtype': (f) => f.x.setSlice('c', 0, f.gidx),
+  'setRows with a negative index': (f) => f.x.setRows('c', f.fc.constant(['k'], [2], [-1, 0], 'i32'), f.rows),
+  'zeroSlice with start > end': (f) => f.x.zeroSlice('c', 2, 1),
+  'zeroSlice past the end': (f) => f.x.zeroSlice('c', 0, 4),
+  'zeroRows of an index out of range': (f) => f.x.zeroRows('c', f.idxOut),
 };
 
 /** Models failing part-way, in construction (a last layer the heap cannot hold) or in forward

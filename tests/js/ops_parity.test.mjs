@@ -201,6 +201,19 @@ const OPS = {
   rollBy: (i, a) => i.x.rollBy(a.axis, a.by, i.shifts),
   shiftBy: (i, a) => i.x.shiftBy(a.axis, a.by, i.shifts),
   relposShift: (i, a) => i.x.relposShift(a.query, a.key),
+  // diagonals, masked selection and indexed updates (indexing.json)
+  diagonal: (i, a) => i.x.diagonal(a.a, a.b, a.offset, a.into),
+  trace: (i, a) => i.x.trace(a.a, a.b),
+  diag: (i, a) => ('axis' in a ? i.x.diag([a.axis], [a.into_a, a.into_b], a.offset) : i.x.diag([a.a, a.b], [a.into], a.offset)),
+  diagEmbed: (i, a) => i.x.diagEmbed(a.axis, a.into_a, a.into_b, a.offset),
+  indexAdd: (i, a) => i.x.indexAdd(a.axis, i.indices, i.source),
+  scatter: (i, a) => i.x.scatter(a.axis, i.indices, i.src),
+  maskedSelect: (i, a) => i.x.maskedSelect(i.mask, a.into),
+  maskedScatter: (i) => i.x.maskedScatter(i.mask, i.source),
+  setSlice: (i, a) => i.x.setSlice(a.axis, a.start, i.source),
+  setRows: (i, a) => i.x.setRows(a.axis, i.indices, i.source),
+  zeroSlice: (i, a) => i.x.zeroSlice(a.axis, a.start, a.end),
+  zeroRows: (i, a) => i.x.zeroRows(a.axis, i.indices),
 };
 const ceOptions = (a) => ({ reduction: a.reduction, labelSmoothing: a.label_smoothing, ignoreIndex: a.ignore_index, zLoss: a.z_loss });
 const sorted = ([v, idx]) => [v, { indices: idx }];

@@ -532,6 +532,18 @@ const viewsAndShifts: Tensor[] = [a.alignTo(['n', 'c', 'r']), a.viewWithStrides(
 // @ts-expect-error the pads are four numbers, not an array
 a.zeroPad2d('r', 'c', [1, 1, 1, 1]);
 console.log(viewsAndShifts);
+// ---------------------------------------------------------------- diagonals, masked selection and indexed updates (issue 22)
+const sq3 = fc.variable(['i', 'j'], [3, 3], [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+const rowIdx = fc.constant(['k'], [2], [2, 0], 'i32');
+const mask3 = fc.constant(['c'], [3], [1, 0, 1], 'u8');
+const indexingOps: Tensor[] = [sq3.diagonal('i', 'j', 1, 'd'), sq3.trace('i', 'j'), sq3.diag(['i', 'j'], ['d']), sq3.diag(['i', 'j'], ['d'], -1),
+  a.sum('r').diag(['c'], ['p', 'q']), a.sum('r').diag(['c'], ['p', 'q'], 1), a.diagEmbed('c', 'p', 'q'), a.diagEmbed('c', 'p', 'q', -2),
+  a.indexAdd('c', rowIdx, fc.ones(['r', 'c'], [2, 2])), a.scatter('c', fc.zeros(['r', 'c'], [2, 1], 'i64'), fc.ones(['r', 'c'], [2, 1])),
+  a.maskedSelect(mask3, 'k'), a.maskedScatter(mask3, fc.ones(['s'], [4])), a.setSlice('c', 1, fc.ones(['r', 'c'], [2, 2])),
+  a.setRows('c', rowIdx, fc.ones(['r', 'c'], [2, 2])), a.zeroSlice('c', 0, 2), a.zeroRows('r', fc.constant(['k'], [1], [1], 'i64'))];
+// @ts-expect-error diag names its axes in arrays
+sq3.diag('i', 'j');
+void indexingOps;
 
 // Everything above is used once more so that noUnusedLocals holds.
 console.log(variant, threads, copy, z, o, f, u, n, tags, shape, dtype, requiresGrad, isDisposed, arr, item, half, text,

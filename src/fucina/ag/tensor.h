@@ -714,6 +714,51 @@ class Tensor {
   /// result has them in this tensor's order, then query_axis, key_axis. The VJP is the adjoint.
   Tensor relposShift(ExecContext& ctx, Tag query_axis, Tag key_axis) const;
 
+  // --- diagonals, masked selection and indexed updates (issue 22: ops/diagonal.cpp,
+  // ops/masked.cpp, ops/slice_update.cpp, ops/gather.cpp) ---
+  /// torch.diagonal(x, offset, a, b): a zero-copy strided view that drops axes a and b (distinct)
+  /// and appends axis `into` (which may reuse a's or b's name). offset > 0 is above the main
+  /// diagonal; an offset past the matrix gives an empty axis. Any dtype but q8_0.
+  Tensor diagonal(ExecContext& ctx, Tag a, Tag b, int64_t offset, Tag into) const;
+  /// The sum of the main diagonal of axes a and b (torch.trace); other axes are kept as a batch.
+  Tensor trace(ExecContext& ctx, Tag a, Tag b) const;
+  /// torch.diag, vector to matrix: as diagEmbed (other axes are kept as a batch).
+  Tensor diag(ExecContext& ctx, Tag axis, Tag into_a, Tag into_b, int64_t offset = 0) const;
+  /// torch.diag, matrix to vector: diagonal() of a tensor with exactly two axes (else InvalidArgument).
+  Tensor diag(ExecContext& ctx, Tag a, Tag b, int64_t offset, Tag into) const;
+  /// torch.diag_embed: `axis` (extent n) is replaced, in place, by two new axes into_a and into_b of
+  /// extent n + |offset|, zero except for the offset diagonal, which holds the values.
+  Tensor diagEmbed(ExecContext& ctx, Tag axis, Tag into_a, Tag into_b, int64_t offset = 0) const;
+  /// torch.index_add, out of place: source row j (along `axis`) is added to row indices[j].
+  /// indices are 1-D i32/i64 in [0, extent) (else IndexOutOfRange); source has this tensor's axes
+  /// and extents except the indices' extent along `axis`. Repeated indices accumulate in index
+  /// order on any thread count. Gradients: this gets gy, source gy's rows at the indices.
+  Tensor indexAdd(ExecContext& ctx, Tag axis, const Tensor& indices, const Tensor& source) const;
+  /// torch.scatter, out of place, with indices and src as scatterAdd's: each src element
+  /// overwrites its target; where several aim at one element, the one last along `axis` wins.
+  /// Gradients as torch: this gets gy zeroed where written, src gy gathered at the indices (at
+  /// every repeat of a target too).
+  Tensor scatter(ExecContext& ctx, Tag axis, const Tensor& indices, const Tensor& src) const;
+  /// torch.masked_select: the elements where the mask (u8 or f32, nonzero set; axes among this
+  /// tensor's at equal extents) is set, row-major in this tensor's axis order, on one axis `into`.
+  Tensor maskedSelect(ExecContext& ctx, const Tensor& mask, Tag into) const;
+  /// torch.masked_scatter: the k set positions (as maskedSelect's) take the first k elements of
+  /// source, row-major in its own axis order; a source with fewer is ShapeMismatch. Gradients:
+  /// this gets gy zeroed there, source gy at those positions in its first k elements, else 0.
+  Tensor maskedScatter(ExecContext& ctx, const Tensor& mask, const Tensor& source) const;
+  /// Out-of-place torch.slice_scatter: [start, start + its extent) along `axis` replaced by source
+  /// (same dtype, this tensor's axes and extents except along `axis`). Gradients: this gets gy
+  /// with the slice zeroed, source the slice of gy.
+  Tensor setSlice(ExecContext& ctx, Tag axis, int64_t start, const Tensor& source) const;
+  /// Out-of-place torch.index_copy: rows indices[j] along `axis` replaced by source row j (indices
+  /// and source as indexAdd's); of repeated indices the last wins. Gradients as torch: this gets gy
+  /// with the rows zeroed, source gy's rows at the indices.
+  Tensor setRows(ExecContext& ctx, Tag axis, const Tensor& indices, const Tensor& source) const;
+  /// A copy with [start, end) along `axis` zeroed (0 <= start <= end <= extent); gradient zeroed there.
+  Tensor zeroSlice(ExecContext& ctx, Tag axis, int64_t start, int64_t end) const;
+  /// A copy with the rows at 1-D indices (as indexAdd's) zeroed (torch.index_fill with 0).
+  Tensor zeroRows(ExecContext& ctx, Tag axis, const Tensor& indices) const;
+
   // --- position encodings and attention (ops/rope.cpp, ops/attention.cpp) ---
   /// Rotary position embedding along options.position and options.dim (D even, else
   /// InvalidArgument); every other axis is a batch axis. The result keeps this tensor's axis order;

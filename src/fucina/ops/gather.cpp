@@ -1,8 +1,10 @@
 // Indexing by integer tensors: indexSelect (embedding lookup), gather / takeAlongAxis (one
-// strided gather loop) and scatterAdd (the same loop adding). Each forward gathers or scatters
-// along a named axis; the VJPs use the other direction, so repeated indices accumulate.
+// strided gather loop), scatterAdd and scatter (the same loop adding or overwriting), and the
+// row updates indexAdd, setRows and zeroRows (whole rows at 1-D indices). Each forward gathers or
+// scatters along a named axis; the VJPs use the other direction, so repeated indices accumulate.
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -216,10 +218,14 @@ IndexMap sameAxesMap(std::string_view op, const RawTensor& a, Tag axis, const Ra
 }
 
 // The one strided loop behind every op here. At each position of m, the table element whose
-// `axis` coordinate is the index there is copied into `dense` (gather) or gets `dense` added to
-// it (scatter). table has m's axes in m's order (extents >= m's); dense has m's axes, any
-// strides. Scatter runs on one thread, since repeated indices hit the same element.
-template <bool kScatter>
+// `axis` coordinate is the index there is copied into `dense` (gather), gets `dense` added to it
+// (add) or is overwritten by it (assign: row-major over m, so of the positions aiming at one
+// element, which differ only along `axis`, the last along it wins).
+// table has m's axes in m's order (extents >= m's); dense has m's axes, any strides. add and
+// assign run on one thread, since repeated indices hit the same element.
+enum class Loop { gather, add, assign };
+
+template <Loop kLoop>
 void indexLoop(ExecContext& ctx, const IndexMap& m, const RawTensor& table, const RawTensor& dense) {
   if (numelOf(m.shape) == 0) return;
   const RawTensor d = dense.permuted(m.tags);
@@ -235,27 +241,45 @@ void indexLoop(ExecContext& ctx, const IndexMap& m, const RawTensor& table, cons
       kernels::forEachRow(plan, begin, end, [&](const auto& off, int64_t n, const auto& st) {
         for (int64_t i = 0; i < n; ++i) {
           float& t = pt[off[1] + i * st[1] + static_cast<int64_t>(pi[off[2] + i * st[2]]) * axis_stride];
-          if constexpr (kScatter) t += pd[off[0] + i * st[0]];
+          if constexpr (kLoop == Loop::add) t += pd[off[0] + i * st[0]];
+          else if constexpr (kLoop == Loop::assign) t = pd[off[0] + i * st[0]];
           else pd[off[0] + i * st[0]] = t;
         }
       });
     };
-    if constexpr (kScatter) rows(0, plan.outer());
+    if constexpr (kLoop != Loop::gather) rows(0, plan.outer());
     else ctx.parallelFor(plan.outer(), std::max<int64_t>(1, kernels::kElementwiseGrain / plan.inner()), rows);
   });
 }
 
 RawTensor gatherValues(ExecContext& ctx, const IndexMap& m, const RawTensor& table) {
   RawTensor out = RawTensor::empty(ctx, m.tags, m.shape);
-  indexLoop<false>(ctx, m, table, out);
+  indexLoop<Loop::gather>(ctx, m, table, out);
   return out;
 }
 
 RawTensor scatterIntoZeros(ExecContext& ctx, const IndexMap& m, const Tags& tags, const Extents& shape,
                            const RawTensor& dense) {
   RawTensor full = RawTensor::zeros(ctx, tags, shape);
-  indexLoop<true>(ctx, m, full, dense);
+  indexLoop<Loop::add>(ctx, m, full, dense);
   return full;
+}
+
+// scatterAdd / scatter: indices as gather's, src with the indices' axes and extents, every index
+// in range.
+IndexMap scatterMap(std::string_view op, const RawTensor& a, Tag axis, const Tensor& indices, const RawTensor& s) {
+  const RawTensor& ix = requireIndices(op, axis, indices);
+  IndexMap m = sameAxesMap(op, a, axis, ix);
+  const bool same = s.rank() == ix.rank() && [&] {
+    for (size_t j = 0; j < ix.rank(); ++j)
+      if (!hasTag(s.tags(), ix.tags()[j]) || s.extent(ix.tags()[j]) != ix.shape()[j]) return false;
+    return true;
+  }();
+  if (!same)
+    fail(ErrorCode::ShapeMismatch, std::string(op) + " along " + quoted(axis) + ": src " + s.describe() +
+                                       " must have the axes and extents of the indices " + ix.describe());
+  withIndexType(ix.dtype(), [&]<class I>() { checkRange<I>(op, axis, ix, a.extent(axis)); });
+  return m;
 }
 
 // gather and takeAlongAxis: forward gathers, the VJP scatter-adds into zeros.
@@ -301,31 +325,170 @@ Tensor Tensor::takeAlongAxis(ExecContext& ctx, Tag axis, const Tensor& indices) 
   return gatherOp(ctx, "takeAlongAxis", *this, axis, indices, std::move(m));
 }
 
+namespace {
+
+// scatterAdd (kLoop add) and scatter (assign). Gradients: this gets gy, zeroed where written by
+// scatter; src gets gy gathered at the indices (torch's rule for scatter too, so a repeated index
+// passes gy to every src element that aimed at it, not only the last).
+template <Loop kLoop>
+Tensor scatterOp(ExecContext& ctx, std::string_view op, const Tensor& x, Tag axis, const Tensor& indices,
+                 const Tensor& src) {
+  const RawTensor& a = x.value();
+  const RawTensor& s = src.value();
+  IndexMap m = scatterMap(op, a, axis, indices, s);
+  RawTensor out = a.clone(ctx);
+  indexLoop<kLoop>(ctx, m, out, s);
+  return ops::finishOp(ctx, op, out, {&x, &indices, &src}, [&] {
+    return [m = std::move(m)](ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads g) {
+      const RawTensor ordered = gy.permuted(m.tags);
+      if (needs[0]) {
+        if constexpr (kLoop == Loop::add) {
+          g[0] = gy;
+        } else {
+          RawTensor gx = ordered.clone(c);
+          indexLoop<Loop::assign>(c, m, gx, RawTensor::zeros(c, {}, {}).broadcastView(m.tags, m.shape));
+          g[0] = std::move(gx);
+        }
+      }
+      if (needs[2]) g[2] = gatherValues(c, m, ordered);
+    };
+  }, static_cast<size_t>(s.numel()));
+}
+
+}  // namespace
+
 Tensor Tensor::scatterAdd(ExecContext& ctx, Tag axis, const Tensor& indices, const Tensor& src) const {
   if (!ops::allF32({this, &src}))
     return ops::viaF32(ctx, "scatterAdd", {this, &src}, [&](std::span<const Tensor> f) { return f[0].scatterAdd(ctx, axis, indices, f[1]); });
-  const RawTensor& a = value();
-  const RawTensor& ix = requireIndices("scatterAdd", axis, indices);
-  const RawTensor& s = src.value();
-  IndexMap m = sameAxesMap("scatterAdd", a, axis, ix);
-  const bool same = s.rank() == ix.rank() && [&] {
-    for (size_t j = 0; j < ix.rank(); ++j)
-      if (!hasTag(s.tags(), ix.tags()[j]) || s.extent(ix.tags()[j]) != ix.shape()[j]) return false;
-    return true;
-  }();
+  return scatterOp<Loop::add>(ctx, "scatterAdd", *this, axis, indices, src);
+}
+
+Tensor Tensor::scatter(ExecContext& ctx, Tag axis, const Tensor& indices, const Tensor& src) const {
+  if (!ops::allF32({this, &src}))
+    return ops::viaF32(ctx, "scatter", {this, &src}, [&](std::span<const Tensor> f) { return f[0].scatter(ctx, axis, indices, f[1]); });
+  return scatterOp<Loop::assign>(ctx, "scatter", *this, axis, indices, src);
+}
+
+namespace {
+
+// indexAdd, setRows and zeroRows address whole rows: with x contiguous in its axis order as
+// [outer, n, inner], row idx[j] of x pairs with row j of a source [outer, k, inner].
+struct Rows {
+  RawTensor values;  // the indices as contiguous i64
+  int64_t outer = 0, n = 0, k = 0, inner = 0;
+  const int64_t* idx() const { return values.data<int64_t>(); }
+};
+
+// 1-D i32/i64 indices, each in [0, extent of axis).
+Rows rowsOf(ExecContext& ctx, std::string_view op, const RawTensor& a, Tag axis, const Tensor& indices) {
+  const RawTensor& ix = requireIndices(op, axis, indices);
+  if (ix.rank() != 1)
+    fail(ErrorCode::ShapeMismatch, std::string(op) + " along " + quoted(axis) + ": the indices " + ix.describe() +
+                                       " must have one axis");
+  const size_t p = a.axis(axis);
+  withIndexType(ix.dtype(), [&]<class I>() { checkRange<I>(op, axis, ix, a.shape()[p]); });
+  return {ix.to(ctx, DType::i64), extentsProduct(a.shape(), 0, p), a.shape()[p], ix.numel(),
+          extentsProduct(a.shape(), p + 1, a.rank())};
+}
+
+// A source for rows r of a: a's axes (any order), a's extents except k along axis.
+void requireRowSource(std::string_view op, const RawTensor& a, Tag axis, const Rows& r, const RawTensor& s) {
+  bool same = s.rank() == a.rank();
+  for (size_t d = 0; same && d < a.rank(); ++d)
+    same = hasTag(s.tags(), a.tags()[d]) && s.extent(a.tags()[d]) == (a.tags()[d] == axis ? r.k : a.shape()[d]);
   if (!same)
-    fail(ErrorCode::ShapeMismatch, "scatterAdd along " + quoted(axis) + ": src " + s.describe() +
-                                       " must have the axes and extents of the indices " + ix.describe());
-  withIndexType(ix.dtype(), [&]<class I>() { checkRange<I>("scatterAdd", axis, ix, a.extent(axis)); });
+    fail(ErrorCode::ShapeMismatch, std::string(op) + " along " + quoted(axis) + ": the source " + s.describe() +
+                                       " must have the axes and extents of " + a.describe() + " except " +
+                                       std::to_string(r.k) + " (the indices' extent) along " + quoted(axis));
+}
+
+// f(x row, source row) for every outer u and, within it, j = 0..k-1 in order: rows of different
+// u never meet, so u is split over threads and each element sees the same order on any count.
+template <class F>
+void forEachRowPair(ExecContext& ctx, const Rows& r, F f) {
+  if (r.outer == 0 || r.k == 0 || r.inner == 0) return;
+  const int64_t* idx = r.idx();
+  ctx.parallelFor(r.outer, std::max<int64_t>(1, kernels::kElementwiseGrain / r.inner / r.k),
+                  [&](int64_t begin, int64_t end) {
+                    for (int64_t u = begin; u < end; ++u)
+                      for (int64_t j = 0; j < r.k; ++j) f((u * r.n + idx[j]) * r.inner, (u * r.k + j) * r.inner);
+                  });
+}
+
+// A copy of t (a's axes, in a's order) with rows r zeroed.
+RawTensor rowsZeroed(ExecContext& ctx, const Rows& r, const RawTensor& t) {
+  RawTensor out = t.clone(ctx);
+  float* o = out.f32();
+  forEachRowPair(ctx, r, [&](int64_t d, int64_t) { std::fill(o + d, o + d + r.inner, 0.0f); });
+  return out;
+}
+
+// Rows r of t (a's axes, in a's order) as a source-shaped tensor.
+RawTensor rowsTaken(ExecContext& ctx, const Rows& r, const RawTensor& t, Tag axis) {
+  const RawTensor src = t.contiguous(ctx);
+  Extents shape = src.shape();
+  shape[src.axis(axis)] = r.k;
+  RawTensor out = RawTensor::empty(ctx, src.tags(), shape);
+  const float* s = src.f32();
+  float* o = out.f32();
+  forEachRowPair(ctx, r, [&](int64_t d, int64_t j) { std::copy(s + d, s + d + r.inner, o + j); });
+  return out;
+}
+
+// indexAdd and setRows: the source's rows added to, or written over, rows r of a copy of x.
+template <bool kAdd>
+Tensor rowUpdate(ExecContext& ctx, std::string_view op, const Tensor& x, Tag axis, const Tensor& indices,
+                 const Tensor& source) {
+  const RawTensor& a = x.value();
+  Rows r = rowsOf(ctx, op, a, axis, indices);
+  requireRowSource(op, a, axis, r, source.value());
+  const RawTensor s = source.value().permuted(a.tags()).contiguous(ctx);
   RawTensor out = a.clone(ctx);
-  indexLoop<true>(ctx, m, out, s);
-  return ops::finishOp(ctx, "scatterAdd", out, {this, &indices, &src}, [&] {
-    // d/dthis = gy; d/dsrc = gy gathered at the indices.
-    return [m = std::move(m)](ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads g) {
-      if (needs[0]) g[0] = gy;
-      if (needs[2]) g[2] = gatherValues(c, m, gy.permuted(m.tags));
+  float* o = out.f32();
+  const float* sp = s.f32();
+  forEachRowPair(ctx, r, [&](int64_t d, int64_t j) {
+    if constexpr (kAdd) std::transform(o + d, o + d + r.inner, sp + j, o + d, std::plus<float>());
+    else std::copy(sp + j, sp + j + r.inner, o + d);
+  });
+  return ops::finishOp(ctx, op, out, {&x, &indices, &source}, [&] {
+    // this: gy (indexAdd) or gy with the rows zeroed (setRows); source: the rows of gy.
+    return [r = std::move(r), tags = a.tags(), axis](ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads g) {
+      const RawTensor ordered = gy.permuted(tags);
+      if constexpr (kAdd) {
+        if (needs[0]) g[0] = gy;
+      } else {
+        if (needs[0]) g[0] = rowsZeroed(c, r, ordered);
+      }
+      if (needs[2]) g[2] = rowsTaken(c, r, ordered, axis);
     };
   }, static_cast<size_t>(s.numel()));
+}
+
+}  // namespace
+
+Tensor Tensor::indexAdd(ExecContext& ctx, Tag axis, const Tensor& indices, const Tensor& source) const {
+  if (!ops::allF32({this, &source}))
+    return ops::viaF32(ctx, "indexAdd", {this, &source}, [&](std::span<const Tensor> f) { return f[0].indexAdd(ctx, axis, indices, f[1]); });
+  return rowUpdate<true>(ctx, "indexAdd", *this, axis, indices, source);
+}
+
+Tensor Tensor::setRows(ExecContext& ctx, Tag axis, const Tensor& indices, const Tensor& source) const {
+  if (!ops::allF32({this, &source}))
+    return ops::viaF32(ctx, "setRows", {this, &source}, [&](std::span<const Tensor> f) { return f[0].setRows(ctx, axis, indices, f[1]); });
+  return rowUpdate<false>(ctx, "setRows", *this, axis, indices, source);
+}
+
+Tensor Tensor::zeroRows(ExecContext& ctx, Tag axis, const Tensor& indices) const {
+  if (!ops::allF32({this}))
+    return ops::viaF32(ctx, "zeroRows", {this}, [&](std::span<const Tensor> f) { return f[0].zeroRows(ctx, axis, indices); });
+  const RawTensor& a = value();
+  Rows r = rowsOf(ctx, "zeroRows", a, axis, indices);
+  RawTensor out = rowsZeroed(ctx, r, a);
+  return ops::finishOp(ctx, "zeroRows", out, {this, &indices}, [&] {
+    return [r = std::move(r), tags = a.tags()](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
+      g[0] = rowsZeroed(c, r, gy.permuted(tags));
+    };
+  }, static_cast<size_t>(out.numel()));
 }
 
 }  // namespace fucina
