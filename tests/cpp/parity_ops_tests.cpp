@@ -448,9 +448,50 @@ const std::map<std::string, Op>& ops() {
          return just(in.at("x").fold(c, a.integer("out_h"), a.integer("out_w"), a.integer("kernel_h"), a.integer("kernel_w"), unfoldOptions(a)));
        }},
       {"channelAffine", [](C c, I in, A a) { return just(in.at("x").channelAffine(c, in.at("scale"), in.at("shift"), a.tag("channel"))); }},
-  CHECK(families == std::set<std::string>{"casts", "contract", "conv", "elementwise", "gated", "indexing", "inplace", "layers",
-                                           "losses", "losses_ext", "nograd", "norm", "pointwise", "reductions", "statistics",
-                                           "structure", "views"});
+      // views, flips and shifts (views.json)
+      {"alignTo", [](C c, I in, A a) { return just(in.at("x").alignTo(c, a.tags("tags"))); }},
+      {"viewWithStrides",
+       [](C c, I in, A a) {
+         return just(in.at("x").viewWithStrides(c, a.tags("tags"), a.extents("shape"), a.extents("strides"), a.integer("offset")));
+       }},
+      {"materialize", [](C c, I in, A) { return just(in.at("x").materialize(c)); }},
+      {"sliceStep",
+       [](C c, I in, A a) { return just(in.at("x").sliceStep(c, a.tag("axis"), a.integer("start"), a.integer("end"), a.integer("step"))); }},
+      {"zeroPad2d",
+       [](C c, I in, A a) {
+         return just(in.at("x").zeroPad2d(c, a.tag("h"), a.tag("w"), {a.integer("left"), a.integer("right"), a.integer("top"), a.integer("bottom")}));
+       }},
+      {"constantPad2d",
+       [](C c, I in, A a) {
+         return just(in.at("x").constantPad2d(c, a.tag("h"), a.tag("w"),
+                                              {a.integer("left"), a.integer("right"), a.integer("top"), a.integer("bottom")}, a.number("value")));
+       }},
+      {"unbindInto", [](C c, I in, A a) { return just(Tensor::stack(c, in.at("x").unbindInto(c, a.tag("axis")), a.tag("into"))); }},
+      {"repeatAxis", [](C c, I in, A a) { return just(in.at("x").repeatAxis(c, a.tag("axis"), a.integer("times"), a.flag("interleave"))); }},
+      {"flip", [](C c, I in, A a) { return just(in.at("x").flip(c, a.tag("axis"))); }},
+      {"roll", [](C c, I in, A a) { return just(in.at("x").roll(c, a.tag("axis"), a.integer("shift"))); }},
+      {"rollBy", [](C c, I in, A a) { return just(in.at("x").rollBy(c, a.tag("axis"), a.tag("by"), in.at("shifts"))); }},
+      {"shiftBy", [](C c, I in, A a) { return just(in.at("x").shiftBy(c, a.tag("axis"), a.tag("by"), in.at("shifts"))); }},
+      {"relposShift", [](C c, I in, A a) { return just(in.at("x").relposShift(c, a.tag("query"), a.tag("key"))); }},
+      // diagonals, masked selection and indexed updates (indexing.json)
+      {"diagonal", [](C c, I in, A a) { return just(in.at("x").diagonal(c, a.tag("a"), a.tag("b"), a.integer("offset"), a.tag("into"))); }},
+      {"trace", [](C c, I in, A a) { return just(in.at("x").trace(c, a.tag("a"), a.tag("b"))); }},
+      {"diag",
+       [](C c, I in, A a) {
+         const Tensor& x = in.at("x");
+         if (a.has("axis")) return just(x.diag(c, a.tag("axis"), a.tag("into_a"), a.tag("into_b"), a.integer("offset")));
+         return just(x.diag(c, a.tag("a"), a.tag("b"), a.integer("offset"), a.tag("into")));
+       }},
+      {"diagEmbed",
+       [](C c, I in, A a) { return just(in.at("x").diagEmbed(c, a.tag("axis"), a.tag("into_a"), a.tag("into_b"), a.integer("offset"))); }},
+      {"indexAdd", [](C c, I in, A a) { return just(in.at("x").indexAdd(c, a.tag("axis"), in.at("indices"), in.at("source"))); }},
+      {"scatter", [](C c, I in, A a) { return just(in.at("x").scatter(c, a.tag("axis"), in.at("indices"), in.at("src"))); }},
+      {"maskedSelect", [](C c, I in, A a) { return just(in.at("x").maskedSelect(c, in.at("mask"), a.tag("into"))); }},
+      {"maskedScatter", [](C c, I in, A) { return just(in.at("x").maskedScatter(c, in.at("mask"), in.at("source"))); }},
+      {"setSlice", [](C c, I in, A a) { return just(in.at("x").setSlice(c, a.tag("axis"), a.integer("start"), in.at("source"))); }},
+      {"setRows", [](C c, I in, A a) { return just(in.at("x").setRows(c, a.tag("axis"), in.at("indices"), in.at("source"))); }},
+      {"zeroSlice", [](C c, I in, A a) { return just(in.at("x").zeroSlice(c, a.tag("axis"), a.integer("start"), a.integer("end"))); }},
+      {"zeroRows", [](C c, I in, A a) { return just(in.at("x").zeroRows(c, a.tag("axis"), in.at("indices"))); }},
   };
   return table;
 }
