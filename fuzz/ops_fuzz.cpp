@@ -413,6 +413,9 @@ class Run {
       }
       case 12: return t.relposShift(ctx_, in_.tag(), in_.tag());
       default: return t.sliceStep(ctx_, in_.tag(), in_.number(), in_.offset(), in_.byte() & 1 ? -1 : in_.number());
+    }
+  }
+
   // Diagonals, masked selection and indexed updates (issue 22): hostile offsets, starts and
   // indices, any tensor of the pool as mask or source.
   Tensor indexing(const Tensor& t) {
