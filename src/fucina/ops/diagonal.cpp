@@ -9,12 +9,14 @@
 
 #include "fucina/kernels/copy.h"
 #include "fucina/ops/finish_op.h"
+#include "fucina/ops/typed.h"
 
 namespace fucina {
 
 using internal::RawTensor;
 using ops::Grads;
 using ops::NeedsGrad;
+using ops::refuseQ8;
 
 namespace {
 
@@ -53,12 +55,6 @@ RawTensor diagonalView(const RawTensor& t, Tag a, Tag b, int64_t offset, Tag int
   validateShape(tags, shape, "diagonal");
   return RawTensor::view(t.storage(), t.dtype(), std::move(tags), std::move(shape), std::move(strides),
                          t.offset() + s.row * t.strides()[pa] + s.col * t.strides()[pb]);
-}
-
-void refuseQ8(std::string_view op, const RawTensor& t) {
-  if (t.dtype() == DType::q8_0)
-    fail(ErrorCode::DTypeMismatch, std::string(op) + " of q8_0 " + t.describe() +
-                                       ": a diagonal splits its blocks; dequantize with to(ctx, DType::f32) first");
 }
 
 // Two distinct axes; `into` (or each of `made`) must not clash with an axis that stays.

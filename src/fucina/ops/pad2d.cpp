@@ -7,6 +7,7 @@
 
 #include "fucina/kernels/copy.h"
 #include "fucina/ops/finish_op.h"
+#include "fucina/ops/typed.h"
 
 namespace fucina {
 
@@ -45,9 +46,7 @@ Tensor pad2d(ExecContext& ctx, std::string_view op, const Tensor& x, Tag h, Tag 
   const RawTensor& a = x.value();
   const size_t ph = a.axis(h), pw = a.axis(w);
   if (h == w) fail(ErrorCode::InvalidArgument, std::string(op) + " of " + a.describe() + ": h and w are both " + quoted(h));
-  if (a.dtype() == DType::q8_0)
-    fail(ErrorCode::DTypeMismatch, std::string(op) + " of q8_0 " + a.describe() +
-                                       ": dequantize with to(ctx, DType::f32) first");
+  ops::refuseQ8(op, a);
   const PadRun rw = padRun(op, a, w, pads[0], pads[1]), rh = padRun(op, a, h, pads[2], pads[3]);
   Extents shape = a.shape();
   shape[ph] = rh.extent;

@@ -9,21 +9,16 @@
 #include "fucina/kernels/copy.h"
 #include "fucina/kernels/reduce.h"
 #include "fucina/ops/finish_op.h"
+#include "fucina/ops/typed.h"
 
 namespace fucina {
 
 using internal::RawTensor;
 using ops::Grads;
 using ops::NeedsGrad;
+using ops::refuseQ8;
 
 namespace {
-
-// These ops copy single elements, which would split a q8_0 tensor's blocks.
-void refuseQ8(std::string_view op, const RawTensor& a) {
-  if (a.dtype() == DType::q8_0)
-    fail(ErrorCode::DTypeMismatch, std::string(op) + " of q8_0 " + a.describe() +
-                                       ": the copy would split its blocks; dequantize with to(ctx, DType::f32) first");
-}
 
 // a read backwards along position p: a transient view with a negative stride that only
 // copyConvert reads (Note at the top of ops/strided_views.cpp).

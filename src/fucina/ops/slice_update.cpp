@@ -5,20 +5,16 @@
 
 #include "fucina/kernels/copy.h"
 #include "fucina/ops/finish_op.h"
+#include "fucina/ops/typed.h"
 
 namespace fucina {
 
 using internal::RawTensor;
 using ops::Grads;
 using ops::NeedsGrad;
+using ops::refuseQ8;
 
 namespace {
-
-void refuseQ8(std::string_view op, const RawTensor& t) {
-  if (t.dtype() == DType::q8_0)
-    fail(ErrorCode::DTypeMismatch, std::string(op) + " of q8_0 " + t.describe() +
-                                       ": dequantize with to(ctx, DType::f32) first");
-}
 
 // A contiguous copy of t with [start, start + length) along axis zeroed.
 RawTensor sliceZeroed(ExecContext& ctx, const RawTensor& t, Tag axis, int64_t start, int64_t length) {

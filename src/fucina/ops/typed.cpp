@@ -61,6 +61,12 @@ const internal::RawTensor& elementwiseValue(std::string_view op, const Tensor& t
   return a;
 }
 
+void refuseQ8(std::string_view op, const internal::RawTensor& a) {
+  if (a.dtype() == DType::q8_0)
+    fail(ErrorCode::DTypeMismatch, std::string(op) + " of q8_0 " + a.describe() +
+                                       ": copying single elements would split its blocks; dequantize with to(ctx, DType::f32) first");
+}
+
 bool promotesToF64(std::string_view op, std::initializer_list<const Tensor*> operands) {
   bool any = false;
   for (const Tensor* t : operands) any = any || t->dtype() == DType::f64;

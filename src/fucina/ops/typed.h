@@ -59,4 +59,8 @@ bool isInteger(DType d);
 // stored in blocks, is DTypeMismatch.
 const internal::RawTensor& elementwiseValue(std::string_view op, const Tensor& t);
 
+// For the ops that copy or address single elements (flips, shifts, pads, diagonals, slice
+// updates): a q8_0 tensor, whose blocks they would split, is DTypeMismatch.
+void refuseQ8(std::string_view op, const internal::RawTensor& a);
+
 }  // namespace fucina::ops
