@@ -414,7 +414,7 @@ class Tensor {
   /// `axis` with this tensor's extent (else ShapeMismatch). Returns this tensor.
   Tensor addAxisVectorInPlace(ExecContext& ctx, Tag axis, const Tensor& v) const;
   /// As addAxisVectorInPlace, then the unary op `act` (a name of unaryNames()) in place: the
-  /// values of add(v).unary(act), through one temporary of this tensor's size.
+  /// values of add(v).unary(act), through two temporaries of this tensor's size.
   Tensor addAxisVectorUnaryInPlace(ExecContext& ctx, Tag axis, const Tensor& v, std::string_view act) const;
   /// this += alpha·y in place (torch's add_(y, alpha=)): y's axes a subset of this tensor's, same
   /// extents (it broadcasts over the rest); storage rules as addAxisVectorInPlace. Returns this.

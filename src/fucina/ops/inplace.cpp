@@ -85,7 +85,9 @@ Tensor Tensor::addAxisVectorUnaryInPlace(ExecContext& ctx, Tag axis, const Tenso
   axisVector(op, *this, axis, v);
   const RawTensor vf = readable(ctx, op, *this, v);
   // The op of that name computes the activation (its SIMD twin included), so the values are
-  // exactly add(v).unary(act)'s; an unknown name fails before anything is written.
+  // exactly add(v).unary(act)'s; an unknown name fails before anything is written. The biased
+  // values go to a contiguous temporary, not into a strided this: the activation's SIMD and
+  // scalar paths differ in the last bit (geluErf), and add's result is contiguous.
   const Tensor biased = Tensor::make(ctx, kernels::map2(ctx, op, dst, vf, [](float a, float b) { return a + b; }), nullptr);
   const Tensor y = biased.unary(ctx, act);
   kernels::copyConvert(y.value(), dst, &ctx);
