@@ -64,11 +64,12 @@ void copyStrided(const std::byte* s, DType sdt, const std::vector<int64_t>& sstr
                  DType ddt, const std::vector<int64_t>& dstrides, const Extents& shape,
                  const ExecContext* ctx = nullptr) {
   const auto plan = planStrided<2>(shape, {&sstrides, &dstrides});
-  const size_t es = elementSize(sdt);
+  // Signed: a flipped view's rows start below its base pointer (negative offsets).
+  const int64_t es = static_cast<int64_t>(elementSize(sdt));
   const bool f32 = sdt == DType::f32 && ddt == DType::f32;
   forEachRowParallel(ctx, plan, kCopyGrain, [&](auto off, int64_t n, auto st) {
     if (sdt == ddt && st[0] == 1 && st[1] == 1) {
-      std::memcpy(d + off[1] * es, s + off[0] * es, static_cast<size_t>(n) * es);
+      std::memcpy(d + off[1] * es, s + off[0] * es, static_cast<size_t>(n * es));
       return;
     }
     if (f32) {  // permutes and broadcasts of f32 tensors: no dtype switch per element
