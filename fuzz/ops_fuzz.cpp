@@ -125,7 +125,12 @@ class Run {
         case 10: keep(joined()); break;
         case 11: keep(shifted(pick())); break;
         case 12: keep(indexing(pick())); break;
-        default: keep(make(in_.byte() & 1)); break;
+        default: {  // half of the old "make" draws now pack (the corpus's other draws decode as before)
+          const uint8_t b = in_.byte();
+          if (b & 2) keep(packed(pick()));
+          else keep(make(b & 1));
+          break;
+        }
       }
     } catch (const fucina::Error& e) {  // any refusal is fine
       if (trace()) std::fprintf(stderr, " refused: %s\n", e.what());
@@ -438,6 +443,21 @@ class Run {
       case 10: return t.setRows(ctx_, in_.tag(), rows, pick());
       case 11: return t.zeroSlice(ctx_, in_.tag(), in_.offset(), in_.number());
       default: return t.zeroRows(ctx_, in_.tag(), rows);
+    }
+  }
+
+  // The packed products (issue 23): any tensor of the pool packed along any axis (sometimes
+  // quantized first), then multiplied by another, plain or fused.
+  Tensor packed(const Tensor& t) {
+    Tensor w = pick();
+    if (in_.byte() & 1) w = w.quantize(ctx_, fucina::DType::q8_0, in_.tag());
+    const fucina::PackedRhs p = fucina::packRhs(ctx_, w, in_.tag());
+    switch (in_.below(5)) {
+      case 0: return t.dotPacked(ctx_, p);
+      case 1: return t.dotPacked(ctx_, p, pick());
+      case 2: return t.rmsNormMulDotPacked(ctx_, pick(), p, in_.real());
+      case 3: return t.splitSwiGluDotPacked(ctx_, p);
+      default: return t.gegluQuantDotPacked(ctx_, p);
     }
   }
 

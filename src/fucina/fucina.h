@@ -8,6 +8,7 @@
 #include "fucina/ag/custom.h"
 #include "fucina/ag/gradcheck.h"
 #include "fucina/ag/grad_state.h"
+#include "fucina/ag/packed.h"
 #include "fucina/ag/tensor.h"
 #include "fucina/core/dtype.h"
 #include "fucina/core/error.h"

@@ -31,6 +31,7 @@ struct CrossEntropyOptions {
 };
 
 class Tensor;
+class PackedRhs;  // ag/packed.h
 
 /// crossEntropyExt's and linearCrossEntropyExt's options: torch.nn.functional.cross_entropy's
 /// (ignore_index, weight, label_smoothing, reduction) plus a z-loss and the linear forms' chunk.
@@ -440,6 +441,20 @@ class Tensor {
   /// second-to-last (last) whatever their names. The leading axes of both are batch axes, matched
   /// by tag. Result: {batch... (this's order), m, n}, n keeping y's tag (which must differ from m).
   Tensor matmul(ExecContext& ctx, const Tensor& y, bool transpose_y = false) const;
+  // --- inference-only packed products (ops/packed.cpp, ag/packed.h): constants, and an operand
+  // that requires grad is GradientPackedMatmulUnsupported (dense) or
+  // GradientQuantizedMatmulUnsupported (quantized, and the fused forms) ---
+  /// dot(w, packed.axis()) of the w packed (+ bias, whose axes are exactly packed.tags()). Result
+  /// axes: this tensor's other axes, then packed.tags(); it must have none of packed.tags().
+  Tensor dotPacked(ExecContext& ctx, const PackedRhs& packed) const;
+  Tensor dotPacked(ExecContext& ctx, const PackedRhs& packed, const Tensor& bias) const;
+  /// rmsNormMul(packed.axis(), weight, eps) then dotPacked(packed), in one call.
+  Tensor rmsNormMulDotPacked(ExecContext& ctx, const Tensor& weight, const PackedRhs& packed, double eps = 1e-6) const;
+  /// swiglu(packed.axis()) then dotPacked(packed): this tensor's packed.axis() is [gate | up], twice
+  /// the packed depth.
+  Tensor splitSwiGluDotPacked(ExecContext& ctx, const PackedRhs& packed) const;
+  /// geglu(packed.axis()) then dotPacked(packed) with a quantized (q8_0) packed weight.
+  Tensor gegluQuantDotPacked(ExecContext& ctx, const PackedRhs& packed) const;
   /// Named-axis einsum: axes both operands have are batch axes if `out` keeps them, else
   /// contracted; axes one operand alone has are kept if in `out`, else summed away. The result's
   /// axes are exactly `out`, in its order; every tag of `out` must be in a or b, once.

@@ -83,10 +83,11 @@ bool splitsDepth(int64_t m, int64_t n, int64_t k) {
 }  // namespace
 
 namespace {
-// Both gemm overloads: b for an f32 B, typed.base for a typed one.
+// Both gemm overloads and gemmPacked: b for an f32 B, typed.base for a typed one, packed for one
+// packed whole (Note [Packed B]).
 void gemmAny(ExecContext& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
              const float* a, int64_t lda, const float* b, const TypedB& typed, int64_t ldb, float* c,
-             int64_t ldc, bool accumulate, const float* bias) {
+             int64_t ldc, bool accumulate, const float* bias, const float* packed = nullptr) {
   if (m <= 0 || n <= 0) return;
   if (bias && accumulate) fail(ErrorCode::InvalidArgument, "gemm: a bias is added only when not accumulating");
   // Pieces are whole tiles (MR rows of the target; 32 columns, a multiple of every NR), and each
@@ -99,7 +100,8 @@ void gemmAny(ExecContext& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n,
   const bool by_rows = m >= n || (trans_a && m >= 2 * row_unit);
   const int64_t unit = by_rows ? row_unit : kColUnit;
   const int64_t units = ((by_rows ? m : n) + unit - 1) / unit;
-  const int64_t halves = splitsDepth(m, n, k) ? 2 : 1;
+  // A packed B holds the slices of the whole depth: its products are not split (Note [Packed B]).
+  const int64_t halves = !packed && splitsDepth(m, n, k) ? 2 : 1;
   const int64_t k_split = halves == 2 ? k / 2 / 8 * 8 : k;  // each half then slices by its own depth
   thread_local std::vector<float> scratch;  // the caller's; only grows: no steady-state allocation
   if (halves == 2 && scratch.size() < static_cast<size_t>(m * n)) scratch.resize(static_cast<size_t>(m * n));
@@ -111,7 +113,7 @@ void gemmAny(ExecContext& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n,
                              a + (trans_a ? k0 * lda : k0), lda, typed.dtype == DType::f32 ? b + b_skip : nullptr, ldb,
                              half == 0 ? c : second_half, half == 0 ? ldc : n,
                              half == 0 && accumulate, {}, half == 0 ? bias : nullptr, product_id,
-                             typed.dtype, typed.base, typed.offset + b_skip};
+                             typed.dtype, typed.base, typed.offset + b_skip, packed};
     const int64_t lo = u0 * unit, hi = std::min(by_rows ? m : n, u1 * unit);
     if (by_rows) detail::gemmBlock(g, lo, hi, 0, n);
     else detail::gemmBlock(g, 0, m, lo, hi);
@@ -157,6 +159,29 @@ void gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n, in
     fail(ErrorCode::DTypeMismatch, "gemm: a typed right operand is f16, bf16 or q8_0, not " +
                                        std::string(name(b.dtype)));
   gemmAny(ctx, trans_a, trans_b, m, n, k, a, lda, nullptr, b, ldb, c, ldc, accumulate, bias);
+}
+
+int64_t packedRhsFloats(int64_t k, int64_t n) { return detail::packedBFloats(k, n); }
+
+void packRhs(ExecContext& ctx, bool trans_b, int64_t k, int64_t n, const float* b, const TypedB& typed,
+             int64_t ldb, float* dst) {
+  if (k <= 0 || n <= 0) return;
+  const detail::GemmArgs g{false, trans_b, 0, n, k, nullptr, 0, typed.dtype == DType::f32 ? b : nullptr, ldb,
+                           nullptr, 0, false, {}, nullptr, 0, typed.dtype, typed.base, typed.offset};
+  // Pieces: one depth slice × kColUnit-aligned column ranges, each written by one thread.
+  const int64_t slice = detail::sliceDepth(k), slices = (k + slice - 1) / slice;
+  const int64_t cols = detail::gemmBlockCols(), col_blocks = (n + cols - 1) / cols;
+  ctx.parallelFor(slices * col_blocks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t u = begin; u < end; ++u) {
+      const int64_t pc = u / col_blocks * slice, n0 = u % col_blocks * cols;
+      detail::packBSlice(g, pc, std::min(slice, k - pc), n0, std::min(n, n0 + cols), dst);
+    }
+  });
+}
+
+void gemmPacked(ExecContext& ctx, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                const float* packed, float* c, int64_t ldc, const float* bias) {
+  gemmAny(ctx, false, false, m, n, k, a, lda, nullptr, TypedB{}, 0, c, ldc, false, bias, packed);
 }
 
 namespace {

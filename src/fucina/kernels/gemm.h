@@ -49,6 +49,18 @@ void gemm(ExecContext& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n, in
           const float* a, int64_t lda, const TypedB& b, int64_t ldb, float* c, int64_t ldc,
           bool accumulate, const float* bias = nullptr);
 
+// A right operand packed once for many products (Note [Packed B], gemm_simd.h): op(B), k×n, from
+// an f32 b (typed.dtype f32) or a typed one, into dst of packedRhsFloats(k, n) floats. The layout
+// depends on the dispatched target, so it lives in this process only.
+int64_t packedRhsFloats(int64_t k, int64_t n);
+void packRhs(ExecContext& ctx, bool trans_b, int64_t k, int64_t n, const float* b, const TypedB& typed,
+             int64_t ldb, float* dst);
+// C[M,N] = A[M,K]·B (+ bias[j]) with B packed by packRhs; A's rows at a + i·lda. The same bits as
+// gemm on the same operands, except for the products gemm splits along the depth (Note [Split
+// the depth]), which a packed B does not allow: those agree within rounding.
+void gemmPacked(ExecContext& ctx, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                const float* packed, float* c, int64_t ldc, const float* bias = nullptr);
+
 // The fast kernel on the calling thread only: for callers whose work items already spread over
 // the pool (attention's per-head tiles), where a nested split would only add overhead.
 void gemmSerial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,

@@ -275,7 +275,8 @@ void GemmBlock(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1
   const int64_t slice = sliceDepth(g.k);
   const bool direct_a = !g.trans_a;  // A's rows run along the depth: read in place, not packed
   float* pa = direct_a ? nullptr : scratch(0, static_cast<size_t>(roundUp(std::min(kMC, m1 - m0), kMR) * slice));
-  float* pb = scratch(1, static_cast<size_t>(roundUp(std::min(kNC, n1 - n0), kNR) * slice));
+  float* const own_pb = g.b_packed ? nullptr : scratch(1, static_cast<size_t>(roundUp(std::min(kNC, n1 - n0), kNR) * slice));
+  const int64_t npad = roundUp(g.n, kNR);
   for (int64_t jc = n0; jc < n1; jc += kNC) {
     const int64_t nc = std::min(kNC, n1 - jc);
     for (int64_t pc = 0; pc < g.k; pc += slice) {
@@ -287,9 +288,12 @@ void GemmBlock(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1
         const float* at = nullptr;
         int64_t jc = 0, nc = 0, pc = 0, kc = 0;
       } packed;
-      if (g.product_id == 0 || packed.product != g.product_id || packed.at != pb || packed.jc != jc ||
-          packed.nc != nc || packed.pc != pc || packed.kc != kc) {
-        PackB(g, pc, kc, jc, nc, pb);
+      const float* pb = own_pb;
+      if (g.b_packed) {
+        pb = g.b_packed + pc * npad + jc * kc;  // Note [Packed B]
+      } else if (g.product_id == 0 || packed.product != g.product_id || packed.at != pb || packed.jc != jc ||
+                 packed.nc != nc || packed.pc != pc || packed.kc != kc) {
+        PackB(g, pc, kc, jc, nc, own_pb);
         packed = {g.product_id, pb, jc, nc, pc, kc};
       }
       for (int64_t ic = m0; ic < m1; ic += kMC) {
@@ -327,9 +331,16 @@ void GemmBlock(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1
   }
 }
 
+// Note [Packed B]: columns [n0, n1) of the slice at pc, block by block as GemmBlock packs them.
+void PackBSlice(const GemmArgs& g, int64_t pc, int64_t kc, int64_t n0, int64_t n1, float* dst) {
+  const int64_t npad = roundUp(g.n, kNR);
+  for (int64_t jc = n0; jc < n1; jc += kNC) PackB(g, pc, kc, jc, std::min(kNC, n1 - jc), dst + pc * npad + jc * kc);
+}
+
 const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
 int64_t TileRows() { return kMR; }
 int64_t BlockCols() { return kNC; }
+int64_t PanelCols() { return kNR; }
 
 }  // namespace HWY_NAMESPACE
 }  // namespace fucina::kernels::detail
@@ -343,6 +354,8 @@ HWY_EXPORT(ConvertRun);
 HWY_EXPORT(TargetName);
 HWY_EXPORT(TileRows);
 HWY_EXPORT(BlockCols);
+HWY_EXPORT(PanelCols);
+HWY_EXPORT(PackBSlice);
 
 void gemmBlock(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   HWY_DYNAMIC_DISPATCH(GemmBlock)(g, m0, m1, n0, n1);
@@ -356,6 +369,14 @@ const char* gemmTargetName() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
 
 int64_t gemmTileRows() { return HWY_DYNAMIC_DISPATCH(TileRows)(); }
 int64_t gemmBlockCols() { return HWY_DYNAMIC_DISPATCH(BlockCols)(); }
+int64_t gemmPanelCols() { return HWY_DYNAMIC_DISPATCH(PanelCols)(); }
+int64_t packedBFloats(int64_t k, int64_t n) {
+  const int64_t nr = gemmPanelCols();
+  return k * ((n + nr - 1) / nr * nr);
+}
+void packBSlice(const GemmArgs& g, int64_t pc, int64_t kc, int64_t n0, int64_t n1, float* dst) {
+  HWY_DYNAMIC_DISPATCH(PackBSlice)(g, pc, kc, n0, n1, dst);
+}
 
 }  // namespace fucina::kernels::detail
 #endif  // HWY_ONCE

@@ -39,7 +39,22 @@ struct GemmArgs {
   DType b_dtype = DType::f32;
   const std::byte* b_base = nullptr;
   int64_t b_offset = 0;
+  // B already packed whole (Note [Packed B], packWholeB): b, b_dtype and product_id are then
+  // unused, n0 of every gemmBlock call is a multiple of gemmPanelCols().
+  const float* b_packed = nullptr;
 };
+
+// Note [Packed B]: a right operand packed once for many products (packRhs, gemm.h): for each
+// depth slice of sliceDepth(k) rows starting at pc (the last takes the rest, kc deep), the
+// NR-wide panels of all n columns one after another, zero-padded to npad = n rounded up to NR.
+// The slice starts at pc·npad; the panel of column j0 (a multiple of NR) at pc·npad + j0·kc.
+// These are the panels PackB makes for every block of the product, so a product read from them
+// gives the bits it gives when it packs B itself (for the same slices of the depth).
+int64_t gemmPanelCols();                  // NR on the dispatched target
+int64_t packedBFloats(int64_t k, int64_t n);  // k · npad
+// Packs op(B) (g's b/typed fields, trans_b, ldb; g.k and g.n its sizes) for columns [n0, n1) of
+// one depth slice [pc, pc + kc), n0 a multiple of NR, into dst laid out as above.
+void packBSlice(const GemmArgs& g, int64_t pc, int64_t kc, int64_t n0, int64_t n1, float* dst);
 
 // out[i] = element e + i of a typed buffer (f16, bf16 or q8_0) as f32, i < n: what PackB reads a
 // typed B through. SIMD on the dispatched target; exposed for the tests.

@@ -1,0 +1,53 @@
+/// @file
+/// Inference-only packed right operands (reference §5.8, "Intentionally no-grad"; issue 23): a
+/// weight prepared once for every product that reads it, so inference does not repack it per
+/// call. Note [Packed B] (kernels/gemm_simd.h) says what the dense layout is.
+#pragma once
+
+#include <cstdint>
+
+#include "fucina/ag/tensor.h"
+#include "fucina/core/raw_tensor.h"
+
+namespace fucina {
+
+/// A right operand for Tensor::dotPacked, made by packRhs. Dense (f32, f16 or bf16 weights, or a
+/// q8_0 weight whose blocks do not run along the contracted axis): f32 panels in the GEMM's own
+/// layout, for this process's SIMD target only. Quantized (a q8_0 weight with blocks along the
+/// contracted axis): its q8_0 blocks, one row of the free axes after another. Immutable; copies
+/// share the packed buffer, which counts in fc.memory() / ExecContext's live bytes.
+class PackedRhs {
+ public:
+  PackedRhs() = default;  ///< an empty handle: dotPacked with it is InvalidArgument
+
+  bool defined() const { return depth_ >= 0; }
+  Tag axis() const { return axis_; }            ///< the contracted axis
+  int64_t depth() const { return depth_; }      ///< its extent
+  const Tags& tags() const { return tags_; }    ///< the weight's other axes, in its order
+  const Extents& shape() const { return shape_; }
+  int64_t columns() const { return columns_; }  ///< the product of shape()
+  /// f32 for dense panels, q8_0 for quantized blocks.
+  DType dtype() const { return storage_.dtype(); }
+  /// The weight's dtype when it was packed (f32, f16, bf16 or q8_0).
+  DType sourceDtype() const { return source_; }
+  size_t bytes() const;  ///< the packed buffer's size
+  /// "PackedRhs(axis 'in' 784, out 128: f32 panels)" for messages.
+  std::string describe() const;
+
+ private:
+  friend PackedRhs packRhs(ExecContext& ctx, const Tensor& w, Tag axis);
+  friend class Tensor;
+  internal::RawTensor storage_;  // panels {"packed": floats}, or the q8_0 weight {free..., axis}
+  Tag axis_{"packed"};
+  int64_t depth_ = -1, columns_ = 0, panel_cols_ = 0;  // panel_cols_: the target's NR when packed
+  Tags tags_;
+  Extents shape_;
+  DType source_ = DType::f32;
+};
+
+/// Packs w (f32, f16, bf16 or q8_0) for products contracting `axis`: x.dotPacked(packed) then
+/// equals x.dot(w, axis) within f32 rounding. A w that requires grad is
+/// GradientPackedMatmulUnsupported (detach it: the packed copy never sees later updates).
+PackedRhs packRhs(ExecContext& ctx, const Tensor& w, Tag axis);
+
+}  // namespace fucina
