@@ -18,7 +18,6 @@ using fucina::Extents;
 using fucina::PackedRhs;
 using fucina::Tags;
 using fucina::Tensor;
-using fucina::packRhs;
 
 namespace {
 
@@ -55,14 +54,14 @@ TEST_CASE("dotPacked equals dot on awkward layouts and sizes") {
     INFO("m " << s.m << " k " << s.k << " n " << s.n);
     const Tensor x = waveTensor(ctx, {"row", "in"}, {s.m, s.k}, 0.1f);
     const Tensor w = waveTensor(ctx, {"out", "in"}, {s.n, s.k}, 0.5f);  // depth contiguous: read in place
-    checkClose(x.dotPacked(ctx, packRhs(ctx, w, "in")), x.dot(ctx, w, "in"), 1e-5);
+    checkClose(x.dotPacked(ctx, fucina::packRhs(ctx, w, "in")), x.dot(ctx, w, "in"), 1e-5);
     const Tensor wt = w.permuteTo(ctx, {"in", "out"}).contiguous(ctx);  // {in, out}: packed from a copy
-    checkClose(x.dotPacked(ctx, packRhs(ctx, wt, "in")), x.dot(ctx, w, "in"), 1e-5);
+    checkClose(x.dotPacked(ctx, fucina::packRhs(ctx, wt, "in")), x.dot(ctx, w, "in"), 1e-5);
   }
   // x non-contiguous (its depth outermost), w with two free axes and a strided view.
   const Tensor x = waveTensor(ctx, {"in", "b", "t"}, {23, 2, 3}, 0.3f);
   const Tensor w = waveTensor(ctx, {"h", "in", "o"}, {3, 23, 5}, 0.9f).narrow(ctx, "o", 1, 4);
-  const PackedRhs p = packRhs(ctx, w, "in");
+  const PackedRhs p = fucina::packRhs(ctx, w, "in");
   CHECK(p.tags() == Tags{"h", "o"});
   CHECK(p.shape() == Extents{3, 4});
   CHECK(p.depth() == 23);
@@ -72,7 +71,7 @@ TEST_CASE("dotPacked equals dot on awkward layouts and sizes") {
   checkClose(y, x.dot(ctx, w, "in"), 1e-5);
   // A contiguous product reads the same panels as dot's GEMM: the same bits.
   const Tensor a = waveTensor(ctx, {"row", "in"}, {9, 70}, 0.2f), b = waveTensor(ctx, {"out", "in"}, {13, 70}, 0.4f);
-  CHECK(a.dotPacked(ctx, packRhs(ctx, b, "in")).toVector() == a.dot(ctx, b, "in").toVector());
+  CHECK(a.dotPacked(ctx, fucina::packRhs(ctx, b, "in")).toVector() == a.dot(ctx, b, "in").toVector());
 }
 
 TEST_CASE("dotPacked with an empty batch, an empty weight and a bias") {
@@ -80,16 +79,16 @@ TEST_CASE("dotPacked with an empty batch, an empty weight and a bias") {
   const Tensor w = waveTensor(ctx, {"out", "in"}, {6, 10}, 0.5f);
   const Tensor bias = waveTensor(ctx, {"out"}, {6}, 0.7f);
   const Tensor none = Tensor::zeros(ctx, {"row", "in"}, {0, 10});
-  const Tensor y0 = none.dotPacked(ctx, packRhs(ctx, w, "in"), bias);
+  const Tensor y0 = none.dotPacked(ctx, fucina::packRhs(ctx, w, "in"), bias);
   CHECK(y0.shape() == Extents{0, 6});
   const Tensor x = waveTensor(ctx, {"row", "in"}, {4, 10}, 0.1f);
-  checkClose(x.dotPacked(ctx, packRhs(ctx, w, "in"), bias), x.addDot(ctx, w, "in", bias), 1e-5);
+  checkClose(x.dotPacked(ctx, fucina::packRhs(ctx, w, "in"), bias), x.addDot(ctx, w, "in", bias), 1e-5);
   const Tensor no_out = Tensor::zeros(ctx, {"out", "in"}, {0, 10});
-  CHECK(x.dotPacked(ctx, packRhs(ctx, no_out, "in")).shape() == Extents{4, 0});
+  CHECK(x.dotPacked(ctx, fucina::packRhs(ctx, no_out, "in")).shape() == Extents{4, 0});
   // A zero depth: the product is the bias.
   const Tensor x0 = Tensor::zeros(ctx, {"row", "in"}, {4, 0});
   const Tensor w0 = Tensor::zeros(ctx, {"out", "in"}, {6, 0});
-  checkClose(x0.dotPacked(ctx, packRhs(ctx, w0, "in"), bias), x0.addDot(ctx, w0, "in", bias), 0);
+  checkClose(x0.dotPacked(ctx, fucina::packRhs(ctx, w0, "in"), bias), x0.addDot(ctx, w0, "in", bias), 0);
 }
 
 TEST_CASE("dotPacked of 16-bit weights, and of q8_0 whose blocks run along a free axis") {
@@ -98,17 +97,17 @@ TEST_CASE("dotPacked of 16-bit weights, and of q8_0 whose blocks run along a fre
   const Tensor w = waveTensor(ctx, {"out", "in"}, {64, 40}, 0.5f);
   for (DType dt : {DType::f16, DType::bf16}) {
     const Tensor w16 = w.to(ctx, dt);
-    const PackedRhs p = packRhs(ctx, w16, "in");
+    const PackedRhs p = fucina::packRhs(ctx, w16, "in");
     CHECK(p.dtype() == DType::f32);
     CHECK(p.sourceDtype() == dt);
     checkClose(x.dotPacked(ctx, p), x.dot(ctx, w16, "in"), 1e-5);
   }
   const Tensor q = w.quantize(ctx, DType::q8_0, "out");  // blocks along the free axis: dense panels
-  const PackedRhs p = packRhs(ctx, q, "in");
+  const PackedRhs p = fucina::packRhs(ctx, q, "in");
   CHECK(p.dtype() == DType::f32);
   checkClose(x.dotPacked(ctx, p), x.dot(ctx, q, "in"), 1e-5);
   // 16-bit activations are read as f32.
-  checkClose(x.to(ctx, DType::f16).dotPacked(ctx, packRhs(ctx, w, "in")), x.to(ctx, DType::f16).to(ctx, DType::f32).dot(ctx, w, "in"), 1e-5);
+  checkClose(x.to(ctx, DType::f16).dotPacked(ctx, fucina::packRhs(ctx, w, "in")), x.to(ctx, DType::f16).to(ctx, DType::f32).dot(ctx, w, "in"), 1e-5);
 }
 
 TEST_CASE("quantized dotPacked equals the q8_0 dot for few rows and many") {
@@ -119,7 +118,7 @@ TEST_CASE("quantized dotPacked equals the q8_0 dot for few rows and many") {
       const Tensor x = waveTensor(ctx, {"row", "in"}, {m, 96}, 0.2f);
       const Tensor q = waveTensor(ctx, {"out", "in"}, {n, 96}, 0.6f).quantize(ctx, DType::q8_0, "in");
       const Tensor bias = waveTensor(ctx, {"out"}, {n}, 0.3f);
-      const PackedRhs p = packRhs(ctx, q, "in");
+      const PackedRhs p = fucina::packRhs(ctx, q, "in");
       CHECK(p.dtype() == DType::q8_0);
       CHECK(p.bytes() == static_cast<size_t>(n * 96 / 32 * 34));
       checkClose(x.dotPacked(ctx, p), x.dot(ctx, q, "in"), 1e-5);
@@ -129,7 +128,7 @@ TEST_CASE("quantized dotPacked equals the q8_0 dot for few rows and many") {
   // A view of a q8_0 weight (a narrowed free axis, the block axis not last in its tags).
   const Tensor q = waveTensor(ctx, {"in", "out"}, {64, 9}, 0.6f).quantize(ctx, DType::q8_0, "in").narrow(ctx, "out", 2, 5);
   const Tensor x = waveTensor(ctx, {"in"}, {64}, 0.4f);
-  checkClose(x.dotPacked(ctx, packRhs(ctx, q, "in")), x.dot(ctx, q, "in"), 1e-5);
+  checkClose(x.dotPacked(ctx, fucina::packRhs(ctx, q, "in")), x.dot(ctx, q, "in"), 1e-5);
 }
 
 TEST_CASE("q8RowsDot: the SIMD kernel against its scalar reference") {
@@ -160,7 +159,7 @@ TEST_CASE("dotPacked gives the same bits on 1 and 2 threads") {
       const Tensor x = waveTensor(c, {"row", "in"}, {m, k}, 0.1f);
       Tensor w = waveTensor(c, {"out", "in"}, {n, k}, 0.5f);
       if (q8) w = w.quantize(c, DType::q8_0, "in");
-      return x.dotPacked(c, packRhs(c, w, "in")).toVector();
+      return x.dotPacked(c, fucina::packRhs(c, w, "in")).toVector();
     };
     CHECK(run(one, false) == run(two, false));
     CHECK(run(one, true) == run(two, true));
@@ -172,9 +171,9 @@ TEST_CASE("the fused packed products equal their parts") {
   const Tensor x = waveTensor(ctx, {"t", "e"}, {5, 64}, 0.2f);
   const Tensor gamma = waveTensor(ctx, {"e"}, {64}, 0.9f);
   const Tensor w = waveTensor(ctx, {"out", "e"}, {24, 64}, 0.5f);
-  const PackedRhs dense = packRhs(ctx, w, "e");
+  const PackedRhs dense = fucina::packRhs(ctx, w, "e");
   const Tensor q = w.quantize(ctx, DType::q8_0, "e");
-  const PackedRhs quant = packRhs(ctx, q, "e");
+  const PackedRhs quant = fucina::packRhs(ctx, q, "e");
   checkClose(x.rmsNormMulDotPacked(ctx, gamma, dense, 1e-5), x.rmsNormMul(ctx, "e", gamma, 1e-5).dot(ctx, w, "e"), 1e-5);
   checkClose(x.rmsNormMulDotPacked(ctx, gamma, quant), x.rmsNormMul(ctx, "e", gamma).dot(ctx, q, "e"), 1e-5);
   const Tensor gate_up = waveTensor(ctx, {"t", "e"}, {5, 128}, 0.4f);
@@ -188,9 +187,9 @@ TEST_CASE("the fused packed products equal their parts") {
 TEST_CASE("packed products refuse gradients with the reference's errors") {
   ExecContext ctx;
   const Tensor wv = Tensor::variable(ctx, waveTensor(ctx, {"out", "e"}, {4, 32}, 0.5f));
-  CHECK_FUCINA_ERROR(packRhs(ctx, wv, "e"), GradientPackedMatmulUnsupported);
-  const PackedRhs dense = packRhs(ctx, wv.detach(ctx), "e");
-  const PackedRhs quant = packRhs(ctx, wv.detach(ctx).quantize(ctx, DType::q8_0, "e"), "e");
+  CHECK_FUCINA_ERROR(fucina::packRhs(ctx, wv, "e"), GradientPackedMatmulUnsupported);
+  const PackedRhs dense = fucina::packRhs(ctx, wv.detach(ctx), "e");
+  const PackedRhs quant = fucina::packRhs(ctx, wv.detach(ctx).quantize(ctx, DType::q8_0, "e"), "e");
   const Tensor xv = Tensor::variable(ctx, waveTensor(ctx, {"t", "e"}, {2, 32}, 0.1f));
   const Tensor gv = Tensor::variable(ctx, waveTensor(ctx, {"e"}, {32}, 0.3f));
   const Tensor uv = Tensor::variable(ctx, waveTensor(ctx, {"t", "e"}, {2, 64}, 0.1f));
@@ -211,13 +210,13 @@ TEST_CASE("packed products refuse gradients with the reference's errors") {
 TEST_CASE("packed products reject bad inputs with their codes") {
   ExecContext ctx;
   const Tensor w = waveTensor(ctx, {"out", "in"}, {4, 32}, 0.5f);
-  const PackedRhs p = packRhs(ctx, w, "in");
+  const PackedRhs p = fucina::packRhs(ctx, w, "in");
   const Tensor x = waveTensor(ctx, {"t", "in"}, {2, 32}, 0.1f);
   CHECK_FUCINA_ERROR(x.dotPacked(ctx, PackedRhs{}), InvalidArgument);
-  CHECK_FUCINA_ERROR(packRhs(ctx, w, "nope"), ShapeMismatch);
-  CHECK_FUCINA_ERROR(packRhs(ctx, w.to(ctx, DType::f64), "in"), DTypeMismatch);
-  CHECK_FUCINA_ERROR(packRhs(ctx, Tensor::fromInts(ctx, {"out", "in"}, {1, 2}, {1, 2}), "in"), DTypeMismatch);
-  CHECK_FUCINA_ERROR(packRhs(ctx, Tensor(), "in"), InvalidArgument);
+  CHECK_FUCINA_ERROR(fucina::packRhs(ctx, w, "nope"), ShapeMismatch);
+  CHECK_FUCINA_ERROR(fucina::packRhs(ctx, w.to(ctx, DType::f64), "in"), DTypeMismatch);
+  CHECK_FUCINA_ERROR(fucina::packRhs(ctx, Tensor::fromInts(ctx, {"out", "in"}, {1, 2}, {1, 2}), "in"), DTypeMismatch);
+  CHECK_FUCINA_ERROR(fucina::packRhs(ctx, Tensor(), "in"), InvalidArgument);
   CHECK_FUCINA_ERROR(waveTensor(ctx, {"t", "in"}, {2, 31}, 0.1f).dotPacked(ctx, p), ShapeMismatch);
   CHECK_FUCINA_ERROR(waveTensor(ctx, {"t", "e"}, {2, 32}, 0.1f).dotPacked(ctx, p), ShapeMismatch);
   CHECK_FUCINA_ERROR(waveTensor(ctx, {"out", "in"}, {4, 32}, 0.1f).dotPacked(ctx, p), ShapeMismatch);  // a batch axis
@@ -232,7 +231,7 @@ TEST_CASE("a packed weight's bytes count in the context's memory until its last 
   const Tensor w = waveTensor(ctx, {"out", "in"}, {100, 64}, 0.5f);
   const size_t before = ctx.memory().live_bytes;
   {
-    const PackedRhs p = packRhs(ctx, w, "in");
+    const PackedRhs p = fucina::packRhs(ctx, w, "in");
     CHECK(p.bytes() >= 100u * 64u * sizeof(float));
     CHECK(ctx.memory().live_bytes >= before + p.bytes());
     const PackedRhs copy = p;  // shares the buffer
