@@ -187,6 +187,10 @@ int main(int argc, char** argv) {
       {"784x128x512 (dW, At)", 784, 512, 128, true, false},   // dW = Xᵀ·dY
       {"128x512x784 (dX, Bt)", 128, 784, 512, false, true},   // dX = dY·Wᵀ
       {"128x2048x384 (W3 dW)", 128, 384, 2048, true, false},  // W3's qkv weight gradient: split in depth
+      // Inference (issue 23): one token through W3's qkv and a GPT-2-small MLP, W6's first Linear.
+      {"1x128x384 (W7 qkv)", 1, 384, 128, false, true},
+      {"1x768x3072 (GPT-2 fc)", 1, 3072, 768, false, true},
+      {"64x1600x128 (W6 fc1)", 64, 128, 1600, false, true},
   };
   bool peers = true;
   std::string custom_name;
@@ -260,6 +264,18 @@ int main(int argc, char** argv) {
       hwy::DisableTargets(0);
     }
 #endif
+    // B packed once (packRhs, Note [Packed B]), as inference multiplies by a weight that does not
+    // change: the product alone is timed. The packed path reads A's rows in place (no transposed A).
+    if (!s.trans_a) {
+      for (int threads : kThreadCounts) {
+        fucina::ExecContext ctx(fucina::ExecOptions{.threads = threads});
+        Floats packed(static_cast<size_t>(fucina::kernels::packedRhsFloats(s.k, s.n)));
+        fucina::kernels::packRhs(ctx, s.trans_b, s.k, s.n, b.data(), {}, ldb, packed.data());
+        report(s, "fucina packed", threads, timeIt([&] {
+                 fucina::kernels::gemmPacked(ctx, s.m, s.n, s.k, a.data(), lda, packed.data(), c.data(), s.n);
+               }));
+      }
+    }
     if (!peers) continue;
 #ifdef FUCINA_BENCH_OPENBLAS
     for (int threads : {1, 2}) {

@@ -713,3 +713,67 @@ EMSCRIPTEN_BINDINGS(fucina_gpt2) {
   function("loraLinearNew", &loraLinearNew);
 }
 // ================================================================ GPT-2 and LoRA: END
+
+// ================================================================ packed products (ag/packed.h)
+// fc.packRhs makes a PackedRhs the facade owns (it deletes it in dispose()); the products are
+// free functions taking the tensor's handle, so the Handle class above stays generated.
+namespace {
+
+using PackedRhsPtr = std::shared_ptr<fucina::PackedRhs>;
+
+const fucina::PackedRhs& packedAt(const val& v, const char* what) {
+  if (v.isNull() || v.isUndefined() || !v.instanceof(val::module_property("PackedRhs")))
+    invalid(std::string(what) + ": packed must be a PackedRhs of this engine (from fc.packRhs)");
+  if (v.call<bool>("isDeleted")) invalid(std::string(what) + ": the packed weight was disposed");
+  return *v.as<fucina::PackedRhs*>(emscripten::allow_raw_pointers());
+}
+
+}  // namespace
+
+EMSCRIPTEN_BINDINGS(fucina_packed) {
+  using namespace emscripten;
+  using fucina::PackedRhs;
+  class_<PackedRhs>("PackedRhs")
+      .smart_ptr<PackedRhsPtr>("PackedRhsPtr")
+      .function("axis", +[](PackedRhs& p) { return std::string(p.axis().name()); })
+      .function("depth", +[](PackedRhs& p) { return static_cast<double>(p.depth()); })
+      .function("tags", +[](PackedRhs& p) { return arrayOf(p.tags()); })
+      .function("shape", +[](PackedRhs& p) {
+        val a = val::array();
+        for (int64_t e : p.shape()) a.call<void>("push", static_cast<double>(e));
+        return a;
+      })
+      .function("dtype", +[](PackedRhs& p) { return std::string(fucina::name(p.dtype())); })
+      .function("sourceDtype", +[](PackedRhs& p) { return std::string(fucina::name(p.sourceDtype())); })
+      .function("bytes", +[](PackedRhs& p) { return static_cast<double>(p.bytes()); })
+      .function("describe", +[](PackedRhs& p) { return p.describe(); });
+  function("packRhs", +[](val w, std::string axis) {
+    return guard([&] { return std::make_shared<PackedRhs>(fucina::packRhs(ctx(), tensorOf(w, "packRhs: w"), fucina::Tag(axis))); });
+  });
+  function("dotPacked", +[](val x, val packed, val bias) {
+    return guard([&] {
+      const Tensor& t = tensorOf(x, "dotPacked: x");
+      const PackedRhs& p = packedAt(packed, "dotPacked");
+      if (bias.isNull() || bias.isUndefined()) return wrap(t.dotPacked(ctx(), p));
+      return wrap(t.dotPacked(ctx(), p, tensorOf(bias, "dotPacked: bias")));
+    });
+  });
+  function("rmsNormMulDotPacked", +[](val x, val weight, val packed, double eps) {
+    return guard([&] {
+      return wrap(tensorOf(x, "rmsNormMulDotPacked: x")
+                      .rmsNormMulDotPacked(ctx(), tensorOf(weight, "rmsNormMulDotPacked: weight"),
+                                           packedAt(packed, "rmsNormMulDotPacked"), eps));
+    });
+  });
+  function("splitSwiGluDotPacked", +[](val x, val packed) {
+    return guard([&] {
+      return wrap(tensorOf(x, "splitSwiGluDotPacked: x").splitSwiGluDotPacked(ctx(), packedAt(packed, "splitSwiGluDotPacked")));
+    });
+  });
+  function("gegluQuantDotPacked", +[](val x, val packed) {
+    return guard([&] {
+      return wrap(tensorOf(x, "gegluQuantDotPacked: x").gegluQuantDotPacked(ctx(), packedAt(packed, "gegluQuantDotPacked")));
+    });
+  });
+}
+// ================================================================ packed products: END

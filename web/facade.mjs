@@ -236,6 +236,20 @@ class Fucina {
     return t;
   }
 
+  // ---- packed weights (inference-only, see PackedRhs)
+  /** w (f32, f16, bf16 or q8_0, not requiring grad) packed once for products contracting `axis`. */
+  packRhs(w, axis) {
+    const t = this._operand(w, 'packRhs: w');
+    checkString(axis, 'packRhs: axis');
+    return new PackedRhs(this, this._call((M) => M.packRhs(t._handle, axis)));
+  }
+  /** packed, checked to be a live PackedRhs of this engine; its raw handle. */
+  _packed(packed, what) {
+    if (!(packed instanceof PackedRhs)) throw invalid(`${what}: packed must be a PackedRhs (from fc.packRhs), got ${typeName(packed)}`);
+    if (packed._engine !== this) throw invalid(`${what}: packed belongs to another fucina instance`);
+    return packed._handle;
+  }
+
   // ---- creation
   /** variable(tags, shape, values, dtype = 'f32'), or variable(tensor): a trainable leaf holding a
    * copy. f16/bf16 leaves take f32 gradients; other dtypes fail with UnsupportedGradient. */
@@ -462,6 +476,26 @@ export class Tensor {
   /** What Node's util.inspect and console.log show (the facade imports nothing from Node). */
   [Symbol.for('nodejs.util.inspect.custom')]() { return this.toString(); }
 
+  // ---- packed products (ops/packed.cpp): constants; a grad-requiring operand fails with
+  // GradientPackedMatmulUnsupported (dense dotPacked) or GradientQuantizedMatmulUnsupported.
+  #packedOp(name, ...args) { return this.#fc._wrap(this.#fc._call((M) => M[name](this._handle, ...args))); }
+  /** dot(w, packed.axis) of the packed w (+ bias, whose axes are exactly packed.tags). */
+  dotPacked(packed, bias) {
+    const p = this.#fc._packed(packed, 'dotPacked');
+    const b = bias === undefined || bias === null ? null : this._operand(bias, 'dotPacked: bias')._handle;
+    return this.#packedOp('dotPacked', p, b);
+  }
+  /** rmsNormMul(packed.axis, weight, eps) then dotPacked(packed). */
+  rmsNormMulDotPacked(weight, packed, eps = 1e-6) {
+    const w = this._operand(weight, 'rmsNormMulDotPacked: weight')._handle;
+    const p = this.#fc._packed(packed, 'rmsNormMulDotPacked');
+    return this.#packedOp('rmsNormMulDotPacked', w, p, checkNumber(eps, 'rmsNormMulDotPacked: eps'));
+  }
+  /** swiglu(packed.axis) then dotPacked(packed): packed.axis holds [gate | up], twice the packed depth. */
+  splitSwiGluDotPacked(packed) { return this.#packedOp('splitSwiGluDotPacked', this.#fc._packed(packed, 'splitSwiGluDotPacked')); }
+  /** geglu(packed.axis) then dotPacked(packed) with a quantized (q8_0) packed weight. */
+  gegluQuantDotPacked(packed) { return this.#packedOp('gegluQuantDotPacked', this.#fc._packed(packed, 'gegluQuantDotPacked')); }
+
   // Every other op is a method made from the op table (installOps, below).
   // ---- position encodings (ops/rope.cpp) ----
   /**
@@ -478,6 +512,47 @@ export class Tensor {
       checkString(dim, 'rope: dim'), checkNumber(base, 'rope: base'), checkInt(offset, 'rope: offset', 0),
       checkString(mode, 'rope: mode')));
   }
+}
+
+// ---------------------------------------------------------------- packed weights
+/**
+ * A weight packed once by fc.packRhs for Tensor.dotPacked and its fused forms (inference-only).
+ * It holds its own copy (dense: f32 panels; a q8_0 weight with blocks along the contracted axis:
+ * its blocks), counted by fc.memory(), until dispose(); fc.scope does not dispose it.
+ */
+export class PackedRhs {
+  #fc;
+  #h;
+
+  constructor(fc, handle) {
+    this.#fc = fc;
+    this.#h = handle;
+  }
+
+  get _engine() { return this.#fc; }
+  get _handle() {
+    if (!this.#h) throw invalid('this packed weight was disposed');
+    return this.#h;
+  }
+  #get(fn) { return this.#fc._call(() => fn(this._handle)); }
+  /** The contracted axis and its extent. */
+  get axis() { return this.#get((h) => h.axis()); }
+  get depth() { return this.#get((h) => h.depth()); }
+  /** The weight's other axes (the product's last axes) and their extents. */
+  get tags() { return this.#get((h) => h.tags()); }
+  get shape() { return this.#get((h) => h.shape()); }
+  /** 'f32' (dense panels) or 'q8_0' (quantized blocks); sourceDtype: the weight's dtype. */
+  get dtype() { return this.#get((h) => h.dtype()); }
+  get sourceDtype() { return this.#get((h) => h.sourceDtype()); }
+  get bytes() { return this.#get((h) => h.bytes()); }
+  get isDisposed() { return this.#h === null; }
+  dispose() {
+    if (this.#h) {
+      this.#h.delete();
+      this.#h = null;
+    }
+  }
+  toString() { return this.#h ? this.#h.describe() : 'PackedRhs (disposed)'; }
 }
 
 // ---------------------------------------------------------------- the op table

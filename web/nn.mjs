@@ -63,6 +63,20 @@ export function makeNn(fc) {
       input(x, 'Linear.forward', 'x', { axes: { [this.in]: this.weight.shape[1] }, forbid: this.out === this.in ? [] : [this.out] });
       return this.bias ? x.addDot(this.weight, this.in, this.bias) : x.dot(this.weight, this.in);
     }
+    /** The layer for inference: its weight packed once (fc.packRhs), forward by dotPacked. */
+    pack() {
+      const [packed, bias] = fc.scope(() => [fc.packRhs(this.weight.detach(), this.in), this.bias?.detach() ?? null]);
+      return {
+        forward: (x) => {
+          input(x, 'Linear.pack().forward', 'x', { axes: { [this.in]: packed.depth }, forbid: this.out === this.in ? [] : [this.out] });
+          return x.dotPacked(packed, bias);
+        },
+        dispose: () => {
+          packed.dispose();
+          bias?.dispose();
+        },
+      };
+    }
     parameters() { return defined(this.weight, this.bias); }
   }
 
@@ -160,6 +174,17 @@ export function makeNn(fc) {
         const y = layer.forward(h);
         return i + 1 < this.layers.length ? y.relu() : y;
       }, x));
+    }
+    /** The model for inference: every layer packed once (Linear.pack); dispose() frees them. */
+    pack() {
+      const layers = this.layers.map((l) => l.pack());
+      return {
+        forward: (x) => fc.scope(() => layers.reduce((h, layer, i) => {
+          const y = layer.forward(h);
+          return i + 1 < layers.length ? y.relu() : y;
+        }, x)),
+        dispose: () => layers.forEach((l) => l.dispose()),
+      };
     }
     parameters() { return this.layers.flatMap((l) => l.parameters()); }
   }

@@ -639,6 +639,11 @@ export const OPS = [
  */
 export const HAND_WRITTEN = {
   rope: 'two call forms: rope(options), or rope(cos, sin, options) with constant tables',
+  'packRhs': 'returns a PackedRhs handle (web/facade.mjs), not a Tensor',
+  'dotPacked': 'takes a PackedRhs handle, which the table has no argument kind for',
+  'rmsNormMulDotPacked': 'takes a PackedRhs handle',
+  'splitSwiGluDotPacked': 'takes a PackedRhs handle',
+  'gegluQuantDotPacked': 'takes a PackedRhs handle',
 };
 
 /** Ops of ops.list deliberately not in JS, with the reason (none so far). */

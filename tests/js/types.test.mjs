@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import * as pkg from 'fucina';
-import { init, Tensor, Optimizer, FucinaError } from 'fucina';
+import { init, Tensor, Optimizer, PackedRhs, FucinaError } from 'fucina';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const tsconfig = `${root}tests/ts/tsconfig.json`;
@@ -84,6 +84,7 @@ test('the d.ts matches the runtime, member for member, and the consumer uses eve
     Fucina: instanceNames(fc),
     Tensor: publicOf(protoNames(Tensor.prototype)),
     Optimizer: publicOf(protoNames(Optimizer.prototype)),
+    PackedRhs: publicOf(protoNames(PackedRhs.prototype)),
     Optim: publicOf(Object.keys(fc.optim)),
     Nn: publicOf(Object.keys(fc.nn)),
     ...Object.fromEntries(Object.entries(layers).map(([k, v]) => [k, instanceNames(v)])),

@@ -3,7 +3,7 @@
 // tests/js/types.test.mjs runs `tsc -p tests/ts` and also checks that this file uses every
 // public member the runtime has. `// @ts-expect-error` lines are misuses the types must reject.
 import {
-  init, FucinaError, Tensor, Optimizer,
+  init, FucinaError, Tensor, Optimizer, PackedRhs,
   parseIdx, readIdx, shuffledIndices, loadFashionMnist, makeBatch,
 } from 'fucina';
 import type {
@@ -15,7 +15,7 @@ import type {
   Conv2dConstructor, LayerNorm, LayerNormConstructor, Embedding, EmbeddingConstructor, MlpConfig, Mlp,
   MlpConstructor, CnnConfig, Cnn, CnnConstructor, GptConfig, GptBlock, Gpt, GptConstructor, Nn, Fucina,
   IdxArray, DatasetSplit, FashionMnistOptions, Batch, CompareOp, BaseDType, Gpt2Config, Gpt2Options, LoraOptions,
-  LoraAdaptOptions, GenerateOptions, Gpt2, Gpt2Constructor, LoraLinear, LoraLinearConstructor,
+  LoraAdaptOptions, GenerateOptions, Gpt2, Gpt2Constructor, LoraLinear, LoraLinearConstructor, PackedModel,
 } from 'fucina';
 
 const expectType = <T>(value: T): T => value;
@@ -346,6 +346,9 @@ const linear: Linear = new LinearClass('in', 'out', 3, 2, 1, linearOptions);
 const linearFields: [string, string, Tensor, Tensor | null] = [linear.in, linear.out, linear.weight, linear.bias];
 const y1: Tensor = linear.forward(x);
 const linearParams: Tensor[] = linear.parameters();
+const packedLinear: PackedModel = linear.pack();
+const packedY: Tensor = packedLinear.forward(x);
+packedLinear.dispose();
 // @ts-expect-error a layer's fields are read-only
 linear.weight = w;
 // @ts-expect-error inFeatures is a number
@@ -383,6 +386,9 @@ const mlp: Mlp = new MlpClass(mlpConfig, 1);
 const mlpLayers: Linear[] = mlp.layers;
 mlp.forward(x);
 mlp.parameters();
+const packedMlp: PackedModel = mlp.pack();
+packedMlp.forward(x);
+packedMlp.dispose();
 new nn.Mlp();
 // @ts-expect-error sizes is an array
 new nn.Mlp({ sizes: 3 });
@@ -545,10 +551,23 @@ const indexingOps: Tensor[] = [sq3.diagonal('i', 'j', 1, 'd'), sq3.trace('i', 'j
 sq3.diag('i', 'j');
 void indexingOps;
 
+// ---------------------------------------------------------------- packed products (issue 23)
+const packedW: PackedRhs = fc.packRhs(fc.ones(['o', 'e'], [3, 32]), 'e');
+const packedFields: [string, number, string[], number[], 'f32' | 'q8_0', string, number, boolean] = [packedW.axis, packedW.depth,
+  packedW.tags, packedW.shape, packedW.dtype, packedW.sourceDtype, packedW.bytes, packedW.isDisposed];
+const packedText: string = packedW.toString();
+const xe = fc.ones(['t', 'e'], [2, 32]);
+const packedOps: Tensor[] = [xe.dotPacked(packedW), xe.dotPacked(packedW, fc.zeros(['o'], [3])), xe.dotPacked(packedW, null),
+  xe.rmsNormMulDotPacked(fc.ones(['e'], [32]), packedW), xe.rmsNormMulDotPacked(fc.ones(['e'], [32]), packedW, 1e-5),
+  fc.ones(['t', 'e'], [2, 64]).splitSwiGluDotPacked(packedW), fc.ones(['t', 'e'], [2, 64]).gegluQuantDotPacked(packedW)];
+// @ts-expect-error dotPacked takes a PackedRhs, not the weight
+xe.dotPacked(fc.ones(['o', 'e'], [3, 32]));
+packedW.dispose();
+
 // Everything above is used once more so that noUnusedLocals holds.
 console.log(variant, threads, copy, z, o, f, u, n, tags, shape, dtype, requiresGrad, isDisposed, arr, item, half, text,
   binaries, scalars, unaries, reductions, norms, losses, indexing, inventory, losses2, convs, constantResults, contractions, structure, spatial, rotated, attended,
   noGrad, enabled, counters, c1, c2, c3, v1, v2, grads, gcNumbers, decodedW, meta, params, optDisposed, norm, linearFields,
   y1, linearParams, channelAxis, convFields, lnFields, embFields, mlpLayers, cnnFields, context, blockLayers, firstLayer,
   gptFields, logits, gptLoss, seed, made, dims, read, splitFields, batchTensors, baseDType, vocabSize, gpt2Logits,
-  adapters, layerNames, wte, sampled, gpt2Disposed, loraFields, loraY, merged, loraParams, inPlace, taken, routeWeights, routeIndices);
+  adapters, layerNames, wte, sampled, gpt2Disposed, loraFields, loraY, merged, loraParams, inPlace, taken, routeWeights, routeIndices, packedY, packedFields, packedText, packedOps);

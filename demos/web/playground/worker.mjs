@@ -25,10 +25,16 @@ serveTrainer((fc, { xy, labels, hidden = 32, lr = 0.01, seed = 1, steps = Infini
   const opt = fc.optim.adam(model.parameters(), { lr });
   let step = 0;
 
-  // P(class 1) for each row of points, from the two logits.
+  // P(class 1) for each row of points, from the two logits, by the model's inference path: its
+  // weights packed once (fc.nn.Mlp.pack) for all the lattice's points.
   const probabilities = (points) => fc.noGrad(() => fc.scope(() => {
-    const logits = model.forward(points).permuteTo(['batch', 'class']).toArray();
-    return Float32Array.from({ length: logits.length / 2 }, (_, i) => 1 / (1 + Math.exp(logits[2 * i] - logits[2 * i + 1])));
+    const packed = model.pack();
+    try {
+      const logits = packed.forward(points).permuteTo(['batch', 'class']).toArray();
+      return Float32Array.from({ length: logits.length / 2 }, (_, i) => 1 / (1 + Math.exp(logits[2 * i] - logits[2 * i + 1])));
+    } finally {
+      packed.dispose();
+    }
   }));
 
   return {
