@@ -29,7 +29,9 @@ struct GenerateOptions {
 };
 
 /// The keys and values of the positions a model has run, per block (Note [KV cache]). Empty
-/// until the first forward given it; pass the same cache only with tokens of the same batch.
+/// until the first forward given it; pass the same cache only with tokens of the same batch. A
+/// forward refused up front (too many positions, bad tokens) leaves it as it was; after one that
+/// fails part-way, start a new cache.
 struct KvCache {
   std::vector<Tensor> keys, values;  ///< per block: {batch..., "t", "head", "hd"}
   /// The positions held (0 when empty).
