@@ -23,6 +23,7 @@
 #include <vector>
 
 #include <fucina/fucina.h>
+#include <fucina/nn/generate.h>
 #include <fucina/nn/gpt2.h>
 #include <fucina/nn/lora.h>
 
@@ -616,6 +617,18 @@ val gpt2Generate(Gpt2& m, val prompt, double max_tokens, double temperature, dou
   });
 }
 
+// The sampler of C++'s generate, for fc.nn.Gpt.generate's loop in JS (one sampler for both
+// models): the token drawn from logits{vocab} at step `step` (nn::sampleToken).
+int32_t sampleToken(val logits, double temperature, double top_k, double seed, double step) {
+  return guard([&] {
+    const fucina::nn::GenerateOptions o{.temperature = temperature,
+                                        .top_k = toInt(top_k, "nn.Gpt.generate: topK"),
+                                        .seed = toSeed(seed, "nn.Gpt.generate: seed")};
+    return fucina::nn::sampleToken(ctx(), tensorOf(logits, "nn.Gpt.generate: logits"), o,
+                                   toSeed(step, "nn.Gpt.generate: step"));
+  });
+}
+
 LoraLinearPtr loraLinearNew(val weight, val bias, std::string in, std::string out) {
   return guard([&] {
     Tensor w = tensorOf(weight, "nn.LoraLinear: weight");
@@ -685,6 +698,7 @@ EMSCRIPTEN_BINDINGS(fucina_gpt2) {
       .function("setCheckpointBlocks", +[](Gpt2& m, bool on) { guard([&] { m.setCheckpointBlocks(on); }); });
   function("gpt2New", &gpt2New);
   function("gpt2Load", &gpt2Load);
+  function("sampleToken", &sampleToken);
 
   class_<LoraLinear>("LoraLinear")
       .smart_ptr<LoraLinearPtr>("LoraLinearPtr")

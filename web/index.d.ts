@@ -1335,6 +1335,11 @@ export interface Gpt extends Module {
   /** Mean next-token cross-entropy of tokens[:, :-1] predicting tokens[:, 1:] (2 to
    * context + 1 positions). */
   loss(tokens: Tensor): Tensor;
+  /** Samples up to maxTokens tokens after prompt (ids below vocab) and returns them, gradients
+   * off: C++'s Gpt::generate, the same contract as {@link Gpt2.generate}. A KV cache makes each
+   * token cost one position while prompt and tokens fit in the context; beyond it each token
+   * reruns the last `context` tokens. */
+  generate(prompt: readonly number[] | Int32Array, options?: GenerateOptions): number[];
   /** Makes the blocks' projections (qkv, proj, fc, out) frozen constants: weights stored as
    * dtype (q8_0 with blocks along each weight's input axis), biases f32. parameters() then lists
    * the embeddings and LayerNorms only; gradients still flow through the frozen weights. */
@@ -1420,7 +1425,7 @@ export interface LoraAdaptOptions {
   seed?: number;
 }
 
-/** Options of {@link Gpt2.generate}. */
+/** Options of {@link Gpt.generate} and {@link Gpt2.generate}. */
 export interface GenerateOptions {
   /** Most tokens to add (default 32). */
   maxTokens?: number;
@@ -1468,8 +1473,9 @@ export interface Gpt2 {
   /** The base as model.safetensors bytes in the Hugging Face layout (F32, or F16/BF16 as stored;
    * q8_0 dequantized to F32); adapters not included (mergeAdapters first to fold them in). */
   save(): Uint8Array;
-  /** Samples up to maxTokens tokens after prompt (gradients off; the last n_positions tokens are
-   * each step's context) and returns the new ones. */
+  /** Samples up to maxTokens tokens after prompt (gradients off) and returns the new ones. A KV
+   * cache makes each token cost one position while prompt and tokens fit in n_positions; beyond
+   * it the last n_positions tokens are each step's context (a full forward per token). */
   generate(prompt: readonly number[] | Int32Array, options?: GenerateOptions): number[];
   /** Adds LoRA adapters to the layers options.targets names and returns them (A{rank, in},
    * B{out, rank} per layer; B starts at zero). Fails if a target matches no layer or the model

@@ -223,6 +223,27 @@ export function makeNn(fc) {
     parameters() { return [this.conv1, this.conv2, this.fc1, this.fc2].flatMap((l) => l.parameters()); }
   }
 
+  // Causal self-attention of one block (C++'s nn::causalSelfAttention): qkv{batch..., t, part,
+  // head, hd} of the new positions. With a KV cache (an array of { k, v } per block, Note [KV
+  // cache] in src/fucina/nn/generate.h) their keys and values join block `layer`'s and the queries
+  // attend over all of them, the causal mask aligned to the end.
+  const causalSelfAttention = (qkv, cache, layer) => {
+    let [k, v] = [qkv.select('part', 1), qkv.select('part', 2)];
+    if (cache) {
+      const past = cache[layer];
+      if (past) {
+        [k, v] = [fc.concat([past.k, k], 't'), fc.concat([past.v, v], 't')];
+        cache[layer] = { k, v };
+      } else {
+        // The first forward attends as an uncached one does and keeps copies of K and V alone,
+        // not the whole qkv buffer they view.
+        cache[layer] = { k: k.contiguous(), v: v.contiguous() };
+      }
+    }
+    return fc.groupedAttention(qkv.select('part', 0), k, v, { heads: 'head', time: 't', dim: 'hd', causal: true });
+  };
+  const cachedLength = (cache) => (cache?.length ? cache[0].k.shape[cache[0].k.tags.indexOf('t')] : 0);
+
   /** W3: a byte-level pre-LayerNorm GPT; tokens{batch, "t"} (i32) -> logits{batch, "t", "vocab"}. */
   class Gpt {
     constructor(options, seed = 0) {
@@ -250,14 +271,13 @@ export function makeNn(fc) {
         }
       });
     }
-    #block(b, x, params) {
+    #block(b, x, params, cache = null, layer = 0) {
       // params: the block's parameters in slot order (they are checkpoint inputs when checkpointing).
       const [ln1w, ln1b, qkvw, qkvb, projw, projb, ln2w, ln2b, fcw, fcb, outw, outb] = params;
       const hd = this.config.dModel / this.config.heads;
       const qkv = x.layerNorm('e', { weight: ln1w, bias: ln1b }).addDot(qkvw, 'e', qkvb)
         .split('qkv', ['part', 'head', 'hd'], [3, this.config.heads, hd]);
-      const a = fc.groupedAttention(qkv.select('part', 0), qkv.select('part', 1), qkv.select('part', 2),
-        { heads: 'head', time: 't', dim: 'hd', causal: true });
+      const a = causalSelfAttention(qkv, cache, layer);
       const h = x.add(a.merge(['head', 'hd'], 'ao').addDot(projw, 'ao', projb));
       return h.add(h.layerNorm('e', { weight: ln2w, bias: ln2b }).addDot(fcw, 'e', fcb).geluErf().addDot(outw, 'mlp', outb));
     }
@@ -273,14 +293,16 @@ export function makeNn(fc) {
       return t;
     }
     forward(tokens) { return this.#logits(tokens, this.#tokens(tokens, 'forward', 1)); }
-    // logits{batch..., t, vocab} of t checked tokens.
-    #logits(tokens, t) {
-      return fc.scope(() => {
-        let x = this.token.forward(tokens).add(this.position.table.narrow('t', 0, t));
-        for (const b of this.blocks) {
+    // logits{batch..., t, vocab} of t checked tokens; with a KV cache, tokens continue it
+    // (positions from its length on) and their keys and values are appended (blocks not
+    // checkpointed).
+    #logits(tokens, t, cache = null) {
+      const [logits] = fc.scope(() => {
+        let x = this.token.forward(tokens).add(this.position.table.narrow('t', cachedLength(cache), t));
+        for (const [i, b] of this.blocks.entries()) {
           const params = b.layers.flatMap((l) => l.parameters());
-          if (!this.config.checkpointBlocks) {
-            x = this.#block(b, x, params);
+          if (cache || !this.config.checkpointBlocks) {
+            x = this.#block(b, x, params, cache, i);
             continue;
           }
           // Trainable slots are checkpoint inputs; frozen ones (freezeProjections) stay captured.
@@ -290,13 +312,55 @@ export function makeNn(fc) {
             return this.#block(b, xi, params.map((p) => (p.requiresGrad ? ps[next++] : p)));
           }, [x, ...trainable]);
         }
-        return this.final.forward(x).dot(this.token.table, 'e');  // the head is tied to the embedding
+        // The head is tied to the embedding; the cache's new keys and values outlive the scope.
+        return [this.final.forward(x).dot(this.token.table, 'e'), cache];
       });
+      return logits;
     }
     /** Mean next-token cross-entropy of tokens[:, :-1] predicting tokens[:, 1:]. */
     loss(tokens) {
       const t = this.#tokens(tokens, 'loss', 2);
       return fc.scope(() => this.#logits(tokens.narrow('t', 0, t - 1), t - 1).crossEntropy(tokens.narrow('t', 1, t - 1), 'vocab'));
+    }
+    /** Samples up to maxTokens tokens after prompt and returns them: C++'s Gpt::generate (the
+     * same arguments, loop, sampler and KV cache, nn::generate), onToken seeing each token. */
+    generate(prompt, options) {
+      const { ids, maxTokens, temperature, topK, seed, onToken } =
+        generateArgs(prompt, options, this.config.vocab, 'nn.Gpt.generate');
+      const positions = this.config.context;
+      const context = Array.from(ids);
+      const out = [];
+      let cache = [];  // per block { k, v } of the positions run so far (Note [KV cache])
+      let past = [];   // the entries a forward replaces, disposed after it (also when it fails)
+      const drop = (kv) => kv.forEach(({ k, v }) => { k.dispose(); v.dispose(); });
+      try {
+        return fc.noGrad(() => {
+          for (let step = 0; step < maxTokens; ++step) {
+            const next = fc.scope(() => {
+              // All of the context the first time, then only the newest token; once the context
+              // outgrows the position table, its last `positions` tokens, uncached.
+              const full = context.length > positions;
+              const run = full ? positions : cache.length === 0 ? context.length : 1;
+              const tokens = fc.constant(['batch', 't'], [1, run], context.slice(-run), 'i32');
+              past = [...cache];
+              const logits = this.#logits(tokens, run, full ? null : cache);
+              drop(past);  // copied into the new keys and values (or not needed any more)
+              past = [];
+              if (full) cache = [];
+              const last = logits.select('batch', 0).select('t', run - 1);
+              const id = fc._call((M) => M.sampleToken(last._handle, temperature, topK, seed, step));
+              return { id, cache };
+            }).id;
+            out.push(next);
+            context.push(next);
+            if (onToken !== undefined && onToken(next) === false) break;
+          }
+          return out;
+        });
+      } finally {
+        drop(past);
+        drop(cache);
+      }
     }
     /** The trainable tensors: all, or after freezeProjections the embeddings and LayerNorms. */
     parameters() {
@@ -400,6 +464,22 @@ function promptIds(prompt, vocab, what) {
     if (id < 0 || id >= vocab) throw outOfRange(`${what}: prompt[${i}] = ${id} is not a token id in [0, ${vocab}) (vocab_size ${vocab})`);
   }
   return Int32Array.from(prompt);
+}
+
+/** generate's arguments for the model `what` ('nn.Gpt.generate'), checked, defaults filled in;
+ * the prompt as an Int32Array. */
+function generateArgs(prompt, options, vocab, what) {
+  const { maxTokens = 32, temperature = 1, topK = 0, seed = 0, onToken } =
+    checkOptions(options, ['maxTokens', 'temperature', 'topK', 'seed', 'onToken'], what);
+  const ids = promptIds(prompt, vocab, what);
+  checkInt(maxTokens, `${what}: maxTokens`, 0, INT32_MAX);
+  if (typeof temperature !== 'number' || !Number.isFinite(temperature) || temperature < 0)
+    throw invalid(`${what}: temperature must be a finite number >= 0 (0: greedy), got ${typeName(temperature)}`);
+  checkInt(topK, `${what}: topK`, 0);
+  checkInt(seed, `${what}: seed`, 0);
+  if (onToken !== undefined && typeof onToken !== 'function')
+    throw invalid(`${what}: onToken must be a function (id) => boolean | void, got ${typeName(onToken)}`);
+  return { ids, maxTokens, temperature, topK, seed, onToken };
 }
 
 // The axes a GPT-2 makes itself: a tokens tensor must not have them.
@@ -513,17 +593,8 @@ function makeGpt2(fc, input) {
     generate(prompt, options) {
       const what = 'nn.Gpt2.generate';
       if (!this.#h) throw invalid(`${what}: this model was disposed`);
-      const { maxTokens = 32, temperature = 1, topK = 0, seed = 0, onToken } =
-        checkOptions(options, ['maxTokens', 'temperature', 'topK', 'seed', 'onToken'], what);
-      const vocab = this.config.vocab_size;
-      const ids = promptIds(prompt, vocab, what);
-      checkInt(maxTokens, `${what}: maxTokens`, 0, INT32_MAX);
-      if (typeof temperature !== 'number' || !Number.isFinite(temperature) || temperature < 0)
-        throw invalid(`${what}: temperature must be a finite number >= 0 (0: greedy), got ${typeName(temperature)}`);
-      checkInt(topK, `${what}: topK`, 0);
-      checkInt(seed, `${what}: seed`, 0);
-      if (onToken !== undefined && typeof onToken !== 'function')
-        throw invalid(`${what}: onToken must be a function (id) => boolean | void, got ${typeName(onToken)}`);
+      const { ids, maxTokens, temperature, topK, seed, onToken } =
+        generateArgs(prompt, options, this.config.vocab_size, what);
       const h = this.#h;
       ++this.#generating;
       try {

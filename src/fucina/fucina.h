@@ -19,6 +19,7 @@
 #include "fucina/exec/context.h"
 #include "fucina/exec/scope.h"
 #include "fucina/io/safetensors.h"
+#include "fucina/nn/generate.h"
 #include "fucina/nn/layers.h"
 #include "fucina/nn/gpt2.h"
 #include "fucina/nn/lora.h"

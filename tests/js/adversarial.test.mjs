@@ -95,6 +95,7 @@ function fixtures(fc, foreign) {
   f['#Mlp'] = new fc.nn.Mlp({ sizes: [2, 2] }, 0);
   f['#Cnn'] = new fc.nn.Cnn(C.CNN, 0);
   f['#Gpt'] = new fc.nn.Gpt(C.GPT, 0);
+  f['#GptToFreeze'] = new fc.nn.Gpt(C.GPT, 0);
   // GPT-2: a model per method that changes one, one that never gets adapters, one disposed.
   const gpt2 = (seed, lora) => {
     const m = new fc.nn.Gpt2(C.GPT2, seed);
@@ -205,8 +206,9 @@ function callbackCases() {
   };
   // generate's onToken returns a boolean or nothing (anything else goes on): only what it throws.
   for (const value of thrown)
-    out.push({ label: `generate onToken throws ${show(value)}`, expect: value,
-      run: (f) => f['#Gpt2'].generate([1, 2], { maxTokens: 3, onToken: () => { throw value; } }) });
+    for (const model of ['#Gpt2', '#Gpt'])
+      out.push({ label: `${model.slice(1)} generate onToken throws ${show(value)}`, expect: value,
+        run: (f) => f[model].generate([1, 2], { maxTokens: 3, onToken: () => { throw value; } }) });
   for (const [site, run] of Object.entries(sites)) {
     for (const value of thrown)
       out.push({ label: `${site} throws ${show(value)}`, expect: value, run: (f) => run(f, () => { throw value; }) });

@@ -282,7 +282,11 @@ export const NN = {
   'Cnn#forward': { self: '#Cnn', args: [tensor('img10')] },
   'Gpt#forward': { self: '#Gpt', args: [tensor('tokens')] },
   'Gpt#loss': { self: '#Gpt', args: [tensor('tokens')] },
-  'Gpt#freezeProjections': { self: '#Gpt', args: [raw('f32', ['i32', 'f128', 7, null, {}])] },
+  // freezeProjections changes its model (its valid call, in a scope, frees the new weights): a model of its own.
+  'Gpt#freezeProjections': { self: '#GptToFreeze', args: [raw('f32', ['i32', 'f128', 7, null, {}])] },
+  'Gpt#generate': { self: '#Gpt', args: [raw([1, 2], [[], [16], [-1], [1.5], ['1'], [NaN], 'x', null, {}]),
+    options({ maxTokens: 2 }, { maxTokens: 'nat', temperature: [-1, NaN, Infinity, '1', null], topK: [-1, 1.5, null],
+      seed: 'nat', onToken: 'fn' })] },
   // GPT-2 and LoRA (bound C++). Methods that change a model each have a model of their own.
   Gpt2: { construct: true, args: [raw(GPT2, gpt2Configs), nat(0), options({}, gpt2Keys)] },
   'Gpt2.load': { args: [raw('@gpt2Bytes', ['@corrupt', '@adapterBytes', null, 'x', [1, 2]]), raw(GPT2, gpt2Configs),

@@ -415,6 +415,11 @@ const tokens = fc.constant(['batch', 't'], [1, 4], [1, 2, 3, 4], 'i32');
 const logits: Tensor = gpt.forward(tokens);
 const gptLoss: Tensor = gpt.loss(tokens);
 gpt.parameters();
+const gptSampled: number[] = gpt.generate([1, 2], { maxTokens: 3, temperature: 0.8, topK: 4, seed: 2,
+  onToken: (id: number) => id !== 0 });
+gpt.generate(Int32Array.of(3), { maxTokens: 2, temperature: 0 });
+// @ts-expect-error the prompt is token ids
+gpt.generate('once');
 gpt.freezeProjections('q8_0');
 // @ts-expect-error freezeProjections takes f32, f16, bf16 or q8_0
 gpt.freezeProjections('i32');
@@ -569,5 +574,5 @@ console.log(variant, threads, copy, z, o, f, u, n, tags, shape, dtype, requiresG
   binaries, scalars, unaries, reductions, norms, losses, indexing, inventory, losses2, convs, constantResults, contractions, structure, spatial, rotated, attended,
   noGrad, enabled, counters, c1, c2, c3, v1, v2, grads, gcNumbers, decodedW, meta, params, optDisposed, norm, linearFields,
   y1, linearParams, channelAxis, convFields, lnFields, embFields, mlpLayers, cnnFields, context, blockLayers, firstLayer,
-  gptFields, logits, gptLoss, seed, made, dims, read, splitFields, batchTensors, baseDType, vocabSize, gpt2Logits,
+  gptFields, logits, gptLoss, gptSampled, seed, made, dims, read, splitFields, batchTensors, baseDType, vocabSize, gpt2Logits,
   adapters, layerNames, wte, sampled, gpt2Disposed, loraFields, loraY, merged, loraParams, inPlace, taken, routeWeights, routeIndices, packedY, packedFields, packedText, packedOps);

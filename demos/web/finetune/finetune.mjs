@@ -26,8 +26,9 @@ export const TRAINING = { context: 64, batch: 8, lr: 4e-3, warmupSteps: 10, weig
 export const SAMPLING = { maxTokens: 120, temperature: 0.7, topK: 40, seed: 7 };
 
 /** Smaller steps and samples for a real GPT-2 (124M parameters and up, 50257 tokens): each step
- * is a forward and backward pass through the whole base, and generate() runs a full forward per
- * token. Returns { training, sampling } overrides for the base's config. */
+ * is a forward and backward pass through the whole base, and generate() reads every weight and
+ * the 50257-row head once per token (one position, from its KV cache). Returns { training,
+ * sampling } overrides for the base's config. */
 export function budgetFor(config) {
   const large = config.n_embd * config.n_layer > 128 * 8 || config.vocab_size > 4096;
   return large ? { training: { batch: 2, context: 32 }, sampling: { maxTokens: 32 } } : { training: {}, sampling: {} };

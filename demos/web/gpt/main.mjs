@@ -51,6 +51,7 @@ function reset() {
   peaks.off = peaks.on = null;
   Object.assign(demo, { losses: [], steps: 0, samples: [], liveTensors: [], stepMs: [] });
   $('samples').replaceChildren();
+  writing = null;
   showPeaks();
   setText('status', 'building the model…');
   engine.config({ checkpointing: $('checkpoint').checked, settings: settings() });
@@ -85,11 +86,11 @@ function showPeaks() {
   }
 }
 
-// ---- samples: newest first, the prompt dimmed before the model's continuation
-function addSample(m) {
-  demo.samples.push({ step: m.step, text: m.text, ms: m.ms });
-  const item = document.createElement('div');
-  item.className = 'sample';
+// ---- samples: newest first, the prompt dimmed before the model's continuation. A sample being
+// written ('sampleText' after every byte) shows in one item that its final 'sample' completes.
+let writing = null;  // the item of the sample being written
+
+function showSample(item, m) {
   const head = document.createElement('div');
   head.className = 'sample-head';
   head.textContent = `step ${m.step} · temperature ${m.temperature.toFixed(1)}`;
@@ -106,9 +107,22 @@ function addSample(m) {
     return dim;
   });
   body.append(prompt, ...parts);
-  item.append(head, body);
-  $('samples').prepend(item);
+  item.replaceChildren(head, body);
+}
+
+function sampleItem() {
+  if (writing) return writing;
+  writing = document.createElement('div');
+  writing.className = 'sample';
+  $('samples').prepend(writing);
   while ($('samples').children.length > MAX_SAMPLES) $('samples').lastChild.remove();
+  return writing;
+}
+
+function addSample(m) {
+  demo.samples.push({ step: m.step, text: m.text, ms: m.ms });
+  showSample(sampleItem(), m);
+  writing = null;
 }
 
 // ---- the worker's reports
@@ -157,6 +171,7 @@ engine.on('progress', (m) => {
   setText('ms', Math.round(stepMs));
   setText('tokens', Math.round((1000 * batchTokens) / stepMs).toLocaleString('en'));
 });
+engine.on('sampleText', (m) => { if (ready) showSample(sampleItem(), m); });
 engine.on('sample', (m) => { if (ready) addSample(m); });
 engine.on('stopped', () => {
   setRunning(false);

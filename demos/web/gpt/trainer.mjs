@@ -62,29 +62,19 @@ export function createTrainer(fc, bytes, { model: modelConfig = MODEL, training 
   }
 
   /**
-   * prompt (a string) continued by `length` bytes, each drawn (multinomial, seeded) from
-   * softmax(logits / temperature) of the last position (temperature 0: its argmax). Returns only the
-   * continuation, printable().
+   * prompt (a string) continued by `length` bytes, drawn by model.generate (a KV cache: one
+   * position per byte while the context lasts; seeded; temperature 0: greedy). onText(text), if
+   * given, sees the continuation so far after every byte. Returns the continuation, printable().
    */
-  function sample(prompt, length, { temperature = 0.8, seed = samples } = {}) {
+  function sample(prompt, length, { temperature = 0.8, seed = samples, onText } = {}) {
     samples += 1;
-    const seeds = (seed + 0x5eed) * 2 ** 20;  // draw i uses seed seeds + i
-    const context = [...new TextEncoder().encode(prompt)];
-    if (context.length === 0) context.push(10);  // an empty prompt starts at a line break
+    const ids = [...new TextEncoder().encode(prompt)];
+    if (ids.length === 0) ids.push(10);  // an empty prompt starts at a line break
     const out = [];
-    fc.noGrad(() => {
-      for (let i = 0; i < length; ++i) {
-        const ids = context.slice(-cfg.context);
-        const next = fc.scope(() => {
-          const logits = model.forward(fc.constant(['batch', 't'], [1, ids.length], ids, 'i32'))
-            .select('batch', 0).select('t', ids.length - 1);  // {vocab}
-          if (temperature <= 0) return logits.argmax('vocab').item();
-          return logits.scale(1 / temperature).softmax('vocab').multinomial('vocab', 1, seeds + i).item();
-        });
-        context.push(next);
-        out.push(next);
-      }
-    });
+    model.generate(ids, { maxTokens: length, temperature, seed, onToken: (id) => {
+      out.push(id);
+      onText?.(printable(out));
+    } });
     return printable(out);
   }
 

@@ -5,7 +5,9 @@
 //   { type: 'runFor', steps }                 the next run stops after this many steps (the test hook)
 //   { type: 'checkpoint', on }                switch block checkpointing on the live model
 //   { type: 'settings', prompt, temperature, length, sampleEvery }
-//   { type: 'sample' }                        sample now; replies { type: 'sample', step, prompt, text }
+//   { type: 'sample' }                        sample now; replies { type: 'sampleText', step, prompt,
+//                                             temperature, text } after every byte (the text so far),
+//                                             then { type: 'sample', ..., text, ms }
 import { serveTrainer } from '../common/worker-loop.mjs';
 import { createTrainer } from './trainer.mjs';
 
@@ -20,9 +22,11 @@ serveTrainer(async (fc, { checkpointing = false, settings: initial = {} }) => {
 
   const sample = () => {
     const started = performance.now();
-    const text = trainer.sample(settings.prompt, settings.length, { temperature: settings.temperature });
-    return { type: 'sample', step: trainer.steps, prompt: settings.prompt, temperature: settings.temperature,
-      text, ms: performance.now() - started, liveTensors: fc.memory().liveTensors };
+    const about = { step: trainer.steps, prompt: settings.prompt, temperature: settings.temperature };
+    // The text so far after every byte, so that the page shows it as it is written.
+    const onText = (text) => self.postMessage({ type: 'sampleText', ...about, text });
+    const text = trainer.sample(settings.prompt, settings.length, { temperature: settings.temperature, onText });
+    return { type: 'sample', ...about, text, ms: performance.now() - started, liveTensors: fc.memory().liveTensors };
   };
 
   return {

@@ -42,31 +42,33 @@ Gpt::Gpt(ExecContext& ctx, const GptConfig& c, uint64_t seed)
   }
 }
 
-Tensor Gpt::block(ExecContext& ctx, const Block& b, const Tensor& x) const {
+Tensor Gpt::block(ExecContext& ctx, const Block& b, const Tensor& x, KvCache* cache, size_t layer) const {
   const int64_t head_dim = config_.d_model / config_.heads;
   const Tensor qkv = b.qkv(ctx, b.ln1(ctx, x)).split(ctx, "qkv", {"part", "head", "hd"}, {3, config_.heads, head_dim});
-  AttentionOptions attention;
-  attention.heads = "head";
-  attention.time = "t";
-  attention.dim = "hd";
-  attention.causal = true;
-  const Tensor a = Tensor::groupedAttention(ctx, qkv.select(ctx, "part", 0), qkv.select(ctx, "part", 1),
-                                            qkv.select(ctx, "part", 2), attention);
+  const Tensor a = causalSelfAttention(ctx, qkv, cache, layer);
   const Tensor h = x.add(ctx, b.proj(ctx, a.merge(ctx, {"head", "hd"}, "ao")));
   return h.add(ctx, b.out(ctx, b.fc(ctx, b.ln2(ctx, h)).geluErf(ctx)));
 }
 
-Tensor Gpt::operator()(ExecContext& ctx, const Tensor& tokens) const {
+Tensor Gpt::operator()(ExecContext& ctx, const Tensor& tokens) const { return forward(ctx, tokens, nullptr); }
+
+Tensor Gpt::operator()(ExecContext& ctx, const Tensor& tokens, KvCache& cache) const {
+  return forward(ctx, tokens, &cache);
+}
+
+Tensor Gpt::forward(ExecContext& ctx, const Tensor& tokens, KvCache* cache) const {
   if (!hasTag(tokens.tags(), "t"))
     fail(ErrorCode::ShapeMismatch, "Gpt: tokens need a time axis 't', got " + describe(tokens.tags(), tokens.shape()));
-  const int64_t t = tokens.extent("t");
-  if (t < 1 || t > config_.context)
-    fail(ErrorCode::InvalidArgument, "Gpt: " + std::to_string(t) + " tokens, the context holds 1 to " +
-                                         std::to_string(config_.context));
-  Tensor x = token_(ctx, tokens).add(ctx, position_.table.narrow(ctx, "t", 0, t));
-  for (const Block& b : blocks_) {
-    if (!config_.checkpoint_blocks) {
-      x = block(ctx, b, x);
+  const int64_t t = tokens.extent("t"), start = cache ? cache->length() : 0;
+  if (t < 1 || start + t > config_.context)
+    fail(ErrorCode::InvalidArgument, "Gpt: " + std::to_string(t) + " tokens" +
+                                         (start ? " after the " + std::to_string(start) + " of the KV cache" : std::string()) +
+                                         ", the context holds 1 to " + std::to_string(config_.context));
+  Tensor x = token_(ctx, tokens).add(ctx, position_.table.narrow(ctx, "t", start, t));
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    const Block& b = blocks_[i];
+    if (cache || !config_.checkpoint_blocks) {
+      x = block(ctx, b, x, cache, i);
       continue;
     }
     // The block's trainable parameters are checkpoint inputs, so their gradients flow through the
@@ -90,6 +92,13 @@ Tensor Gpt::loss(ExecContext& ctx, const Tensor& tokens) const {
   if (t < 2) fail(ErrorCode::InvalidArgument, "Gpt::loss needs at least 2 tokens per sequence");
   const Tensor logits = (*this)(ctx, tokens.narrow(ctx, "t", 0, t - 1));
   return logits.crossEntropy(ctx, tokens.narrow(ctx, "t", 1, t - 1), "vocab");
+}
+
+std::vector<int32_t> Gpt::generate(ExecContext& ctx, std::span<const int32_t> prompt, const GenerateOptions& o,
+                                   const std::function<bool(int32_t)>& on_token) const {
+  const Generator model{"Gpt::generate", config_.vocab, config_.context,
+                        [this](ExecContext& c, const Tensor& tokens, KvCache* cache) { return forward(c, tokens, cache); }};
+  return nn::generate(ctx, model, prompt, o, on_token);
 }
 
 std::vector<Tensor> Gpt::parameters() const {

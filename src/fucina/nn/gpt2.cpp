@@ -50,26 +50,6 @@ Tensor store(ExecContext& ctx, const Tensor& value, const Gpt2Options& o, bool l
   return value.to(ctx, large ? o.dtype : DType::f32);
 }
 
-uint64_t splitmix(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-// The token drawn from the last position's logits {vocab} by GenerateOptions, with the
-// intentionally no-grad ops: argmax at temperature 0 (or top_k 1), else a seeded multinomial draw
-// from softmax(logits / temperature) over the top_k largest (all of them when top_k is 0).
-int32_t sample(ExecContext& ctx, const Tensor& logits, const GenerateOptions& o, uint64_t seed) {
-  const int64_t n = logits.extent(kVocab);
-  const int64_t k = o.top_k > 0 ? std::min(n, o.top_k) : n;
-  const auto id = [](const Tensor& i64) { return static_cast<int32_t>(i64.item()); };  // < 2^24: exact
-  if (o.temperature == 0 || k == 1) return id(logits.argmax(ctx, kVocab));
-  const SortResult top = logits.topK(ctx, kVocab, k);
-  const Tensor drawn = top.values.scale(ctx, 1 / o.temperature).softmax(ctx, kVocab).multinomial(ctx, kVocab, 1, seed);
-  return static_cast<int32_t>(top.indices.toVector()[static_cast<size_t>(id(drawn))]);
-}
-
 bool matchesTarget(const std::string& layer, const std::string& target) {
   return layer == target ||
          (layer.size() > target.size() && layer.ends_with(target) && layer[layer.size() - target.size() - 1] == '.');
@@ -311,25 +291,26 @@ auto slots(B& b) {
 }
 }  // namespace
 
-Tensor Gpt2::block(ExecContext& ctx, const Block& b, const Tensor& x, std::optional<uint64_t> seed) const {
+Tensor Gpt2::block(ExecContext& ctx, const Block& b, const Tensor& x, std::optional<uint64_t> seed, KvCache* cache,
+                   size_t layer_index) const {
   const int64_t hd = config_.d_model / config_.heads;
   // Each layer's dropout seed (Note [Recompute-safe LoRA dropout]).
   const auto layer = [&](uint64_t k) { return seed ? std::optional(subSeed(*seed, k)) : std::nullopt; };
   const Tensor qkv = b.c_attn(ctx, x.layerNorm(ctx, kE, b.ln1_w, b.ln1_b, config_.eps), layer(0))
                          .split(ctx, kQkv, {"part", "head", "hd"}, {3, config_.heads, hd});
-  AttentionOptions attention;
-  attention.heads = "head";
-  attention.time = kT;
-  attention.dim = "hd";
-  attention.causal = true;
-  const Tensor a = Tensor::groupedAttention(ctx, qkv.select(ctx, "part", 0), qkv.select(ctx, "part", 1),
-                                            qkv.select(ctx, "part", 2), attention);
+  const Tensor a = causalSelfAttention(ctx, qkv, cache, layer_index);
   const Tensor h = x.add(ctx, b.attn_proj(ctx, a.merge(ctx, {"head", "hd"}, kAo), layer(1)));
   const Tensor inner = b.c_fc(ctx, h.layerNorm(ctx, kE, b.ln2_w, b.ln2_b, config_.eps), layer(2));
   return h.add(ctx, b.mlp_proj(ctx, config_.gelu_tanh ? inner.gelu(ctx) : inner.geluErf(ctx), layer(3)));
 }
 
-Tensor Gpt2::logits(ExecContext& ctx, const Tensor& tokens) const {
+Tensor Gpt2::logits(ExecContext& ctx, const Tensor& tokens) const { return forward(ctx, tokens, nullptr); }
+
+Tensor Gpt2::logits(ExecContext& ctx, const Tensor& tokens, KvCache& cache) const {
+  return forward(ctx, tokens, &cache);
+}
+
+Tensor Gpt2::forward(ExecContext& ctx, const Tensor& tokens, KvCache* cache) const {
   if (tokens.dtype() != DType::i32 && tokens.dtype() != DType::i64)
     fail(ErrorCode::DTypeMismatch, "Gpt2: tokens must be i32 or i64, got " + std::string(name(tokens.dtype())) + " " +
                                        describe(tokens.tags(), tokens.shape()));
@@ -339,13 +320,15 @@ Tensor Gpt2::logits(ExecContext& ctx, const Tensor& tokens) const {
     if (hasTag(tokens.tags(), own))
       fail(ErrorCode::ShapeMismatch, "Gpt2: tokens may not have an axis '" + std::string(own.name()) +
                                          "' (the model makes it), got " + describe(tokens.tags(), tokens.shape()));
-  const int64_t t = tokens.extent(kT);
-  if (t < 1 || t > config_.positions)
-    invalid("Gpt2: " + std::to_string(t) + " tokens along 't'; the model reads 1 to " + std::to_string(config_.positions));
+  const int64_t t = tokens.extent(kT), start = cache ? cache->length() : 0;
+  if (t < 1 || start + t > config_.positions)
+    invalid("Gpt2: " + std::to_string(t) + " tokens along 't'" +
+            (start ? " after the " + std::to_string(start) + " of the KV cache" : std::string()) +
+            "; the model reads 1 to " + std::to_string(config_.positions));
   // Embeddings: the rows of a 16-bit or q8_0 table are read as stored, then widened.
   Tensor x = wte_.indexSelect(ctx, kVocab, tokens);
   if (x.dtype() != DType::f32) x = x.to(ctx, DType::f32);
-  x = x.add(ctx, wpe_.narrow(ctx, kT, 0, t));
+  x = x.add(ctx, wpe_.narrow(ctx, kT, start, t));
   // Note [Recompute-safe LoRA dropout]: one seed per recorded forward, chosen before any
   // checkpoint captures it; none (no dropout) when nothing is recorded.
   std::optional<uint64_t> call_seed;
@@ -353,8 +336,8 @@ Tensor Gpt2::logits(ExecContext& ctx, const Tensor& tokens) const {
   for (size_t i = 0; i < blocks_.size(); ++i) {
     const Block& b = blocks_[i];
     const std::optional<uint64_t> seed = call_seed ? std::optional(subSeed(*call_seed, i)) : std::nullopt;
-    if (!options_.checkpoint_blocks) {
-      x = block(ctx, b, x, seed);
+    if (cache || !options_.checkpoint_blocks) {
+      x = block(ctx, b, x, seed, cache, i);
       continue;
     }
     std::vector<Tensor> inputs{x};
@@ -383,34 +366,9 @@ Tensor Gpt2::loss(ExecContext& ctx, const Tensor& tokens) const {
 
 std::vector<int32_t> Gpt2::generate(ExecContext& ctx, std::span<const int32_t> prompt, const GenerateOptions& o,
                                     const std::function<bool(int32_t)>& on_token) const {
-  if (prompt.empty()) invalid("Gpt2::generate: the prompt is empty (give at least one token)");
-  for (size_t i = 0; i < prompt.size(); ++i)
-    if (prompt[i] < 0 || prompt[i] >= config_.vocab)
-      fail(ErrorCode::IndexOutOfRange, "Gpt2::generate: prompt token " + std::to_string(prompt[i]) + " at position " +
-                                           std::to_string(i) + " is outside [0, " + std::to_string(config_.vocab) + ")");
-  if (o.max_tokens < 0) invalid("Gpt2::generate: max_tokens must be >= 0, got " + std::to_string(o.max_tokens));
-  if (!std::isfinite(o.temperature) || o.temperature < 0)
-    invalid("Gpt2::generate: temperature must be a finite number >= 0, got " + std::to_string(o.temperature));
-  if (o.top_k < 0) invalid("Gpt2::generate: top_k must be >= 0, got " + std::to_string(o.top_k));
-  const NoGradScope no_grad = noGrad();
-  std::vector<int64_t> context(prompt.begin(), prompt.end());
-  std::vector<int32_t> out;
-  uint64_t rng = o.seed;
-  for (int64_t step = 0; step < o.max_tokens; ++step) {
-    int32_t next;
-    {
-      ExecScope scope(ctx);  // this step's tensors go when it ends
-      const size_t n = std::min(context.size(), static_cast<size_t>(config_.positions));
-      const Tensor tokens = Tensor::fromInts(ctx, {"batch", kT}, {1, static_cast<int64_t>(n)},
-                                             std::span<const int64_t>(context.data() + context.size() - n, n), DType::i32);
-      next = sample(ctx, logits(ctx, tokens).select(ctx, "batch", 0).select(ctx, kT, static_cast<int64_t>(n) - 1), o,
-                    splitmix(rng));
-    }
-    out.push_back(next);
-    context.push_back(next);
-    if (on_token && !on_token(next)) break;
-  }
-  return out;
+  const Generator model{"Gpt2::generate", config_.vocab, config_.positions,
+                        [this](ExecContext& c, const Tensor& tokens, KvCache* cache) { return forward(c, tokens, cache); }};
+  return nn::generate(ctx, model, prompt, o, on_token);
 }
 
 // ---------------------------------------------------------------- parameters and files

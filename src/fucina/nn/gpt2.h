@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "fucina/ag/tensor.h"
+#include "fucina/nn/generate.h"
 #include "fucina/nn/layers.h"
 #include "fucina/nn/lora.h"
 
@@ -59,13 +60,6 @@ struct Gpt2Options {
                                    ///< the checkpoint's captured block, §5.5's extra channel)
 };
 
-struct GenerateOptions {
-  int64_t max_tokens = 32;
-  double temperature = 1.0;  ///< 0: greedy (the most likely token)
-  int64_t top_k = 0;         ///< sample among the k most likely tokens; 0: all
-  uint64_t seed = 0;
-};
-
 class Gpt2 {
  public:
   /// A model with Hugging Face's initialisation (weights N(0, 0.02), biases zero, LayerNorms
@@ -80,11 +74,16 @@ class Gpt2 {
 
   /// tokens{batch..., t} (i32/i64, 1 <= t <= positions) -> logits{batch..., t, vocab}.
   Tensor logits(ExecContext& ctx, const Tensor& tokens) const;
+  /// The same for tokens that continue cache (positions cache.length() onwards, up to
+  /// positions in all): runs only them, appending their keys and values (Note [KV cache],
+  /// nn/generate.h). An empty cache starts at position 0. Blocks are not checkpointed.
+  Tensor logits(ExecContext& ctx, const Tensor& tokens, KvCache& cache) const;
   /// Mean next-token cross-entropy of tokens[.., :-1] predicting tokens[.., 1:].
   Tensor loss(ExecContext& ctx, const Tensor& tokens) const;
-  /// Samples up to options.max_tokens tokens after prompt (the last `positions` tokens are the
-  /// context of each step; one full forward per token: no KV cache yet), calling on_token with
-  /// each as it is drawn (return false to stop). Runs under noGrad. Returns the new tokens.
+  /// Samples up to options.max_tokens tokens after prompt, calling on_token with each as it is
+  /// drawn (return false to stop): one position per token from a KV cache while prompt and
+  /// tokens fit in `positions`, then the last `positions` tokens are the context of each step
+  /// (nn::generate, nn/generate.h). Runs under noGrad. Returns the new tokens.
   std::vector<int32_t> generate(ExecContext& ctx, std::span<const int32_t> prompt, const GenerateOptions& options,
                                 const std::function<bool(int32_t)>& on_token = {}) const;
 
@@ -130,7 +129,9 @@ class Gpt2 {
   Gpt2(const Gpt2Config& config, const Gpt2Options& options);
   template <class Self>
   static auto layersOf(Self& self);
-  Tensor block(ExecContext& ctx, const Block& b, const Tensor& x, std::optional<uint64_t> dropout_seed) const;
+  Tensor block(ExecContext& ctx, const Block& b, const Tensor& x, std::optional<uint64_t> dropout_seed,
+               KvCache* cache = nullptr, size_t layer = 0) const;
+  Tensor forward(ExecContext& ctx, const Tensor& tokens, KvCache* cache) const;
 
   Gpt2Config config_;
   Gpt2Options options_;

@@ -5,8 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <vector>
 
+#include "fucina/nn/generate.h"
 #include "fucina/nn/layers.h"
 
 namespace fucina::nn {
@@ -58,6 +61,16 @@ class Gpt {
  public:
   Gpt(ExecContext& ctx, const GptConfig& config, uint64_t seed);
   Tensor operator()(ExecContext& ctx, const Tensor& tokens) const;
+  /// The same for tokens that continue cache (positions cache.length() onwards, up to context
+  /// in all): runs only them, appending their keys and values (Note [KV cache], nn/generate.h).
+  /// An empty cache starts at position 0. Blocks are not checkpointed.
+  Tensor operator()(ExecContext& ctx, const Tensor& tokens, KvCache& cache) const;
+  /// Samples up to options.max_tokens tokens after prompt, calling on_token with each as it is
+  /// drawn (return false to stop): one position per token from a KV cache while prompt and
+  /// tokens fit in the context, then the last `context` tokens are the context of each step
+  /// (nn::generate, nn/generate.h). Runs under noGrad. Returns the new tokens.
+  std::vector<int32_t> generate(ExecContext& ctx, std::span<const int32_t> prompt, const GenerateOptions& options,
+                                const std::function<bool(int32_t)>& on_token = {}) const;
   /// Mean next-token cross-entropy of tokens[:, :-1] predicting tokens[:, 1:].
   Tensor loss(ExecContext& ctx, const Tensor& tokens) const;
   /// The trainable tensors: every parameter, or after freezeProjections the embeddings and
@@ -76,7 +89,8 @@ class Gpt {
     Linear qkv, proj, fc, out;
     void collect(std::vector<Tensor>& params) const;
   };
-  Tensor block(ExecContext& ctx, const Block& b, const Tensor& x) const;
+  Tensor block(ExecContext& ctx, const Block& b, const Tensor& x, KvCache* cache = nullptr, size_t layer = 0) const;
+  Tensor forward(ExecContext& ctx, const Tensor& tokens, KvCache* cache) const;
 
   GptConfig config_;
   Embedding token_, position_;
