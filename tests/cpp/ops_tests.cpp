@@ -894,12 +894,15 @@ TEST_CASE("op coverage matrix") {
   for (const char* op : {"diagonal", "trace", "diag", "diagEmbed", "indexAdd", "scatter", "maskedSelect", "maskedScatter",
                          "setSlice", "setRows", "zeroSlice", "zeroRows"})
     home[op] = "indexing_tests.cpp";
+  // The prepared convolution (issue 23): inference only.
+  for (const char* op : {"prepareConv2dWeights", "conv2dPrepared", "conv2dPreparedRelu"}) home[op] = "conv_prepared_tests.cpp";
   // Ops whose results are constants (no VJP, nothing for gradcheck or a gradient fixture).
   const std::set<std::string> constant_results = {"quantize", "compare", "argmax", "argmin", "argsort", "multinomial",
                                                   "isnan", "isinf", "isfinite", "logicalNot", "logicalAnd", "logicalOr",
                                                   "logicalXor", "any", "all", "anyAll", "allAll", "bandMask",
                                                   "addAxisVectorInPlace", "addAxisVectorUnaryInPlace", "addScaledInPlace",
-                                                  "takeAddNoGrad", "takeScaleNoGrad", "routerTopK"};
+                                                  "takeAddNoGrad", "takeScaleNoGrad", "routerTopK", "prepareConv2dWeights",
+                                                  "conv2dPrepared", "conv2dPreparedRelu"};
   // Ops with no PyTorch counterpart to match, and what stands in for the fixture.
   const std::map<std::string, std::string> no_counterpart = {
       {"dropout", "seeded mask, no torch counterpart: mask and scaling tested in ag_custom_tests.cpp"},
@@ -907,6 +910,9 @@ TEST_CASE("op coverage matrix") {
       {"quantize", "q8_0 rounding tested bit-exactly in q8_tests.cpp"},
       {"compare", "u8 masks tested in dtype_rules_tests.cpp"},
       {"multinomial", "seeded draws: frequencies against the weights in no_grad_tests.cpp"},
+      {"prepareConv2dWeights", "inference only: conv2d's values in conv_prepared_tests.cpp"},
+      {"conv2dPrepared", "inference only: conv2d's values in conv_prepared_tests.cpp"},
+      {"conv2dPreparedRelu", "inference only: conv2dRelu's values in conv_prepared_tests.cpp"},
   };
   const auto parity = parityCases();
   const std::string table = readSource("web/ops.table.mjs");
@@ -930,7 +936,11 @@ TEST_CASE("op coverage matrix") {
     std::string parity_cell = pc != parity.end() ? pc->second.families + " (" + std::to_string(pc->second.cases) + ")" : "";
     if (pc != parity.end() && differentiable && pc->second.with_grads == 0) parity_cell.clear();  // values only is not enough
     if (parity_cell.empty() && no_counterpart.count(op)) parity_cell = "none: " + no_counterpart.at(op);
-    const bool in_table = table.find("'" + op + "'") != std::string::npos || op == "rope";  // rope: hand-written (two forms)
+    // Hand-written ops are the keys of the table's HAND_WRITTEN list (rope: two forms; the prepared
+    // convolution: a handle).
+    const size_t hand_written = table.find("export const HAND_WRITTEN");
+    const bool in_table = table.find("'" + op + "'") != std::string::npos ||
+                          (hand_written != std::string::npos && table.find("\n  " + op + ": ", hand_written) != std::string::npos);
     std::string js_cell;
     for (const auto& [name, src] : js_tests)
       if (mentions(src, op) || (name == "ops_parity.test.mjs" && pc != parity.end())) js_cell += (js_cell.empty() ? "" : " ") + name;
