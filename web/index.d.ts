@@ -965,6 +965,26 @@ export class Tensor {
   /** Rotary position embedding from constant cos/sin tables {position, dim: D/2} (one angle per
    * pair), rows offset .. offset+T−1; the tables take no gradient. */
   rope(cos: Tensor, sin: Tensor, options?: RopeOptions): Tensor;
+  // The prepared convolution is hand-written (web/ops.table.mjs, HAND_WRITTEN): it takes a handle.
+  /** {@link Tensor.conv2d} with the weight (and bias) of a {@link PreparedConv2d}: the same values
+   * within f32 tolerance and the same result axes. Inference only: an input that requires grad
+   * (outside noGrad) is GradientPreparedConv2dUnsupported. */
+  conv2dPrepared(prepared: PreparedConv2d): Tensor;
+  /** relu({@link Tensor.conv2dPrepared}), fused: {@link Tensor.conv2dRelu}'s values. */
+  conv2dPreparedRelu(prepared: PreparedConv2d): Tensor;
+}
+
+/** A conv2d weight (and bias) transformed once by {@link Fucina.prepareConv2dWeights} for
+ * {@link Tensor.conv2dPrepared}: Winograd F(2x2, 3x3) planes for a 3x3 kernel with stride 1 and
+ * dilation 1, else the weight laid out for the im2col GEMM. A snapshot of the weight; its
+ * buffers live until {@link PreparedConv2d.dispose}. */
+export interface PreparedConv2d {
+  /** True when it runs Winograd F(2x2, 3x3), false for im2col + GEMM. */
+  readonly winograd: boolean;
+  /** True after dispose(). */
+  readonly isDisposed: boolean;
+  /** Frees the prepared weight now; using it afterwards is InvalidArgument. */
+  dispose(): void;
 }
 
 // ---------------------------------------------------------------- fc.optim
@@ -1583,6 +1603,10 @@ export interface Fucina {
    * heads, time, dim: Dv}. */
   groupedAttention(q: Tensor, k: Tensor, v: Tensor, options?: AttentionOptions): Tensor;
   // END ops.table engine
+  /** Transforms a conv2d weight {outChannels, channels, kernelH, kernelW} (and options.bias) once
+   * for {@link Tensor.conv2dPrepared} and {@link Tensor.conv2dPreparedRelu} (inference only: a
+   * weight or bias that requires grad, outside noGrad, is GradientPreparedConv2dUnsupported). */
+  prepareConv2dWeights(weight: Tensor, options?: Conv2dOptions): PreparedConv2d;
   /** Runs fn with gradient recording off (ops make constants) and returns its result. */
   noGrad<T>(fn: () => T): T;
   /** Whether ops record gradients now (false inside noGrad). */
