@@ -5,6 +5,7 @@
 #include <random>
 #include <string>
 
+#include "fucina/kernels/winograd.h"
 #include "test_helpers.h"
 
 using fucina::Conv2dOptions;
@@ -40,13 +41,19 @@ Conv2dOptions optionsOf(const Cfg& k) {
           .dilation_w = k.dilation, .groups = k.groups};
 }
 
-bool isWinograd(const Cfg& k) { return k.kh == 3 && k.kw == 3 && k.stride == 1 && k.dilation == 1; }
+// 3x3 kernels at stride 1, dilation 1, with at least 8 input channels per group (kWinogradMinChannels).
+bool isWinograd(const Cfg& k) { return k.kh == 3 && k.kw == 3 && k.stride == 1 && k.dilation == 1 && k.c / k.groups >= 8; }
 
 const std::vector<Cfg>& configs() {
   static const std::vector<Cfg> all = {
-      // Winograd: odd and even sizes, 1x1 images, padding 0 and 1 (and wider than the image),
-      // 1 channel and channel counts that are not a multiple of any SIMD width, groups, batch
-      // 1 and several, an empty batch.
+      // Winograd (8 and more channels a group): odd and even sizes, 1x1 images, padding 0 and 1
+      // (and wider than the image), channel counts that are not a multiple of any SIMD width,
+      // groups, batch 1 and several, an empty batch. With fewer channels the same shapes take
+      // the GEMM path (the kernel's own test below runs them through Winograd too).
+      {1, 9, 5, 7, 1, 3, 3, 1, 0, 1, 1},
+      {2, 11, 1, 1, 3, 3, 3, 1, 1, 1, 1},
+      {3, 16, 6, 5, 6, 3, 3, 1, 1, 1, 2},
+      {0, 8, 5, 5, 2, 3, 3, 1, 1, 1, 1},
       {1, 1, 5, 7, 1, 3, 3, 1, 0, 1, 1},
       {2, 3, 7, 5, 5, 3, 3, 1, 1, 1, 1},
       {1, 1, 1, 1, 4, 3, 3, 1, 1, 1, 1},
@@ -101,9 +108,35 @@ TEST_CASE("conv2dPrepared and conv2dPreparedRelu: conv2d's values on awkward sha
   }
 }
 
+TEST_CASE("kernels::winogradConv: conv2d's values for any channel count, odd sizes, padding, groups, 1 and 2 threads") {
+  // The kernel on its own, so that 1 channel and other counts below kWinogradMinChannels run
+  // through Winograd too.
+  for (int threads : {1, 2}) {
+    ExecContext ctx(fucina::ExecOptions{.threads = threads});
+    for (const Cfg& k : {Cfg{1, 1, 5, 7, 1, 3, 3, 1, 0, 1, 1}, Cfg{2, 1, 1, 1, 4, 3, 3, 1, 1, 1, 1}, Cfg{3, 5, 7, 9, 6, 3, 3, 1, 1, 1, 1},
+                         Cfg{2, 6, 8, 3, 4, 3, 3, 1, 2, 1, 2}, Cfg{1, 3, 3, 3, 5, 3, 3, 1, 0, 1, 1}, Cfg{6, 2, 9, 9, 3, 3, 3, 1, 1, 1, 1},
+                         Cfg{0, 2, 4, 4, 3, 3, 3, 1, 1, 1, 1}}) {
+      INFO("n" << k.n << " c" << k.c << " " << k.h << "x" << k.w << " oc" << k.oc << " pad" << k.pad << " groups" << k.groups
+                << ", " << threads << " threads");
+      const auto xv = rnd(size_t(k.n * k.c * k.h * k.w), 40), wv = rnd(size_t(k.oc * (k.c / k.groups) * 9), 41);
+      const auto bv = rnd(size_t(k.oc), 42);
+      const Tensor x = Tensor::fromSlice(ctx, {"n", "c", "h", "w"}, {k.n, k.c, k.h, k.w}, xv);
+      const Tensor w = Tensor::fromSlice(ctx, {"out", "c", "kh", "kw"}, {k.oc, k.c / k.groups, 3, 3}, wv);
+      const Tensor b = Tensor::fromSlice(ctx, {"out"}, {k.oc}, bv);
+      const std::vector<float> want = x.conv2dRelu(ctx, w, b, optionsOf(k)).toVector();
+      const int64_t oh = k.h + 2 * k.pad - 2, ow = k.w + 2 * k.pad - 2;
+      std::vector<float> u(size_t(16 * k.oc * (k.c / k.groups))), y(size_t(k.n * k.oc * oh * ow));
+      fucina::kernels::winogradWeights(k.oc, k.c / k.groups, k.groups, wv.data(), u.data());
+      const fucina::kernels::WinogradShape shape{k.n, k.c, k.h, k.w, k.oc, k.groups, k.pad, k.pad, oh, ow};
+      fucina::kernels::winogradConv(ctx, shape, xv.data(), u.data(), bv.data(), true, y.data());
+      requireClose(y, want, 1e-5f * float(k.c * 9 + 10));
+    }
+  }
+}
+
 TEST_CASE("conv2dPrepared: any axis order, named axes, 16-bit operands") {
   ExecContext ctx;
-  for (const Cfg& k : {Cfg{2, 3, 7, 6, 4, 3, 3, 1, 1, 1, 1}, Cfg{2, 3, 7, 6, 4, 2, 3, 2, 0, 1, 1}}) {
+  for (const Cfg& k : {Cfg{2, 9, 7, 6, 4, 3, 3, 1, 1, 1, 1}, Cfg{2, 3, 7, 6, 4, 2, 3, 2, 0, 1, 1}}) {
     INFO("kernel " << k.kh << "x" << k.kw);
     const Conv2dOptions o{.channels = "ch", .height = "y", .width = "x", .out_channels = "f", .kernel_h = "ky",
                           .kernel_w = "kx", .stride_h = k.stride, .stride_w = k.stride, .pad_h = k.pad, .pad_w = k.pad};
@@ -127,9 +160,9 @@ TEST_CASE("conv2dPrepared: any axis order, named axes, 16-bit operands") {
 }
 
 TEST_CASE("conv2dPrepared: bit-identical on 1 and 2 threads (blocks of tiles cut by the shape)") {
-  // 4 images of 20x20 with 3 -> 5 channels: 400 Winograd tiles, more than one block; and the
+  // 4 images of 20x20 with 9 -> 5 channels: 400 Winograd tiles, more than one block; and the
   // GEMM path on 9 images (more than one chunk of images).
-  for (const Cfg& k : {Cfg{4, 3, 20, 20, 5, 3, 3, 1, 1, 1, 1}, Cfg{3, 40, 17, 15, 24, 3, 3, 1, 0, 1, 1},
+  for (const Cfg& k : {Cfg{4, 9, 20, 20, 5, 3, 3, 1, 1, 1, 1}, Cfg{3, 40, 17, 15, 24, 3, 3, 1, 0, 1, 1},
                        Cfg{9, 3, 12, 12, 5, 5, 5, 1, 2, 1, 1}}) {
     std::vector<std::vector<float>> results;
     for (int threads : {1, 2}) {
@@ -145,11 +178,11 @@ TEST_CASE("conv2dPrepared: bit-identical on 1 and 2 threads (blocks of tiles cut
 
 TEST_CASE("prepared convolution: an operand that requires grad is GradientPreparedConv2dUnsupported") {
   ExecContext ctx;
-  Tensor x = Tensor::fromSlice(ctx, {"c", "h", "w"}, {2, 4, 4}, rnd(32, 1));
+  Tensor x = Tensor::fromSlice(ctx, {"c", "h", "w"}, {8, 4, 4}, rnd(128, 1));
   Tensor xv = Tensor::variable(ctx, x);
-  for (const auto& [kh, kw] : {std::pair<int64_t, int64_t>{3, 3}, {1, 2}}) {
+  for (const auto& [kh, kw] : {std::pair<int64_t, int64_t>{3, 3}, {1, 2}}) {  // Winograd and GEMM
     INFO("kernel " << kh << "x" << kw);
-    Tensor w = Tensor::fromSlice(ctx, {"out", "c", "kh", "kw"}, {3, 2, kh, kw}, rnd(size_t(6 * kh * kw), 2));
+    Tensor w = Tensor::fromSlice(ctx, {"out", "c", "kh", "kw"}, {3, 8, kh, kw}, rnd(size_t(24 * kh * kw), 2));
     Tensor b = Tensor::fromSlice(ctx, {"out"}, {3}, {0.1f, 0.2f, 0.3f});
     REQUIRE_FUCINA_ERROR(fucina::prepareConv2dWeights(ctx, Tensor::variable(ctx, w)), GradientPreparedConv2dUnsupported);
     REQUIRE_FUCINA_ERROR(fucina::prepareConv2dWeights(ctx, Tensor::variable(ctx, w), b),
@@ -165,14 +198,15 @@ TEST_CASE("prepared convolution: an operand that requires grad is GradientPrepar
     const PreparedConv2d pv = fucina::prepareConv2dWeights(ctx, Tensor::variable(ctx, w), Tensor::variable(ctx, b));
     const Tensor y = xv.conv2dPreparedRelu(ctx, pv);
     CHECK_FALSE(y.requiresGrad());
-    requireClose(y.toVector(), x.conv2dRelu(ctx, w, b).toVector(), 1e-5f);
+    CHECK(pv.winograd() == (kh == 3));
+    requireClose(y.toVector(), x.conv2dRelu(ctx, w, b).toVector(), 1e-4f);
   }
 }
 
 TEST_CASE("prepareConv2dWeights: a snapshot that outlives its scope; bad weights and inputs") {
   ExecContext ctx;
-  Tensor x = Tensor::fromSlice(ctx, {"n", "c", "h", "w"}, {1, 2, 5, 5}, rnd(50, 1));
-  Tensor w = Tensor::fromSlice(ctx, {"out", "c", "kh", "kw"}, {3, 2, 3, 3}, rnd(54, 2));
+  Tensor x = Tensor::fromSlice(ctx, {"n", "c", "h", "w"}, {1, 8, 5, 5}, rnd(200, 1));
+  Tensor w = Tensor::fromSlice(ctx, {"out", "c", "kh", "kw"}, {3, 8, 3, 3}, rnd(216, 2));
   const std::vector<float> want = x.conv2d(ctx, w).toVector();
   PreparedConv2d p;
   {
@@ -180,31 +214,32 @@ TEST_CASE("prepareConv2dWeights: a snapshot that outlives its scope; bad weights
     p = fucina::prepareConv2dWeights(ctx, w);
   }
   for (float& v : w.data()) v = 0;  // later writes to the weight do not reach the prepared planes
-  requireClose(x.conv2dPrepared(ctx, p).toVector(), want, 1e-5f);
+  CHECK(p.winograd());
+  requireClose(x.conv2dPrepared(ctx, p).toVector(), want, 1e-4f);
 
   REQUIRE_FUCINA_ERROR(x.conv2dPrepared(ctx, PreparedConv2d()), InvalidArgument);
-  REQUIRE_FUCINA_ERROR(fucina::prepareConv2dWeights(ctx, Tensor::zeros(ctx, {"out", "c", "kh"}, {3, 2, 3})),
+  REQUIRE_FUCINA_ERROR(fucina::prepareConv2dWeights(ctx, Tensor::zeros(ctx, {"out", "c", "kh"}, {3, 8, 3})),
                        ShapeMismatch);
   REQUIRE_FUCINA_ERROR(fucina::prepareConv2dWeights(ctx, w, {.groups = 2}), InvalidArgument);
   REQUIRE_FUCINA_ERROR(fucina::prepareConv2dWeights(ctx, w, {.stride_h = 0}), InvalidArgument);
   REQUIRE_FUCINA_ERROR(fucina::prepareConv2dWeights(ctx, w, {.pad_w = -1}), InvalidArgument);
   REQUIRE_FUCINA_ERROR(fucina::prepareConv2dWeights(ctx, w, Tensor::zeros(ctx, {"out"}, {4})), ShapeMismatch);
-  REQUIRE_FUCINA_ERROR(fucina::prepareConv2dWeights(ctx, Tensor::zeros(ctx, {"out", "c", "kh", "kw"}, {3, 2, 3, 3}, fucina::DType::i32)),
+  REQUIRE_FUCINA_ERROR(fucina::prepareConv2dWeights(ctx, Tensor::zeros(ctx, {"out", "c", "kh", "kw"}, {3, 8, 3, 3}, fucina::DType::i32)),
                        DTypeMismatch);
   for (const PreparedConv2d& q : {fucina::prepareConv2dWeights(ctx, w), fucina::prepareConv2dWeights(ctx, w, {.stride_h = 2})}) {
     INFO("winograd " << q.winograd());
     REQUIRE_FUCINA_ERROR(Tensor::zeros(ctx, {"c", "h", "w"}, {3, 5, 5}).conv2dPrepared(ctx, q), ShapeMismatch);
-    REQUIRE_FUCINA_ERROR(Tensor::zeros(ctx, {"c", "h"}, {2, 5}).conv2dPrepared(ctx, q), ShapeMismatch);
-    REQUIRE_FUCINA_ERROR(Tensor::zeros(ctx, {"c", "h", "w"}, {2, 2, 5}).conv2dPrepared(ctx, q), ShapeMismatch);
-    REQUIRE_FUCINA_ERROR(Tensor::zeros(ctx, {"c", "h", "w", "out"}, {2, 5, 5, 1}).conv2dPrepared(ctx, q), ShapeMismatch);
-    REQUIRE_FUCINA_ERROR(Tensor::zeros(ctx, {"c", "h", "w"}, {2, 5, 5}, fucina::DType::i32).conv2dPrepared(ctx, q),
+    REQUIRE_FUCINA_ERROR(Tensor::zeros(ctx, {"c", "h"}, {8, 5}).conv2dPrepared(ctx, q), ShapeMismatch);
+    REQUIRE_FUCINA_ERROR(Tensor::zeros(ctx, {"c", "h", "w"}, {8, 2, 5}).conv2dPrepared(ctx, q), ShapeMismatch);
+    REQUIRE_FUCINA_ERROR(Tensor::zeros(ctx, {"c", "h", "w", "out"}, {8, 5, 5, 1}).conv2dPrepared(ctx, q), ShapeMismatch);
+    REQUIRE_FUCINA_ERROR(Tensor::zeros(ctx, {"c", "h", "w"}, {8, 5, 5}, fucina::DType::i32).conv2dPrepared(ctx, q),
                          DTypeMismatch);
   }
 }
 
 TEST_CASE("nn::PreparedCnn: the Cnn's logits on its prepared convolutions, as constants") {
   ExecContext ctx;
-  const fucina::nn::Cnn model(ctx, {.image = 12, .channels = 1, .conv1 = 4, .conv2 = 6, .hidden = 8, .classes = 3}, 5);
+  const fucina::nn::Cnn model(ctx, {.image = 12, .channels = 1, .conv1 = 8, .conv2 = 6, .hidden = 8, .classes = 3}, 5);
   const Tensor images = Tensor::uniform(ctx, {"batch", "h", "w"}, {3, 12, 12}, 0, 1, 9);
   const fucina::nn::PreparedCnn prepared(ctx, model);  // with gradients on: it prepares under noGrad itself
   const Tensor logits = prepared(ctx, images);

@@ -17,9 +17,10 @@ struct WinogradShape {
   int64_t N, C, H, W, OC, G, pad_h, pad_w, OH, OW;
 };
 
-// The 16 transformed planes of a weight w [OC, C/G, 3, 3] (contiguous): u[(ξ·OC + o)·(C/G) + c]
-// is element ξ (row-major in 4x4) of G·w[o, c]·Gᵀ, computed in double and rounded once.
-void winogradWeights(int64_t OC, int64_t Cg, const float* w, float* u);
+// The 16 transformed planes of a weight w [OC, Cg = C/G, 3, 3] (contiguous), per group g as the
+// right operand [Cg, OC/G] of its GEMMs: u[((ξ·G + g)·Cg + c)·(OC/G) + o'] is element ξ
+// (row-major in 4x4) of G·w[g·OC/G + o', c]·Gᵀ, computed in double and rounded once.
+void winogradWeights(int64_t OC, int64_t Cg, int64_t groups, const float* w, float* u);
 
 // y [N, OC, OH, OW] = conv(x [N, C, H, W], the weight u was made from) (+ bias[o]) (relu when
 // `relu`). Tiles are cut into blocks by the shape alone and the blocks spread over ctx's pool,
