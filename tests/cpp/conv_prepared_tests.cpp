@@ -41,19 +41,22 @@ Conv2dOptions optionsOf(const Cfg& k) {
           .dilation_w = k.dilation, .groups = k.groups};
 }
 
-// 3x3 kernels at stride 1, dilation 1, with at least 8 input channels per group (kWinogradMinChannels).
-bool isWinograd(const Cfg& k) { return k.kh == 3 && k.kw == 3 && k.stride == 1 && k.dilation == 1 && k.c / k.groups >= 8; }
+// 3x3 kernels at stride 1, dilation 1, with enough input channels a group (kWinogradMinChannels).
+bool isWinograd(const Cfg& k) {
+  return k.kh == 3 && k.kw == 3 && k.stride == 1 && k.dilation == 1 && k.c / k.groups >= fucina::kernels::kWinogradMinChannels;
+}
 
 const std::vector<Cfg>& configs() {
   static const std::vector<Cfg> all = {
-      // Winograd (8 and more channels a group): odd and even sizes, 1x1 images, padding 0 and 1
+      // Winograd (64 and more channels a group): odd and even sizes, 1x1 images, padding 0 and 1
       // (and wider than the image), channel counts that are not a multiple of any SIMD width,
       // groups, batch 1 and several, an empty batch. With fewer channels the same shapes take
       // the GEMM path (the kernel's own test below runs them through Winograd too).
-      {1, 9, 5, 7, 1, 3, 3, 1, 0, 1, 1},
-      {2, 11, 1, 1, 3, 3, 3, 1, 1, 1, 1},
-      {3, 16, 6, 5, 6, 3, 3, 1, 1, 1, 2},
-      {0, 8, 5, 5, 2, 3, 3, 1, 1, 1, 1},
+      {1, 65, 5, 7, 1, 3, 3, 1, 0, 1, 1},
+      {2, 67, 1, 1, 3, 3, 3, 1, 1, 1, 1},
+      {3, 130, 6, 5, 6, 3, 3, 1, 1, 1, 2},
+      {2, 64, 4, 4, 9, 3, 3, 1, 0, 1, 1},
+      {0, 64, 5, 5, 2, 3, 3, 1, 1, 1, 1},
       {1, 1, 5, 7, 1, 3, 3, 1, 0, 1, 1},
       {2, 3, 7, 5, 5, 3, 3, 1, 1, 1, 1},
       {1, 1, 1, 1, 4, 3, 3, 1, 1, 1, 1},
@@ -136,7 +139,7 @@ TEST_CASE("kernels::winogradConv: conv2d's values for any channel count, odd siz
 
 TEST_CASE("conv2dPrepared: any axis order, named axes, 16-bit operands") {
   ExecContext ctx;
-  for (const Cfg& k : {Cfg{2, 9, 7, 6, 4, 3, 3, 1, 1, 1, 1}, Cfg{2, 3, 7, 6, 4, 2, 3, 2, 0, 1, 1}}) {
+  for (const Cfg& k : {Cfg{2, 64, 7, 6, 4, 3, 3, 1, 1, 1, 1}, Cfg{2, 3, 7, 6, 4, 2, 3, 2, 0, 1, 1}}) {
     INFO("kernel " << k.kh << "x" << k.kw);
     const Conv2dOptions o{.channels = "ch", .height = "y", .width = "x", .out_channels = "f", .kernel_h = "ky",
                           .kernel_w = "kx", .stride_h = k.stride, .stride_w = k.stride, .pad_h = k.pad, .pad_w = k.pad};
@@ -160,9 +163,9 @@ TEST_CASE("conv2dPrepared: any axis order, named axes, 16-bit operands") {
 }
 
 TEST_CASE("conv2dPrepared: bit-identical on 1 and 2 threads (blocks of tiles cut by the shape)") {
-  // 4 images of 20x20 with 9 -> 5 channels: 400 Winograd tiles, more than one block; and the
+  // 4 images of 20x20 with 64 -> 5 channels: 400 Winograd tiles, several blocks; and the
   // GEMM path on 9 images (more than one chunk of images).
-  for (const Cfg& k : {Cfg{4, 9, 20, 20, 5, 3, 3, 1, 1, 1, 1}, Cfg{3, 40, 17, 15, 24, 3, 3, 1, 0, 1, 1},
+  for (const Cfg& k : {Cfg{4, 64, 20, 20, 5, 3, 3, 1, 1, 1, 1}, Cfg{3, 72, 17, 15, 24, 3, 3, 1, 0, 1, 1},
                        Cfg{9, 3, 12, 12, 5, 5, 5, 1, 2, 1, 1}}) {
     std::vector<std::vector<float>> results;
     for (int threads : {1, 2}) {
@@ -178,11 +181,11 @@ TEST_CASE("conv2dPrepared: bit-identical on 1 and 2 threads (blocks of tiles cut
 
 TEST_CASE("prepared convolution: an operand that requires grad is GradientPreparedConv2dUnsupported") {
   ExecContext ctx;
-  Tensor x = Tensor::fromSlice(ctx, {"c", "h", "w"}, {8, 4, 4}, rnd(128, 1));
+  Tensor x = Tensor::fromSlice(ctx, {"c", "h", "w"}, {64, 4, 4}, rnd(1024, 1));
   Tensor xv = Tensor::variable(ctx, x);
   for (const auto& [kh, kw] : {std::pair<int64_t, int64_t>{3, 3}, {1, 2}}) {  // Winograd and GEMM
     INFO("kernel " << kh << "x" << kw);
-    Tensor w = Tensor::fromSlice(ctx, {"out", "c", "kh", "kw"}, {3, 8, kh, kw}, rnd(size_t(24 * kh * kw), 2));
+    Tensor w = Tensor::fromSlice(ctx, {"out", "c", "kh", "kw"}, {3, 64, kh, kw}, rnd(size_t(192 * kh * kw), 2));
     Tensor b = Tensor::fromSlice(ctx, {"out"}, {3}, {0.1f, 0.2f, 0.3f});
     REQUIRE_FUCINA_ERROR(fucina::prepareConv2dWeights(ctx, Tensor::variable(ctx, w)), GradientPreparedConv2dUnsupported);
     REQUIRE_FUCINA_ERROR(fucina::prepareConv2dWeights(ctx, Tensor::variable(ctx, w), b),
@@ -205,8 +208,8 @@ TEST_CASE("prepared convolution: an operand that requires grad is GradientPrepar
 
 TEST_CASE("prepareConv2dWeights: a snapshot that outlives its scope; bad weights and inputs") {
   ExecContext ctx;
-  Tensor x = Tensor::fromSlice(ctx, {"n", "c", "h", "w"}, {1, 8, 5, 5}, rnd(200, 1));
-  Tensor w = Tensor::fromSlice(ctx, {"out", "c", "kh", "kw"}, {3, 8, 3, 3}, rnd(216, 2));
+  Tensor x = Tensor::fromSlice(ctx, {"n", "c", "h", "w"}, {1, 64, 5, 5}, rnd(1600, 1));
+  Tensor w = Tensor::fromSlice(ctx, {"out", "c", "kh", "kw"}, {3, 64, 3, 3}, rnd(1728, 2));
   const std::vector<float> want = x.conv2d(ctx, w).toVector();
   PreparedConv2d p;
   {
@@ -218,30 +221,31 @@ TEST_CASE("prepareConv2dWeights: a snapshot that outlives its scope; bad weights
   requireClose(x.conv2dPrepared(ctx, p).toVector(), want, 1e-4f);
 
   REQUIRE_FUCINA_ERROR(x.conv2dPrepared(ctx, PreparedConv2d()), InvalidArgument);
-  REQUIRE_FUCINA_ERROR(fucina::prepareConv2dWeights(ctx, Tensor::zeros(ctx, {"out", "c", "kh"}, {3, 8, 3})),
+  REQUIRE_FUCINA_ERROR(fucina::prepareConv2dWeights(ctx, Tensor::zeros(ctx, {"out", "c", "kh"}, {3, 64, 3})),
                        ShapeMismatch);
   REQUIRE_FUCINA_ERROR(fucina::prepareConv2dWeights(ctx, w, {.groups = 2}), InvalidArgument);
   REQUIRE_FUCINA_ERROR(fucina::prepareConv2dWeights(ctx, w, {.stride_h = 0}), InvalidArgument);
   REQUIRE_FUCINA_ERROR(fucina::prepareConv2dWeights(ctx, w, {.pad_w = -1}), InvalidArgument);
   REQUIRE_FUCINA_ERROR(fucina::prepareConv2dWeights(ctx, w, Tensor::zeros(ctx, {"out"}, {4})), ShapeMismatch);
-  REQUIRE_FUCINA_ERROR(fucina::prepareConv2dWeights(ctx, Tensor::zeros(ctx, {"out", "c", "kh", "kw"}, {3, 8, 3, 3}, fucina::DType::i32)),
+  REQUIRE_FUCINA_ERROR(fucina::prepareConv2dWeights(ctx, Tensor::zeros(ctx, {"out", "c", "kh", "kw"}, {3, 64, 3, 3}, fucina::DType::i32)),
                        DTypeMismatch);
   for (const PreparedConv2d& q : {fucina::prepareConv2dWeights(ctx, w), fucina::prepareConv2dWeights(ctx, w, {.stride_h = 2})}) {
     INFO("winograd " << q.winograd());
     REQUIRE_FUCINA_ERROR(Tensor::zeros(ctx, {"c", "h", "w"}, {3, 5, 5}).conv2dPrepared(ctx, q), ShapeMismatch);
-    REQUIRE_FUCINA_ERROR(Tensor::zeros(ctx, {"c", "h"}, {8, 5}).conv2dPrepared(ctx, q), ShapeMismatch);
-    REQUIRE_FUCINA_ERROR(Tensor::zeros(ctx, {"c", "h", "w"}, {8, 2, 5}).conv2dPrepared(ctx, q), ShapeMismatch);
-    REQUIRE_FUCINA_ERROR(Tensor::zeros(ctx, {"c", "h", "w", "out"}, {8, 5, 5, 1}).conv2dPrepared(ctx, q), ShapeMismatch);
-    REQUIRE_FUCINA_ERROR(Tensor::zeros(ctx, {"c", "h", "w"}, {8, 5, 5}, fucina::DType::i32).conv2dPrepared(ctx, q),
+    REQUIRE_FUCINA_ERROR(Tensor::zeros(ctx, {"c", "h"}, {64, 5}).conv2dPrepared(ctx, q), ShapeMismatch);
+    REQUIRE_FUCINA_ERROR(Tensor::zeros(ctx, {"c", "h", "w"}, {64, 2, 5}).conv2dPrepared(ctx, q), ShapeMismatch);
+    REQUIRE_FUCINA_ERROR(Tensor::zeros(ctx, {"c", "h", "w", "out"}, {64, 5, 5, 1}).conv2dPrepared(ctx, q), ShapeMismatch);
+    REQUIRE_FUCINA_ERROR(Tensor::zeros(ctx, {"c", "h", "w"}, {64, 5, 5}, fucina::DType::i32).conv2dPrepared(ctx, q),
                          DTypeMismatch);
   }
 }
 
 TEST_CASE("nn::PreparedCnn: the Cnn's logits on its prepared convolutions, as constants") {
   ExecContext ctx;
-  const fucina::nn::Cnn model(ctx, {.image = 12, .channels = 1, .conv1 = 8, .conv2 = 6, .hidden = 8, .classes = 3}, 5);
+  const fucina::nn::Cnn model(ctx, {.image = 12, .channels = 1, .conv1 = 64, .conv2 = 6, .hidden = 8, .classes = 3}, 5);
   const Tensor images = Tensor::uniform(ctx, {"batch", "h", "w"}, {3, 12, 12}, 0, 1, 9);
-  const fucina::nn::PreparedCnn prepared(ctx, model);  // with gradients on: it prepares under noGrad itself
+  // conv1 = 64 channels: the second convolution runs Winograd. With gradients on: it prepares under noGrad itself.
+  const fucina::nn::PreparedCnn prepared(ctx, model);
   const Tensor logits = prepared(ctx, images);
   CHECK_FALSE(logits.requiresGrad());
   const Tensor want = model(ctx, images);

@@ -1,8 +1,9 @@
 // The prepared convolution (Note [Prepared convolution], docs/design-notes.md): inference-only
 // conv2d with the weight transformed once by prepareConv2dWeights. A 3x3 kernel with stride 1
-// and dilation 1 runs Winograd F(2x2, 3x3) (kernels/winograd.h); every other geometry runs
-// conv2d's own im2col + GEMM core (ops/conv_core.h) on the weight stored once in the layout that
-// GEMM reads in place, so a call neither permutes, converts nor copies the weight.
+// and dilation 1 and at least kWinogradMinChannels input channels a group runs Winograd F(2x2,
+// 3x3) (kernels/winograd.h: below that it measured slower); every other weight runs conv2d's own
+// im2col + GEMM core (ops/conv_core.h) on the weight stored once in the layout that GEMM reads in
+// place, so a call neither permutes, converts nor copies the weight.
 #include <string>
 
 #include "fucina/ag/control.h"
@@ -38,11 +39,6 @@ int64_t PreparedConv2d::kernelH() const { return state().kh; }
 int64_t PreparedConv2d::kernelW() const { return state().kw; }
 
 namespace {
-
-// Winograd's 16 GEMMs run over the input channels of a group; with few of them the tile
-// transforms cost more than the multiplies saved (the CNN's first convolution, 1 channel, batch
-// 64: 4.6 ms against im2col + GEMM's 0.83 ms, bench/conv.cpp), so such weights take the GEMM path.
-constexpr int64_t kWinogradMinChannels = 8;
 
 // §5.8: the prepared planes live outside the graph, so no operand may ask for a gradient.
 void refuseGrad(std::string_view op, const char* what, const Tensor& t) {
@@ -103,7 +99,7 @@ PreparedConv2d prepare(ExecContext& ctx, const Tensor& weight, const Tensor* bia
   // A contiguous f32 snapshot in conv2d's weight order [out, c, kh, kw].
   const RawTensor w = asF32(ctx, op, "weight", weight).permuted(order).clone(ctx);
   s.winograd = s.kh == 3 && s.kw == 3 && o.stride_h == 1 && o.stride_w == 1 && o.dilation_h == 1 && o.dilation_w == 1 &&
-               s.group_channels >= kWinogradMinChannels;
+               s.group_channels >= kernels::kWinogradMinChannels;
   if (s.winograd) {
     s.planes = RawTensor::empty(ctx, {"xi", "g", "i", "o"}, {16, o.groups, s.group_channels, s.out_channels / o.groups});
     kernels::winogradWeights(s.out_channels, s.group_channels, o.groups, w.f32(), s.planes.f32());
