@@ -632,7 +632,7 @@ class PreparedConv2d {
     if (!this.#h) throw invalid(`${what}: this PreparedConv2d was disposed`);
     return this.#h;
   }
-  /** True when it runs Winograd F(2x2, 3x3) (3x3 kernel, stride 1, dilation 1), else im2col + GEMM. */
+  /** True when it runs Winograd F(2x2, 3x3) (3x3 kernel, stride 1, dilation 1, 64+ channels a group), else im2col + GEMM. */
   get winograd() { return this.#fc._call(() => this._handle('winograd').winograd()); }
   get isDisposed() { return this.#h === null; }
   /** Frees the prepared weight now. */

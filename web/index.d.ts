@@ -975,8 +975,8 @@ export class Tensor {
 }
 
 /** A conv2d weight (and bias) transformed once by {@link Fucina.prepareConv2dWeights} for
- * {@link Tensor.conv2dPrepared}: Winograd F(2x2, 3x3) planes for a 3x3 kernel with stride 1 and
- * dilation 1, else the weight laid out for the im2col GEMM. A snapshot of the weight; its
+ * {@link Tensor.conv2dPrepared}: Winograd F(2x2, 3x3) planes for a 3x3 kernel with stride 1,
+ * dilation 1 and at least 64 input channels a group, else the weight laid out for the im2col GEMM. A snapshot of the weight; its
  * buffers live until {@link PreparedConv2d.dispose}. */
 export interface PreparedConv2d {
   /** True when it runs Winograd F(2x2, 3x3), false for im2col + GEMM. */

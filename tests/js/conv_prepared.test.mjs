@@ -15,12 +15,13 @@ for (const variant of VARIANTS) {
     test("conv2dPrepared and conv2dPreparedRelu give conv2d's and conv2dRelu's values (Winograd and GEMM paths)", async () => {
       const fc = await engine(variant);
       const cases = [
-        [{ padding: 1 }, [2, 3, 7, 5], [5, 3, 3, 3], true],           // odd sizes: Winograd
+        [{ padding: 1 }, [2, 3, 7, 5], [5, 3, 3, 3], false],          // 3x3 with few channels: GEMM
+        [{ padding: 1 }, [1, 65, 7, 5], [3, 65, 3, 3], true],         // 64+ channels, odd sizes: Winograd
         [{ padding: 0 }, [1, 1, 1, 1], [2, 1, 1, 1], false],          // a 1x1 kernel on a 1x1 image
-        [{ padding: 1 }, [3, 5, 1, 1], [4, 5, 3, 3], true],           // 1x1 images in the padding
+        [{ padding: 1 }, [3, 64, 1, 1], [4, 64, 3, 3], true],         // 1x1 images in the padding
         [{ stride: 2, padding: 1, groups: 2 }, [2, 4, 9, 8], [6, 2, 3, 3], false],
         [{ dilation: 2, padding: 2 }, [1, 2, 6, 6], [3, 2, 3, 3], false],
-        [{ padding: 1 }, [0, 3, 5, 5], [2, 3, 3, 3], true],           // an empty batch
+        [{ padding: 1 }, [0, 64, 5, 5], [2, 64, 3, 3], true],         // an empty batch
       ];
       for (const [opts, xs, ws, winograd] of cases) {
         const x = fc.constant(['n', 'c', 'h', 'w'], xs, wave(xs.reduce((a, b) => a * b), 1, 0.3));

@@ -803,9 +803,9 @@ struct SortResult {
 struct PreparedConv2dState;  // internal (ops/conv_prepared.cpp)
 
 /// A conv2d weight (and optional bias) transformed once for inference (Note [Prepared
-/// convolution], docs/design-notes.md): for a 3x3 kernel with stride 1 and dilation 1 the
-/// Winograd F(2x2, 3x3) planes U = G·g·Gᵀ, else the weight in the layout the im2col GEMM reads
-/// in place, both f32 whatever the weight's dtype. A snapshot: later writes to the weight do not
+/// convolution], docs/design-notes.md): for a 3x3 kernel with stride 1, dilation 1 and at least
+/// 64 input channels a group the Winograd F(2x2, 3x3) planes U = G·g·Gᵀ, else the weight in the
+/// layout the im2col GEMM reads in place, both f32 whatever the weight's dtype. A snapshot: later writes to the weight do not
 /// reach it. Copying the handle shares it; it holds its buffers until the last copy goes.
 class PreparedConv2d {
  public:
