@@ -331,7 +331,10 @@ class Run {
       case 5: {
         fucina::Conv2dOptions o;
         o.stride_h = in_.number(), o.pad_w = in_.number(), o.groups = in_.number();
-        return t.conv2dRelu(ctx_, pick(), o);
+        if (in_.byte() & 1) return t.conv2dRelu(ctx_, pick(), o);
+        // The prepared convolution (Winograd for a 3x3 kernel at stride 1, else im2col + GEMM).
+        const fucina::PreparedConv2d p = fucina::prepareConv2dWeights(ctx_, pick(), o);
+        return in_.byte() & 1 ? t.conv2dPrepared(ctx_, p) : t.conv2dPreparedRelu(ctx_, p);
       }
       case 6: {
         const fucina::Conv1dOptions o{.stride = in_.number(), .padding = in_.number(), .dilation = in_.number(), .groups = in_.number()};

@@ -728,6 +728,53 @@ EMSCRIPTEN_BINDINGS(fucina_gpt2) {
 }
 // ================================================================ GPT-2 and LoRA: END
 
+// ================================================================ prepared convolution: BEGIN
+// prepareConv2dWeights's handle (hand-written: web/ops.table.mjs, HAND_WRITTEN), a shared_ptr the
+// facade wraps and deletes on dispose(). Its arguments are conv2d's, flattened in the op table's
+// order (the facade checks them with the table's conv2d options).
+namespace {
+
+struct JsPreparedConv2d {
+  fucina::PreparedConv2d prepared;
+};
+using JsPreparedConv2dPtr = std::shared_ptr<JsPreparedConv2d>;
+
+JsPreparedConv2dPtr prepareConv2dWeights(val weight_, val bias_, double stride_0, double stride_1, double padding_0,
+                                         double padding_1, double dilation_0, double dilation_1, double groups,
+                                         std::string channels, std::string height, std::string width,
+                                         std::string out_channels, std::string kernel_h, std::string kernel_w) {
+  return guard([&] {
+    constexpr const char* op = "prepareConv2dWeights: ";
+    const Tensor weight = tensorOf(weight_, "prepareConv2dWeights: weight");
+    const std::optional<Tensor> bias = optionalTensorOf(bias_, "prepareConv2dWeights: bias");
+    const fucina::Conv2dOptions o{
+        .channels = fucina::Tag(channels), .height = fucina::Tag(height), .width = fucina::Tag(width),
+        .out_channels = fucina::Tag(out_channels), .kernel_h = fucina::Tag(kernel_h), .kernel_w = fucina::Tag(kernel_w),
+        .stride_h = toInt(stride_0, std::string(op) + "stride[0]"), .stride_w = toInt(stride_1, std::string(op) + "stride[1]"),
+        .pad_h = toInt(padding_0, std::string(op) + "padding[0]"), .pad_w = toInt(padding_1, std::string(op) + "padding[1]"),
+        .dilation_h = toInt(dilation_0, std::string(op) + "dilation[0]"),
+        .dilation_w = toInt(dilation_1, std::string(op) + "dilation[1]"), .groups = toInt(groups, std::string(op) + "groups")};
+    return std::make_shared<JsPreparedConv2d>(JsPreparedConv2d{
+        bias ? fucina::prepareConv2dWeights(ctx(), weight, *bias, o) : fucina::prepareConv2dWeights(ctx(), weight, o)});
+  });
+}
+
+}  // namespace
+
+EMSCRIPTEN_BINDINGS(fucina_prepared) {
+  using namespace emscripten;
+  class_<JsPreparedConv2d>("PreparedConv2d")
+      .smart_ptr<JsPreparedConv2dPtr>("PreparedConv2dPtr")
+      .function("winograd", +[](JsPreparedConv2d& p) { return guard([&] { return p.prepared.winograd(); }); });
+  function("prepareConv2dWeights", &prepareConv2dWeights);
+  function("conv2dPrepared", +[](Handle& x, JsPreparedConv2d& p, bool relu) {
+    return guard([&] {
+      return wrap(relu ? x.t.conv2dPreparedRelu(ctx(), p.prepared) : x.t.conv2dPrepared(ctx(), p.prepared));
+    });
+  });
+}
+// ================================================================ prepared convolution: END
+
 // ================================================================ packed products (ag/packed.h)
 // fc.packRhs makes a PackedRhs the facade owns (it deletes it in dispose()); the products are
 // free functions taking the tensor's handle, so the Handle class above stays generated.

@@ -7,7 +7,7 @@
 
 import { FucinaError, invalid, typeName, isPlainObject, checkInt, checkOptions, pair } from './errors.mjs';
 import { makeNn } from './nn.mjs';
-import { OPS, ENUMS } from './ops.table.mjs';
+import { OPS, ENUMS, conv2dOptions, tensor as tensorArg } from './ops.table.mjs';
 
 export { FucinaError };
 
@@ -300,6 +300,14 @@ class Fucina {
 
   // concat, stack, einsum, where, groupedAttention: from the op table (installOps, below).
 
+  // ---- the prepared convolution (hand-written: web/ops.table.mjs, HAND_WRITTEN)
+  /** The weight (and options.bias) of conv2d transformed once for conv2dPrepared /
+   * conv2dPreparedRelu (inference only): a handle to dispose() when done. */
+  prepareConv2dWeights(weight, options) {
+    const flat = [...PREPARE_CHECKS.weight(weight, {}, this), ...PREPARE_CHECKS.options(options, {}, this)];
+    return new PreparedConv2d(this, this._call((M) => M.prepareConv2dWeights(...flat)));
+  }
+
   // ---- modes, scopes, memory
   noGrad(fn) {
     if (typeof fn !== 'function') throw invalid(`noGrad: fn must be a function, got ${typeName(fn)}`);
@@ -497,6 +505,18 @@ export class Tensor {
   gegluQuantDotPacked(packed) { return this.#packedOp('gegluQuantDotPacked', this.#fc._packed(packed, 'gegluQuantDotPacked')); }
 
   // Every other op is a method made from the op table (installOps, below).
+  // ---- the prepared convolution (fc.prepareConv2dWeights) ----
+  /** conv2d with the weight (and bias) of a PreparedConv2d: inference only. */
+  conv2dPrepared(prepared) { return this.#prepared('conv2dPrepared', prepared, false); }
+  /** relu(conv2dPrepared(prepared)), fused. */
+  conv2dPreparedRelu(prepared) { return this.#prepared('conv2dPreparedRelu', prepared, true); }
+  #prepared(op, prepared, relu) {
+    if (!(prepared instanceof PreparedConv2d)) throw invalid(`${op}: prepared must be a PreparedConv2d (from fc.prepareConv2dWeights), got ${typeName(prepared)}`);
+    if (prepared._engine !== this.#fc) throw invalid(`${op}: prepared belongs to another fucina instance`);
+    const p = prepared._handle(op);
+    return this.#fc._wrap(this.#fc._call((M) => M.conv2dPrepared(this._handle, p, relu)));
+  }
+
   // ---- position encodings (ops/rope.cpp) ----
   /**
    * rope({ position = 't', dim = 'd', base = 10000, offset = 0, mode = 'half' }), or
@@ -663,6 +683,41 @@ function installOps(ops) {
   }
 }
 installOps(OPS);
+
+// ---------------------------------------------------------------- the prepared convolution
+// prepareConv2dWeights checks its weight and options as the op table's conv2d does (the binding
+// takes them flattened in the same order).
+const PREPARE_CHECKS = {
+  weight: checkerOf('prepareConv2dWeights', tensorArg('weight'), null),
+  options: checkerOf('prepareConv2dWeights', conv2dOptions, null),
+};
+
+/** A conv2d weight prepared once (fc.prepareConv2dWeights): its buffers live until dispose(). */
+class PreparedConv2d {
+  #fc;
+  #h;
+
+  constructor(fc, handle) {
+    this.#fc = fc;
+    this.#h = handle;
+  }
+
+  get _engine() { return this.#fc; }
+  _handle(what) {
+    if (!this.#h) throw invalid(`${what}: this PreparedConv2d was disposed`);
+    return this.#h;
+  }
+  /** True when it runs Winograd F(2x2, 3x3) (3x3 kernel, stride 1, dilation 1, 64+ channels a group), else im2col + GEMM. */
+  get winograd() { return this.#fc._call(() => this._handle('winograd').winograd()); }
+  get isDisposed() { return this.#h === null; }
+  /** Frees the prepared weight now. */
+  dispose() {
+    if (this.#h) {
+      this.#h.delete();
+      this.#h = null;
+    }
+  }
+}
 
 // ---------------------------------------------------------------- fc.optim
 // Optimizers run in C++ (in-place, graph-free updates; see docs/design-notes.md, "Optimizers");

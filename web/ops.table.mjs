@@ -105,7 +105,8 @@ const poolCpp = (op) => `self.${op}(ctx(), kernel[0], kernel[1], stride[0], stri
 
 // ---------------------------------------------------------------- convolution options
 const convBias = tensor('bias', { optional: true, nullable: true, doc: 'A tensor with the single axis outChannels, added to every output position.' });
-const conv2dOptions = options('options', [
+/** conv2d's options, also taken by the hand-written prepareConv2dWeights (facade.mjs). */
+export const conv2dOptions = options('options', [
   convBias,
   pair('stride', { min: 1, default: 1, doc: 'Step between windows, >= 1 (default 1).' }),
   pair('padding', { min: 0, default: 0, doc: 'Zeros added on each side, >= 0 (default 0).' }),
@@ -639,11 +640,14 @@ export const OPS = [
  */
 export const HAND_WRITTEN = {
   rope: 'two call forms: rope(options), or rope(cos, sin, options) with constant tables',
-  'packRhs': 'returns a PackedRhs handle (web/facade.mjs), not a Tensor',
-  'dotPacked': 'takes a PackedRhs handle, which the table has no argument kind for',
-  'rmsNormMulDotPacked': 'takes a PackedRhs handle',
-  'splitSwiGluDotPacked': 'takes a PackedRhs handle',
-  'gegluQuantDotPacked': 'takes a PackedRhs handle',
+  packRhs: 'returns a PackedRhs handle (web/facade.mjs), not a Tensor',
+  dotPacked: 'takes a PackedRhs handle, which the table has no argument kind for',
+  rmsNormMulDotPacked: 'takes a PackedRhs handle',
+  splitSwiGluDotPacked: 'takes a PackedRhs handle',
+  gegluQuantDotPacked: 'takes a PackedRhs handle',
+  prepareConv2dWeights: 'returns a PreparedConv2d handle (dispose() frees it), not a Tensor; takes conv2d\'s options',
+  conv2dPrepared: 'takes a PreparedConv2d handle, not a Tensor',
+  conv2dPreparedRelu: 'takes a PreparedConv2d handle, not a Tensor',
 };
 
 /** Ops of ops.list deliberately not in JS, with the reason (none so far). */

@@ -896,13 +896,16 @@ TEST_CASE("op coverage matrix") {
     home[op] = "indexing_tests.cpp";
   for (const char* op : {"packRhs", "dotPacked", "rmsNormMulDotPacked", "splitSwiGluDotPacked", "gegluQuantDotPacked"})
     home[op] = "packed_tests.cpp";
+  // The prepared convolution (issue 23): inference only.
+  for (const char* op : {"prepareConv2dWeights", "conv2dPrepared", "conv2dPreparedRelu"}) home[op] = "conv_prepared_tests.cpp";
   // Ops whose results are constants (no VJP, nothing for gradcheck or a gradient fixture).
   const std::set<std::string> constant_results = {"quantize", "compare", "argmax", "argmin", "argsort", "multinomial",
                                                   "isnan", "isinf", "isfinite", "logicalNot", "logicalAnd", "logicalOr",
                                                   "logicalXor", "any", "all", "anyAll", "allAll", "bandMask",
                                                   "addAxisVectorInPlace", "addAxisVectorUnaryInPlace", "addScaledInPlace",
                                                   "takeAddNoGrad", "takeScaleNoGrad", "routerTopK", "packRhs", "dotPacked",
-                                                  "rmsNormMulDotPacked", "splitSwiGluDotPacked", "gegluQuantDotPacked"};
+                                                  "rmsNormMulDotPacked", "splitSwiGluDotPacked", "gegluQuantDotPacked", "prepareConv2dWeights",
+                                                  "conv2dPrepared", "conv2dPreparedRelu"};
   // Ops with no PyTorch counterpart to match, and what stands in for the fixture.
   const std::map<std::string, std::string> no_counterpart = {
       {"dropout", "seeded mask, no torch counterpart: mask and scaling tested in ag_custom_tests.cpp"},
@@ -915,6 +918,9 @@ TEST_CASE("op coverage matrix") {
       {"rmsNormMulDotPacked", "inference-only: checked against rmsNormMul then dot in packed_tests.cpp"},
       {"splitSwiGluDotPacked", "inference-only: checked against swiglu then dot in packed_tests.cpp"},
       {"gegluQuantDotPacked", "inference-only: checked against geglu then the q8_0 dot in packed_tests.cpp"},
+      {"prepareConv2dWeights", "inference only: conv2d's values in conv_prepared_tests.cpp"},
+      {"conv2dPrepared", "inference only: conv2d's values in conv_prepared_tests.cpp"},
+      {"conv2dPreparedRelu", "inference only: conv2dRelu's values in conv_prepared_tests.cpp"},
   };
   const auto parity = parityCases();
   const std::string table = readSource("web/ops.table.mjs");
@@ -938,7 +944,11 @@ TEST_CASE("op coverage matrix") {
     std::string parity_cell = pc != parity.end() ? pc->second.families + " (" + std::to_string(pc->second.cases) + ")" : "";
     if (pc != parity.end() && differentiable && pc->second.with_grads == 0) parity_cell.clear();  // values only is not enough
     if (parity_cell.empty() && no_counterpart.count(op)) parity_cell = "none: " + no_counterpart.at(op);
-    const bool in_table = table.find("'" + op + "'") != std::string::npos || op == "rope";  // HAND_WRITTEN's keys are quoted, rope's not
+    // Hand-written ops are the keys of the table's HAND_WRITTEN list (rope: two forms; the prepared
+    // convolution: a handle).
+    const size_t hand_written = table.find("export const HAND_WRITTEN");
+    const bool in_table = table.find("'" + op + "'") != std::string::npos ||
+                          (hand_written != std::string::npos && table.find("\n  " + op + ": ", hand_written) != std::string::npos);
     std::string js_cell;
     for (const auto& [name, src] : js_tests)
       if (mentions(src, op) || (name == "ops_parity.test.mjs" && pc != parity.end())) js_cell += (js_cell.empty() ? "" : " ") + name;

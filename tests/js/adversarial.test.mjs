@@ -85,6 +85,9 @@ function fixtures(fc, foreign) {
     fc,
   };
   f.gone.dispose();
+  f.prep = fc.prepareConv2dWeights(f.wconv);
+  f.prepGone = fc.prepareConv2dWeights(f.wconv);
+  f.prepGone.dispose();
   f.bytes = fc.encodeSafetensors({ w: f.p });
   f.params = fc.nn.saveParameters([f.x]);
   f.corrupt = f.bytes.subarray(0, f.bytes.length - 3);

@@ -195,6 +195,9 @@ export const TENSOR = {
   setRows: { args: [axis('c'), tensor('idx'), tensor('rows')] },
   zeroSlice: { args: [axis('c'), nat(0), nat(2)] },
   zeroRows: { args: [axis('c'), tensor('idx')] },
+  // the prepared convolution (issue 23): a PreparedConv2d handle, live or disposed
+  conv2dPrepared: { self: 'img', args: [raw('@prep', [null, 42, {}, 'x', '@wconv', '@prepGone'])] },
+  conv2dPreparedRelu: { self: 'img', args: [raw('@prep', [null, 42, {}, 'x', '@wconv', '@prepGone'])] },
 };
 /** Public Tensor members with nothing to get wrong, and why. */
 export const TENSOR_EXEMPT = { dispose: 'idempotent, no arguments', isDisposed: 'a flag that never throws',
@@ -229,6 +232,7 @@ export const FC = {
   checkpoint: { args: [fn((a) => a.exp()), tensors('x')] },
   customVjp: { args: [raw(vjp, [null, 7, {}, { forward: () => 1 }, { backward: () => [] }]), tensors('x')] },
   gradcheck: { args: [fn((a) => a.mul(a).sumAll()), tensors('x'), options({}, { eps: 'number', absTol: 'number', relTol: 'number' })] },
+  prepareConv2dWeights: { args: [tensor('wconv'), options({ padding: 1 }, convOptions)] },
 };
 export const FC_EXEMPT = { isGradEnabled: 'no arguments', memory: 'no arguments', resetPeak: 'no arguments', trimCache: 'no arguments' };
 

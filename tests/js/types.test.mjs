@@ -85,6 +85,7 @@ test('the d.ts matches the runtime, member for member, and the consumer uses eve
     Tensor: publicOf(protoNames(Tensor.prototype)),
     Optimizer: publicOf(protoNames(Optimizer.prototype)),
     PackedRhs: publicOf(protoNames(PackedRhs.prototype)),
+    PreparedConv2d: instanceNames(fc.prepareConv2dWeights(fc.ones(['out', 'c', 'kh', 'kw'], [1, 1, 1, 1]))),
     Optim: publicOf(Object.keys(fc.optim)),
     Nn: publicOf(Object.keys(fc.nn)),
     ...Object.fromEntries(Object.entries(layers).map(([k, v]) => [k, instanceNames(v)])),

@@ -15,7 +15,7 @@ import type {
   Conv2dConstructor, LayerNorm, LayerNormConstructor, Embedding, EmbeddingConstructor, MlpConfig, Mlp,
   MlpConstructor, CnnConfig, Cnn, CnnConstructor, GptConfig, GptBlock, Gpt, GptConstructor, Nn, Fucina,
   IdxArray, DatasetSplit, FashionMnistOptions, Batch, CompareOp, BaseDType, Gpt2Config, Gpt2Options, LoraOptions,
-  LoraAdaptOptions, GenerateOptions, Gpt2, Gpt2Constructor, LoraLinear, LoraLinearConstructor, PackedModel,
+  LoraAdaptOptions, GenerateOptions, Gpt2, Gpt2Constructor, LoraLinear, LoraLinearConstructor, PackedModel, PreparedConv2d,
 } from 'fucina';
 
 const expectType = <T>(value: T): T => value;
@@ -235,6 +235,14 @@ const spatial: Tensor[] = [img.conv2d(fc.ones(['out', 'c', 'kh', 'kw'], [4, 2, 3
 img.conv2d(fc.ones(['out', 'c', 'kh', 'kw'], [4, 2, 3, 3]), { strides: 2 });
 // @ts-expect-error a kernel pair has two entries
 img.maxPool2d([2, 2, 2]);
+// The prepared convolution (inference): a handle made once, used many times, disposed.
+const prepared: PreparedConv2d = fc.prepareConv2dWeights(fc.ones(['out', 'c', 'kh', 'kw'], [4, 2, 3, 3]), conv);
+const inferred: Tensor[] = [img.conv2dPrepared(prepared), img.conv2dPreparedRelu(prepared)];
+expectType<boolean>(prepared.winograd);
+expectType<boolean>(prepared.isDisposed);
+prepared.dispose();
+// @ts-expect-error conv2dPrepared takes a PreparedConv2d, not a weight tensor
+img.conv2dPrepared(fc.ones(['out', 'c', 'kh', 'kw'], [4, 2, 3, 3]));
 const seq = fc.ones(['t', 'd'], [4, 8]);
 const rope: RopeOptions = { position: 't', dim: 'd', base: 10000, offset: 0, mode: 'interleaved' };
 const rotated: Tensor[] = [seq.rope(), seq.rope(rope), seq.rope(fc.ones(['t', 'd'], [4, 4]), fc.zeros(['t', 'd'], [4, 4]), { offset: 0 })];
@@ -571,7 +579,7 @@ packedW.dispose();
 
 // Everything above is used once more so that noUnusedLocals holds.
 console.log(variant, threads, copy, z, o, f, u, n, tags, shape, dtype, requiresGrad, isDisposed, arr, item, half, text,
-  binaries, scalars, unaries, reductions, norms, losses, indexing, inventory, losses2, convs, constantResults, contractions, structure, spatial, rotated, attended,
+  binaries, scalars, unaries, reductions, norms, losses, indexing, inventory, losses2, convs, constantResults, contractions, structure, spatial, inferred, rotated, attended,
   noGrad, enabled, counters, c1, c2, c3, v1, v2, grads, gcNumbers, decodedW, meta, params, optDisposed, norm, linearFields,
   y1, linearParams, channelAxis, convFields, lnFields, embFields, mlpLayers, cnnFields, context, blockLayers, firstLayer,
   gptFields, logits, gptLoss, gptSampled, seed, made, dims, read, splitFields, batchTensors, baseDType, vocabSize, gpt2Logits,

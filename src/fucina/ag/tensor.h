@@ -159,6 +159,7 @@ struct GroupNormOptions {
 };
 
 struct SortResult;  // topK's and sort's result, defined after Tensor
+class PreparedConv2d;  // prepareConv2dWeights's handle, defined after Tensor
 
 // Shared body of Tensor handles. Internal; reached through Tensor::impl().
 class TensorImpl {
@@ -487,6 +488,12 @@ class Tensor {
   Tensor conv2dRelu(ExecContext& ctx, const Tensor& weight, const Conv2dOptions& options = {}) const;
   Tensor conv2dRelu(ExecContext& ctx, const Tensor& weight, const Tensor& bias,
                     const Conv2dOptions& options = {}) const;
+  /// conv2d / conv2dRelu with the weight (and bias) prepared once by prepareConv2dWeights
+  /// (ops/conv_prepared.cpp): the same values within f32 tolerance, the same result axes.
+  /// Inference only: an input that requires grad (gradients enabled) is
+  /// GradientPreparedConv2dUnsupported; use conv2d / conv2dRelu to train.
+  Tensor conv2dPrepared(ExecContext& ctx, const PreparedConv2d& prepared) const;
+  Tensor conv2dPreparedRelu(ExecContext& ctx, const PreparedConv2d& prepared) const;
   /// 1-D cross-correlation (torch.nn.functional.conv1d) on the GEMM path of conv2d, an image of
   /// height 1. The result has the input's axes in the input's order with `channels` replaced by
   /// `out_channels`; the length becomes floor((L + 2·padding - dilation·(K-1) - 1) / stride) + 1.
@@ -807,5 +814,38 @@ struct SortResult {
   Tensor values;
   Tensor indices;
 };
+
+struct PreparedConv2dState;  // internal (ops/conv_prepared.cpp)
+
+/// A conv2d weight (and optional bias) transformed once for inference (Note [Prepared
+/// convolution], docs/design-notes.md): for a 3x3 kernel with stride 1, dilation 1 and at least
+/// 64 input channels a group the Winograd F(2x2, 3x3) planes U = G·g·Gᵀ, else the weight in the
+/// layout the im2col GEMM reads in place, both f32 whatever the weight's dtype. A snapshot: later writes to the weight do not
+/// reach it. Copying the handle shares it; it holds its buffers until the last copy goes.
+class PreparedConv2d {
+ public:
+  PreparedConv2d() = default;  ///< an empty handle; conv2dPrepared with it is InvalidArgument
+  explicit PreparedConv2d(std::shared_ptr<const PreparedConv2dState> state) : state_(std::move(state)) {}
+  bool defined() const { return state_ != nullptr; }
+  const Conv2dOptions& options() const;
+  bool winograd() const;       ///< which path conv2dPrepared runs
+  bool hasBias() const;
+  int64_t inChannels() const;  ///< the input's channels: the weight's `channels` extent · groups
+  int64_t outChannels() const;
+  int64_t kernelH() const;
+  int64_t kernelW() const;
+  const PreparedConv2dState& state() const;  ///< InvalidArgument when empty
+
+ private:
+  std::shared_ptr<const PreparedConv2dState> state_;
+};
+
+/// Prepares `weight` (axes exactly {out_channels, channels, kernel_h, kernel_w} as conv2d's, any
+/// order; f32, f16 or bf16) and `bias` ({out_channels}) for conv2dPrepared / conv2dPreparedRelu.
+/// Inference only: a weight or bias that requires grad (gradients enabled) is
+/// GradientPreparedConv2dUnsupported (detach it, or prepare under noGrad).
+PreparedConv2d prepareConv2dWeights(ExecContext& ctx, const Tensor& weight, const Conv2dOptions& options = {});
+PreparedConv2d prepareConv2dWeights(ExecContext& ctx, const Tensor& weight, const Tensor& bias,
+                                    const Conv2dOptions& options = {});
 
 }  // namespace fucina

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "fucina/ag/control.h"
 #include "fucina/core/error.h"
 
 namespace fucina::nn {
@@ -47,12 +48,37 @@ Cnn::Cnn(ExecContext& ctx, const CnnConfig& c, uint64_t seed)
     fail(ErrorCode::InvalidArgument, "Cnn: images of " + std::to_string(c.image) + " pixels are too small (need >= 10)");
 }
 
-Tensor Cnn::operator()(ExecContext& ctx, const Tensor& images) const {
+namespace {
+// The Cnn's layers, training or prepared: convRelu(i, x) is convolution i (0 or 1) and its relu.
+template <class ConvRelu>
+Tensor cnnLayers(ExecContext& ctx, const Tensor& images, const ConvRelu& convRelu, const Linear& fc1, const Linear& fc2) {
   const Tensor x = hasTag(images.tags(), "c") ? images : images.insertAxis(ctx, "c", images.rank() - 2);
-  Tensor h = conv1_(ctx, x).relu(ctx).maxPool2d(ctx, 2, 2, 2, 2);
-  h = conv2_(ctx, h).relu(ctx).maxPool2d(ctx, 2, 2, 2, 2);
+  Tensor h = convRelu(0, x).maxPool2d(ctx, 2, 2, 2, 2);
+  h = convRelu(1, h).maxPool2d(ctx, 2, 2, 2, 2);
   h = h.merge(ctx, {"c2", "h", "w"}, "feature");
-  return fc2_(ctx, fc1_(ctx, h).relu(ctx));
+  return fc2(ctx, fc1(ctx, h).relu(ctx));
+}
+}  // namespace
+
+Tensor Cnn::operator()(ExecContext& ctx, const Tensor& images) const {
+  return cnnLayers(ctx, images, [&](int i, const Tensor& x) { return (i == 0 ? conv1_ : conv2_)(ctx, x).relu(ctx); }, fc1_, fc2_);
+}
+
+namespace {
+PreparedConv2d prepared(ExecContext& ctx, const Conv2d& conv) {
+  auto off = noGrad();  // the parameters are variables; the prepared planes are constants
+  return conv.bias.defined() ? prepareConv2dWeights(ctx, conv.weight, conv.bias, conv.options)
+                             : prepareConv2dWeights(ctx, conv.weight, conv.options);
+}
+}  // namespace
+
+PreparedCnn::PreparedCnn(ExecContext& ctx, const Cnn& model)
+    : conv1_(prepared(ctx, model.conv1_)), conv2_(prepared(ctx, model.conv2_)), fc1_(model.fc1_), fc2_(model.fc2_) {}
+
+Tensor PreparedCnn::operator()(ExecContext& ctx, const Tensor& images) const {
+  auto off = noGrad();
+  return cnnLayers(ctx, images, [&](int i, const Tensor& x) { return x.conv2dPreparedRelu(ctx, i == 0 ? conv1_ : conv2_); },
+                   fc1_, fc2_);
 }
 
 std::vector<Tensor> Cnn::parameters() const {

@@ -44,8 +44,23 @@ class Cnn {
   int64_t flatFeatures() const { return flat_; }  ///< conv2 · s · s after the second pool
 
  private:
+  friend class PreparedCnn;
   int64_t flat_;
   Conv2d conv1_, conv2_;
+  Linear fc1_, fc2_;
+};
+
+/// A Cnn's evaluation path with both convolutions prepared once (prepareConv2dWeights: Winograd
+/// for its 3x3 kernels): operator() gives the Cnn's logits within f32 tolerance, as constants (it
+/// runs under noGrad). The convolutions are a snapshot of the weights when it was made (make a
+/// new one after training further); the linear layers are the model's own.
+class PreparedCnn {
+ public:
+  PreparedCnn(ExecContext& ctx, const Cnn& model);
+  Tensor operator()(ExecContext& ctx, const Tensor& images) const;
+
+ private:
+  PreparedConv2d conv1_, conv2_;
   Linear fc1_, fc2_;
 };
 

@@ -12,6 +12,7 @@
 
 #include "fucina/exec/claims.h"
 #include "fucina/kernels/conv.h"
+#include "fucina/ops/conv_core.h"
 #include "fucina/kernels/gemm.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/spatial.h"
@@ -382,6 +383,11 @@ Tensor fusedConv2dRelu(ExecContext& ctx, const Tensor& x, const Tensor& w, const
 }
 
 }  // namespace
+
+Tensor ops::conv2dForward(ExecContext& ctx, const Tensor& x, const Tensor& w, const Conv2dOptions& options,
+                          std::string_view op, const float* bias, bool relu) {
+  return convolve(ctx, x, w, specOf(options, op), bias, relu);
+}
 
 // ---------------------------------------------------------------- convolutions
 
