@@ -202,9 +202,16 @@ TEST_CASE("packed products refuse gradients with the reference's errors") {
   CHECK_FUCINA_ERROR(x.rmsNormMulDotPacked(ctx, gv, quant), GradientQuantizedMatmulUnsupported);
   CHECK_FUCINA_ERROR(uv.splitSwiGluDotPacked(ctx, quant), GradientQuantizedMatmulUnsupported);
   CHECK_FUCINA_ERROR(uv.gegluQuantDotPacked(ctx, quant), GradientQuantizedMatmulUnsupported);
-  // Detached, every one runs and gives a constant.
+  // Detached, or under noGrad, every one runs and gives a constant.
   CHECK_FALSE(x.dotPacked(ctx, dense).requiresGrad());
   CHECK_FALSE(uv.detach(ctx).gegluQuantDotPacked(ctx, quant).requiresGrad());
+  {
+    const fucina::NoGradScope no_grad;
+    const PackedRhs from_leaf = fucina::packRhs(ctx, wv, "e");
+    CHECK_FALSE(xv.dotPacked(ctx, from_leaf).requiresGrad());
+    CHECK_FALSE(xv.rmsNormMulDotPacked(ctx, gv, quant).requiresGrad());
+    CHECK_FALSE(uv.splitSwiGluDotPacked(ctx, quant).requiresGrad());
+  }
 }
 
 TEST_CASE("packed products reject bad inputs with their codes") {

@@ -47,7 +47,8 @@ class PackedRhs {
 
 /// Packs w (f32, f16, bf16 or q8_0) for products contracting `axis`: x.dotPacked(packed) then
 /// equals x.dot(w, axis) within f32 rounding. A w that requires grad is
-/// GradientPackedMatmulUnsupported (detach it: the packed copy never sees later updates).
+/// GradientPackedMatmulUnsupported unless gradients are off (noGrad) or it is detached; either
+/// way the packed copy never sees later updates.
 PackedRhs packRhs(ExecContext& ctx, const Tensor& w, Tag axis);
 
 }  // namespace fucina

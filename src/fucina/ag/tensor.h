@@ -442,8 +442,8 @@ class Tensor {
   /// second-to-last (last) whatever their names. The leading axes of both are batch axes, matched
   /// by tag. Result: {batch... (this's order), m, n}, n keeping y's tag (which must differ from m).
   Tensor matmul(ExecContext& ctx, const Tensor& y, bool transpose_y = false) const;
-  // --- inference-only packed products (ops/packed.cpp, ag/packed.h): constants, and an operand
-  // that requires grad is GradientPackedMatmulUnsupported (dense) or
+  // --- inference-only packed products (ops/packed.cpp, ag/packed.h): constants; an operand that
+  // requires grad while gradients are on is GradientPackedMatmulUnsupported (dense) or
   // GradientQuantizedMatmulUnsupported (quantized, and the fused forms) ---
   /// dot(w, packed.axis()) of the w packed (+ bias, whose axes are exactly packed.tags()). Result
   /// axes: this tensor's other axes, then packed.tags(); it must have none of packed.tags().

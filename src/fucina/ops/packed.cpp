@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <string>
 
+#include "fucina/ag/control.h"
 #include "fucina/core/error.h"
 #include "fucina/core/q8.h"
 #include "fucina/exec/context.h"
@@ -21,9 +22,11 @@ namespace {
 
 bool quantized(const PackedRhs& p) { return p.dtype() == DType::q8_0; }
 
+// As the other constant-result entries decide (rope's tables, attention's caches): an operand that
+// would record a graph, so under noGrad a trained model's leaves pack and multiply as they are.
 void refuseGrad(std::string_view op, ErrorCode code, std::initializer_list<const Tensor*> operands) {
   for (const Tensor* t : operands)
-    if (t->defined() && t->requiresGrad())
+    if (t->defined() && t->requiresGrad() && isGradEnabled())
       fail(code, std::string(op) + " is inference-only: " + t->value().describe() +
                      " requires grad (use dot/addDot to train, or detach it)");
 }
