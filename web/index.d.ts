@@ -1196,6 +1196,8 @@ export interface Conv2d extends Module {
   readonly weight: Tensor;
   /** The bias {out}. */
   readonly bias: Tensor;
+  /** The layer for inference, weight and bias prepared once ({@link Fucina.prepareConv2dWeights}). */
+  pack(): PackedModel;
 }
 
 /** The constructor fc.nn.Conv2d. */
@@ -1293,6 +1295,8 @@ export interface Cnn extends Module {
   /** Logits{batch, "class"} of images (f32, axes h and w of extent config.image, and c of
    * extent config.channels unless it is 1). */
   forward(images: Tensor): Tensor;
+  /** The model for inference: convolutions prepared (relu fused) and Linears packed, once. */
+  pack(): PackedModel;
 }
 
 /** The constructor fc.nn.Cnn. */

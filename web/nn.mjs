@@ -100,14 +100,31 @@ export function makeNn(fc) {
         [outChannels, inChannels / groups, kernel, kernel], bound, subSeed(seed, 0));
       this.bias = uniformVariable([outAxis], [outChannels], bound, subSeed(seed, 1));
     }
-    forward(x) {
+    #check(x, where) {
       const { channels, height = 'h', width = 'w', outChannels, kernelH, kernelW } = this.options.axes;
       const groups = this.options.groups ?? 1;
-      input(x, 'Conv2d.forward', 'x', { axes: { [channels]: this.weight.shape[1] * groups, [height]: null, [width]: null },
+      input(x, where, 'x', { axes: { [channels]: this.weight.shape[1] * groups, [height]: null, [width]: null },
         forbid: [outChannels, kernelH, kernelW].filter((a) => a !== channels) });
+    }
+    forward(x) {
+      this.#check(x, 'Conv2d.forward');
       return x.conv2d(this.weight, { ...this.options, bias: this.bias }); }
+    /** The layer for inference: weight and bias prepared once (fc.prepareConv2dWeights). */
+    pack() {
+      const prepared = prepareConv(this);
+      return {
+        forward: (x) => {
+          this.#check(x, 'Conv2d.pack().forward');
+          return x.conv2dPrepared(prepared);
+        },
+        dispose: () => prepared.dispose(),
+      };
+    }
     parameters() { return [this.weight, this.bias]; }
   }
+  // A Conv2d layer's weight and bias prepared for conv2dPrepared(Relu), detached (a snapshot).
+  const prepareConv = (layer) => fc.scope(() =>
+    fc.prepareConv2dWeights(layer.weight.detach(), { ...layer.options, bias: layer.bias.detach() }));
 
   /** Affine layer normalisation over axis: weight ones, bias zeros. */
   class LayerNorm {
@@ -207,18 +224,33 @@ export function makeNn(fc) {
         this.fc2 = new Linear('hidden', 'class', hidden, classes, subSeed(seed, 3));
       });
     }
-    forward(images) {
+    // The images, checked, with a 'c' axis (one-channel images may leave it out).
+    #images(images, where) {
       const { image, channels } = this.config;
       const forbid = ['c1', 'c2', 'kh', 'kw', 'feature', 'hidden', 'class'];
-      input(images, 'Cnn.forward', 'images', { axes: { h: image, w: image }, forbid });
-      // One-channel images may leave out 'c'.
-      if (channels !== 1 || images.tags.includes('c')) input(images, 'Cnn.forward', 'images', { axes: { c: channels } });
+      input(images, where, 'images', { axes: { h: image, w: image }, forbid });
+      if (channels !== 1 || images.tags.includes('c')) input(images, where, 'images', { axes: { c: channels } });
+      return images.tags.includes('c') ? images : images.insertAxis('c', images.tags.length - 2);
+    }
+    forward(images) {
       return fc.scope(() => {
-        const x = images.tags.includes('c') ? images : images.insertAxis('c', images.tags.length - 2);
-        let h = this.conv1.forward(x).relu().maxPool2d(2);
+        let h = this.conv1.forward(this.#images(images, 'Cnn.forward')).relu().maxPool2d(2);
         h = this.conv2.forward(h).relu().maxPool2d(2).merge(['c2', 'h', 'w'], 'feature');
         return this.fc2.forward(this.fc1.forward(h).relu());
       });
+    }
+    /** The model for inference: convolutions prepared (relu fused), Linears packed, once. */
+    pack() {
+      const [conv1, conv2] = [prepareConv(this.conv1), prepareConv(this.conv2)];
+      const [fc1, fc2] = [this.fc1.pack(), this.fc2.pack()];
+      return {
+        forward: (images) => fc.scope(() => {
+          let h = this.#images(images, 'Cnn.pack().forward').conv2dPreparedRelu(conv1).maxPool2d(2);
+          h = h.conv2dPreparedRelu(conv2).maxPool2d(2).merge(['c2', 'h', 'w'], 'feature');
+          return fc2.forward(fc1.forward(h).relu());
+        }),
+        dispose: () => [conv1, conv2, fc1, fc2].forEach((p) => p.dispose()),
+      };
     }
     parameters() { return [this.conv1, this.conv2, this.fc1, this.fc2].flatMap((l) => l.parameters()); }
   }

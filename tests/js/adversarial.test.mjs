@@ -88,6 +88,12 @@ function fixtures(fc, foreign) {
   f.prep = fc.prepareConv2dWeights(f.wconv);
   f.prepGone = fc.prepareConv2dWeights(f.wconv);
   f.prepGone.dispose();
+  f.packed = fc.packRhs(f.w, 'c');  // {o=2, c=3}: v and its rmsNorm multiply by it
+  f.packedGone = fc.packRhs(f.w, 'c');
+  f.packedGone.dispose();
+  f.packedHalf = fc.packRhs(fc.scope(() => f.w.narrow('c', 0, 2).contiguous()), 'c');  // even's c=4 halves to 2
+  f.x64 = fc.ones(['t', 'c'], [1, 64]);
+  f.packedQ8 = fc.packRhs(fc.scope(() => f.w32.quantize('q8_0', 'c')), 'c');
   f.bytes = fc.encodeSafetensors({ w: f.p });
   f.params = fc.nn.saveParameters([f.x]);
   f.corrupt = f.bytes.subarray(0, f.bytes.length - 3);

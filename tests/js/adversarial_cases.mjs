@@ -52,6 +52,7 @@ export const BAD = {
 };
 
 // ---- the tables. self: the fixture a method is called on ('x' unless given).
+const packedBad = [null, 42, {}, 'x', '@w', '@packedGone', '@prep'];
 const unaryOps = ['neg', 'abs', 'exp', 'log', 'sqrt', 'tanh', 'sigmoid', 'relu', 'gelu', 'geluErf', 'quickGelu',
   'silu', 'log1p', 'rsqrt', 'reciprocal', 'sin', 'cos', 'floor', 'ceil', 'round', 'sign', 'fastTanh', 'softcap30', 'softcap15',
   'isnan', 'isinf', 'isfinite', 'logicalNot', 'anyAll', 'allAll', 'sumAll', 'meanAll', 'contiguous', 'grad', 'zeroGrad',
@@ -198,6 +199,11 @@ export const TENSOR = {
   // the prepared convolution (issue 23): a PreparedConv2d handle, live or disposed
   conv2dPrepared: { self: 'img', args: [raw('@prep', [null, 42, {}, 'x', '@wconv', '@prepGone'])] },
   conv2dPreparedRelu: { self: 'img', args: [raw('@prep', [null, 42, {}, 'x', '@wconv', '@prepGone'])] },
+  // the packed products (issue 23): a PackedRhs, live or disposed; dotPacked's bias may be null
+  dotPacked: { self: 'v', args: [raw('@packed', packedBad), raw('@bias', ['@gone', '@foreign', '@v', 42, {}, 'x'])] },
+  rmsNormMulDotPacked: { self: 'v', args: [tensor('v'), raw('@packed', packedBad), num(1e-6)] },
+  splitSwiGluDotPacked: { self: 'even', args: [raw('@packedHalf', [...packedBad, '@packed'])] },
+  gegluQuantDotPacked: { self: 'x64', args: [raw('@packedQ8', [...packedBad, '@packed'])] },
 };
 /** Public Tensor members with nothing to get wrong, and why. */
 export const TENSOR_EXEMPT = { dispose: 'idempotent, no arguments', isDisposed: 'a flag that never throws',
@@ -233,6 +239,7 @@ export const FC = {
   customVjp: { args: [raw(vjp, [null, 7, {}, { forward: () => 1 }, { backward: () => [] }]), tensors('x')] },
   gradcheck: { args: [fn((a) => a.mul(a).sumAll()), tensors('x'), options({}, { eps: 'number', absTol: 'number', relTol: 'number' })] },
   prepareConv2dWeights: { args: [tensor('wconv'), options({ padding: 1 }, convOptions)] },
+  packRhs: { args: [tensor('w'), axis('c')] },
 };
 export const FC_EXEMPT = { isGradEnabled: 'no arguments', memory: 'no arguments', resetPeak: 'no arguments', trimCache: 'no arguments' };
 
@@ -314,6 +321,7 @@ export const NN = {
 export const NN_EXEMPT = {
   ...Object.fromEntries(['Linear', 'Conv2d', 'LayerNorm', 'Embedding', 'Mlp', 'Cnn', 'Gpt', 'Gpt2', 'LoraLinear']
     .map((c) => [`${c}#parameters`, 'no arguments'])),
+  ...Object.fromEntries(['Linear', 'Conv2d', 'Mlp', 'Cnn'].map((c) => [`${c}#pack`, 'no arguments'])),
   // No arguments: what they refuse (a disposed model or layer, no adapters) is in ENGINE and PARTIAL.
   ...Object.fromEntries(['config', 'dtype', 'isDisposed', 'namedTensors', 'layers', 'save', 'saveAdapters', 'mergeAdapters', 'dispose']
     .map((m) => [`Gpt2#${m}`, 'no arguments'])),
@@ -335,7 +343,7 @@ export const MODULE = {
   init: { async: true, skipValid: true, args: [raw({ variant: 'simd' }, [{ variant: 'x' }, { thread: 1 }, 7, 'simd', null,
     { variant: 'threaded-simd', threads: 0 }, { variant: 'threaded-simd', threads: 2.5 }, { variant: 'threaded-simd', threads: 2 ** 53 }])] },
 };
-export const MODULE_EXEMPT = { FucinaError: 'a class', Tensor: 'a class', Optimizer: 'a class' };
+export const MODULE_EXEMPT = { FucinaError: 'a class', Tensor: 'a class', Optimizer: 'a class', PackedRhs: 'a class' };
 
 /** Well-typed calls the engine itself must refuse: unknown axes, wrong dtypes, shapes, indices. */
 export const ENGINE = {

@@ -96,6 +96,34 @@ for (const variant of VARIANTS) {
       });
     });
 
+    test("the layers' and models' pack() compute their forward, as constants, and free everything", async () => {
+      const fc = await engine(variant);
+      fc.scope(() => {
+        const before = fc.memory().liveTensors;
+        const lin = new fc.nn.Linear('in', 'out', 5, 3, 1);
+        const mlp = new fc.nn.Mlp({ sizes: [5, 7, 3] }, 2);
+        const conv = new fc.nn.Conv2d('c', 'c1', 1, 4, 3, 3, { padding: 1 });
+        const cnn = new fc.nn.Cnn({ image: 12, conv1: 3, conv2: 4, hidden: 6, classes: 5 }, 4);
+        const x = fc.constant(['batch', 'in'], [2, 5], wave(10, 0.3));
+        const img = fc.constant(['batch', 'c', 'h', 'w'], [2, 1, 12, 12], wave(288, 0.7));
+        for (const [model, input] of [[lin, x], [mlp, x], [conv, img], [cnn, img]]) fc.scope(() => {
+          const packed = model.pack();
+          const y = packed.forward(input);
+          assert.equal(y.requiresGrad, false);
+          const want = model.forward(input);
+          assert.deepEqual(y.tags, want.tags);
+          close(values(y), values(want), 1e-4);
+          packed.dispose();
+        });
+        const packed = lin.pack();
+        const narrow = fc.ones(['batch', 'in'], [1, 4]);
+        throwsCode(() => packed.forward(narrow), 'InvalidArgument');
+        packed.dispose();
+        for (const t of [...[lin, mlp, conv, cnn].flatMap((m) => m.parameters()), x, img, narrow]) t.dispose();
+        assert.equal(fc.memory().liveTensors, before);
+      });
+    });
+
     test('a packed weight counts in fc.memory() until disposed', async () => {
       const fc = await engine(variant);
       fc.scope(() => {

@@ -408,6 +408,12 @@ const cnnFields: [Required<CnnConfig>, number, Conv2d, Conv2d, Linear, Linear] =
   [cnn.config, cnn.flatFeatures, cnn.conv1, cnn.conv2, cnn.fc1, cnn.fc2];
 cnn.forward(fc.ones(['batch', 'h', 'w'], [1, 12, 12]));
 cnn.parameters();
+const packedCnn: PackedModel = cnn.pack();
+packedCnn.forward(fc.ones(['batch', 'h', 'w'], [1, 12, 12]));
+packedCnn.dispose();
+const packedConv: PackedModel = convLayer.pack();
+packedConv.forward(img);
+packedConv.dispose();
 // @ts-expect-error an unknown config key
 new nn.Cnn({ kernel: 5 });
 

@@ -42,15 +42,21 @@ serveTrainer(async (fc, { model: kind = 'mlp', steps = Infinity, evalEvery }) =>
   const batchesPerEpoch = Math.floor(train.count / spec.batch);
   let step = 0, order = null;
 
-  /** { accuracy, predictions (of the first SHOWN) } on the first EVAL_COUNT test images. */
+  /** { accuracy, predictions (of the first SHOWN) } on the first EVAL_COUNT test images, by the
+   * model's inference path: its weights packed (and convolutions prepared) once for all chunks. */
   function evaluate() {
     const predicted = new Int32Array(EVAL_COUNT);
     fc.noGrad(() => {
-      for (let begin = 0; begin < EVAL_COUNT; begin += EVAL_CHUNK) {
-        fc.scope(() => {
-          const { images } = makeBatch(fc, test, evalOrder, begin, EVAL_CHUNK);
-          predicted.set(model.forward(input(images)).argmax('class').toArray(), begin);
-        });
+      const packed = model.pack();
+      try {
+        for (let begin = 0; begin < EVAL_COUNT; begin += EVAL_CHUNK) {
+          fc.scope(() => {
+            const { images } = makeBatch(fc, test, evalOrder, begin, EVAL_CHUNK);
+            predicted.set(packed.forward(input(images)).argmax('class').toArray(), begin);
+          });
+        }
+      } finally {
+        packed.dispose();
       }
     });
     const correct = predicted.reduce((a, p, i) => a + (p === test.labels[i]), 0);
