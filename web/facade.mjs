@@ -247,7 +247,7 @@ class Fucina {
   _packed(packed, what) {
     if (!(packed instanceof PackedRhs)) throw invalid(`${what}: packed must be a PackedRhs (from fc.packRhs), got ${typeName(packed)}`);
     if (packed._engine !== this) throw invalid(`${what}: packed belongs to another fucina instance`);
-    return packed._handle;
+    return packed._raw(what);
   }
 
   // ---- creation
@@ -513,7 +513,7 @@ export class Tensor {
   #prepared(op, prepared, relu) {
     if (!(prepared instanceof PreparedConv2d)) throw invalid(`${op}: prepared must be a PreparedConv2d (from fc.prepareConv2dWeights), got ${typeName(prepared)}`);
     if (prepared._engine !== this.#fc) throw invalid(`${op}: prepared belongs to another fucina instance`);
-    const p = prepared._handle(op);
+    const p = prepared._raw(op);
     return this.#fc._wrap(this.#fc._call((M) => M.conv2dPrepared(this._handle, p, relu)));
   }
 
@@ -534,45 +534,56 @@ export class Tensor {
   }
 }
 
-// ---------------------------------------------------------------- packed weights
-/**
- * A weight packed once by fc.packRhs for Tensor.dotPacked and its fused forms (inference-only).
- * It holds its own copy (dense: f32 panels; a q8_0 weight with blocks along the contracted axis:
- * its blocks), counted by fc.memory(), until dispose(); fc.scope does not dispose it.
- */
-export class PackedRhs {
+// ---------------------------------------------------------------- handles the facade owns
+/** A C++ object made for one engine (a packed weight, a prepared convolution): its raw Embind
+ * handle until dispose(). kind names it in the error a disposed one gives. */
+class OwnedHandle {
   #fc;
   #h;
+  #kind;
 
-  constructor(fc, handle) {
+  constructor(fc, handle, kind) {
     this.#fc = fc;
     this.#h = handle;
+    this.#kind = kind;
   }
 
   get _engine() { return this.#fc; }
-  get _handle() {
-    if (!this.#h) throw invalid('this packed weight was disposed');
+  /** The raw handle (what: the caller, for the message when disposed). */
+  _raw(what) {
+    if (!this.#h) throw invalid(`${what}: this ${this.#kind} was disposed`);
     return this.#h;
   }
-  #get(fn) { return this.#fc._call(() => fn(this._handle)); }
-  /** The contracted axis and its extent. */
-  get axis() { return this.#get((h) => h.axis()); }
-  get depth() { return this.#get((h) => h.depth()); }
-  /** The weight's other axes (the product's last axes) and their extents. */
-  get tags() { return this.#get((h) => h.tags()); }
-  get shape() { return this.#get((h) => h.shape()); }
-  /** 'f32' (dense panels) or 'q8_0' (quantized blocks); sourceDtype: the weight's dtype. */
-  get dtype() { return this.#get((h) => h.dtype()); }
-  get sourceDtype() { return this.#get((h) => h.sourceDtype()); }
-  get bytes() { return this.#get((h) => h.bytes()); }
   get isDisposed() { return this.#h === null; }
+  /** Frees the C++ object now; idempotent. */
   dispose() {
     if (this.#h) {
       this.#h.delete();
       this.#h = null;
     }
   }
-  toString() { return this.#h ? this.#h.describe() : 'PackedRhs (disposed)'; }
+}
+
+// ---------------------------------------------------------------- packed weights
+/**
+ * A weight packed once by fc.packRhs for Tensor.dotPacked and its fused forms (inference-only).
+ * It holds its own copy (dense: f32 panels; a q8_0 weight with blocks along the contracted axis:
+ * its blocks), counted by fc.memory(), until dispose(); fc.scope does not dispose it.
+ */
+export class PackedRhs extends OwnedHandle {
+  constructor(fc, handle) { super(fc, handle, 'packed weight'); }
+  #get(what, fn) { return this._engine._call(() => fn(this._raw(what))); }
+  /** The contracted axis and its extent. */
+  get axis() { return this.#get('axis', (h) => h.axis()); }
+  get depth() { return this.#get('depth', (h) => h.depth()); }
+  /** The weight's other axes (the product's last axes) and their extents. */
+  get tags() { return this.#get('tags', (h) => h.tags()); }
+  get shape() { return this.#get('shape', (h) => h.shape()); }
+  /** 'f32' (dense panels) or 'q8_0' (quantized blocks); sourceDtype: the weight's dtype. */
+  get dtype() { return this.#get('dtype', (h) => h.dtype()); }
+  get sourceDtype() { return this.#get('sourceDtype', (h) => h.sourceDtype()); }
+  get bytes() { return this.#get('bytes', (h) => h.bytes()); }
+  toString() { return this.isDisposed ? 'PackedRhs (disposed)' : this._raw('toString').describe(); }
 }
 
 // ---------------------------------------------------------------- the op table
@@ -693,30 +704,10 @@ const PREPARE_CHECKS = {
 };
 
 /** A conv2d weight prepared once (fc.prepareConv2dWeights): its buffers live until dispose(). */
-class PreparedConv2d {
-  #fc;
-  #h;
-
-  constructor(fc, handle) {
-    this.#fc = fc;
-    this.#h = handle;
-  }
-
-  get _engine() { return this.#fc; }
-  _handle(what) {
-    if (!this.#h) throw invalid(`${what}: this PreparedConv2d was disposed`);
-    return this.#h;
-  }
+class PreparedConv2d extends OwnedHandle {
+  constructor(fc, handle) { super(fc, handle, 'PreparedConv2d'); }
   /** True when it runs Winograd F(2x2, 3x3) (3x3 kernel, stride 1, dilation 1, 64+ channels a group), else im2col + GEMM. */
-  get winograd() { return this.#fc._call(() => this._handle('winograd').winograd()); }
-  get isDisposed() { return this.#h === null; }
-  /** Frees the prepared weight now. */
-  dispose() {
-    if (this.#h) {
-      this.#h.delete();
-      this.#h = null;
-    }
-  }
+  get winograd() { return this._engine._call(() => this._raw('winograd').winograd()); }
 }
 
 // ---------------------------------------------------------------- fc.optim

@@ -997,6 +997,7 @@ export class PackedRhs {
   readonly depth: number;
   /** The weight's other axes, the last axes of a product. */
   readonly tags: string[];
+  /** The extents of tags. */
   readonly shape: number[];
   /** 'f32' for dense panels; 'q8_0' for quantized blocks (a q8_0 weight with blocks along axis). */
   readonly dtype: 'f32' | 'q8_0';
@@ -1113,6 +1114,7 @@ export interface Module {
  * weights per call; an input that requires grad fails with GradientPackedMatmulUnsupported. The
  * packed copies do not follow later training: pack again after updating the weights. */
 export interface PackedModel {
+  /** The model's forward on x (a constant). */
   forward(x: Tensor): Tensor;
   /** Frees the packed copies. */
   dispose(): void;

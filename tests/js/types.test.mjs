@@ -13,7 +13,9 @@ import { init, Tensor, Optimizer, PackedRhs, FucinaError } from 'fucina';
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const tsconfig = `${root}tests/ts/tsconfig.json`;
 const publicOf = (names) => [...new Set(names)].filter((n) => n !== 'constructor' && !n.startsWith('_')).sort();
-const protoNames = (proto) => Object.getOwnPropertyNames(proto);
+// A prototype's own names and its base classes' (PackedRhs and PreparedConv2d share OwnedHandle's).
+const protoNames = (proto) => (proto && proto !== Object.prototype
+  ? [...Object.getOwnPropertyNames(proto), ...protoNames(Object.getPrototypeOf(proto))] : []);
 const instanceNames = (o) => publicOf([...Object.keys(o), ...protoNames(Object.getPrototypeOf(o))]);
 
 test('tsc -p tests/ts (strict, nodenext, types through the package) reports nothing', () => {
