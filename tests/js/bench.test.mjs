@@ -43,6 +43,7 @@ test('run.mjs runs the inference workloads W6 and W7, natively and in wasm, with
     assert.equal(r.error, undefined, JSON.stringify(r));
     assert.equal(typeof r.median_ms, 'number');
     const [rate, perStep] = r.workload === 'w7' ? ['tokens_per_s', 128] : ['images_per_s', r.workload === 'w6-b1' ? 1 : 64];
-    assert.ok(Math.abs(r[rate] - perStep / (r.median_ms / 1e3)) <= 1e-3 * r[rate], `${rate} in ${JSON.stringify(r)}`);
+    // 1%: fucina_bench prints median_ms to 4 decimals, and batch 1 takes well under a millisecond
+    assert.ok(Math.abs(r[rate] - perStep / (r.median_ms / 1e3)) <= 1e-2 * r[rate], `${rate} in ${JSON.stringify(r)}`);
   }
 });
