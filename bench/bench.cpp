@@ -3,7 +3,7 @@
 // configuration in a fresh process; this program never loops over configurations itself.
 //
 //   fucina_bench --workload w1|w2|w3|w3-ckpt|w3-frozen-f32|w3-frozen-f16|w3-frozen-q8|w4-1024|w4-fc|
-//                           w5-f32|w5-f16|w5-q8|w5-f32-ckpt|w5-f16-ckpt|w5-q8-ckpt
+//                           w5-f32|w5-f16|w5-q8|w5-f32-ckpt|w5-f16-ckpt|w5-q8-ckpt|w6-b1|w6-b64|w7
 //                --threads N [--json] [--quick] [--gemm-layout kn|nk] [--rhs-dtype f32|f16|bf16|q8_0]
 //                [--steps N]
 //
@@ -15,6 +15,13 @@
 // w3-frozen-<dtype>: W3 with the blocks' projections frozen (Gpt::freezeProjections) as f32, f16
 // or q8_0 constants, training the embeddings and LayerNorms (forward + backward through the
 // frozen weights). --rhs-dtype: W4's b stored as that dtype (q8_0 needs --gemm-layout nk).
+//
+// w6-b<batch>: inference of W2's CNN on a batch of 1 or 64 images, both convolutions prepared
+// once (prepareConv2dWeights, conv2dPreparedRelu) and both Linears packed once (packRhs,
+// dotPacked) before timing; a step is one forward under noGrad to the logits on the host.
+// Reports images_per_s. w7: greedy generation of 128 tokens after a 64-token prompt by W3's
+// tiny GPT (Gpt::generate, KV cache; past the 128-token context each token reruns the last 128,
+// Note [KV cache]); a step is the whole generate call. Reports tokens_per_s.
 //
 // --steps N times N steps instead of the protocol's 50 (e.g. to run long enough under `perf record`).
 //
@@ -55,7 +62,7 @@ struct Args {
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr,
                "fucina_bench: %s\nusage: fucina_bench --workload w1|w2|w3|w3-ckpt|w3-frozen-f32|"
-               "w3-frozen-f16|w3-frozen-q8|w4-1024|w4-fc|w5-f32|w5-f16|w5-q8|w5-*-ckpt --threads N [--json] [--quick] [--gemm-layout kn|nk] "
+               "w3-frozen-f16|w3-frozen-q8|w4-1024|w4-fc|w5-f32|w5-f16|w5-q8|w5-*-ckpt|w6-b1|w6-b64|w7 --threads N [--json] [--quick] [--gemm-layout kn|nk] "
                "[--rhs-dtype f32|f16|bf16|q8_0] [--steps N]\n",
                why.c_str());
   std::exit(2);
@@ -160,6 +167,8 @@ struct Result {
   fucina::MemoryStats before, after;  // around the timed steps (peak reset before them)
   std::optional<size_t> saved_bytes;  // training workloads
   std::string note;
+  std::string rate;          // inference: "images_per_s" (W6) or "tokens_per_s" (W7) ...
+  double items_per_step = 0;  // ... and how many a step makes
 };
 
 Result measure(ExecContext& ctx, const std::function<void()>& step, const Args& a) {
@@ -182,6 +191,15 @@ Result measureTraining(ExecContext& ctx, optim::Optimizer& opt, const std::funct
   const Tensor l = loss();
   r.saved_bytes = ctx.memory().live_bytes - before;
   return r;
+}
+
+// W7's nominal work: one position per token (the prompt, then each new token but the last) through
+// the blocks' projections and the tied head, 2 FLOPs a weight; attention and the reruns past the
+// context are left out, so its GFLOP/s compares only as a time (protocol.mjs says the same).
+double w7Gflop(const nn::GptConfig& c, int64_t prompt, int64_t fresh) {
+  const double weights = c.layers * (c.d_model * 3.0 * c.d_model + c.d_model * c.d_model + 2.0 * c.d_model * c.mlp) +
+                         static_cast<double>(c.vocab * c.d_model);
+  return 2.0 * weights * static_cast<double>(prompt + fresh - 1) / 1e9;
 }
 
 Result run(const Args& a, ExecContext& ctx) {
@@ -264,6 +282,48 @@ Result run(const Args& a, ExecContext& ctx) {
              (ckpt ? ", checkpointed" : "");
     return r;
   }
+  if (w == "w6-b1" || w == "w6-b64") {
+    // W2's CNN (nn::Cnn's layers and sizes) for inference: the convolutions prepared and the
+    // Linears packed once, here, so that a step only runs them. nn::PreparedCnn runs its Linears
+    // unpacked, hence the layers spelled out.
+    const int64_t batch = w == "w6-b1" ? 1 : 64;
+    const nn::Conv2d conv1(ctx, "c", "c1", 1, 32, 3, 1), conv2(ctx, "c1", "c2", 32, 64, 3, 2);
+    const nn::Linear fc1(ctx, "feature", "hidden", 1600, 128, 3), fc2(ctx, "hidden", "class", 128, 10, 4);
+    auto off = fucina::noGrad();  // the parameters are variables; prepared and packed copies are constants
+    const fucina::PreparedConv2d p1 = fucina::prepareConv2dWeights(ctx, conv1.weight, conv1.bias, conv1.options);
+    const fucina::PreparedConv2d p2 = fucina::prepareConv2dWeights(ctx, conv2.weight, conv2.bias, conv2.options);
+    const fucina::PackedRhs f1 = fucina::packRhs(ctx, fc1.weight, "feature"), f2 = fucina::packRhs(ctx, fc2.weight, "hidden");
+    const Tensor x = Tensor::normal(ctx, {"batch", "c", "h", "w"}, {batch, 1, 28, 28}, 0, 1, 2);
+    Result r = measure(ctx, [&] {
+      ExecScope scope(ctx);
+      Tensor h = x.conv2dPreparedRelu(ctx, p1).maxPool2d(ctx, 2, 2, 2, 2);
+      h = h.conv2dPreparedRelu(ctx, p2).maxPool2d(ctx, 2, 2, 2, 2).merge(ctx, {"c2", "h", "w"}, "feature");
+      const Tensor logits = h.dotPacked(ctx, f1, fc1.bias).relu(ctx).dotPacked(ctx, f2, fc2.bias);
+      volatile float sink = logits.dataConst()[0];
+      (void)sink;
+    }, a);
+    r.gflop = batch * 2.0 * (26 * 26 * 32 * 9 + 11 * 11 * 64 * 288 + 1600 * 128 + 128 * 10) / 1e9;
+    r.rate = "images_per_s", r.items_per_step = static_cast<double>(batch);
+    r.note = std::string("NCHW, convolutions prepared (") + (p2.winograd() ? "conv2 Winograd" : "im2col GEMM") +
+             "), Linears packed";
+    return r;
+  }
+  if (w == "w7") {
+    constexpr int64_t kPrompt = 64, kNew = 128;
+    const nn::Gpt model(ctx, nn::GptConfig{}, 1);
+    const std::vector<int64_t> pattern = labelPattern(kPrompt, 256);
+    const std::vector<int32_t> prompt(pattern.begin(), pattern.end());
+    const nn::GenerateOptions options{.max_tokens = kNew, .temperature = 0.0};  // greedy: the same work everywhere
+    Result r = measure(ctx, [&] {
+      ExecScope scope(ctx);
+      const std::vector<int32_t> out = model.generate(ctx, prompt, options);
+      if (static_cast<int64_t>(out.size()) != kNew) throw std::runtime_error("generate stopped early");
+    }, a);
+    r.gflop = w7Gflop(model.config(), kPrompt, kNew);
+    r.rate = "tokens_per_s", r.items_per_step = kNew;
+    r.note = "64-token prompt, 128 new tokens, greedy, KV cache";
+    return r;
+  }
   if (w == "w4-1024" || w == "w4-fc") {
     const int64_t m = w == "w4-1024" ? 1024 : 128, k = w == "w4-1024" ? 1024 : 784, n = w == "w4-1024" ? 1024 : 512;
     const Tensor lhs = Tensor::normal(ctx, {"m", "k"}, {m, k}, 0, 1, 1);
@@ -321,14 +381,16 @@ int main(int argc, char** argv) {
     first = false;
   }
   by_dtype += "},";
+  char rate[64] = "";
+  if (!r.rate.empty()) std::snprintf(rate, sizeof rate, "\"%s\":%.2f,", r.rate.c_str(), r.items_per_step / (median / 1e3));
   if (a.json) {
     std::printf("{\"workload\":\"%s\",\"impl\":\"fucina-native\",\"threads\":%d,\"median_ms\":%.4f,"
                 "\"min_ms\":%.4f,\"max_ms\":%.4f,\"gflops_median\":%.3f,\"reduced_protocol\":%s,"
                 "\"load_avg_1m\":%.2f,\"warmup\":%d,\"steps\":%zu,\"peak_bytes\":%zu,\"step_bytes\":%zu,"
-                "\"allocs_per_step\":%.2f,%s%s\"isa\":\"%s\",\"note\":\"%s\"}\n",
+                "\"allocs_per_step\":%.2f,%s%s%s\"isa\":\"%s\",\"note\":\"%s\"}\n",
                 a.workload.c_str(), a.threads, median, t.ms.front(), t.ms.back(), gflops,
                 t.reduced ? "true" : "false", load, t.warmup, steps, r.after.peak_bytes, step_bytes,
-                allocs, saved.c_str(), by_dtype.c_str(), fucina::kernels::detail::gemmTargetName(), r.note.c_str());
+                allocs, saved.c_str(), by_dtype.c_str(), rate, fucina::kernels::detail::gemmTargetName(), r.note.c_str());
   } else {
     char saved_mib[48] = "";
     if (r.saved_bytes) std::snprintf(saved_mib, sizeof saved_mib, ", saved %.1f MiB", static_cast<double>(*r.saved_bytes) / 1048576.0);
@@ -337,6 +399,7 @@ int main(int argc, char** argv) {
                 a.workload.c_str(), a.threads, median, t.ms.front(), t.ms.back(), gflops,
                 static_cast<double>(r.after.peak_bytes) / 1048576.0, static_cast<double>(step_bytes) / 1048576.0,
                 saved_mib, static_cast<double>(r.after.live_bytes) / 1048576.0, allocs, load, fucina::kernels::detail::gemmTargetName(), t.reduced ? "  [reduced protocol]" : "", r.note.empty() ? "" : "  ", r.note.c_str());
+    if (!r.rate.empty()) std::printf("         %.1f %s\n", r.items_per_step / (median / 1e3), r.rate == "images_per_s" ? "images/s" : "tokens/s");
   }
   return 0;
 }

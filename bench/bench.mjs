@@ -2,14 +2,19 @@
 // with the protocol of protocol.mjs, and prints a table line or (--json) one JSON object:
 //   node bench/bench.mjs --workload w1|w2|w3|w3-ckpt|w3-frozen-f32|w3-frozen-f16|w3-frozen-q8|w4-1024|w4-fc
 //                        --variant threaded-simd|simd [--threads N] [--json] [--quick]
-//                        (or w5-f32|w5-f16|w5-q8 and their -ckpt variants)
+//                        (or w5-f32|w5-f16|w5-q8 and their -ckpt variants, or w6-b1|w6-b64|w7)
 // w3-frozen-<dtype>: W3 with the projections frozen as that dtype (nn.Gpt.freezeProjections),
 // training the embeddings and LayerNorms, as bench/bench.cpp. w5-<dtype>[-ckpt]: LoRA on a
 // GPT-2-small-shaped fc.nn.Gpt2 with its base stored as that dtype, as bench/bench.cpp.
+// w6-b<batch>: W2's CNN for inference, convolutions prepared (fc.prepareConv2dWeights,
+// conv2dPreparedRelu) and Linears packed (fc.packRhs, dotPacked) once before
+// timing; a step is one forward under fc.noGrad to the logits read back (toArray). w7: greedy
+// generation of 128 tokens after a 64-token prompt by fc.nn.Gpt (generate, KV cache); a step is
+// the generate call. As bench/bench.cpp.
 // impl is "fucina-wasm-mt" (threaded-simd, N threads) or "fucina-wasm-st" (simd, one thread).
 // The models are fc.nn's (web/nn.mjs), the same definitions tests/js/models.test.mjs trains.
 import { init } from 'fucina';
-import { GEMM_SHAPES, W5_BATCH, W5_CONFIG, W5_T, labelPattern, loadAverage1m, parseArgs, record, report, runProtocol } from './protocol.mjs';
+import { GEMM_SHAPES, W5_BATCH, W5_CONFIG, W5_T, W6_BATCH, W7_NEW, W7_PROMPT, labelPattern, loadAverage1m, parseArgs, record, report, runProtocol } from './protocol.mjs';
 
 const args = parseArgs(process.argv.slice(2), ['variant']);
 const variant = args.variant ?? 'threaded-simd';
@@ -60,6 +65,29 @@ function setUp(workload) {
     const tokens = fc.constant(['batch', 't'], [W5_BATCH, W5_T + 1], labelPattern(W5_BATCH * (W5_T + 1), W5_CONFIG.vocab_size), 'i32');
     return { step: trainingStep(opt, () => model.loss(tokens)), long: true,
       note: `GPT-2 small, LoRA r8 on c_attn/c_proj/c_fc, base ${dtype}${ckpt ? ', checkpointed' : ''}` };
+  }
+  if (workload in W6_BATCH) {
+    const model = new fc.nn.Cnn({}, 1);
+    // Prepared and packed under noGrad: the parameters are variables, their copies constants.
+    // fc.packRhs + dotPacked directly, as bench.cpp: nn.Linear.pack()'s forward adds its input
+    // checks (~0.1 ms a call in Node 20, as much as batch 1's product).
+    const [p1, p2, f1, f2] = fc.noGrad(() => [
+      ...[model.conv1, model.conv2].map((c) => fc.prepareConv2dWeights(c.weight, { ...c.options, bias: c.bias })),
+      ...[model.fc1, model.fc2].map((l) => fc.packRhs(l.weight, l.in))]);
+    const x = fc.normal(['batch', 'c', 'h', 'w'], [W6_BATCH[workload], 1, 28, 28], 0, 1, 2);
+    const step = () => fc.noGrad(() => fc.scope(() => {
+      let h = x.conv2dPreparedRelu(p1).maxPool2d(2);
+      h = h.conv2dPreparedRelu(p2).maxPool2d(2).merge(['c2', 'h', 'w'], 'feature');
+      return void h.dotPacked(f1, model.fc1.bias).relu().dotPacked(f2, model.fc2.bias).toArray();
+    }));
+    return { step, note: `NCHW, convolutions prepared (${p2.winograd ? 'conv2 Winograd' : 'im2col GEMM'}), Linears packed` };
+  }
+  if (workload === 'w7') {
+    const model = new fc.nn.Gpt({}, 1), prompt = labelPattern(W7_PROMPT, 256);
+    const step = () => {  // greedy: every implementation does the same work
+      if (model.generate(prompt, { maxTokens: W7_NEW, temperature: 0 }).length !== W7_NEW) throw new Error('generate stopped early');
+    };
+    return { step, note: '64-token prompt, 128 new tokens, greedy, KV cache' };
   }
   const [m, k, n] = GEMM_SHAPES[workload];
   const a = fc.normal(['m', 'k'], [m, k], 0, 1, 1), b = fc.normal(['k', 'n'], [k, n], 0, 1, 2);

@@ -1,7 +1,8 @@
 // The timing protocol of ../shared/BENCHMARKS.md, shared by every JavaScript benchmark (fucina's
 // bench.mjs and the peers in peers/): 10 warm-up steps, then 50 steps timed one by one; 5 + 20
 // when the second warm-up step takes more than 400 ms (reduced_protocol: true), 2 + 5 for W5's
-// multi-second steps; --quick is a smoke test of 2 + 3. Plus the workloads' FLOP counts and the command line they all share.
+// multi-second steps; --quick is a smoke test of 2 + 3. Inference steps (W6, W7) follow the same
+// protocol. Plus the workloads' FLOP counts and the command line they all share.
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 
@@ -11,7 +12,13 @@ export const OWN_WORKLOADS = ['w3-frozen-f32', 'w3-frozen-f16', 'w3-frozen-q8'];
 /** W5 (bench/README.md): LoRA fine-tuning of a GPT-2-small-shaped model, base f32/f16/q8_0, with
  * and without checkpointed blocks. Seconds a step: run on request (--workloads), not by default. */
 export const W5_WORKLOADS = ['w5-f32', 'w5-f16', 'w5-q8', 'w5-f32-ckpt', 'w5-f16-ckpt', 'w5-q8-ckpt'];
-export const ALL_WORKLOADS = [...WORKLOADS, ...W5_WORKLOADS];
+/** Inference (bench/README.md): W6 the W2 CNN's forward on batch 1 and 64 (images/s), W7 greedy
+ * generation of 128 tokens after a 64-token prompt by W3's model (tokens/s). Not in
+ * BENCHMARKS.md; run on request (--workloads). */
+export const INFERENCE_WORKLOADS = ['w6-b1', 'w6-b64', 'w7'];
+export const ALL_WORKLOADS = [...WORKLOADS, ...W5_WORKLOADS, ...INFERENCE_WORKLOADS];
+export const W6_BATCH = { 'w6-b1': 1, 'w6-b64': 64 };
+export const W7_PROMPT = 64, W7_NEW = 128;
 /** W5's model: GPT-2 small's config.json fields, and its batch. */
 export const W5_CONFIG = { n_embd: 768, n_layer: 12, n_head: 12, n_positions: 1024, vocab_size: 50257 };
 export const W5_BATCH = 4, W5_T = 128;
@@ -20,11 +27,25 @@ export const W5_BATCH = 4, W5_T = 128;
 export const GEMM_SHAPES = { 'w4-1024': [1024, 1024, 1024], 'w4-fc': [128, 784, 512] };
 
 const W3_PARAMS = 445952, W3_T = 128, W3_D = 128, W3_LAYERS = 2, W3_BATCH = 16;
+/** FLOPs of one image through W2's CNN (forward). */
+const CNN_FORWARD = 2 * (26 * 26 * 32 * 9 + 11 * 11 * 64 * 288 + 1600 * 128 + 128 * 10);
+
+/** W6's images/s and W7's tokens/s at a median step time (the other workloads: none). */
+export function rates(workload, medianMs) {
+  if (workload in W6_BATCH) return { images_per_s: W6_BATCH[workload] / (medianMs / 1e3) };
+  return workload === 'w7' ? { tokens_per_s: W7_NEW / (medianMs / 1e3) } : {};
+}
 
 /** FLOPs of one step, in GFLOP (as BENCHMARKS.md counts them). */
 export function gflopPerStep(workload) {
   if (workload === 'w1') return (6 * 128 * (784 * 512 + 512 * 256 + 256 * 10)) / 1e9;
-  if (workload === 'w2') return (3 * 64 * 2 * (26 * 26 * 32 * 9 + 11 * 11 * 64 * 288 + 1600 * 128 + 128 * 10)) / 1e9;
+  if (workload === 'w2') return (3 * 64 * CNN_FORWARD) / 1e9;
+  if (workload in W6_BATCH) return (W6_BATCH[workload] * CNN_FORWARD) / 1e9;
+  if (workload === 'w7') {  // nominal: one position per token through the projections and the tied
+    // head (attention and the reruns past the context left out): compare it only as a time
+    const weights = W3_LAYERS * (W3_D * 3 * W3_D + W3_D * W3_D + 2 * W3_D * 4 * W3_D) + 256 * W3_D;
+    return (2 * weights * (W7_PROMPT + W7_NEW - 1)) / 1e9;
+  }
   if (workload.startsWith('w3')) {  // the frozen variants: the same nominal work (bench.cpp)
     const attention = 3 * W3_LAYERS * W3_BATCH * 2 * (2 * W3_T * W3_T * W3_D);  // QKᵀ and AV, ×3 with backward
     return (6 * W3_BATCH * W3_T * (W3_PARAMS - W3_T * W3_D) + attention) / 1e9;
@@ -86,7 +107,7 @@ export function record(workload, impl, threads, timing, load, extra = {}) {
   const { median_ms, min_ms, max_ms, reduced_protocol, warmup, steps } = timing;
   return { workload, impl, threads, median_ms, min_ms, max_ms,
     gflops_median: gflopPerStep(workload) / (median_ms / 1e3), reduced_protocol, load_avg_1m: load,
-    warmup, steps, ...extra };
+    warmup, steps, ...rates(workload, median_ms), ...extra };
 }
 
 export const loadAverage1m = () => loadavg()[0];
@@ -103,8 +124,9 @@ export function report(r, json) {
   }
   const mib = (b) => (b / 1048576).toFixed(1);
   const memory = r.peak_bytes !== undefined ? `  peak ${mib(r.peak_bytes)} MiB` : '';
+  const rate = r.images_per_s ? `  ${r.images_per_s.toFixed(1)} images/s` : r.tokens_per_s ? `  ${r.tokens_per_s.toFixed(1)} tokens/s` : '';
   console.log(`${r.workload.padEnd(8)} ${r.impl} ${r.threads} thr  median ${r.median_ms.toFixed(3).padStart(9)} ms` +
-    `  (min ${r.min_ms.toFixed(3)}, max ${r.max_ms.toFixed(3)})  ${r.gflops_median.toFixed(2).padStart(7)} GFLOP/s${memory}` +
+    `  (min ${r.min_ms.toFixed(3)}, max ${r.max_ms.toFixed(3)})  ${r.gflops_median.toFixed(2).padStart(7)} GFLOP/s${rate}${memory}` +
     `  load ${r.load_avg_1m.toFixed(2)}${r.reduced_protocol ? '  [reduced protocol]' : ''}${r.note ? `  ${r.note}` : ''}`);
 }
 

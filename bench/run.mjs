@@ -5,8 +5,9 @@
 //   node bench/run.mjs [--compare] [--json] [--quick] [--workloads w1,w4-1024] [--rounds N]
 //                      [--configs fucina-native:1,fucina-wasm-st:1,torch:2]
 // The default workloads are W1-W4; W5 (w5-f32,w5-f16,w5-q8 and their -ckpt variants: seconds a
-// step) runs when --workloads names it. PyTorch runs W5 as full fine-tuning (f32, every parameter)
-// beside w5-f32 and w5-f32-ckpt.
+// step) and the inference workloads W6 (w6-b1, w6-b64) and W7 run when --workloads names them.
+// PyTorch runs W5 as full fine-tuning (f32, every parameter) beside w5-f32 and w5-f32-ckpt, and
+// W7 by two loops: torch (no KV cache) and torch-kv; TF.js does not run W7.
 // --compare adds the peers that are installed: TensorFlow.js's wasm backend (peers/tfjs_bench.mjs)
 // and PyTorch (peers/torch_bench.py). --configs keeps only the named impl:threads pairs (W5's
 // steps take seconds: a run of every configuration takes most of an hour). --json prints one JSON object per run (with its "round")
@@ -16,7 +17,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ALL_WORKLOADS, OWN_WORKLOADS, WORKLOADS, gflopPerStep } from './protocol.mjs';
+import { ALL_WORKLOADS, OWN_WORKLOADS, WORKLOADS, gflopPerStep, rates } from './protocol.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const argv = process.argv.slice(2);
@@ -65,9 +66,10 @@ const configs = [  // impl, threads, the command minus the workload flags, and w
 if (compare) {
   if (existsSync(join(root, 'node_modules', '@tensorflow', 'tfjs-backend-wasm'))) {
     const tfjs = [node, join(root, 'bench', 'peers', 'tfjs_bench.mjs'), '--threads', '1'];
-    configs.push({ impl: 'tfjs-wasm', threads: 1, cmd: tfjs, only: (w) => w !== 'w3-ckpt' && !OWN_WORKLOADS.includes(w) && !w.startsWith('w5') },
+    configs.push({ impl: 'tfjs-wasm', threads: 1, cmd: tfjs, only: (w) => w !== 'w3-ckpt' && !OWN_WORKLOADS.includes(w) && !w.startsWith('w5') && w !== 'w7' },
       { impl: 'tfjs-wasm-xt', threads: 1, cmd: [...tfjs, '--grads', 'xt'], only: (w) => w === 'w1' },
       { impl: 'tfjs-wasm-onehot', threads: 1, cmd: [...tfjs, '--embedding', 'onehot'], only: (w) => w === 'w3' });
+    if (workloads.includes('w7')) note('tfjs-wasm does not run W7: it has no KV-cached generation (bench/README.md)');
   } else {
     note('TensorFlow.js is not installed (npm install adds the devDependencies); tfjs-wasm skipped');
   }
@@ -82,7 +84,10 @@ if (compare) {
     const peer = (w) => !OWN_WORKLOADS.includes(w) && (!w.startsWith('w5') || w in W5_TORCH);
     const as = (w) => W5_TORCH[w] ?? w;
     configs.push({ impl: 'torch', threads: 1, cmd: [...torch, '--threads', '1'], only: peer, as },
-      { impl: 'torch', threads: 2, cmd: [...torch, '--threads', '2'], only: peer, as });
+      { impl: 'torch', threads: 2, cmd: [...torch, '--threads', '2'], only: peer, as },
+      // W7's second loop: keys and values cached (torch's impl is then the naive loop)
+      { impl: 'torch-kv', threads: 1, cmd: [...torch, '--threads', '1', '--generate', 'kv'], only: (w) => w === 'w7' },
+      { impl: 'torch-kv', threads: 2, cmd: [...torch, '--threads', '2', '--generate', 'kv'], only: (w) => w === 'w7' });
   } else {
     note('PyTorch is not installed (neither python3 nor /usr/bin/python3 imports torch; Debian: apt-get install python3-torch); torch skipped');
   }
@@ -142,8 +147,8 @@ for (const [k, rs] of groups) {
   const m = median(ok.map((r) => r.median_ms));
   const s = { ...base, median_ms: m, min_ms: Math.min(...ok.map((r) => r.min_ms)), max_ms: Math.max(...ok.map((r) => r.max_ms)),
     // Each run's own rate: torch's W5 does full fine-tuning's work, not LoRA's.
-    gflops_median: median(ok.map((r) => r.gflops_median)), reduced_protocol: ok.some((r) => r.reduced_protocol),
-    load_avg_1m: ok.map((r) => r.load_avg_1m) };
+    gflops_median: median(ok.map((r) => r.gflops_median)), ...rates(workload, m),
+    reduced_protocol: ok.some((r) => r.reduced_protocol), load_avg_1m: ok.map((r) => r.load_avg_1m) };
   for (const f of ['peak_bytes', 'step_bytes', 'allocs_per_step', 'saved_bytes', 'rss_increase_bytes'])
     if (ok[0][f] !== undefined) s[f] = median(ok.map((r) => r[f]));
   summary.set(k, s);
@@ -164,6 +169,8 @@ const RATIOS = [
   [['fucina-wasm-mt', 1], ['fucina-wasm-st', 1], 'wasm-mt 1 thr / wasm-st'],
   [['fucina-native', 1], ['torch', 1], 'native / torch (1 thr)'],
   [['fucina-native', 2], ['torch', 2], 'native / torch (2 thr)'],
+  [['fucina-native', 1], ['torch-kv', 1], 'native / torch-kv (1 thr)'],
+  [['fucina-native', 2], ['torch-kv', 2], 'native / torch-kv (2 thr)'],
   [['fucina-wasm-st', 1], ['tfjs-wasm', 1], 'wasm-st / tfjs-wasm'],
   [['fucina-wasm-st', 1], ['tfjs-wasm-xt', 1], 'wasm-st / tfjs-wasm explicit-transpose'],
   [['fucina-wasm-st', 1], ['tfjs-wasm-onehot', 1], 'wasm-st / tfjs-wasm one-hot embedding'],
@@ -173,7 +180,9 @@ const NAMES = { w1: 'W1 mlp', w2: 'W2 cnn', w3: 'W3 gpt', 'w3-ckpt': 'W3 gpt, ch
   'w5-f32': 'W5 LoRA on GPT-2 small, f32 base (torch: full fine-tuning)', 'w5-f16': 'W5 LoRA, f16 base', 'w5-q8': 'W5 LoRA, q8_0 base',
   'w5-f32-ckpt': 'W5 LoRA, f32 base, checkpointed (torch: full fine-tuning, checkpointed)',
   'w5-f16-ckpt': 'W5 LoRA, f16 base, checkpointed', 'w5-q8-ckpt': 'W5 LoRA, q8_0 base, checkpointed',
-  'w4-1024': 'W4 GEMM 1024x1024x1024', 'w4-fc': 'W4 GEMM 128x784x512' };
+  'w4-1024': 'W4 GEMM 1024x1024x1024', 'w4-fc': 'W4 GEMM 128x784x512',
+  'w6-b1': 'W6 CNN inference, batch 1', 'w6-b64': 'W6 CNN inference, batch 64',
+  'w7': 'W7 tiny-GPT generation, 64-token prompt + 128 greedy tokens (torch: no KV cache; torch-kv: cached)' };
 for (const w of workloads) {
   console.log(`\n${NAMES[w] ?? w}  (${gflopPerStep(w).toFixed(3)} GFLOP per step; medians of ${rounds} rounds${quick ? ', --quick' : ''})`);
   console.log(`  ${'impl'.padEnd(17)} thr  ${'median ms'.padStart(10)}  ${'min-max ms'.padStart(19)}  ${'GFLOP/s'.padStart(8)}  memory                       load 1m`);
@@ -186,9 +195,10 @@ for (const w of workloads) {
     }
     const memory = [s.step_bytes !== undefined ? `step ${mib(s.step_bytes)}` : s.peak_bytes !== undefined ? `peak ${mib(s.peak_bytes)}` : '',
       s.saved_bytes !== undefined && (s.workload.startsWith('w3') || s.workload.startsWith('w5')) ? `saved ${mib(s.saved_bytes)}` : ''].filter(Boolean).join(', ');
+    const rate = s.images_per_s ? `  ${s.images_per_s.toFixed(1)} images/s` : s.tokens_per_s ? `  ${s.tokens_per_s.toFixed(1)} tokens/s` : '';
     console.log(`${head}${s.median_ms.toFixed(2).padStart(10)}  ${`${s.min_ms.toFixed(2)}-${s.max_ms.toFixed(2)}`.padStart(19)}  ` +
       `${s.gflops_median.toFixed(2).padStart(8)}  ${memory.padEnd(27)}  ${s.load_avg_1m.map((l) => l.toFixed(2)).join(' ')}` +
-      `${s.reduced_protocol ? '  [reduced protocol]' : ''}`);
+      `${s.reduced_protocol ? '  [reduced protocol]' : ''}${rate}`);
   }
   const ratios = [];
   for (const [[ai, at], [bi, bt], label] of RATIOS) {

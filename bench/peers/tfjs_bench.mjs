@@ -5,9 +5,12 @@
 // fast path (tfjs-wasm sends transposed matMuls to a scalar loop). --embedding (W3): the token
 // embedding by tf.gather (its gradient needs UnsortedSegmentSum) or by a one-hot matMul.
 // Layout NHWC (tfjs's own). A workload the backend cannot run is reported as "error".
+// W6 (w6-b1, w6-b64): W2's CNN forward in tf.tidy to the logits read back (dataSync); tfjs has no
+// prepared or packed weights to opt into. W7 (generation) is not run: tfjs has no KV-cached
+// attention, and its tensors' per-op overhead would make a hand-written loop measure that.
 import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
-import { GEMM_SHAPES, labelPattern, loadAverage1m, parseArgs, record, report, runProtocol } from '../protocol.mjs';
+import { GEMM_SHAPES, W6_BATCH, labelPattern, loadAverage1m, parseArgs, record, report, runProtocol } from '../protocol.mjs';
 
 const args = parseArgs(process.argv.slice(2), ['grads', 'embedding']);
 const grads = args.grads ?? 'stock', embedding = args.embedding ?? 'gather';
@@ -52,16 +55,31 @@ function w1() {
   return { step: trainingStep(tf.train.sgd(0.01), () => crossEntropy(forward(), y, 10)) };
 }
 
-function w2() {
+/** W2's CNN on a batch of NHWC images: its forward to the logits. */
+function cnn(batch) {
   const k1 = uniform([3, 3, 1, 32], 9), b1 = uniform([32], 9), k2 = uniform([3, 3, 32, 64], 288), b2 = uniform([64], 288);
   const fc1 = new Dense(1600, 128), fc2 = new Dense(128, 10);
-  const x = tf.randomNormal([64, 28, 28, 1], 0, 1, 'float32', 2), y = tf.tensor1d(labelPattern(64, 10), 'int32');
-  const forward = () => {
+  const x = tf.randomNormal([batch, 28, 28, 1], 0, 1, 'float32', 2);
+  return () => {
     let h = tf.maxPool(tf.relu(tf.add(tf.conv2d(x, k1, 1, 'valid'), b1)), 2, 2, 'valid');
     h = tf.maxPool(tf.relu(tf.add(tf.conv2d(h, k2, 1, 'valid'), b2)), 2, 2, 'valid');
-    return fc2.apply(tf.relu(fc1.apply(tf.reshape(h, [64, 1600]))));
+    return fc2.apply(tf.relu(fc1.apply(tf.reshape(h, [batch, 1600]))));
   };
+}
+
+function w2() {
+  const forward = cnn(64), y = tf.tensor1d(labelPattern(64, 10), 'int32');
   return { step: trainingStep(tf.train.sgd(0.01), () => crossEntropy(forward(), y, 10)), note: 'NHWC' };
+}
+
+function w6(workload) {
+  const forward = cnn(W6_BATCH[workload]);
+  const step = () => {
+    const logits = tf.tidy(forward);
+    logits.dataSync();
+    logits.dispose();
+  };
+  return { step, note: 'NHWC, tf.tidy forward' };
 }
 
 function w3() {
@@ -121,8 +139,9 @@ let result;
 try {
   if (args.threads !== 1) throw new Error('tfjs-wasm runs on one thread in Node');
   if (args.workload === 'w3-ckpt') throw new Error('tfjs has no activation checkpointing');
+  if (args.workload === 'w7') throw new Error('not run: tfjs has no KV-cached generation (bench/README.md)');
   const { step, note, profile } = args.workload === 'w1' ? w1() : args.workload === 'w2' ? w2()
-    : args.workload === 'w3' ? w3() : w4(args.workload);
+    : args.workload === 'w3' ? w3() : args.workload in W6_BATCH ? w6(args.workload) : w4(args.workload);
   const timing = runProtocol(step, { quick: args.quick });
   const extra = note ? { note } : {};
   if (profile) extra.peak_bytes = (await tf.profile(step)).peakBytes;  // BENCHMARKS.md's tfjs memory figure

@@ -7,7 +7,13 @@ loads (without it 2 threads are slower than 1 on this machine kind). W3 also rep
 the activations autograd saves in one forward (parameters excluded), as BENCHMARKS.md measures.
 W5 (bench/README.md) is full fine-tuning of a GPT-2-small-shaped model (f32, AdamW on every
 parameter, batch 4 x T 128, random weights), the PyTorch side of fucina's LoRA W5, with 2 warm-up
-and 5 timed steps. Every run records the BLAS library torch loaded ("blas")."""
+and 5 timed steps. W6 (w6-b1, w6-b64) is W2's CNN in eval mode under torch.no_grad(), one
+forward of 1 or 64 images to the logits read back (images_per_s); W7 generates 128 tokens
+greedily after a 64-token prompt with W3's model (tokens_per_s) by the loop a PyTorch user writes:
+--generate naive (the default: a full forward over the last `context` tokens per new token, as
+Hugging Face's loop without a cache) or kv (keys and values cached while the context has room,
+then full forwards over the last `context` tokens, as fucina's generate). Every run records the
+BLAS library torch loaded ("blas")."""
 import argparse
 import json
 import os
@@ -23,6 +29,8 @@ import torch.nn.functional as F  # noqa: E402
 from torch.utils.checkpoint import checkpoint  # noqa: E402
 
 GEMM_SHAPES = {"w4-1024": (1024, 1024, 1024), "w4-fc": (128, 784, 512)}
+W6_BATCH = {"w6-b1": 1, "w6-b64": 64}
+W7_PROMPT, W7_NEW = 64, 128
 
 
 def gflop_per_step(w):
@@ -38,8 +46,19 @@ def gflop_per_step(w):
         block_params = layers * (d * 3 * d + d * d + 2 * d * inner)
         forward = 2 * tokens * (block_params + d * vocab) + layers * 4 * 2 * (2 * 128 * 128 * d)
         return 3 * forward / 1e9
+    if w in W6_BATCH:  # one forward
+        return W6_BATCH[w] * 2 * (26 * 26 * 32 * 9 + 11 * 11 * 64 * 288 + 1600 * 128 + 128 * 10) / 1e9
+    if w == "w7":  # nominal: one position per token through the projections and the head (protocol.mjs)
+        return 2 * (2 * (128 * 384 + 128 * 128 + 2 * 128 * 512) + 256 * 128) * (W7_PROMPT + W7_NEW - 1) / 1e9
     m, k, n = GEMM_SHAPES[w]
     return 2 * m * n * k / 1e9
+
+
+def rate(w, median_ms):
+    """W6's images/s and W7's tokens/s, as protocol.mjs's record() adds them."""
+    if w in W6_BATCH:
+        return {"images_per_s": W6_BATCH[w] / (median_ms / 1e3)}
+    return {"tokens_per_s": W7_NEW / (median_ms / 1e3)} if w == "w7" else {}
 
 
 def label_pattern(n, classes):
@@ -63,13 +82,20 @@ class Block(nn.Module):
         self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
         self.fc, self.out = nn.Linear(d, mlp), nn.Linear(mlp, d)
 
-    def forward(self, x):
+    def forward(self, x, cache=None):
+        """cache (W7's kv loop): a dict that gets this block's keys and values appended; the new
+        positions' queries attend over all of them, the causal mask aligned to the end."""
         b, t, d = x.shape
         hd = d // self.heads
         q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
         q, k, v = (z.view(b, t, self.heads, hd).transpose(1, 2) for z in (q, k, v))
+        if cache is not None:
+            if cache:
+                k, v = torch.cat([cache["k"], k], 2), torch.cat([cache["v"], v], 2)
+            cache["k"], cache["v"] = k, v
+        tk = k.shape[2]
         att = (q @ k.transpose(-2, -1)) * (1.0 / hd ** 0.5)
-        causal = torch.ones(t, t, dtype=torch.bool).triu(1)
+        causal = torch.ones(t, tk, dtype=torch.bool).triu(tk - t + 1)
         att = F.softmax(att.masked_fill(causal, float("-inf")), dim=-1)
         x = x + self.proj((att @ v).transpose(1, 2).reshape(b, t, d))
         return x + self.out(F.gelu(self.fc(self.ln2(x)), approximate=self.gelu))
@@ -86,11 +112,31 @@ class Gpt(nn.Module):
         self.lnf = nn.LayerNorm(d, eps=1e-5)
         self.checkpoint_blocks = checkpoint_blocks
 
-    def forward(self, idx):
-        x = self.te(idx) + self.pe(torch.arange(idx.shape[1]))
-        for b in self.blocks:
-            x = checkpoint(b, x) if self.checkpoint_blocks else b(x)
+    def forward(self, idx, caches=None):
+        start = caches[0]["k"].shape[2] if caches and caches[0] else 0  # positions already cached
+        x = self.te(idx) + self.pe(torch.arange(start, start + idx.shape[1]))
+        for i, b in enumerate(self.blocks):
+            x = checkpoint(b, x) if self.checkpoint_blocks else b(x, caches[i] if caches else None)
         return self.lnf(x) @ self.te.weight.t()  # tied head
+
+
+def generate(model, prompt, new_tokens, context, kv):
+    """Greedy generation as a PyTorch user writes it (W7): without kv a full forward over the last
+    `context` tokens per new token; with kv one position per token from the cached keys and values
+    while the context has room, then full forwards over the last `context` tokens (as fucina)."""
+    ids, out = list(prompt), []
+    caches = [{} for _ in model.blocks] if kv else None
+    logits = model(torch.tensor([ids[-context:]]), caches)
+    for i in range(new_tokens):
+        ids.append(int(logits[0, -1].argmax()))
+        out.append(ids[-1])
+        if i + 1 == new_tokens:
+            break
+        if kv and len(ids) <= context:
+            logits = model(torch.tensor([ids[-1:]]), caches)
+        else:
+            logits = model(torch.tensor([ids[-context:]]))
+    return out
 
 
 def loaded_blas():
@@ -100,8 +146,18 @@ def loaded_blas():
     return ", ".join(sorted(os.path.realpath(p) for p in libs)) or "none found"
 
 
-def set_up(w):
+def set_up(w, kv=False):
     torch.manual_seed(1)
+    if w in W6_BATCH:  # W2's model in eval mode; the step runs it under no_grad
+        model = nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(32, 64, 3), nn.ReLU(),
+                              nn.MaxPool2d(2), nn.Flatten(), nn.Linear(1600, 128), nn.ReLU(), nn.Linear(128, 10)).eval()
+        x = torch.randn(W6_BATCH[w], 1, 28, 28)
+        return model, None, lambda: model(x)[0, 0].item(), "NCHW, eval mode, no_grad"
+    if w == "w7":
+        model = Gpt().eval()
+        prompt = label_pattern(W7_PROMPT, 256)
+        return model, None, lambda: generate(model, prompt, W7_NEW, 128, kv), (
+            "64-token prompt, 128 new tokens, greedy, " + ("KV cache" if kv else "no KV cache (full forward per token)"))
     if w in ("w1", "w2"):
         if w == "w1":
             model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 10))
@@ -150,17 +206,25 @@ def saved_activation_bytes(model, loss_of):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--workload", required=True, choices=["w1", "w2", "w3", "w3-ckpt", "w4-1024", "w4-fc", "w5", "w5-ckpt"])
+    p.add_argument("--workload", required=True, choices=["w1", "w2", "w3", "w3-ckpt", "w4-1024", "w4-fc", "w5", "w5-ckpt",
+                                                            "w6-b1", "w6-b64", "w7"])
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--json", action="store_true")
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--generate", choices=["naive", "kv"], default="naive")  # W7's loop
     args = p.parse_args()
+    inference = args.workload.startswith(("w6", "w7"))
+    impl = "torch-kv" if args.workload == "w7" and args.generate == "kv" else "torch"
     load = os.getloadavg()[0]
     torch.set_num_threads(args.threads)
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    model, opt, loss_of, note = set_up(args.workload)
+    model, opt, loss_of, note = set_up(args.workload, args.generate == "kv")
 
     def step():
+        if inference:
+            with torch.no_grad():
+                loss_of()
+            return
         if opt is None:
             loss_of()
             return
@@ -186,11 +250,11 @@ def main():
     ms = sorted(timed() for _ in range(steps))
     n = len(ms)
     median = ms[n // 2] if n % 2 else (ms[n // 2 - 1] + ms[n // 2]) / 2
-    r = {"workload": args.workload, "impl": "torch", "threads": args.threads, "median_ms": median,
+    r = {"workload": args.workload, "impl": impl, "threads": args.threads, "median_ms": median,
          "min_ms": ms[0], "max_ms": ms[-1], "gflops_median": gflop_per_step(args.workload) / (median / 1e3),
          "reduced_protocol": reduced, "load_avg_1m": load, "warmup": warmup, "steps": steps,
          "rss_increase_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - rss0,
-         "blas": loaded_blas()}
+         "blas": loaded_blas(), **rate(args.workload, median)}
     if model is not None and args.workload.startswith(("w3", "w5")):
         r["saved_bytes"] = saved_activation_bytes(model, loss_of)
     if note:
@@ -198,8 +262,9 @@ def main():
     if args.json:
         print(json.dumps(r))
     else:
-        print(f"{r['workload']:<8} torch {r['threads']} thr  median {median:9.3f} ms  (min {ms[0]:.3f}, max {ms[-1]:.3f})"
-              f"  {r['gflops_median']:7.2f} GFLOP/s  load {load:.2f}{'  [reduced protocol]' if reduced else ''}  blas {r['blas']}")
+        print(f"{r['workload']:<8} {impl} {r['threads']} thr  median {median:9.3f} ms  (min {ms[0]:.3f}, max {ms[-1]:.3f})"
+              f"  {r['gflops_median']:7.2f} GFLOP/s  load {load:.2f}{'  [reduced protocol]' if reduced else ''}  blas {r['blas']}"
+              + "".join(f"  {v:.1f} {k[:-6]}/s" for k, v in r.items() if k.endswith("_per_s")))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 // bench/ must not rot: one quick W1 run of bench/bench.mjs (the simd variant) prints one JSON line
-// with the documented fields, and run.mjs keeps only the configurations --configs names. Only the
-// shape is checked, never a timing.
+// with the documented fields, run.mjs keeps only the configurations --configs names, and the
+// inference workloads (W6, W7) run natively and in wasm with their rates. Only the shape is
+// checked, never a timing.
 import { test } from 'node:test';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -29,4 +30,20 @@ test('run.mjs --configs runs only the configurations it names, and refuses unkno
   const bad = spawnSync(process.execPath, [script, '--workloads', 'w1', '--configs', 'fucina-wasm-st:3'], { encoding: 'utf8' });
   assert.equal(bad.status, 2);
   assert.match(bad.stderr, /unknown configuration fucina-wasm-st:3 \(use fucina-native:1, /);
+});
+
+test('run.mjs runs the inference workloads W6 and W7, natively and in wasm, with their rates', () => {
+  const script = fileURLToPath(new URL('../../bench/run.mjs', import.meta.url));
+  const out = execFileSync(process.execPath, [script, '--workloads', 'w6-b1,w6-b64,w7', '--quick', '--rounds', '1', '--json',
+    '--configs', 'fucina-native:1,fucina-wasm-st:1'], { encoding: 'utf8' });
+  const runs = out.trim().split('\n').map((l) => JSON.parse(l)).filter((r) => r.round === 1);
+  assert.deepEqual(runs.map((r) => `${r.workload}:${r.impl}`), ['w6-b1:fucina-native', 'w6-b1:fucina-wasm-st',
+    'w6-b64:fucina-native', 'w6-b64:fucina-wasm-st', 'w7:fucina-native', 'w7:fucina-wasm-st']);
+  for (const r of runs) {
+    assert.equal(r.error, undefined, JSON.stringify(r));
+    assert.equal(typeof r.median_ms, 'number');
+    const [rate, perStep] = r.workload === 'w7' ? ['tokens_per_s', 128] : ['images_per_s', r.workload === 'w6-b1' ? 1 : 64];
+    // 1%: fucina_bench prints median_ms to 4 decimals, and batch 1 takes well under a millisecond
+    assert.ok(Math.abs(r[rate] - perStep / (r.median_ms / 1e3)) <= 1e-2 * r[rate], `${rate} in ${JSON.stringify(r)}`);
+  }
 });
