@@ -189,7 +189,9 @@ TEST_CASE("rmsNormMulRopeHalfPrepared equals rmsNormMul then rope, values and gr
   // x {t, head, b, d} (a permuted view of its storage), offset 2 into a 7-row table.
   Tensor xs = Tensor::variableFromSlice(ctx, {"b", "head", "d", "t"}, {2, 3, 6, 4}, wave(144, 1.5f, 0.2f, 0.41f));
   Tensor w = Tensor::variableFromSlice(ctx, {"d"}, {6}, wave(6, 1, 1.1f, 0.9f));
-  const auto [cos, sin] = ropeTables(ctx, 7, 6);
+  const auto cossin_tables = ropeTables(ctx, 7, 6);  // not a structured binding: clang 14 cannot capture those
+  const Tensor& cos = cossin_tables.first;
+  const Tensor& sin = cossin_tables.second;
   const fucina::RmsNormRopeOptions o{.position = "t", .offset = 2, .eps = 1e-5};
   const fucina::RopeOptions ro{.position = "t", .dim = "d", .offset = 2};
   auto x = [&] { return xs.permuteTo(ctx, {"t", "head", "b", "d"}); };  // a fresh view per graph
@@ -214,7 +216,9 @@ TEST_CASE("rmsNormMulRopeHalfPrepared equals rmsNormMul then rope, values and gr
   // Size-1 axes and D = 2.
   Tensor x1 = Tensor::variableFromSlice(ctx, {"t", "d"}, {1, 2}, {0.3f, -1.2f});
   Tensor w1 = Tensor::variableFromSlice(ctx, {"d"}, {2}, {0.7f, 1.5f});
-  const auto [c1, s1] = ropeTables(ctx, 3, 2);
+  const auto c1s1_tables = ropeTables(ctx, 3, 2);  // not a structured binding: clang 14 cannot capture those
+  const Tensor& c1 = c1s1_tables.first;
+  const Tensor& s1 = c1s1_tables.second;
   fucina::gradcheck(ctx, [&](ExecContext& c) {
     return x1.rmsNormMulRopeHalfPrepared(c, w1, c1, s1, "d", {.offset = 2}).mul(c, Tensor::fromSlice(c, {"d"}, {2}, {1, -2})).sumAll(c);
   }, {&x1, &w1});
@@ -225,7 +229,9 @@ TEST_CASE("rmsNormMulRopeHalfPrepared is the same on 1 and 2 threads") {
     ExecContext ctx(fucina::ExecOptions{.threads = threads});
     Tensor x = Tensor::variable(ctx, Tensor::uniform(ctx, {"b", "t", "d"}, {8, 64, 64}, -2, 2, 3));
     Tensor w = Tensor::variable(ctx, Tensor::uniform(ctx, {"d"}, {64}, 0.5, 1.5, 4));
-    const auto [cos, sin] = ropeTables(ctx, 64, 64);
+    const auto cossin_tables = ropeTables(ctx, 64, 64);  // not a structured binding: clang 14 cannot capture those
+    const Tensor& cos = cossin_tables.first;
+    const Tensor& sin = cossin_tables.second;
     const Tensor y = x.rmsNormMulRopeHalfPrepared(ctx, w, cos, sin, "d");
     y.mul(ctx, Tensor::uniform(ctx, {"b", "t", "d"}, {8, 64, 64}, -1, 1, 5)).sumAll(ctx).backward(ctx);
     std::vector<float> out = y.toVector();
@@ -240,7 +246,9 @@ TEST_CASE("rmsNormMulRopeHalfPrepared: bad inputs") {
   ExecContext ctx;
   const Tensor x = Tensor::ones(ctx, {"t", "d"}, {2, 4});
   const Tensor w = Tensor::ones(ctx, {"d"}, {4});
-  const auto [cos, sin] = ropeTables(ctx, 2, 4);
+  const auto cossin_tables = ropeTables(ctx, 2, 4);  // not a structured binding: clang 14 cannot capture those
+  const Tensor& cos = cossin_tables.first;
+  const Tensor& sin = cossin_tables.second;
   CHECK_FUCINA_ERROR(x.rmsNormMulRopeHalfPrepared(ctx, Tensor::ones(ctx, {"d"}, {3}), cos, sin, "d"), ShapeMismatch);
   CHECK_FUCINA_ERROR(x.rmsNormMulRopeHalfPrepared(ctx, w, cos, sin, "e"), ShapeMismatch);
   CHECK_FUCINA_ERROR(x.rmsNormMulRopeHalfPrepared(ctx, w, cos, sin, "d", {.offset = 1}), ShapeMismatch);  // table too short

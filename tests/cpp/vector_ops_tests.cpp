@@ -221,7 +221,7 @@ TEST_CASE("SIMD norms, softmax, cross-entropy and attention match the scalar pat
   }
   for (auto [t, d] : {std::pair<int64_t, int64_t>{1, 1}, {5, 3}, {19, 8}, {33, 16}}) {
     INFO("attention T " << t << " D " << d);
-    compareKernels([&](ExecContext& ctx) {
+    compareKernels([&, t = t, d = d](ExecContext& ctx) {  // copies: clang 14 cannot capture bindings
       const auto n = static_cast<size_t>(2 * 2 * t * d);
       Tensor q = Tensor::variableFromSlice(ctx, {"b", "head", "t", "d"}, {2, 2, t, d}, wave(n, 1.5f, 0.1f, 0.53f));
       Tensor k = Tensor::variableFromSlice(ctx, {"b", "t", "head", "d"}, {2, t, 2, d}, wave(n, 1.2f, 0.7f, 0.31f));
