@@ -89,7 +89,9 @@ void im2col(const Conv2dGeometry& g, const float* x, float* cols) {
             if (sw == 1) {
               copyRun(src, t.x_hi - t.x_lo, r + t.x_lo);
             } else {
-              for (int64_t ox = t.x_lo; ox < t.x_hi; ++ox, src += sw) r[ox] = *src;
+              // Indexed, not src += sw: stepping past the last column with a huge stride would form
+              // a pointer far outside the plane (UB, clang's UBSan: stride INT64_MAX in shape_limits).
+              for (int64_t ox = t.x_lo; ox < t.x_hi; ++ox) r[ox] = src[(ox - t.x_lo) * sw];
             }
             std::fill(r + t.x_hi, r + ow, 0.0f);
           }
@@ -114,7 +116,7 @@ void col2imAdd(const Conv2dGeometry& g, const float* cols, float* x) {
           if (sw == 1) {
             addRun(r, t.x_hi - t.x_lo, dst);
           } else {
-            for (int64_t ox = t.x_lo; ox < t.x_hi; ++ox, dst += sw) *dst += *r++;
+            for (int64_t ox = t.x_lo; ox < t.x_hi; ++ox) dst[(ox - t.x_lo) * sw] += *r++;  // indexed, as im2col
           }
         }
       }
