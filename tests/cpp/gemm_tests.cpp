@@ -210,6 +210,37 @@ TEST_CASE("gemm: deep products into a small C are split in depth, the same to th
   }
 }
 
+TEST_CASE("gemm: a block of fewer rows than a tile gives the bits of the same rows in a taller product", "[gemm]") {
+  // Note [Short tiles]: 1 to 7 rows run narrower tiles over several panels; each element is the
+  // same sum in the same order as in the full tile. Columns cover whole groups of panels and a
+  // ragged rest; A read in place and packed (transposed); bias, accumulate and ld > width; depths
+  // of one and of several slices; and, past Note [Threads for a few rows]'s threshold, 2 threads.
+  ExecContext one(fucina::ExecOptions{.threads = 1}), two(fucina::ExecOptions{.threads = 2});
+  const int64_t nr = fucina::kernels::detail::gemmPanelCols();
+  for (int64_t n : {int64_t{1}, nr - 1, 4 * nr, 9 * nr + 5, int64_t{1500}})
+    for (int64_t k : {int64_t{1}, int64_t{37}, int64_t{600}})
+      for (int t = 0; t < 4; ++t) {
+        const bool trans_a = (t & 1) != 0, trans_b = (t & 2) != 0, accumulate = t == 1, bias = t == 2;
+        const int64_t tall = 16, pad = t;
+        const Case full{tall, n, k, trans_a, trans_b, accumulate, pad};
+        const Operands o = operandsOf(full);
+        const std::vector<float> want = fastProduct(&one, full, o, bias);
+        for (int64_t m = 1; m < 8; ++m) {
+          INFO(describe({m, n, k, trans_a, trans_b, accumulate, pad}) << " bias=" << bias);
+          // The first m rows of A: in place, they are the first m rows (or, transposed, columns)
+          // of the tall A with the same ld.
+          for (ExecContext* ctx : {&one, &two}) {
+            std::vector<float> c = o.c0;
+            fucina::kernels::gemm(*ctx, trans_a, trans_b, m, n, k, o.a.data(), o.lda, o.b.data(), o.ldb, c.data(), o.ldc,
+                                  accumulate, bias ? o.bias_row.data() : nullptr);
+            const auto rows = static_cast<std::ptrdiff_t>(m * o.ldc);
+            CHECK(std::equal(c.begin(), c.begin() + rows, want.begin()));
+            CHECK(std::equal(c.begin() + rows, c.end(), o.c0.begin() + rows));  // rows past m untouched
+          }
+        }
+      }
+}
+
 TEST_CASE("gemm: a fused bias equals gemmRef accumulating onto bias rows", "[gemm]") {
   for (int threads : {1, 2}) {
     ExecContext ctx(fucina::ExecOptions{.threads = threads});

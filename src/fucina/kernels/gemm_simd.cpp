@@ -70,51 +70,96 @@ constexpr int64_t kNR = kNV * kLanes;
 constexpr int64_t kMC = kMR * 16;
 constexpr int64_t kNC = kNR * 64;
 
-// C tile (mr ≤ kMR rows, nr ≤ kNR columns at c) += A panel · packed B panel, or, when
-// overwrite, = the product plus bias[j] per column (bias null: plus 0). A is a packed panel
-// (element (i, p) at a[p·kMR + i]) or, kDirect, A's own rows read in place (a[i·lda + p]; rows
-// past mr repeat the last one, whose products are never stored).
-template <bool kDirect>
+// C tile (mr ≤ kRows rows, nr ≤ kPanels·kNR columns at c) += A panel · kPanels packed B panels
+// (panel q at pb + q·panel_stride), or, when overwrite, = the product plus bias[j] per column (bias
+// null: plus 0). A is a packed panel (element (i, p) at a[p·kMR + i], whatever kRows) or,
+// kDirect, A's own rows read in place (a[i·lda + p]; rows past mr repeat the last one, whose
+// products are never stored). The full tile is kRows = kMR, one panel; Note [Short tiles] says
+// when fewer rows and more panels run.
+template <bool kDirect, int64_t kRows = kMR, int64_t kPanels = 1>
 HWY_NOINLINE void MicroKernel(int64_t kc, const float* HWY_RESTRICT a, int64_t lda,
-                              const float* HWY_RESTRICT pb, float* HWY_RESTRICT c, int64_t ldc,
+                              const float* HWY_RESTRICT pb, int64_t panel_stride, float* HWY_RESTRICT c, int64_t ldc,
                               int64_t mr, int64_t nr, bool overwrite, const float* HWY_RESTRICT bias) {
+  constexpr int64_t kVecs = kPanels * kNV, kCols = kPanels * kNR;
   const D d;
-  V acc[kMR][kNV];
-  for (int64_t i = 0; i < kMR; ++i)
-    for (int64_t v = 0; v < kNV; ++v) acc[i][v] = hn::Zero(d);
-  const float* rows[kMR] = {};
+  V acc[kRows][kVecs];
+  for (int64_t i = 0; i < kRows; ++i)
+    for (int64_t v = 0; v < kVecs; ++v) acc[i][v] = hn::Zero(d);
+  const float* rows[kRows] = {};
   if constexpr (kDirect)
-    for (int64_t i = 0; i < kMR; ++i) rows[i] = a + std::min(i, mr - 1) * lda;
+    for (int64_t i = 0; i < kRows; ++i) rows[i] = a + std::min(i, mr - 1) * lda;
   // The K loop stays rolled: V8 hoists an unrolled body's loads and spills (TOOLCHAIN.md §k).
 #if HWY_TARGET == HWY_WASM || HWY_TARGET == HWY_WASM_EMU256
 #pragma clang loop unroll(disable)
 #endif
   for (int64_t p = 0; p < kc; ++p) {
-    V b[kNV];
-    for (int64_t v = 0; v < kNV; ++v) b[v] = hn::Load(d, pb + v * kLanes);
-    for (int64_t i = 0; i < kMR; ++i) {
+    if constexpr (kRows == 1) {  // each B vector is used once: loaded where it is used, not held
+      const V av = hn::Set(d, kDirect ? rows[0][p] : a[0]);
+      for (int64_t q = 0; q < kPanels; ++q)
+        for (int64_t v = 0; v < kNV; ++v)
+          acc[0][q * kNV + v] = hn::MulAdd(av, hn::Load(d, pb + q * panel_stride + v * kLanes), acc[0][q * kNV + v]);
+      if (!kDirect) a += kMR;
+      pb += kNR;
+      continue;
+    }
+    V b[kVecs];
+    for (int64_t q = 0; q < kPanels; ++q)
+      for (int64_t v = 0; v < kNV; ++v) b[q * kNV + v] = hn::Load(d, pb + q * panel_stride + v * kLanes);
+    for (int64_t i = 0; i < kRows; ++i) {
       const V av = hn::Set(d, kDirect ? rows[i][p] : a[i]);
-      for (int64_t v = 0; v < kNV; ++v) acc[i][v] = hn::MulAdd(av, b[v], acc[i][v]);
+      for (int64_t v = 0; v < kVecs; ++v) acc[i][v] = hn::MulAdd(av, b[v], acc[i][v]);
     }
     if (!kDirect) a += kMR;
     pb += kNR;
   }
-  if (mr == kMR && nr == kNR) {
-    V base[kNV];
-    for (int64_t v = 0; v < kNV; ++v) base[v] = bias ? hn::LoadU(d, bias + v * kLanes) : hn::Zero(d);
-    for (int64_t i = 0; i < kMR; ++i)
-      for (int64_t v = 0; v < kNV; ++v) {
+  // The panels are adjacent columns of C, so vector v of the tile's row is at column v·kLanes.
+  if (mr == kRows && nr == kCols) {
+    V base[kVecs];
+    for (int64_t v = 0; v < kVecs; ++v) base[v] = bias ? hn::LoadU(d, bias + v * kLanes) : hn::Zero(d);
+    for (int64_t i = 0; i < kRows; ++i)
+      for (int64_t v = 0; v < kVecs; ++v) {
         float* ci = c + i * ldc + v * kLanes;
         hn::StoreU(hn::Add(overwrite ? base[v] : hn::LoadU(d, ci), acc[i][v]), d, ci);
       }
     return;
   }
-  HWY_ALIGN float tile[kMR * kNR];
-  for (int64_t i = 0; i < kMR; ++i)
-    for (int64_t v = 0; v < kNV; ++v) hn::Store(acc[i][v], d, tile + i * kNR + v * kLanes);
+  HWY_ALIGN float tile[kRows * kCols];
+  for (int64_t i = 0; i < kRows; ++i)
+    for (int64_t v = 0; v < kVecs; ++v) hn::Store(acc[i][v], d, tile + i * kCols + v * kLanes);
   for (int64_t i = 0; i < mr; ++i)
     for (int64_t j = 0; j < nr; ++j)
-      c[i * ldc + j] = (overwrite ? (bias ? bias[j] : 0.f) : c[i * ldc + j]) + tile[i * kNR + j];
+      c[i * ldc + j] = (overwrite ? (bias ? bias[j] : 0.f) : c[i * ldc + j]) + tile[i * kCols + j];
+}
+
+// Note [Short tiles]: a block of fewer than kMR rows (a product with m < kMR: one token through a
+// layer while generating, a small batch) would run the full kMR-row tile and throw most of its
+// rows away: 8 rows computed for 1 on AVX-512 (gemm_bench, 1x128x384: half XNNPACK's speed). Such
+// a block runs kRows = 1, 2 or 4 rows (the next at or above its count) over up to 4 / kRows
+// panels at once, so a row still has several independent accumulators to hide the multiply-add
+// latency. Every element of C is still the sum of its products in depth order from zero, plus
+// the bias or C, so results are the same bits as the full tile's.
+template <bool kDirect, int64_t kRows>
+void ShortTiles(int64_t kc, const float* a, int64_t lda, const float* pb, float* c, int64_t ldc, int64_t mr,
+                int64_t nc, bool overwrite, const float* bias) {
+  constexpr int64_t kPanels = std::max<int64_t>(1, 4 / kRows), kCols = kPanels * kNR;
+  int64_t jr = 0;
+  for (; jr + kCols <= nc; jr += kCols)
+    MicroKernel<kDirect, kRows, kPanels>(kc, a, lda, pb + jr * kc, kc * kNR, c + jr, ldc, mr, kCols, overwrite,
+                                         bias ? bias + jr : nullptr);
+  for (; jr < nc; jr += kNR)
+    MicroKernel<kDirect, kRows, 1>(kc, a, lda, pb + jr * kc, kc * kNR, c + jr, ldc, mr, std::min(kNR, nc - jr),
+                                   overwrite, bias ? bias + jr : nullptr);
+}
+
+// The short-tile row count for a block of mr < kMR rows, or 0 when the full tile serves.
+constexpr int64_t ShortRows(int64_t mr) { return mr <= 1 ? 1 : mr <= 2 ? 2 : mr <= 4 && kMR > 4 ? 4 : 0; }
+
+template <bool kDirect>
+void ShortBlock(int64_t rows, int64_t kc, const float* a, int64_t lda, const float* pb, float* c, int64_t ldc,
+                int64_t mr, int64_t nc, bool overwrite, const float* bias) {
+  if (rows == 1) ShortTiles<kDirect, 1>(kc, a, lda, pb, c, ldc, mr, nc, overwrite, bias);
+  else if (rows == 2) ShortTiles<kDirect, 2>(kc, a, lda, pb, c, ldc, mr, nc, overwrite, bias);
+  else ShortTiles<kDirect, std::min<int64_t>(4, kMR)>(kc, a, lda, pb, c, ldc, mr, nc, overwrite, bias);
 }
 
 // Packing order. Where the depth is contiguous (ps = 1) a panel is filled by 4×4 transposes of
@@ -299,6 +344,13 @@ void GemmBlock(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1
       for (int64_t ic = m0; ic < m1; ic += kMC) {
         const int64_t mc = std::min(kMC, m1 - ic);
         if (!direct_a) PackA(g, ic, mc, pc, kc, pa);
+        const float* bias = g.bias ? g.bias + jc : nullptr;
+        if (const int64_t rows = ShortRows(mc); rows > 0 && g.band.kind == Band::kFull) {  // Note [Short tiles]
+          float* c = g.c + ic * g.ldc + jc;
+          if (direct_a) ShortBlock<true>(rows, kc, g.a + ic * g.lda + pc, g.lda, pb, c, g.ldc, mc, nc, overwrite, bias);
+          else ShortBlock<false>(rows, kc, pa, 0, pb, c, g.ldc, mc, nc, overwrite, bias);
+          continue;
+        }
         for (int64_t jr = 0; jr < nc; jr += kNR)
           for (int64_t ir = 0; ir < mc; ir += kMR) {
             const int64_t mr = std::min(kMR, mc - ir), nr = std::min(kNR, nc - jr);
@@ -318,13 +370,13 @@ void GemmBlock(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1
               if (overwrite) FillRows(g, ic + ir, mr, jc + jr, nr);
               continue;
             }
-            const float* bias = g.bias ? g.bias + jc + jr : nullptr;
+            const float* tile_bias = bias ? bias + jr : nullptr;
             if (direct_a)
-              MicroKernel<true>(p1 - p0, g.a + (ic + ir) * g.lda + pc + p0, g.lda, pb + jr * kc + p0 * kNR, c,
-                                g.ldc, mr, nr, overwrite, bias);
+              MicroKernel<true>(p1 - p0, g.a + (ic + ir) * g.lda + pc + p0, g.lda, pb + jr * kc + p0 * kNR, 0, c,
+                                g.ldc, mr, nr, overwrite, tile_bias);
             else
-              MicroKernel<false>(p1 - p0, pa + ir * kc + p0 * kMR, 0, pb + jr * kc + p0 * kNR, c, g.ldc, mr, nr,
-                                 overwrite, bias);
+              MicroKernel<false>(p1 - p0, pa + ir * kc + p0 * kMR, 0, pb + jr * kc + p0 * kNR, 0, c, g.ldc, mr, nr,
+                                 overwrite, tile_bias);
           }
       }
     }
