@@ -181,7 +181,7 @@ void maxPool2dPlanes(const Conv2dGeometry& g, const float* x, float* y, int64_t*
         }
         const int64_t o = (p * g.out_h + oy) * g.out_w + ox;
         y[o] = best;
-        argmax[o] = at;
+        if (argmax) argmax[o] = at;
       }
     }
   }

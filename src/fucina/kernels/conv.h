@@ -34,7 +34,8 @@ void depthwiseConv1dRowWeightGrad(const Conv2dGeometry& g, const float* x, const
 
 // Pooling of `planes` planes [height, width] -> [out_h, out_w] (geometry's channels = planes,
 // dilation 1). maxPool2dPlanes also writes, per output, the flat in-plane index of the first
-// maximum of its window (-inf padding never wins: pad <= kernel / 2 leaves a real element).
+// maximum of its window (-inf padding never wins: pad <= kernel / 2 leaves a real element), unless
+// argmax is null (no gradient to route: inference).
 void maxPool2dPlanes(const Conv2dGeometry& g, const float* x, float* y, int64_t* argmax);
 void maxPool2dBackward(const Conv2dGeometry& g, const float* gy, const int64_t* argmax, float* gx);
 void avgPool2dPlanes(const Conv2dGeometry& g, const float* x, float* y);

@@ -52,7 +52,8 @@ void addToF64(const float* x, int64_t n, double* acc);
 // --- pooling ---
 // Max pooling of `planes` contiguous [height, width] planes without padding (every window inside
 // its plane), as kernels::maxPool2dPlanes: y [planes, out_h, out_w] and, per output, the in-plane
-// index of its window's first maximum (NaN wins). Branch-free; planes below 2^31 elements.
+// index of its window's first maximum (NaN wins), unless argmax is null. Branch-free; planes below
+// 2^31 elements.
 void maxPoolPlanes(const float* x, int64_t planes, int64_t height, int64_t width, int64_t out_h, int64_t out_w,
                    int64_t kh, int64_t kw, int64_t sh, int64_t sw, float* y, int64_t* argmax);
 

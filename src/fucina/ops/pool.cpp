@@ -101,10 +101,13 @@ Tensor Tensor::maxPool2d(ExecContext& ctx, int64_t kernel_h, int64_t kernel_w, i
     return ops::viaF32(ctx, "maxPool2d", {this}, [&](std::span<const Tensor> f) { return f[0].maxPool2d(ctx, kernel_h, kernel_w, stride_h, stride_w, pad, h, w); });
   PoolSetup s = poolSetup(ctx, "maxPool2d", *this, kernel_h, kernel_w, stride_h, stride_w, pad, h, w);
   RawTensor y = RawTensor::empty(ctx, s.order, s.out_shape);
-  const Scratch<int64_t> argmax(ctx.account(), static_cast<size_t>(y.numel()));  // saved for the VJP
+  // The windows' maxima are saved for the VJP only when there will be one.
+  const bool records = isGradEnabled() && ops::anyRequiresGrad({this});
+  const Scratch<int64_t> argmax(ctx.account(), records ? static_cast<size_t>(y.numel()) : 0);
   const int64_t in_plane = s.g.height * s.g.width, out_plane = s.g.out_h * s.g.out_w;
   forPlaneChunks(ctx, s.g, [&](const Conv2dGeometry& sub, int64_t p) {
-    kernels::maxPool2dPlanes(sub, s.x.f32() + p * in_plane, y.f32() + p * out_plane, argmax.data() + p * out_plane);
+    kernels::maxPool2dPlanes(sub, s.x.f32() + p * in_plane, y.f32() + p * out_plane,
+                             records ? argmax.data() + p * out_plane : nullptr);
   });
   return ops::finishOp(ctx, "maxPool2d", y.permuted(value().tags()), {this}, [&] {
     return [g = s.g, argmax, order = s.order, x_shape = s.x.shape()](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads out) {
