@@ -283,28 +283,21 @@ Result run(const Args& a, ExecContext& ctx) {
     return r;
   }
   if (w == "w6-b1" || w == "w6-b64") {
-    // W2's CNN (nn::Cnn's layers and sizes) for inference: the convolutions prepared and the
-    // Linears packed once, here, so that a step only runs them. nn::PreparedCnn runs its Linears
-    // unpacked, hence the layers spelled out.
+    // W2's CNN (nn::Cnn) for inference through nn::PreparedCnn: both convolutions prepared and
+    // both Linears packed once, here, so that a step only runs them.
     const int64_t batch = w == "w6-b1" ? 1 : 64;
-    const nn::Conv2d conv1(ctx, "c", "c1", 1, 32, 3, 1), conv2(ctx, "c1", "c2", 32, 64, 3, 2);
-    const nn::Linear fc1(ctx, "feature", "hidden", 1600, 128, 3), fc2(ctx, "hidden", "class", 128, 10, 4);
-    auto off = fucina::noGrad();  // the parameters are variables; prepared and packed copies are constants
-    const fucina::PreparedConv2d p1 = fucina::prepareConv2dWeights(ctx, conv1.weight, conv1.bias, conv1.options);
-    const fucina::PreparedConv2d p2 = fucina::prepareConv2dWeights(ctx, conv2.weight, conv2.bias, conv2.options);
-    const fucina::PackedRhs f1 = fucina::packRhs(ctx, fc1.weight, "feature"), f2 = fucina::packRhs(ctx, fc2.weight, "hidden");
+    const nn::Cnn model(ctx, {}, 1);
+    const nn::PreparedCnn prepared(ctx, model);
     const Tensor x = Tensor::normal(ctx, {"batch", "c", "h", "w"}, {batch, 1, 28, 28}, 0, 1, 2);
     Result r = measure(ctx, [&] {
       ExecScope scope(ctx);
-      Tensor h = x.conv2dPreparedRelu(ctx, p1).maxPool2d(ctx, 2, 2, 2, 2);
-      h = h.conv2dPreparedRelu(ctx, p2).maxPool2d(ctx, 2, 2, 2, 2).merge(ctx, {"c2", "h", "w"}, "feature");
-      const Tensor logits = h.dotPacked(ctx, f1, fc1.bias).relu(ctx).dotPacked(ctx, f2, fc2.bias);
+      const Tensor logits = prepared(ctx, x);
       volatile float sink = logits.dataConst()[0];
       (void)sink;
     }, a);
     r.gflop = batch * 2.0 * (26 * 26 * 32 * 9 + 11 * 11 * 64 * 288 + 1600 * 128 + 128 * 10) / 1e9;
     r.rate = "images_per_s", r.items_per_step = static_cast<double>(batch);
-    r.note = std::string("NCHW, convolutions prepared (") + (p2.winograd() ? "conv2 Winograd" : "im2col GEMM") +
+    r.note = std::string("NCHW, convolutions prepared (") + (prepared.conv(1).winograd() ? "conv2 Winograd" : "im2col GEMM") +
              "), Linears packed";
     return r;
   }

@@ -4,6 +4,9 @@
 //   conv2dPreparedRelu    the prepared path (Winograd F(2x2, 3x3), weights transformed once)
 //   xnnpack-nhwc          XNNPACK's convolution operator (Debian's build), created once and run
 //                         many times, on NHWC images (when installed: FUCINA_BENCH_XNNPACK)
+//   xnnpack+layout        the same as conv2dPreparedRelu's callers would get it: the NCHW images
+//                         transposed to NHWC, the operator set up for them (its indirection
+//                         buffer follows the input pointer) and run, the result transposed back
 // Prints the median and best of repeats (thread CPU time, ms per call) and images/s from the
 // median, after checking that every path gives the same values. bench/README.md has figures.
 #include <algorithm>
@@ -62,6 +65,14 @@ void report(const Shape& s, const char* impl, const Timing& t) {
   std::printf("%-14s %-20s %9.3f %9.3f %10.0f\n", s.name, impl, t.median_ms, t.best_ms, s.n / (t.median_ms * 1e-3));
 }
 
+// dst[n][j][i] = src[n][i][j] for n planes of rows x cols: NCHW <-> NHWC with (rows, cols) =
+// (c, h*w) one way and (h*w, c) the other.
+void transposePlanes(const float* src, float* dst, int64_t n, int64_t rows, int64_t cols) {
+  for (int64_t p = 0; p < n; ++p, src += rows * cols, dst += rows * cols)
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) dst[j * rows + i] = src[i * cols + j];
+}
+
 float maxDiff(const std::vector<float>& a, const std::vector<float>& b) {
   float d = a.size() == b.size() ? 0.0f : INFINITY;
   for (size_t i = 0; i < a.size() && i < b.size(); ++i) d = std::max(d, std::fabs(a[i] - b[i]));
@@ -111,6 +122,18 @@ int main() {
                               .permuteTo(ctx, {"n", "out", "h", "w"});
     std::printf("%-14s %-20s max |diff| %.2g\n", s.name, "  xnnpack check", maxDiff(y_nchw.contiguous(ctx).toVector(), want));
     report(s, "xnnpack-nhwc", timeIt([&] { xnn_run_operator(op, nullptr); }));
+    const std::vector<float> x_nchw = x.toVector();
+    std::vector<float> x_in(x_nchw.size()), y_out(y.size());
+    const auto layout = [&] {
+      transposePlanes(x_nchw.data(), x_in.data(), s.n, s.c, s.hw * s.hw);
+      xnn_setup_convolution2d_nhwc_f32(op, static_cast<size_t>(s.n), static_cast<size_t>(s.hw), static_cast<size_t>(s.hw),
+                                       x_in.data(), y.data(), nullptr);
+      xnn_run_operator(op, nullptr);
+      transposePlanes(y.data(), y_out.data(), s.n, out_hw * out_hw, s.oc);
+    };
+    layout();
+    std::printf("%-14s %-20s max |diff| %.2g\n", s.name, "  layout check", maxDiff(y_out, want));
+    report(s, "xnnpack+layout", timeIt(layout));
     xnn_delete_operator(op);
 #endif
   }

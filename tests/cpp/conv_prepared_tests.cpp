@@ -6,6 +6,7 @@
 #include <string>
 
 #include "fucina/kernels/winograd.h"
+#include "fucina/optim/sgd.h"
 #include "test_helpers.h"
 
 using fucina::Conv2dOptions;
@@ -251,4 +252,11 @@ TEST_CASE("nn::PreparedCnn: the Cnn's logits on its prepared convolutions, as co
   const Tensor want = model(ctx, images);
   CHECK(logits.tags() == want.tags());
   requireClose(logits.toVector(), want.toVector(), 1e-4f);
+  // A snapshot: training the model further (every parameter, biases included, updated in place)
+  // leaves the prepared logits as they were, to the bit.
+  fucina::optim::Sgd opt(model.parameters(), {.lr = 0.5});
+  model(ctx, images).sumAll(ctx).backward(ctx);
+  opt.step(ctx);
+  CHECK(model(ctx, images).toVector() != want.toVector());
+  CHECK(prepared(ctx, images).toVector() == logits.toVector());
 }

@@ -49,19 +49,21 @@ Cnn::Cnn(ExecContext& ctx, const CnnConfig& c, uint64_t seed)
 }
 
 namespace {
-// The Cnn's layers, training or prepared: convRelu(i, x) is convolution i (0 or 1) and its relu.
-template <class ConvRelu>
-Tensor cnnLayers(ExecContext& ctx, const Tensor& images, const ConvRelu& convRelu, const Linear& fc1, const Linear& fc2) {
+// The Cnn's layers, training or prepared: convRelu(i, x) is convolution i (0 or 1) and its relu,
+// linear(i, x) linear layer i.
+template <class ConvRelu, class Linear>
+Tensor cnnLayers(ExecContext& ctx, const Tensor& images, const ConvRelu& convRelu, const Linear& linear) {
   const Tensor x = hasTag(images.tags(), "c") ? images : images.insertAxis(ctx, "c", images.rank() - 2);
   Tensor h = convRelu(0, x).maxPool2d(ctx, 2, 2, 2, 2);
   h = convRelu(1, h).maxPool2d(ctx, 2, 2, 2, 2);
   h = h.merge(ctx, {"c2", "h", "w"}, "feature");
-  return fc2(ctx, fc1(ctx, h).relu(ctx));
+  return linear(1, linear(0, h).relu(ctx));
 }
 }  // namespace
 
 Tensor Cnn::operator()(ExecContext& ctx, const Tensor& images) const {
-  return cnnLayers(ctx, images, [&](int i, const Tensor& x) { return (i == 0 ? conv1_ : conv2_)(ctx, x).relu(ctx); }, fc1_, fc2_);
+  return cnnLayers(ctx, images, [&](int i, const Tensor& x) { return (i == 0 ? conv1_ : conv2_)(ctx, x).relu(ctx); },
+                   [&](int i, const Tensor& x) { return (i == 0 ? fc1_ : fc2_)(ctx, x); });
 }
 
 namespace {
@@ -72,13 +74,22 @@ PreparedConv2d prepared(ExecContext& ctx, const Conv2d& conv) {
 }
 }  // namespace
 
+PreparedCnn::PackedLinear::PackedLinear(ExecContext& ctx, const Linear& layer) {
+  auto off = noGrad();  // the parameters are variables; the packed copies are constants
+  weight = packRhs(ctx, layer.weight, layer.in);
+  if (layer.bias.defined()) bias = Tensor::fromSlice(ctx, layer.bias.tags(), layer.bias.shape(), layer.bias.toVector());
+}
+
 PreparedCnn::PreparedCnn(ExecContext& ctx, const Cnn& model)
-    : conv1_(prepared(ctx, model.conv1_)), conv2_(prepared(ctx, model.conv2_)), fc1_(model.fc1_), fc2_(model.fc2_) {}
+    : conv1_(prepared(ctx, model.conv1_)), conv2_(prepared(ctx, model.conv2_)), fc1_(ctx, model.fc1_), fc2_(ctx, model.fc2_) {}
 
 Tensor PreparedCnn::operator()(ExecContext& ctx, const Tensor& images) const {
   auto off = noGrad();
   return cnnLayers(ctx, images, [&](int i, const Tensor& x) { return x.conv2dPreparedRelu(ctx, i == 0 ? conv1_ : conv2_); },
-                   fc1_, fc2_);
+                   [&](int i, const Tensor& x) {
+                     const PackedLinear& l = i == 0 ? fc1_ : fc2_;
+                     return l.bias.defined() ? x.dotPacked(ctx, l.weight, l.bias) : x.dotPacked(ctx, l.weight);
+                   });
 }
 
 std::vector<Tensor> Cnn::parameters() const {

@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "fucina/ag/packed.h"
 #include "fucina/nn/generate.h"
 #include "fucina/nn/layers.h"
 
@@ -50,18 +51,25 @@ class Cnn {
   Linear fc1_, fc2_;
 };
 
-/// A Cnn's evaluation path with both convolutions prepared once (prepareConv2dWeights: Winograd
-/// for its 3x3 kernels): operator() gives the Cnn's logits within f32 tolerance, as constants (it
-/// runs under noGrad). The convolutions are a snapshot of the weights when it was made (make a
-/// new one after training further); the linear layers are the model's own.
+/// A Cnn's evaluation path with both convolutions prepared once (prepareConv2dWeights) and both
+/// linear layers packed once (packRhs): operator() gives the Cnn's logits within f32 tolerance, as
+/// constants (it runs under noGrad). It is a snapshot of the weights and biases when it was made
+/// (make a new one after training further), as JS's `model.pack()`.
 class PreparedCnn {
  public:
   PreparedCnn(ExecContext& ctx, const Cnn& model);
   Tensor operator()(ExecContext& ctx, const Tensor& images) const;
+  /// Convolution i (0 or 1), prepared: which path it takes (winograd()), for reports.
+  const PreparedConv2d& conv(int i) const { return i == 0 ? conv1_ : conv2_; }
 
  private:
+  struct PackedLinear {
+    PackedLinear(ExecContext& ctx, const Linear& layer);
+    PackedRhs weight;
+    Tensor bias;  ///< a copy of the layer's bias, or empty
+  };
   PreparedConv2d conv1_, conv2_;
-  Linear fc1_, fc2_;
+  PackedLinear fc1_, fc2_;
 };
 
 /// W3: a byte-level GPT. tokens{batch, "t"} (i32, t <= context) -> logits{batch, "t", "vocab"}.
