@@ -6,6 +6,7 @@
 //                           w5-f32|w5-f16|w5-q8|w5-f32-ckpt|w5-f16-ckpt|w5-q8-ckpt|w6-b1|w6-b64|w7
 //                --threads N [--json] [--quick] [--gemm-layout kn|nk] [--rhs-dtype f32|f16|bf16|q8_0]
 //                [--steps N]
+//   fucina_bench --peak [--json]
 //
 // w5-<dtype>[-ckpt]: LoRA fine-tuning of a GPT-2-small-shaped model (12 layers, d 768, 12 heads,
 // vocab 50257; random weights) on batch 4 × T 128, rank 8 (alpha 16) on c_attn, c_proj and c_fc
@@ -24,6 +25,8 @@
 // Note [KV cache]); a step is the whole generate call. Reports tokens_per_s.
 //
 // --steps N times N steps instead of the protocol's 50 (e.g. to run long enough under `perf record`).
+// --peak measures one core's FMA peak for the ISA the GEMM dispatches to (bench/peak.h) and the
+// AVX2 and AVX-512 peaks the CPU has: bench/run.mjs quotes each workload's GFLOP/s against them.
 //
 // A training step is: open a scope, zero the gradients, forward + loss, backward, optimizer
 // update, read the loss to the host (loss.item()), close the scope. W4 times one Tensor::dot.
@@ -31,6 +34,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <functional>
 #include <optional>
@@ -40,6 +44,7 @@
 
 #include <fucina/fucina.h>
 #include "fucina/kernels/gemm_simd.h"  // the ISA the GEMM dispatched to, for the record
+#include "peak.h"
 
 namespace {
 
@@ -57,13 +62,14 @@ struct Args {
   std::string layout = "kn";  // W4: b is {k, n} (contracted axis first) or {n, k} (a weight)
   std::string rhs_dtype = "f32";  // W4: b's dtype
   int steps = 0;              // > 0: time this many steps (profiling), not the protocol's count
+  bool peak = false;          // measure the FMA peaks instead of a workload
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr,
                "fucina_bench: %s\nusage: fucina_bench --workload w1|w2|w3|w3-ckpt|w3-frozen-f32|"
                "w3-frozen-f16|w3-frozen-q8|w4-1024|w4-fc|w5-f32|w5-f16|w5-q8|w5-*-ckpt|w6-b1|w6-b64|w7 --threads N [--json] [--quick] [--gemm-layout kn|nk] "
-               "[--rhs-dtype f32|f16|bf16|q8_0] [--steps N]\n",
+               "[--rhs-dtype f32|f16|bf16|q8_0] [--steps N]\n       fucina_bench --peak [--json]\n",
                why.c_str());
   std::exit(2);
 }
@@ -80,6 +86,7 @@ Args parse(int argc, char** argv) {
     else if (s == "--threads") a.threads = std::atoi(value().c_str());
     else if (s == "--json") a.json = true;
     else if (s == "--quick") a.quick = true;
+    else if (s == "--peak") a.peak = true;
     else if (s == "--gemm-layout") a.layout = value();
     else if (s == "--rhs-dtype") a.rhs_dtype = value();
     else if (s == "--steps") {
@@ -88,7 +95,7 @@ Args parse(int argc, char** argv) {
     }
     else usage("unknown argument " + s);
   }
-  if (a.workload.empty()) usage("--workload is required");
+  if (a.workload.empty() && !a.peak) usage("--workload is required");
   if (a.threads < 1) usage("--threads must be >= 1");
   if (a.layout != "kn" && a.layout != "nk") usage("--gemm-layout is kn or nk");
   if (a.rhs_dtype != "f32" && a.rhs_dtype != "f16" && a.rhs_dtype != "bf16" && a.rhs_dtype != "q8_0")
@@ -341,8 +348,40 @@ Result run(const Args& a, ExecContext& ctx) {
 
 }  // namespace
 
+double threadCpuMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+}
+
+// One core's multiply-add ceilings, the best of 3 measurements each (a preempted one reads low).
+int printPeaks(bool json) {
+  const char* isa = fucina::kernels::detail::gemmTargetName();
+  auto best = [](auto measure) {
+    double b = 0;
+    for (int r = 0; r < 3; ++r) b = std::max(b, measure());
+    return b;
+  };
+  double dispatched = 0, avx2 = 0, avx512 = 0;
+#ifdef __x86_64__
+  dispatched = best([&] { return fucina_bench::dispatchedFmaPeakGflops(isa, threadCpuMs); });
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    avx2 = best([] { return fucina_bench::avx2FmaPeakGflops(threadCpuMs); });
+  if (__builtin_cpu_supports("avx512f")) avx512 = best([] { return fucina_bench::avx512FmaPeakGflops(threadCpuMs); });
+#endif
+  if (json)
+    std::printf("{\"impl\":\"fucina-native\",\"isa\":\"%s\",\"peak_gflops\":%.2f,\"avx2_fma_gflops\":%.2f,"
+                "\"avx512_fma_gflops\":%.2f,\"load_avg_1m\":%.2f}\n",
+                isa, dispatched, avx2, avx512, loadAverage1m());
+  else
+    std::printf("one core, thread CPU time: %s (dispatched) %.1f GFLOP/s; AVX2 FMA %.1f; AVX-512 FMA %.1f\n", isa,
+                dispatched, avx2, avx512);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
+  if (a.peak) return printPeaks(a.json);
   const double load = loadAverage1m();
   ExecContext ctx(fucina::ExecOptions{.threads = a.threads});
   Result r;

@@ -16,6 +16,7 @@
 #include <fucina/fucina.h>
 #include "fucina/kernels/gemm.h"
 #include "fucina/kernels/gemm_simd.h"
+#include "peak.h"
 
 #ifdef __EMSCRIPTEN__
 #include <emscripten.h>
@@ -113,49 +114,6 @@ void report(const Shape& s, const std::string& impl, int threads, const Timing& 
 
 }  // namespace
 
-#if !defined(__EMSCRIPTEN__) && defined(__x86_64__)
-// The AVX2 FMA peak of one core, in thread CPU time: 12 independent 8-lane FMA chains (enough to
-// cover the FMA latency on two pipes), the ceiling the GEMM's AVX2 path is compared with.
-__attribute__((target("avx2,fma"))) double fmaPeakGflops() {
-  constexpr int kChains = 12;
-  constexpr int64_t kIters = 50'000'000;
-  __m256 acc[kChains];
-  for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_ps(static_cast<float>(i) * 1e-3f);
-  const __m256 mul = _mm256_set1_ps(0.999999f), add = _mm256_set1_ps(1e-7f);
-  const double c0 = threadCpuMs();
-  for (int64_t it = 0; it < kIters; ++it)
-    for (int i = 0; i < kChains; ++i) acc[i] = _mm256_fmadd_ps(acc[i], mul, add);
-  const double ms = threadCpuMs() - c0;
-  float sink = 0;
-  for (int i = 0; i < kChains; ++i) sink += _mm256_cvtss_f32(acc[i]);
-  if (sink == 12345.f) std::printf(" ");  // keeps the chains live
-  return 2.0 * 8 * kChains * static_cast<double>(kIters) / (ms * 1e-3) * 1e-9;
-}
-#endif
-
-#ifdef __EMSCRIPTEN__
-// The wasm SIMD128 ceiling of one core, in process CPU time: 12 independent 4-lane mul+add chains
-// (baseline SIMD128 has no fused multiply-add), the bound any wasm GEMM, ours or tfjs's, is under.
-// V8 first runs a function from its baseline compiler (Liftoff) at a quarter of the speed and swaps
-// in TurboFan's code in the background: the caller takes the best of several calls.
-__attribute__((noinline)) double mulAddPeakGflops() {
-  constexpr int kChains = 12;
-  constexpr int64_t kIters = 5'000'000;
-  v128_t acc[kChains];
-  for (int i = 0; i < kChains; ++i) acc[i] = wasm_f32x4_splat(static_cast<float>(i) * 1e-3f);
-  const v128_t mul = wasm_f32x4_splat(0.999999f), add = wasm_f32x4_splat(1e-7f);
-  const double c0 = threadCpuMs();
-  for (int64_t it = 0; it < kIters; ++it)
-#pragma clang loop unroll(full)  // the chains must live in registers, not in the array
-    for (int i = 0; i < kChains; ++i) acc[i] = wasm_f32x4_add(wasm_f32x4_mul(acc[i], mul), add);
-  const double ms = threadCpuMs() - c0;
-  float sink = 0;
-  for (int i = 0; i < kChains; ++i) sink += wasm_f32x4_extract_lane(acc[i], 0);
-  if (sink == 12345.f) std::printf(" ");  // keeps the chains live
-  return 2.0 * 4 * kChains * static_cast<double>(kIters) / (ms * 1e-3) * 1e-9;
-}
-#endif
-
 // Thread counts to time: the single-threaded wasm variant cannot start a pool.
 #if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
 const std::vector<int> kThreadCounts{1};
@@ -222,14 +180,16 @@ int main(int argc, char** argv) {
 #endif
 #if !defined(__EMSCRIPTEN__) && defined(__x86_64__)
   if (peers && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    std::printf("# AVX2 FMA peak, one core (thread CPU time): %.1f GFLOP/s\n", fmaPeakGflops());
+    std::printf("# AVX2 FMA peak, one core (thread CPU time): %.1f GFLOP/s\n", fucina_bench::avx2FmaPeakGflops(threadCpuMs));
+  if (peers && __builtin_cpu_supports("avx512f"))
+    std::printf("# AVX-512 FMA peak, one core (thread CPU time): %.1f GFLOP/s\n", fucina_bench::avx512FmaPeakGflops(threadCpuMs));
 #endif
 #ifdef __EMSCRIPTEN__
   if (peers)
     std::printf("# wasm SIMD128 mul+add peak, one core (process CPU time): %.1f GFLOP/s\n",
               [] {
                 double best = 0;
-                for (int r = 0; r < 8; ++r) best = std::max(best, mulAddPeakGflops());
+                for (int r = 0; r < 8; ++r) best = std::max(best, fucina_bench::simd128MulAddPeakGflops(threadCpuMs));
                 return best;
               }());
 #endif

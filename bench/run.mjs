@@ -8,6 +8,12 @@
 // step) and the inference workloads W6 (w6-b1, w6-b64) and W7 run when --workloads names them.
 // PyTorch runs W5 as full fine-tuning (f32, every parameter) beside w5-f32 and w5-f32-ckpt, and
 // W7 by two loops: torch (no KV cache) and torch-kv; TF.js does not run W7.
+// Every round also measures one core's multiply-add ceilings in fresh processes (fucina_bench
+// --peak: the FMA peak of the ISA the GEMM dispatches to, AVX2's and AVX-512's; bench/peak.mjs:
+// wasm SIMD128's mul+add peak), and the table quotes each configuration's GFLOP/s as a fraction of
+// its ceiling times its threads (native: the dispatched ISA's; wasm and TF.js: SIMD128's; PyTorch:
+// the best this CPU has, since its BLAS picks its own kernels). A PyTorch run on Debian's reference
+// BLAS is marked not comparable and left out of the ratios (torch_bench.py, "comparable").
 // --compare adds the peers that are installed: TensorFlow.js's wasm backend (peers/tfjs_bench.mjs)
 // and PyTorch (peers/torch_bench.py). --configs keeps only the named impl:threads pairs (W5's
 // steps take seconds: a run of every configuration takes most of an hour). --json prints one JSON object per run (with its "round")
@@ -114,8 +120,24 @@ function runOne(config, workload) {
   return { workload, impl: config.impl, threads: config.threads, error: why || `exit ${p.status}` };
 }
 
+// One core's ceilings, in GFLOP/s: { native (the dispatched ISA), avx2, avx512, simd128 } per round.
+function measurePeaks() {
+  const read = (cmd, args) => {
+    const p = spawnSync(cmd, args, { cwd: root, encoding: 'utf8', timeout: 5 * 60 * 1000 });
+    const line = (p.stdout ?? '').split('\n').find((l) => l.startsWith('{'));
+    return line ? JSON.parse(line) : {};
+  };
+  const native = read(nativeBin, ['--peak', '--json']), wasm = read(node, [join(root, 'bench', 'peak.mjs'), '--json']);
+  return { isa: native.isa, native: native.peak_gflops, avx2: native.avx2_fma_gflops, avx512: native.avx512_fma_gflops,
+    simd128: wasm.peak_gflops };
+}
+const peakRounds = [];
+
 const runs = [];
 for (let round = 1; round <= rounds; ++round) {
+  say(`bench: round ${round}/${rounds}  multiply-add peaks`);
+  peakRounds.push(measurePeaks());
+  if (json) console.log(JSON.stringify({ peaks: peakRounds.at(-1), round }));
   for (const workload of workloads) {
     for (const config of configs) {
       if (config.only && !config.only(workload)) continue;
@@ -132,6 +154,16 @@ const median = (v) => {
   const s = [...v].sort((a, b) => a - b), n = s.length;
   return n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 };
+const peaks = {};
+for (const k of ['native', 'avx2', 'avx512', 'simd128']) {
+  const v = peakRounds.map((p) => p[k]).filter((x) => x > 0);
+  if (v.length) peaks[k] = median(v);
+}
+peaks.isa = peakRounds.find((p) => p.isa)?.isa;
+// The ceiling a configuration's GFLOP/s is quoted against: one core's, times its threads.
+const WASM_IMPLS = ['fucina-wasm-mt', 'fucina-wasm-st', 'tfjs-wasm', 'tfjs-wasm-xt', 'tfjs-wasm-onehot'];
+const ceilingOf = (impl) => (impl === 'fucina-native' ? peaks.native : WASM_IMPLS.includes(impl) ? peaks.simd128
+  : Math.max(peaks.avx2 ?? 0, peaks.avx512 ?? 0) || undefined);
 const key = (r) => `${r.workload}|${r.impl}|${r.threads}`;
 const groups = new Map();
 for (const r of runs) groups.set(key(r), [...(groups.get(key(r)) ?? []), r]);
@@ -148,18 +180,26 @@ for (const [k, rs] of groups) {
   const s = { ...base, median_ms: m, min_ms: Math.min(...ok.map((r) => r.min_ms)), max_ms: Math.max(...ok.map((r) => r.max_ms)),
     // Each run's own rate: torch's W5 does full fine-tuning's work, not LoRA's.
     gflops_median: median(ok.map((r) => r.gflops_median)), ...rates(workload, m),
-    reduced_protocol: ok.some((r) => r.reduced_protocol), load_avg_1m: ok.map((r) => r.load_avg_1m) };
+    reduced_protocol: ok.some((r) => r.reduced_protocol), load_avg_1m: ok.map((r) => r.load_avg_1m),
+    isa: ok[0].isa ?? (WASM_IMPLS.includes(impl) ? 'SIMD128' : undefined), comparable: ok.every((r) => r.comparable !== false) };
+  const ceiling = ceilingOf(impl);
+  if (ceiling) s.peak_fraction = s.gflops_median / (ceiling * s.threads);
   for (const f of ['peak_bytes', 'step_bytes', 'allocs_per_step', 'saved_bytes', 'rss_increase_bytes'])
     if (ok[0][f] !== undefined) s[f] = median(ok.map((r) => r[f]));
   summary.set(k, s);
 }
 if (json) {
+  console.log(JSON.stringify({ peaks, round: 'median' }));
   for (const s of summary.values()) console.log(JSON.stringify(s));
   process.exit(0);
 }
 
 // ---- the table
 const get = (workload, impl, threads) => summary.get(`${workload}|${impl}|${threads}`);
+const comparable = (workload, impl, threads) => (s => s?.comparable ? s : undefined)(get(workload, impl, threads));
+const gf = (v) => (v ? v.toFixed(1) : '?');
+console.log(`one core's multiply-add peak (GFLOP/s, CPU time, median of ${peakRounds.length}): ${peaks.isa ?? 'native'} (dispatched) ${gf(peaks.native)}` +
+  `, AVX2 FMA ${gf(peaks.avx2)}, AVX-512 FMA ${gf(peaks.avx512)}, wasm SIMD128 mul+add ${gf(peaks.simd128)}`);
 const mib = (b) => `${(b / 1048576).toFixed(1)} MiB`;
 // [numerator, denominator, what the ratio says]: ms/step ratios, < 1 means the first is faster.
 const RATIOS = [
@@ -185,7 +225,7 @@ const NAMES = { w1: 'W1 mlp', w2: 'W2 cnn', w3: 'W3 gpt', 'w3-ckpt': 'W3 gpt, ch
   'w7': 'W7 tiny-GPT generation, 64-token prompt + 128 greedy tokens (torch: no KV cache; torch-kv: cached)' };
 for (const w of workloads) {
   console.log(`\n${NAMES[w] ?? w}  (${gflopPerStep(w).toFixed(3)} GFLOP per step; medians of ${rounds} rounds${quick ? ', --quick' : ''})`);
-  console.log(`  ${'impl'.padEnd(17)} thr  ${'median ms'.padStart(10)}  ${'min-max ms'.padStart(19)}  ${'GFLOP/s'.padStart(8)}  memory                       load 1m`);
+  console.log(`  ${'impl'.padEnd(17)} thr  ${'median ms'.padStart(10)}  ${'min-max ms'.padStart(19)}  ${'GFLOP/s'.padStart(8)}  of peak  ${'isa'.padEnd(9)}  memory                       load 1m`);
   for (const s of summary.values()) {
     if (s.workload !== w) continue;
     const head = `  ${s.impl.padEnd(17)} ${String(s.threads).padStart(3)}  `;
@@ -197,12 +237,13 @@ for (const w of workloads) {
       s.saved_bytes !== undefined && (s.workload.startsWith('w3') || s.workload.startsWith('w5')) ? `saved ${mib(s.saved_bytes)}` : ''].filter(Boolean).join(', ');
     const rate = s.images_per_s ? `  ${s.images_per_s.toFixed(1)} images/s` : s.tokens_per_s ? `  ${s.tokens_per_s.toFixed(1)} tokens/s` : '';
     console.log(`${head}${s.median_ms.toFixed(2).padStart(10)}  ${`${s.min_ms.toFixed(2)}-${s.max_ms.toFixed(2)}`.padStart(19)}  ` +
-      `${s.gflops_median.toFixed(2).padStart(8)}  ${memory.padEnd(27)}  ${s.load_avg_1m.map((l) => l.toFixed(2)).join(' ')}` +
-      `${s.reduced_protocol ? '  [reduced protocol]' : ''}${rate}`);
+      `${s.gflops_median.toFixed(2).padStart(8)}  ${(s.peak_fraction ? `${(100 * s.peak_fraction).toFixed(1)}%` : '').padStart(7)}  ` +
+      `${(s.isa ?? '').padEnd(9)}  ${memory.padEnd(27)}  ${s.load_avg_1m.map((l) => l.toFixed(2)).join(' ')}` +
+      `${s.reduced_protocol ? '  [reduced protocol]' : ''}${s.comparable ? '' : '  [reference BLAS: not comparable, no ratios]'}${rate}`);
   }
   const ratios = [];
   for (const [[ai, at], [bi, bt], label] of RATIOS) {
-    const a = get(w, ai, at), b = get(w, bi, bt);
+    const a = comparable(w, ai, at), b = comparable(w, bi, bt);
     if (a?.median_ms && b?.median_ms) ratios.push(`${label} = ${(a.median_ms / b.median_ms).toFixed(2)}`);
   }
   if (w === 'w3-ckpt') {  // checkpointing's cost in time and its saving in memory, per implementation

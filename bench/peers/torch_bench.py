@@ -13,7 +13,9 @@ greedily after a 64-token prompt with W3's model (tokens_per_s) by the loop a Py
 --generate naive (the default: a full forward over the last `context` tokens per new token, as
 Hugging Face's loop without a cache) or kv (keys and values cached while the context has room,
 then full forwards over the last `context` tokens, as fucina's generate). Every run records the
-BLAS library torch loaded ("blas")."""
+BLAS library torch loaded ("blas"), the CPU capability torch's own kernels dispatch to ("isa"),
+and "comparable": false when that BLAS is Debian's reference BLAS (netlib, no SIMD kernels: torch.mm
+at ~6 GFLOP/s), a peer no PyTorch user gets."""
 import argparse
 import json
 import os
@@ -146,6 +148,19 @@ def loaded_blas():
     return ", ".join(sorted(os.path.realpath(p) for p in libs)) or "none found"
 
 
+def torch_isa():
+    """The CPU capability torch's own kernels use ("AVX2", "AVX512", "DEFAULT"), as torch reports it."""
+    for line in torch.__config__.show().splitlines():
+        if "CPU capability usage:" in line:
+            return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+def reference_blas(blas):
+    """Whether the loaded BLAS is netlib's reference BLAS (Debian's libblas3: .../blas/libblas.so.3)."""
+    return any("/blas/libblas" in lib and "openblas" not in lib for lib in blas.split(", "))
+
+
 def set_up(w, kv=False):
     torch.manual_seed(1)
     if w in W6_BATCH:  # W2's model in eval mode; the step runs it under no_grad
@@ -254,7 +269,8 @@ def main():
          "min_ms": ms[0], "max_ms": ms[-1], "gflops_median": gflop_per_step(args.workload) / (median / 1e3),
          "reduced_protocol": reduced, "load_avg_1m": load, "warmup": warmup, "steps": steps,
          "rss_increase_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - rss0,
-         "blas": loaded_blas(), **rate(args.workload, median)}
+         "blas": loaded_blas(), "isa": torch_isa(), **rate(args.workload, median)}
+    r["comparable"] = not reference_blas(r["blas"])
     if model is not None and args.workload.startswith(("w3", "w5")):
         r["saved_bytes"] = saved_activation_bytes(model, loss_of)
     if note:
@@ -263,7 +279,8 @@ def main():
         print(json.dumps(r))
     else:
         print(f"{r['workload']:<8} {impl} {r['threads']} thr  median {median:9.3f} ms  (min {ms[0]:.3f}, max {ms[-1]:.3f})"
-              f"  {r['gflops_median']:7.2f} GFLOP/s  load {load:.2f}{'  [reduced protocol]' if reduced else ''}  blas {r['blas']}"
+              f"  {r['gflops_median']:7.2f} GFLOP/s  load {load:.2f}{'  [reduced protocol]' if reduced else ''}  blas {r['blas']}  isa {r['isa']}"
+              f"{'' if r['comparable'] else '  [reference BLAS: not comparable]'}"
               + "".join(f"  {v:.1f} {k[:-6]}/s" for k, v in r.items() if k.endswith("_per_s")))
 
 

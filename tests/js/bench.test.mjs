@@ -1,7 +1,7 @@
 // bench/ must not rot: one quick W1 run of bench/bench.mjs (the simd variant) prints one JSON line
 // with the documented fields, run.mjs keeps only the configurations --configs names, and the
-// inference workloads (W6, W7) run natively and in wasm with their rates. Only the shape is
-// checked, never a timing.
+// inference workloads (W6, W7) run natively and in wasm with their rates, and every configuration
+// is quoted as a fraction of its multiply-add ceiling. Only the shape is checked, never a timing.
 import { test } from 'node:test';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -25,7 +25,7 @@ test('bench.mjs --quick --json prints one well-formed record', () => {
 test('run.mjs --configs runs only the configurations it names, and refuses unknown ones', () => {
   const script = fileURLToPath(new URL('../../bench/run.mjs', import.meta.url));
   const out = execFileSync(process.execPath, [script, '--workloads', 'w1', '--quick', '--rounds', '1', '--json', '--configs', 'fucina-wasm-st:1'], { encoding: 'utf8' });
-  const records = out.trim().split('\n').map((l) => JSON.parse(l));
+  const records = out.trim().split('\n').map((l) => JSON.parse(l)).filter((r) => !r.peaks);
   assert.deepEqual(records.map((r) => `${r.impl}:${r.threads}:${r.round}`), ['fucina-wasm-st:1:1', 'fucina-wasm-st:1:median']);
   const bad = spawnSync(process.execPath, [script, '--workloads', 'w1', '--configs', 'fucina-wasm-st:3'], { encoding: 'utf8' });
   assert.equal(bad.status, 2);
@@ -36,7 +36,7 @@ test('run.mjs runs the inference workloads W6 and W7, natively and in wasm, with
   const script = fileURLToPath(new URL('../../bench/run.mjs', import.meta.url));
   const out = execFileSync(process.execPath, [script, '--workloads', 'w6-b1,w6-b64,w7', '--quick', '--rounds', '1', '--json',
     '--configs', 'fucina-native:1,fucina-wasm-st:1'], { encoding: 'utf8' });
-  const runs = out.trim().split('\n').map((l) => JSON.parse(l)).filter((r) => r.round === 1);
+  const runs = out.trim().split('\n').map((l) => JSON.parse(l)).filter((r) => r.round === 1 && !r.peaks);
   assert.deepEqual(runs.map((r) => `${r.workload}:${r.impl}`), ['w6-b1:fucina-native', 'w6-b1:fucina-wasm-st',
     'w6-b64:fucina-native', 'w6-b64:fucina-wasm-st', 'w7:fucina-native', 'w7:fucina-wasm-st']);
   for (const r of runs) {
@@ -46,4 +46,25 @@ test('run.mjs runs the inference workloads W6 and W7, natively and in wasm, with
     // 1%: fucina_bench prints median_ms to 4 decimals, and batch 1 takes well under a millisecond
     assert.ok(Math.abs(r[rate] - perStep / (r.median_ms / 1e3)) <= 1e-2 * r[rate], `${rate} in ${JSON.stringify(r)}`);
   }
+});
+
+test('the multiply-add ceilings: fucina_bench --peak, bench/peak.mjs, and run.mjs quoting each run against its own', async () => {
+  const { simd128MulAddPeakGflops } = await import('../../bench/peak.mjs');
+  const wasmPeak = simd128MulAddPeakGflops({ iterations: 200_000, tries: 2 });
+  assert.ok(Number.isFinite(wasmPeak) && wasmPeak > 0, String(wasmPeak));
+  const script = fileURLToPath(new URL('../../bench/run.mjs', import.meta.url));
+  const out = execFileSync(process.execPath, [script, '--workloads', 'w4-fc', '--quick', '--rounds', '1', '--json',
+    '--configs', 'fucina-native:2,fucina-wasm-st:1'], { encoding: 'utf8' });
+  const records = out.trim().split('\n').map((l) => JSON.parse(l));
+  const peaks = records.find((r) => r.peaks && r.round === 'median').peaks;
+  assert.ok(peaks.simd128 > 0 && typeof peaks.isa === 'string', JSON.stringify(peaks));
+  if (process.arch === 'x64') assert.ok(peaks.native > 0 && peaks.avx2 > 0, JSON.stringify(peaks));
+  const summary = (impl) => records.find((r) => r.round === 'median' && r.impl === impl);
+  const wasm = summary('fucina-wasm-st');
+  assert.equal(wasm.isa, 'SIMD128');
+  assert.ok(Math.abs(wasm.peak_fraction - wasm.gflops_median / peaks.simd128) < 1e-9 * wasm.peak_fraction, JSON.stringify(wasm));
+  const native = summary('fucina-native');
+  assert.equal(native.isa, peaks.isa);
+  if (peaks.native) // two threads: against two cores' ceiling
+    assert.ok(Math.abs(native.peak_fraction - native.gflops_median / (2 * peaks.native)) < 1e-9 * native.peak_fraction, JSON.stringify(native));
 });

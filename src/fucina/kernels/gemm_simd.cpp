@@ -243,8 +243,8 @@ void PackA(const GemmArgs& g, int64_t m0, int64_t mc, int64_t p0, int64_t kc, fl
 
 // out[i] = typed element e + i as f32 (gemm_simd.h, convertRun).
 void ConvertRun(const std::byte* base, DType dtype, int64_t e, int64_t n, float* HWY_RESTRICT out) {
-  const D d;
-  constexpr int64_t N = kLanes;
+  [[maybe_unused]] const D d;  // unused by the scalar target
+  [[maybe_unused]] constexpr int64_t N = kLanes;
   int64_t i = 0;
   if (dtype == DType::f16 || dtype == DType::bf16) {
     const uint16_t* src = reinterpret_cast<const uint16_t*>(base) + e;
