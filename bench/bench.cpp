@@ -3,7 +3,8 @@
 // configuration in a fresh process; this program never loops over configurations itself.
 //
 //   fucina_bench --workload w1|w2|w3|w3-ckpt|w3-frozen-f32|w3-frozen-f16|w3-frozen-q8|w4-1024|w4-fc|
-//                           w5-f32|w5-f16|w5-q8|w5-f32-ckpt|w5-f16-ckpt|w5-q8-ckpt|w6-b1|w6-b64|w7
+//                           w5-f32|w5-f16|w5-q8|w5-f32-ckpt|w5-f16-ckpt|w5-q8-ckpt|w6-b1|w6-b64|w7|
+//                           w3-d<D>-l<L>
 //                --threads N [--json] [--quick] [--gemm-layout kn|nk] [--rhs-dtype f32|f16|bf16|q8_0]
 //                [--steps N]
 //   fucina_bench --peak [--json]
@@ -24,6 +25,9 @@
 // tiny GPT (Gpt::generate, KV cache; past the 128-token context each token reruns the last 128,
 // Note [KV cache]); a step is the whole generate call. Reports tokens_per_s.
 //
+// w3-d<D>-l<L> (bench/scale.mjs): W3 at d_model D (a multiple of 32: head dim 32, MLP 4·D) with L
+// blocks, timed by the 2 + 5 protocol of long steps.
+//
 // --steps N times N steps instead of the protocol's 50 (e.g. to run long enough under `perf record`).
 // --peak measures one core's FMA peak for the ISA the GEMM dispatches to (bench/peak.h) and the
 // AVX2 and AVX-512 peaks the CPU has: bench/run.mjs quotes each workload's GFLOP/s against them.
@@ -38,6 +42,7 @@
 #include <fstream>
 #include <functional>
 #include <optional>
+#include <utility>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -68,7 +73,7 @@ struct Args {
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr,
                "fucina_bench: %s\nusage: fucina_bench --workload w1|w2|w3|w3-ckpt|w3-frozen-f32|"
-               "w3-frozen-f16|w3-frozen-q8|w4-1024|w4-fc|w5-f32|w5-f16|w5-q8|w5-*-ckpt|w6-b1|w6-b64|w7 --threads N [--json] [--quick] [--gemm-layout kn|nk] "
+               "w3-frozen-f16|w3-frozen-q8|w4-1024|w4-fc|w5-f32|w5-f16|w5-q8|w5-*-ckpt|w6-b1|w6-b64|w7|w3-d<D>-l<L> --threads N [--json] [--quick] [--gemm-layout kn|nk] "
                "[--rhs-dtype f32|f16|bf16|q8_0] [--steps N]\n       fucina_bench --peak [--json]\n",
                why.c_str());
   std::exit(2);
@@ -103,6 +108,17 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
+// Scale (bench/README.md): w3-d<D>-l<L> is W3's step at width D (head dim 32, MLP 4·D) with L
+// blocks; {D, L}, or nothing for another workload.
+std::optional<std::pair<int64_t, int64_t>> scaleShape(const std::string& w) {
+  long long d = 0, layers = 0;
+  int used = 0;
+  if (std::sscanf(w.c_str(), "w3-d%lld-l%lld%n", &d, &layers, &used) != 2 || used != static_cast<int>(w.size()) ||
+      d < 32 || d % 32 != 0 || layers < 1)
+    return std::nullopt;
+  return std::pair<int64_t, int64_t>{d, layers};
+}
+
 double loadAverage1m() {
   std::ifstream f("/proc/loadavg");
   double l = -1;
@@ -134,7 +150,8 @@ Timing runProtocol(const std::function<void()>& step, const Args& a, const std::
   timeOne(step);
   const double second = timeOne(step);
   if (!a.quick && second > 400.0) warmup = 5, steps = 20, t.reduced = true;
-  if (!a.quick && a.workload.rfind("w5-", 0) == 0) warmup = 2, steps = 5, t.reduced = true;  // W5: seconds a step
+  if (!a.quick && (a.workload.rfind("w5-", 0) == 0 || scaleShape(a.workload)))  // seconds a step
+    warmup = 2, steps = 5, t.reduced = true;
   if (a.steps > 0) steps = a.steps;
   for (int i = 2; i < warmup; ++i) step();
   t.warmup = warmup;
@@ -232,10 +249,14 @@ Result run(const Args& a, ExecContext& ctx) {
     r.note = "NCHW";
     return r;
   }
-  if (w == "w3" || w == "w3-ckpt" || w.rfind("w3-frozen-", 0) == 0) {
+  if (w == "w3" || w == "w3-ckpt" || w.rfind("w3-frozen-", 0) == 0 || scaleShape(w)) {
     constexpr int64_t kBatch = 16, kT = 128;
     nn::GptConfig config;
     config.checkpoint_blocks = w == "w3-ckpt";
+    if (const auto scale = scaleShape(w)) {
+      config.d_model = scale->first, config.layers = scale->second;
+      config.heads = config.d_model / 32, config.mlp = 4 * config.d_model;
+    }
     nn::Gpt model(ctx, config, 1);
     const std::string frozen = w.rfind("w3-frozen-", 0) == 0 ? w.substr(10) : "";
     if (!frozen.empty()) {
@@ -255,7 +276,9 @@ Result run(const Args& a, ExecContext& ctx) {
     const double tokens_per_step = kBatch * kT;
     const double attention = 3.0 * config.layers * kBatch * 2 * (2.0 * kT * kT * config.d_model);  // QKᵀ, AV
     r.gflop = (6.0 * tokens_per_step * static_cast<double>(params - kT * config.d_model) + attention) / 1e9;
-    r.note = frozen.empty() ? "129 tokens per sequence, 128 predicted"
+    r.note = scaleShape(w) ? "d_model " + std::to_string(config.d_model) + ", " + std::to_string(config.layers) + " blocks, " +
+                                 std::to_string(config.heads) + " heads, 129 tokens per sequence"
+             : frozen.empty() ? "129 tokens per sequence, 128 predicted"
                             : "projections frozen as " + (frozen == "q8" ? std::string("q8_0") : frozen) +
                                   ", embeddings and LayerNorms trained";
     return r;

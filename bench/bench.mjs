@@ -2,7 +2,8 @@
 // with the protocol of protocol.mjs, and prints a table line or (--json) one JSON object:
 //   node bench/bench.mjs --workload w1|w2|w3|w3-ckpt|w3-frozen-f32|w3-frozen-f16|w3-frozen-q8|w4-1024|w4-fc
 //                        --variant threaded-simd|simd [--threads N] [--json] [--quick]
-//                        (or w5-f32|w5-f16|w5-q8 and their -ckpt variants, or w6-b1|w6-b64|w7)
+//                        (or w5-f32|w5-f16|w5-q8 and their -ckpt variants, or w6-b1|w6-b64|w7,
+//                        or Scale's w3-d<D>-l<L>: W3 at d_model D with L blocks, as bench/bench.cpp)
 // w3-frozen-<dtype>: W3 with the projections frozen as that dtype (nn.Gpt.freezeProjections),
 // training the embeddings and LayerNorms, as bench/bench.cpp. w5-<dtype>[-ckpt]: LoRA on a
 // GPT-2-small-shaped fc.nn.Gpt2 with its base stored as that dtype, as bench/bench.cpp.
@@ -14,7 +15,7 @@
 // impl is "fucina-wasm-mt" (threaded-simd, N threads) or "fucina-wasm-st" (simd, one thread).
 // The models are fc.nn's (web/nn.mjs), the same definitions tests/js/models.test.mjs trains.
 import { init } from 'fucina';
-import { GEMM_SHAPES, W5_BATCH, W5_CONFIG, W5_T, W6_BATCH, W7_NEW, W7_PROMPT, labelPattern, loadAverage1m, parseArgs, record, report, runProtocol } from './protocol.mjs';
+import { GEMM_SHAPES, W5_BATCH, W5_CONFIG, W5_T, W6_BATCH, W7_NEW, W7_PROMPT, labelPattern, scaleShape, loadAverage1m, parseArgs, record, report, runProtocol } from './protocol.mjs';
 
 const args = parseArgs(process.argv.slice(2), ['variant']);
 const variant = args.variant ?? 'threaded-simd';
@@ -48,13 +49,17 @@ function setUp(workload) {
     return { step: trainingStep(opt, () => model.forward(x).crossEntropy(y, 'class')), note: 'NCHW' };
   }
   const frozen = { 'w3-frozen-f32': 'f32', 'w3-frozen-f16': 'f16', 'w3-frozen-q8': 'q8_0' }[workload];
-  if (workload === 'w3' || workload === 'w3-ckpt' || frozen) {
-    const model = new fc.nn.Gpt({ checkpointBlocks: workload === 'w3-ckpt' }, 1);
+  const scale = scaleShape(workload);
+  if (workload === 'w3' || workload === 'w3-ckpt' || frozen || scale) {
+    const shape = scale ? { dModel: scale.d, layers: scale.layers, heads: scale.d / 32, mlp: 4 * scale.d } : {};
+    const model = new fc.nn.Gpt({ checkpointBlocks: workload === 'w3-ckpt', ...shape }, 1);
     if (frozen) model.freezeProjections(frozen);
     const opt = fc.optim.adamw(model.parameters(), { lr: 1e-3, betas: [0.9, 0.999], eps: 1e-8, weightDecay: 0.01 });
     // 129 tokens per sequence: loss predicts the last 128 from the first 128 (2,048 tokens a step).
     const tokens = fc.constant(['batch', 't'], [16, 129], labelPattern(16 * 129, 256), 'i32');
     const note = frozen ? `projections frozen as ${frozen}, embeddings and LayerNorms trained` : '129 tokens per sequence, 128 predicted';
+    if (scale) return { step: trainingStep(opt, () => model.loss(tokens)), long: true,
+      note: `d_model ${scale.d}, ${scale.layers} blocks, ${scale.d / 32} heads, 129 tokens per sequence` };
     return { step: trainingStep(opt, () => model.loss(tokens)), note };
   }
   if (workload.startsWith('w5-')) {

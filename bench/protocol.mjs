@@ -1,14 +1,19 @@
 // The timing protocol of ../shared/BENCHMARKS.md, shared by every JavaScript benchmark (fucina's
 // bench.mjs and the peers in peers/): 10 warm-up steps, then 50 steps timed one by one; 5 + 20
-// when the second warm-up step takes more than 400 ms (reduced_protocol: true), 2 + 5 for W5's
-// multi-second steps; --quick is a smoke test of 2 + 3. Inference steps (W6, W7) follow the same
+// when the second warm-up step takes more than 400 ms (reduced_protocol: true), 2 + 5 for the
+// multi-second steps of W5 and Scale; --quick is a smoke test of 2 + 3. Inference steps (W6, W7) follow the same
 // protocol. Plus the workloads' FLOP counts and the command line they all share.
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 
 export const WORKLOADS = ['w1', 'w2', 'w3', 'w3-ckpt', 'w3-frozen-f32', 'w3-frozen-f16', 'w3-frozen-q8', 'w4-1024', 'w4-fc'];
-/** fucina's own variants (issue 19's frozen-base W3), which the peers do not run. */
-export const OWN_WORKLOADS = ['w3-frozen-f32', 'w3-frozen-f16', 'w3-frozen-q8'];
+/** Scale (bench/README.md, "Scale"): W3's step at d_model 128/256/512 × 2/4/8 blocks, named
+ * w3-d<D>-l<L> (head dim 32, MLP 4·D, batch 16 × 128 predicted tokens), timed by the 2 + 5 protocol
+ * of long steps; bench/scale.mjs runs the grid. */
+export const SCALE_D = [128, 256, 512], SCALE_LAYERS = [2, 4, 8];
+export const SCALE_WORKLOADS = SCALE_D.flatMap((d) => SCALE_LAYERS.map((l) => `w3-d${d}-l${l}`));
+/** fucina's own variants (issue 19's frozen-base W3, and Scale's above), which the peers do not run. */
+export const OWN_WORKLOADS = ['w3-frozen-f32', 'w3-frozen-f16', 'w3-frozen-q8', ...SCALE_WORKLOADS];
 /** W5 (bench/README.md): LoRA fine-tuning of a GPT-2-small-shaped model, base f32/f16/q8_0, with
  * and without checkpointed blocks. Seconds a step: run on request (--workloads), not by default. */
 export const W5_WORKLOADS = ['w5-f32', 'w5-f16', 'w5-q8', 'w5-f32-ckpt', 'w5-f16-ckpt', 'w5-q8-ckpt'];
@@ -16,7 +21,12 @@ export const W5_WORKLOADS = ['w5-f32', 'w5-f16', 'w5-q8', 'w5-f32-ckpt', 'w5-f16
  * generation of 128 tokens after a 64-token prompt by W3's model (tokens/s). Not in
  * BENCHMARKS.md; run on request (--workloads). */
 export const INFERENCE_WORKLOADS = ['w6-b1', 'w6-b64', 'w7'];
-export const ALL_WORKLOADS = [...WORKLOADS, ...W5_WORKLOADS, ...INFERENCE_WORKLOADS];
+export const ALL_WORKLOADS = [...WORKLOADS, ...W5_WORKLOADS, ...INFERENCE_WORKLOADS, ...SCALE_WORKLOADS];
+/** { d, layers } of a w3-d<D>-l<L> workload, else undefined. */
+export function scaleShape(workload) {
+  const m = /^w3-d(\d+)-l(\d+)$/.exec(workload);
+  return m ? { d: Number(m[1]), layers: Number(m[2]) } : undefined;
+}
 export const W6_BATCH = { 'w6-b1': 1, 'w6-b64': 64 };
 export const W7_PROMPT = 64, W7_NEW = 128;
 /** W5's model: GPT-2 small's config.json fields, and its batch. */
@@ -26,7 +36,13 @@ export const W5_BATCH = 4, W5_T = 128;
 /** GEMM shapes of W4: [M, K, N]. */
 export const GEMM_SHAPES = { 'w4-1024': [1024, 1024, 1024], 'w4-fc': [128, 784, 512] };
 
-const W3_PARAMS = 445952, W3_T = 128, W3_D = 128, W3_LAYERS = 2, W3_BATCH = 16;
+const W3_T = 128, W3_D = 128, W3_LAYERS = 2, W3_BATCH = 16;
+/** W3's parameters at width d with `layers` blocks: embeddings, 12d² + 13d a block, the final LayerNorm. */
+const w3Params = (d, layers) => 256 * d + W3_T * d + layers * (12 * d * d + 13 * d) + 2 * d;
+/** One W3 step's GFLOP at width d: 6 per parameter and token (the position table excepted: a
+ * lookup), plus QKᵀ and AV, ×3 with backward. */
+const w3Gflop = (d, layers) =>
+  (6 * W3_BATCH * W3_T * (w3Params(d, layers) - W3_T * d) + 3 * layers * W3_BATCH * 2 * (2 * W3_T * W3_T * d)) / 1e9;
 /** FLOPs of one image through W2's CNN (forward). */
 const CNN_FORWARD = 2 * (26 * 26 * 32 * 9 + 11 * 11 * 64 * 288 + 1600 * 128 + 128 * 10);
 
@@ -46,10 +62,9 @@ export function gflopPerStep(workload) {
     const weights = W3_LAYERS * (W3_D * 3 * W3_D + W3_D * W3_D + 2 * W3_D * 4 * W3_D) + 256 * W3_D;
     return (2 * weights * (W7_PROMPT + W7_NEW - 1)) / 1e9;
   }
-  if (workload.startsWith('w3')) {  // the frozen variants: the same nominal work (bench.cpp)
-    const attention = 3 * W3_LAYERS * W3_BATCH * 2 * (2 * W3_T * W3_T * W3_D);  // QKᵀ and AV, ×3 with backward
-    return (6 * W3_BATCH * W3_T * (W3_PARAMS - W3_T * W3_D) + attention) / 1e9;
-  }
+  const scale = scaleShape(workload);
+  if (scale) return w3Gflop(scale.d, scale.layers);
+  if (workload.startsWith('w3')) return w3Gflop(W3_D, W3_LAYERS);  // the frozen variants: the same nominal work (bench.cpp)
   if (workload.startsWith('w5')) {  // forward, and the input gradients again (bench.cpp)
     const d = W5_CONFIG.n_embd, layers = W5_CONFIG.n_layer, inner = 4 * d, tokens = W5_BATCH * W5_T;
     const blockParams = layers * (d * 3 * d + d * d + 2 * d * inner);

@@ -88,7 +88,8 @@ TEST_CASE("trimCache and the cache limit give buffers back to the system", "[all
   { RawTensor a = floats(ctx, 1 << 16); }
   CHECK(ctx.memory().system_allocations == system + 1);  // the cache was empty
 
-  ctx.setCacheLimit(1024);  // holds a small buffer but not a large one
+  ctx.setCacheLimit(1024);  // holds a small buffer but not a large one (without the high-water allowance)
+  ctx.setCacheToHighWater(false);
   CHECK(ctx.memory().cached_bytes == 0u);
   { RawTensor a = floats(ctx, 1 << 16), b = floats(ctx, 100); }
   CHECK(ctx.memory().cached_bytes == MemoryAccount::blockSize(400));
@@ -98,6 +99,34 @@ TEST_CASE("trimCache and the cache limit give buffers back to the system", "[all
   { RawTensor a = floats(uncached, 100); }
   CHECK(uncached.memory().cached_bytes == 0u);
   CHECK(uncached.memory().system_allocations == 2u);
+  CHECK(uncached.memory().cache_hits == 0u);
+}
+
+TEST_CASE("beyond the cache limit, buffers are kept up to the high-water mark of live blocks", "[allocator]") {
+  // Note [Cache to the high-water mark]: a step that frees more than the limit recirculates.
+  for (const bool high_water : {true, false}) {
+    INFO("cache_to_high_water " << high_water);
+    ExecContext ctx(ExecOptions{.threads = 1, .cache_limit = 4096, .cache_to_high_water = high_water});
+    for (int round = 0; round < 3; ++round) {
+      const size_t system = ctx.memory().system_allocations;
+      { RawTensor a = floats(ctx, 1 << 20), b = floats(ctx, 1 << 20), c = floats(ctx, 100); }
+      // The first round allocates all three; later ones reuse a and b only with the allowance.
+      CHECK(ctx.memory().system_allocations - system == (round == 0 ? 3u : high_water ? 0u : 2u));
+    }
+    const size_t big = MemoryAccount::blockSize(4 << 20), small = MemoryAccount::blockSize(400);
+    CHECK(ctx.memory().cached_bytes == (high_water ? 2 * big + small : small));
+    // Nothing is cached past the high-water mark: with a and b cached (8 MiB), a new 12 MiB buffer
+    // raises the mark to 12 MiB + small, and caching it too would hold 20 MiB.
+    if (high_water) {
+      RawTensor c = floats(ctx, 100);
+      { RawTensor d = floats(ctx, 3 << 20); }
+      CHECK(ctx.memory().cached_bytes == 2 * big);
+    }
+  }
+  // A limit of 0 still caches nothing, whatever the allowance.
+  ExecContext uncached(ExecOptions{.threads = 1, .cache_limit = 0});
+  { RawTensor a = floats(uncached, 1 << 20); }
+  { RawTensor a = floats(uncached, 1 << 20); }
   CHECK(uncached.memory().cache_hits == 0u);
 }
 

@@ -73,6 +73,11 @@ void* MemoryAccount::allocate(size_t bytes, DType dtype) {
     }
   }
   live_by_dtype_[static_cast<size_t>(dtype)].fetch_add(bytes, std::memory_order_relaxed);
+  const size_t block = blockSize(bytes);
+  const size_t blocks = live_blocks_.fetch_add(block, std::memory_order_relaxed) + block;
+  size_t high = high_water_blocks_.load(std::memory_order_relaxed);
+  while (blocks > high && !high_water_blocks_.compare_exchange_weak(high, blocks, std::memory_order_relaxed)) {
+  }
   const size_t live = live_bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
   size_t peak = peak_bytes_.load(std::memory_order_relaxed);
   while (live > peak && !peak_bytes_.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
@@ -83,11 +88,17 @@ void* MemoryAccount::allocate(size_t bytes, DType dtype) {
 void MemoryAccount::release(void* ptr, size_t bytes, DType dtype) noexcept {
   live_by_dtype_[static_cast<size_t>(dtype)].fetch_sub(bytes, std::memory_order_relaxed);
   live_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
-  if (ptr == nullptr) return;
   const size_t block = blockSize(bytes);
+  live_blocks_.fetch_sub(block, std::memory_order_relaxed);
+  if (ptr == nullptr) return;
   {
     std::lock_guard lock(cache_mutex_);
-    if (cached_bytes_.load(std::memory_order_relaxed) + block <= cacheLimit()) {
+    const size_t cached = cached_bytes_.load(std::memory_order_relaxed), limit = cacheLimit();
+    const bool within_limit = cached + block <= limit;
+    const bool within_high_water =  // Note [Cache to the high-water mark]
+        limit > 0 && cache_to_high_water_.load(std::memory_order_relaxed) &&
+        cached + block <= high_water_blocks_.load(std::memory_order_relaxed);
+    if (within_limit || within_high_water) {
       try {
         free_[classOf(block)].push_back(ptr);
         cached_bytes_.fetch_add(block, std::memory_order_relaxed);
@@ -115,7 +126,10 @@ void MemoryAccount::setCacheLimit(size_t bytes) noexcept {
   if (cached_bytes_.load(std::memory_order_relaxed) > bytes) trimCache();
 }
 
-void MemoryAccount::detach() noexcept { setCacheLimit(0); }
+void MemoryAccount::detach() noexcept {
+  cache_to_high_water_.store(false, std::memory_order_relaxed);
+  setCacheLimit(0);
+}
 
 MemoryStats MemoryAccount::stats() const noexcept {
   MemoryStats s{live_bytes_.load(),         peak_bytes_.load(), live_tensors_.load(),

@@ -18,6 +18,7 @@ ExecContext::ExecContext(ExecOptions options) : account_(std::make_shared<Memory
   if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (threads > 1) pool_ = std::make_unique<WorkPool>(threads);
   account_->setCacheLimit(options.cache_limit);
+  account_->setCacheToHighWater(options.cache_to_high_water);
 }
 
 ExecContext::~ExecContext() {

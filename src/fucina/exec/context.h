@@ -19,7 +19,10 @@ class ExecScope;
 
 struct ExecOptions {
   int threads = 0;  ///< 0 = hardware concurrency; 1 = no worker threads
-  size_t cache_limit = MemoryAccount::kDefaultCacheLimit;  ///< bytes of freed buffers kept for reuse
+  size_t cache_limit = MemoryAccount::kDefaultCacheLimit;  ///< bytes of freed buffers kept for reuse; 0: none
+  /// Beyond cache_limit, also keep freed buffers up to the most that was ever live at once
+  /// (Note [Cache to the high-water mark], core/storage.h).
+  bool cache_to_high_water = true;
 };
 
 class ExecContext {
@@ -34,6 +37,7 @@ class ExecContext {
   /// Gives the buffers cached for reuse back to the system (Note [Caching allocator]).
   void trimCache() { account_->trimCache(); }
   void setCacheLimit(size_t bytes) { account_->setCacheLimit(bytes); }
+  void setCacheToHighWater(bool on) { account_->setCacheToHighWater(on); }
   int threads() const { return pool_ ? pool_->size() : 1; }
 
   // --- engine internals (public so that ops, kernels and bindings can reach them) ---
