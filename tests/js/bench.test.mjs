@@ -68,3 +68,22 @@ test('the multiply-add ceilings: fucina_bench --peak, bench/peak.mjs, and run.mj
   if (peaks.native) // two threads: against two cores' ceiling
     assert.ok(Math.abs(native.peak_fraction - native.gflops_median / (2 * peaks.native)) < 1e-9 * native.peak_fraction, JSON.stringify(native));
 });
+
+test('Scale: w3-d<D>-l<L> runs natively and in wasm, with the FLOP count protocol.mjs gives', async () => {
+  const { gflopPerStep, scaleShape } = await import('../../bench/protocol.mjs');
+  assert.deepEqual(scaleShape('w3-d256-l4'), { d: 256, layers: 4 });
+  assert.equal(scaleShape('w3'), undefined);
+  assert.equal(gflopPerStep('w3-d128-l2'), gflopPerStep('w3'));  // W3 is the grid's smallest point
+  const script = fileURLToPath(new URL('../../bench/run.mjs', import.meta.url));
+  const out = execFileSync(process.execPath, [script, '--workloads', 'w3-d256-l2', '--quick', '--rounds', '1', '--json',
+    '--configs', 'fucina-native:1,fucina-wasm-st:1'], { encoding: 'utf8' });
+  const runs = out.trim().split('\n').map((l) => JSON.parse(l)).filter((r) => r.round === 1 && !r.peaks);
+  assert.deepEqual(runs.map((r) => r.impl), ['fucina-native', 'fucina-wasm-st']);
+  for (const r of runs) {
+    assert.equal(r.error, undefined, JSON.stringify(r));
+    assert.match(r.note, /d_model 256, 2 blocks, 8 heads/);
+    // bench.cpp counts the FLOPs from the model's own parameters: the same as protocol.mjs's formula
+    assert.ok(Math.abs(r.gflops_median * r.median_ms / 1e3 - gflopPerStep('w3-d256-l2')) < 2e-3 * gflopPerStep('w3-d256-l2'),
+      JSON.stringify(r));
+  }
+});
