@@ -4,6 +4,7 @@
 // module so that it needs no build and runs wherever the npm package does (Node, a browser page):
 //   loop { acc[i] = acc[i] * mul + add  for 12 independent accumulators } while (--n)
 //   node bench/peak.mjs [--json]
+// It also measures relaxed SIMD's fused multiply-add where the engine validates it.
 const CHAINS = 12;
 
 // Unsigned LEB128, the encoding of every size and index in a wasm binary.
@@ -20,7 +21,11 @@ function leb(n) {
 const section = (id, bytes) => [id, ...leb(bytes.length), ...bytes];
 const f32x4 = (v) => [...new Uint8Array(new Float32Array([v, v, v, v]).buffer)];
 
-function peakModuleBytes() {
+// relaxed SIMD's f32x4.relaxed_madd (final opcode 0xfd 0x105): one instruction where the engine has
+// it (Chrome >= 114, Node >= 22 or 20 with --experimental-wasm-relaxed-simd; docs/relaxed-simd.md).
+const RELAXED_MADD = [0xfd, ...leb(0x105)];
+
+function peakModuleBytes({ relaxed = false } = {}) {
   const SIMD = 0xfd, LOCAL_GET = 0x20, LOCAL_SET = 0x21, LOCAL_TEE = 0x22;
   const mulLocal = CHAINS + 1, addLocal = CHAINS + 2;  // local 0 is the iteration count
   const body = [1, ...leb(CHAINS + 2), 0x7b];  // one run of locals: 14 × v128
@@ -29,8 +34,11 @@ function peakModuleBytes() {
   constant(0.999999, mulLocal);
   constant(1e-7, addLocal);
   body.push(0x03, 0x40);  // loop (no result)
-  for (let i = 0; i < CHAINS; ++i)  // f32x4.mul = 0xfd 0xe6 0x01, f32x4.add = 0xfd 0xe4 0x01
-    body.push(LOCAL_GET, 1 + i, LOCAL_GET, mulLocal, SIMD, 0xe6, 0x01, LOCAL_GET, addLocal, SIMD, 0xe4, 0x01, LOCAL_SET, 1 + i);
+  for (let i = 0; i < CHAINS; ++i) {
+    if (relaxed) body.push(LOCAL_GET, 1 + i, LOCAL_GET, mulLocal, LOCAL_GET, addLocal, ...RELAXED_MADD, LOCAL_SET, 1 + i);
+    else  // f32x4.mul = 0xfd 0xe6 0x01, f32x4.add = 0xfd 0xe4 0x01
+      body.push(LOCAL_GET, 1 + i, LOCAL_GET, mulLocal, SIMD, 0xe6, 0x01, LOCAL_GET, addLocal, SIMD, 0xe4, 0x01, LOCAL_SET, 1 + i);
+  }
   body.push(LOCAL_GET, 0, 0x41, 1, 0x6b, LOCAL_TEE, 0, 0x0d, 0, 0x0b);  // n -= 1; br_if loop; end
   // The result sums lane 0 of every chain, so that no chain is dead code.
   for (let i = 0; i < CHAINS; ++i) {
@@ -54,8 +62,8 @@ const cpuMs = typeof process !== 'undefined' && process.cpuUsage
 
 // GFLOP/s (a multiply and an add per lane counted as 2 FLOPs): the best of `tries` calls, since
 // V8 runs a function from its baseline compiler first and swaps in optimized code in the background.
-export function simd128MulAddPeakGflops({ iterations = 5_000_000, tries = 8 } = {}) {
-  const { peak } = new WebAssembly.Instance(new WebAssembly.Module(peakModuleBytes())).exports;
+export function simd128MulAddPeakGflops({ iterations = 5_000_000, tries = 8, relaxed = false } = {}) {
+  const { peak } = new WebAssembly.Instance(new WebAssembly.Module(peakModuleBytes({ relaxed }))).exports;
   let best = 0;
   for (let t = 0; t < tries; ++t) {
     const c0 = cpuMs();
@@ -66,9 +74,14 @@ export function simd128MulAddPeakGflops({ iterations = 5_000_000, tries = 8 } = 
   return best;
 }
 
+/** Whether this engine takes relaxed SIMD's final opcodes (the check a relaxed variant must pass). */
+export const relaxedSimdSupported = () => WebAssembly.validate(peakModuleBytes({ relaxed: true }));
+
 const argv = globalThis.process?.argv ?? [];
 if (import.meta.url === `file://${argv[1]}`) {
   const gflops = simd128MulAddPeakGflops();
-  if (argv.includes('--json')) console.log(JSON.stringify({ impl: 'wasm-simd128', peak_gflops: gflops }));
-  else console.log(`wasm SIMD128 mul+add peak, one core (process CPU time): ${gflops.toFixed(1)} GFLOP/s`);
+  const relaxed = relaxedSimdSupported() ? simd128MulAddPeakGflops({ relaxed: true }) : undefined;
+  if (argv.includes('--json')) console.log(JSON.stringify({ impl: 'wasm-simd128', peak_gflops: gflops, relaxed_madd_gflops: relaxed }));
+  else console.log(`wasm SIMD128 mul+add peak, one core (process CPU time): ${gflops.toFixed(1)} GFLOP/s; relaxed_madd: ` +
+    (relaxed ? `${relaxed.toFixed(1)} GFLOP/s` : 'not supported by this engine'));
 }
