@@ -15,7 +15,8 @@
 // impl is "fucina-wasm-mt" (threaded-simd, N threads) or "fucina-wasm-st" (simd, one thread).
 // The models are fc.nn's (web/nn.mjs), the same definitions tests/js/models.test.mjs trains.
 import { init } from 'fucina';
-import { GEMM_SHAPES, W5_BATCH, W5_CONFIG, W5_T, W6_BATCH, W7_NEW, W7_PROMPT, labelPattern, scaleShape, loadAverage1m, parseArgs, record, report, runProtocol } from './protocol.mjs';
+import { loadAverage1m, parseArgs, record, report, runProtocol } from './protocol.mjs';
+import { setUp } from './workloads.mjs';
 
 const args = parseArgs(process.argv.slice(2), ['variant']);
 const variant = args.variant ?? 'threaded-simd';
@@ -24,84 +25,9 @@ const impl = variant === 'simd' ? 'fucina-wasm-st' : 'fucina-wasm-mt';
 const load = loadAverage1m();
 const fc = await init({ variant, threads: variant === 'simd' ? undefined : args.threads });
 
-/** A training step as the protocol defines it: zero, forward + loss, backward, update, loss.item(). */
-const trainingStep = (opt, lossOf) => () => fc.scope(() => {
-  opt.zeroGrad();
-  const loss = lossOf();
-  loss.backward();
-  opt.step();
-  return void loss.item();
-});
-
-function setUp(workload) {
-  if (workload === 'w1') {
-    const model = new fc.nn.Mlp({}, 1);
-    const opt = fc.optim.sgd(model.parameters(), { lr: 0.01 });
-    const x = fc.normal(['batch', 'in'], [128, 784], 0, 1, 2);
-    const y = fc.constant(['batch'], [128], labelPattern(128, 10), 'i32');
-    return { step: trainingStep(opt, () => model.forward(x).crossEntropy(y, 'class')) };
-  }
-  if (workload === 'w2') {
-    const model = new fc.nn.Cnn({}, 1);
-    const opt = fc.optim.sgd(model.parameters(), { lr: 0.01 });
-    const x = fc.normal(['batch', 'h', 'w'], [64, 28, 28], 0, 1, 2);
-    const y = fc.constant(['batch'], [64], labelPattern(64, 10), 'i32');
-    return { step: trainingStep(opt, () => model.forward(x).crossEntropy(y, 'class')), note: 'NCHW' };
-  }
-  const frozen = { 'w3-frozen-f32': 'f32', 'w3-frozen-f16': 'f16', 'w3-frozen-q8': 'q8_0' }[workload];
-  const scale = scaleShape(workload);
-  if (workload === 'w3' || workload === 'w3-ckpt' || frozen || scale) {
-    const shape = scale ? { dModel: scale.d, layers: scale.layers, heads: scale.d / 32, mlp: 4 * scale.d } : {};
-    const model = new fc.nn.Gpt({ checkpointBlocks: workload === 'w3-ckpt', ...shape }, 1);
-    if (frozen) model.freezeProjections(frozen);
-    const opt = fc.optim.adamw(model.parameters(), { lr: 1e-3, betas: [0.9, 0.999], eps: 1e-8, weightDecay: 0.01 });
-    // 129 tokens per sequence: loss predicts the last 128 from the first 128 (2,048 tokens a step).
-    const tokens = fc.constant(['batch', 't'], [16, 129], labelPattern(16 * 129, 256), 'i32');
-    const note = frozen ? `projections frozen as ${frozen}, embeddings and LayerNorms trained` : '129 tokens per sequence, 128 predicted';
-    if (scale) return { step: trainingStep(opt, () => model.loss(tokens)), long: true,
-      note: `d_model ${scale.d}, ${scale.layers} blocks, ${scale.d / 32} heads, 129 tokens per sequence` };
-    return { step: trainingStep(opt, () => model.loss(tokens)), note };
-  }
-  if (workload.startsWith('w5-')) {
-    const ckpt = workload.endsWith('-ckpt'), dtype = { f32: 'f32', f16: 'f16', q8: 'q8_0' }[workload.split('-')[1]];
-    const model = new fc.nn.Gpt2(W5_CONFIG, 1, { dtype, checkpointBlocks: ckpt });
-    const adapters = fc.nn.lora(model, { rank: 8, alpha: 16, targets: ['c_attn', 'c_proj', 'c_fc'] });
-    const opt = fc.optim.adamw(adapters, { lr: 1e-4, betas: [0.9, 0.999], eps: 1e-8, weightDecay: 0.01 });
-    const tokens = fc.constant(['batch', 't'], [W5_BATCH, W5_T + 1], labelPattern(W5_BATCH * (W5_T + 1), W5_CONFIG.vocab_size), 'i32');
-    return { step: trainingStep(opt, () => model.loss(tokens)), long: true,
-      note: `GPT-2 small, LoRA r8 on c_attn/c_proj/c_fc, base ${dtype}${ckpt ? ', checkpointed' : ''}` };
-  }
-  if (workload in W6_BATCH) {
-    const model = new fc.nn.Cnn({}, 1);
-    // Prepared and packed under noGrad: the parameters are variables, their copies constants.
-    // fc.packRhs + dotPacked directly, as bench.cpp: nn.Linear.pack()'s forward adds its input
-    // checks (~0.1 ms a call in Node 20, as much as batch 1's product).
-    const [p1, p2, f1, f2] = fc.noGrad(() => [
-      ...[model.conv1, model.conv2].map((c) => fc.prepareConv2dWeights(c.weight, { ...c.options, bias: c.bias })),
-      ...[model.fc1, model.fc2].map((l) => fc.packRhs(l.weight, l.in))]);
-    const x = fc.normal(['batch', 'c', 'h', 'w'], [W6_BATCH[workload], 1, 28, 28], 0, 1, 2);
-    const step = () => fc.noGrad(() => fc.scope(() => {
-      let h = x.conv2dPreparedRelu(p1).maxPool2d(2);
-      h = h.conv2dPreparedRelu(p2).maxPool2d(2).merge(['c2', 'h', 'w'], 'feature');
-      return void h.dotPacked(f1, model.fc1.bias).relu().dotPacked(f2, model.fc2.bias).toArray();
-    }));
-    return { step, note: `NCHW, convolutions prepared (${p2.winograd ? 'conv2 Winograd' : 'im2col GEMM'}), Linears packed` };
-  }
-  if (workload === 'w7') {
-    const model = new fc.nn.Gpt({}, 1), prompt = labelPattern(W7_PROMPT, 256);
-    const step = () => {  // greedy: every implementation does the same work
-      if (model.generate(prompt, { maxTokens: W7_NEW, temperature: 0 }).length !== W7_NEW) throw new Error('generate stopped early');
-    };
-    return { step, note: '64-token prompt, 128 new tokens, greedy, KV cache' };
-  }
-  const [m, k, n] = GEMM_SHAPES[workload];
-  const a = fc.normal(['m', 'k'], [m, k], 0, 1, 1), b = fc.normal(['k', 'n'], [k, n], 0, 1, 2);
-  return { step: () => fc.scope(() => void a.dot(b, 'k')), note: 'a{m,k}.dot(b{k,n}, k)' };
-}
-
 let result;
 try {
-  const { step, note, long } = setUp(args.workload);
+  const { step, note, long } = setUp(fc, args.workload);
   let before;
   const timing = runProtocol(step, { quick: args.quick, long, afterWarmup: () => { fc.resetPeak(); before = fc.memory(); } });
   const after = fc.memory();

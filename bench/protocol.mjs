@@ -3,8 +3,8 @@
 // when the second warm-up step takes more than 400 ms (reduced_protocol: true), 2 + 5 for the
 // multi-second steps of W5 and Scale; --quick is a smoke test of 2 + 3. Inference steps (W6, W7) follow the same
 // protocol. Plus the workloads' FLOP counts and the command line they all share.
-import { loadavg } from 'node:os';
-import { performance } from 'node:perf_hooks';
+// Browser-safe (bench/browser-worker.mjs imports it): Node's os module only where Node runs it.
+const os = globalThis.process?.versions?.node ? await import('node:os') : undefined;
 
 export const WORKLOADS = ['w1', 'w2', 'w3', 'w3-ckpt', 'w3-frozen-f32', 'w3-frozen-f16', 'w3-frozen-q8', 'w4-1024', 'w4-fc'];
 /** Scale (bench/README.md, "Scale"): W3's step at d_model 128/256/512 × 2/4/8 blocks, named
@@ -125,7 +125,8 @@ export function record(workload, impl, threads, timing, load, extra = {}) {
     warmup, steps, ...rates(workload, median_ms), ...extra };
 }
 
-export const loadAverage1m = () => loadavg()[0];
+/** The 1-minute load average where the host has one (Node), else undefined (a page). */
+export const loadAverage1m = () => os?.loadavg()[0];
 
 /** Prints r as a JSON line or a table line. */
 export function report(r, json) {

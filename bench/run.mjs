@@ -14,7 +14,8 @@
 // its ceiling times its threads (native: the dispatched ISA's; wasm and TF.js: SIMD128's; PyTorch:
 // the best this CPU has, since its BLAS picks its own kernels). A PyTorch run on Debian's reference
 // BLAS is marked not comparable and left out of the ratios (torch_bench.py, "comparable").
-// --compare adds the peers that are installed: TensorFlow.js's wasm backend (peers/tfjs_bench.mjs)
+// --browser adds the package in headless Chromium (bench/browser.mjs: threaded-simd on 1 and 2
+// threads, simd), each run in a fresh browser. --compare adds the peers that are installed: TensorFlow.js's wasm backend (peers/tfjs_bench.mjs)
 // and PyTorch (peers/torch_bench.py). --configs keeps only the named impl:threads pairs (W5's
 // steps take seconds: a run of every configuration takes most of an hour). --json prints one JSON object per run (with its "round")
 // and one per configuration with "round": "median". It builds nothing: the binaries come from
@@ -29,10 +30,10 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const argv = process.argv.slice(2);
 const flag = (name) => argv.includes(name);
 const option = (name, fallback) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : fallback);
-const known = ['--compare', '--json', '--quick', '--workloads', '--rounds', '--configs'];
+const known = ['--compare', '--browser', '--json', '--quick', '--workloads', '--rounds', '--configs'];
 for (let i = 0; i < argv.length; ++i) {
   if (!known.includes(argv[i])) {
-    console.error(`bench: unknown argument ${argv[i]}\nusage: node bench/run.mjs [--compare] [--json] [--quick] [--workloads ${ALL_WORKLOADS.join(',')}] [--rounds N] [--configs impl:threads,...]`);
+    console.error(`bench: unknown argument ${argv[i]}\nusage: node bench/run.mjs [--compare] [--browser] [--json] [--quick] [--workloads ${ALL_WORKLOADS.join(',')}] [--rounds N] [--configs impl:threads,...]`);
     process.exit(2);
   }
   if (['--workloads', '--rounds', '--configs'].includes(argv[i])) ++i;
@@ -69,6 +70,12 @@ const configs = [  // impl, threads, the command minus the workload flags, and w
   { impl: 'fucina-wasm-mt', threads: 2, cmd: [node, benchMjs, '--variant', 'threaded-simd', '--threads', '2'] },
   { impl: 'fucina-wasm-st', threads: 1, cmd: [node, benchMjs, '--variant', 'simd', '--threads', '1'] },
 ];
+if (flag('--browser')) {  // the same package in headless Chromium (bench/browser.mjs), fresh browser per run
+  const browserMjs = join(root, 'bench', 'browser.mjs');
+  configs.push({ impl: 'chromium-wasm-mt', threads: 1, cmd: [node, browserMjs, '--variant', 'threaded-simd', '--threads', '1'] },
+    { impl: 'chromium-wasm-mt', threads: 2, cmd: [node, browserMjs, '--variant', 'threaded-simd', '--threads', '2'] },
+    { impl: 'chromium-wasm-st', threads: 1, cmd: [node, browserMjs, '--variant', 'simd', '--threads', '1'] });
+}
 if (compare) {
   if (existsSync(join(root, 'node_modules', '@tensorflow', 'tfjs-backend-wasm'))) {
     const tfjs = [node, join(root, 'bench', 'peers', 'tfjs_bench.mjs'), '--threads', '1'];
@@ -161,7 +168,7 @@ for (const k of ['native', 'avx2', 'avx512', 'simd128']) {
 }
 peaks.isa = peakRounds.find((p) => p.isa)?.isa;
 // The ceiling a configuration's GFLOP/s is quoted against: one core's, times its threads.
-const WASM_IMPLS = ['fucina-wasm-mt', 'fucina-wasm-st', 'tfjs-wasm', 'tfjs-wasm-xt', 'tfjs-wasm-onehot'];
+const WASM_IMPLS = ['fucina-wasm-mt', 'fucina-wasm-st', 'chromium-wasm-mt', 'chromium-wasm-st', 'tfjs-wasm', 'tfjs-wasm-xt', 'tfjs-wasm-onehot'];
 const ceilingOf = (impl) => (impl === 'fucina-native' ? peaks.native : WASM_IMPLS.includes(impl) ? peaks.simd128
   : Math.max(peaks.avx2 ?? 0, peaks.avx512 ?? 0) || undefined);
 const key = (r) => `${r.workload}|${r.impl}|${r.threads}`;
@@ -207,6 +214,10 @@ const RATIOS = [
   [['fucina-wasm-mt', 2], ['fucina-wasm-mt', 1], 'wasm-mt 2 thr / 1 thr'],
   [['fucina-wasm-st', 1], ['fucina-native', 1], 'wasm-st / native (1 thr)'],
   [['fucina-wasm-mt', 1], ['fucina-wasm-st', 1], 'wasm-mt 1 thr / wasm-st'],
+  [['chromium-wasm-mt', 2], ['chromium-wasm-mt', 1], 'chromium-mt 2 thr / 1 thr'],
+  [['chromium-wasm-mt', 2], ['chromium-wasm-st', 1], 'chromium-mt 2 thr / chromium-st'],
+  [['chromium-wasm-mt', 1], ['chromium-wasm-st', 1], 'chromium-mt 1 thr / chromium-st'],
+  [['chromium-wasm-st', 1], ['fucina-wasm-st', 1], 'chromium-st / Node wasm-st'],
   [['fucina-native', 1], ['torch', 1], 'native / torch (1 thr)'],
   [['fucina-native', 2], ['torch', 2], 'native / torch (2 thr)'],
   [['fucina-native', 1], ['torch-kv', 1], 'native / torch-kv (1 thr)'],

@@ -49,9 +49,11 @@ test('run.mjs runs the inference workloads W6 and W7, natively and in wasm, with
 });
 
 test('the multiply-add ceilings: fucina_bench --peak, bench/peak.mjs, and run.mjs quoting each run against its own', async () => {
-  const { simd128MulAddPeakGflops } = await import('../../bench/peak.mjs');
+  const { simd128MulAddPeakGflops, relaxedSimdSupported } = await import('../../bench/peak.mjs');
   const wasmPeak = simd128MulAddPeakGflops({ iterations: 200_000, tries: 2 });
   assert.ok(Number.isFinite(wasmPeak) && wasmPeak > 0, String(wasmPeak));
+  assert.equal(typeof relaxedSimdSupported(), 'boolean');  // Node 20: false without --experimental-wasm-relaxed-simd
+  if (relaxedSimdSupported()) assert.ok(simd128MulAddPeakGflops({ iterations: 200_000, tries: 2, relaxed: true }) > 0);
   const script = fileURLToPath(new URL('../../bench/run.mjs', import.meta.url));
   const out = execFileSync(process.execPath, [script, '--workloads', 'w4-fc', '--quick', '--rounds', '1', '--json',
     '--configs', 'fucina-native:2,fucina-wasm-st:1'], { encoding: 'utf8' });
