@@ -4,13 +4,14 @@
 // browser, whose module Worker runs the workload with protocol.mjs's protocol on dist/'s package,
 // and prints its record as bench/bench.mjs does (impl "chromium-wasm-st" or "chromium-wasm-mt").
 //   node bench/browser.mjs --workload w1 --variant simd|threaded-simd [--threads N] [--json] [--quick]
+//                          [--warmup N]   (N warm-up steps instead of the protocol's: to study tier-up)
 // bench/run.mjs --browser runs it for every workload, each in a fresh browser.
 import { join } from 'node:path';
 import { startServer } from '../web/server.mjs';
 import { ROOT, launchBrowser, openPage } from '../tests/browser/helpers.mjs';
 import { loadAverage1m, parseArgs, report } from './protocol.mjs';
 
-const args = parseArgs(process.argv.slice(2), ['variant']);
+const args = parseArgs(process.argv.slice(2), ['variant', 'warmup']);
 const variant = args.variant ?? 'threaded-simd';
 if (!['simd', 'threaded-simd'].includes(variant)) throw new Error('--variant is simd or threaded-simd');
 if (variant === 'simd' && args.threads !== 1) throw new Error('the simd variant runs on one thread');
@@ -23,7 +24,8 @@ const server = await startServer({ root: ROOT, port: 0 });
 const browser = await launchBrowser();
 try {
   const { context, page, problems } = await openPage(browser);
-  const query = new URLSearchParams({ workload: args.workload, variant, threads: String(args.threads), quick: args.quick ? '1' : '0' });
+  const query = new URLSearchParams({ workload: args.workload, variant, threads: String(args.threads), quick: args.quick ? '1' : '0',
+    ...(args.warmup ? { warmup: args.warmup } : {}) });
   await page.goto(`${server.url}bench/browser.html?${query}`, { waitUntil: 'load' });
   await page.waitForFunction(() => window.__result !== undefined || window.__error !== undefined, null,
     { timeout: TIMEOUT_MS, polling: 200 });

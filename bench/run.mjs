@@ -11,7 +11,8 @@
 // Every round also measures one core's multiply-add ceilings in fresh processes (fucina_bench
 // --peak: the FMA peak of the ISA the GEMM dispatches to, AVX2's and AVX-512's; bench/peak.mjs:
 // wasm SIMD128's mul+add peak), and the table quotes each configuration's GFLOP/s as a fraction of
-// its ceiling times its threads (native: the dispatched ISA's; wasm and TF.js: SIMD128's; PyTorch:
+// its ceiling times its threads, on the FLOPs a step must do (protocol.mjs's requiredGflopPerStep:
+// the nominal count less the first layer's input gradient) (native: the dispatched ISA's; wasm and TF.js: SIMD128's; PyTorch:
 // the best this CPU has, since its BLAS picks its own kernels). A PyTorch run on Debian's reference
 // BLAS is marked not comparable and left out of the ratios (torch_bench.py, "comparable").
 // --browser adds the package in headless Chromium (bench/browser.mjs: threaded-simd on 1 and 2
@@ -24,7 +25,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ALL_WORKLOADS, OWN_WORKLOADS, WORKLOADS, gflopPerStep, rates } from './protocol.mjs';
+import { ALL_WORKLOADS, OWN_WORKLOADS, WORKLOADS, gflopPerStep, rates, requiredGflopPerStep } from './protocol.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const argv = process.argv.slice(2);
@@ -190,7 +191,7 @@ for (const [k, rs] of groups) {
     reduced_protocol: ok.some((r) => r.reduced_protocol), load_avg_1m: ok.map((r) => r.load_avg_1m),
     isa: ok[0].isa ?? (WASM_IMPLS.includes(impl) ? 'SIMD128' : undefined), comparable: ok.every((r) => r.comparable !== false) };
   const ceiling = ceilingOf(impl);
-  if (ceiling) s.peak_fraction = s.gflops_median / (ceiling * s.threads);
+  if (ceiling) s.peak_fraction = requiredGflopPerStep(workload) / (m / 1e3) / (ceiling * s.threads);
   for (const f of ['peak_bytes', 'step_bytes', 'allocs_per_step', 'saved_bytes', 'rss_increase_bytes'])
     if (ok[0][f] !== undefined) s[f] = median(ok.map((r) => r[f]));
   summary.set(k, s);

@@ -61,18 +61,22 @@ test('the multiply-add ceilings: fucina_bench --peak, bench/peak.mjs, and run.mj
   const peaks = records.find((r) => r.peaks && r.round === 'median').peaks;
   assert.ok(peaks.simd128 > 0 && typeof peaks.isa === 'string', JSON.stringify(peaks));
   if (process.arch === 'x64') assert.ok(peaks.native > 0 && peaks.avx2 > 0, JSON.stringify(peaks));
+  // W4's required FLOPs are its nominal ones; fucina_bench prints GFLOP/s to 3 decimals
   const summary = (impl) => records.find((r) => r.round === 'median' && r.impl === impl);
   const wasm = summary('fucina-wasm-st');
   assert.equal(wasm.isa, 'SIMD128');
-  assert.ok(Math.abs(wasm.peak_fraction - wasm.gflops_median / peaks.simd128) < 1e-9 * wasm.peak_fraction, JSON.stringify(wasm));
+  assert.ok(Math.abs(wasm.peak_fraction - wasm.gflops_median / peaks.simd128) < 1e-4 * wasm.peak_fraction, JSON.stringify(wasm));
   const native = summary('fucina-native');
   assert.equal(native.isa, peaks.isa);
   if (peaks.native) // two threads: against two cores' ceiling
-    assert.ok(Math.abs(native.peak_fraction - native.gflops_median / (2 * peaks.native)) < 1e-9 * native.peak_fraction, JSON.stringify(native));
+    assert.ok(Math.abs(native.peak_fraction - native.gflops_median / (2 * peaks.native)) < 1e-4 * native.peak_fraction, JSON.stringify(native));
 });
 
 test('Scale: w3-d<D>-l<L> runs natively and in wasm, with the FLOP count protocol.mjs gives', async () => {
-  const { gflopPerStep, scaleShape } = await import('../../bench/protocol.mjs');
+  const { gflopPerStep, requiredGflopPerStep, scaleShape } = await import('../../bench/protocol.mjs');
+  // the fractions of peak count what a step must do: W1 without its input layer's gradient
+  assert.ok(Math.abs(requiredGflopPerStep('w1') / gflopPerStep('w1') - 0.75) < 0.01);
+  assert.equal(requiredGflopPerStep('w3'), gflopPerStep('w3'));
   assert.deepEqual(scaleShape('w3-d256-l4'), { d: 256, layers: 4 });
   assert.equal(scaleShape('w3'), undefined);
   assert.equal(gflopPerStep('w3-d128-l2'), gflopPerStep('w3'));  // W3 is the grid's smallest point
