@@ -25,6 +25,8 @@ inline void peakSink(float s) {
 }
 
 #if !defined(__EMSCRIPTEN__) && defined(__x86_64__)
+// The AVX2 and AVX-512 loops differ only in their intrinsics: one template cannot carry both target
+// attributes, which the intrinsics need in the function they are inlined into.
 __attribute__((target("avx2,fma"), noinline)) inline double avx2FmaPeakGflops(double (*cpu_ms)()) {
   constexpr int64_t kIters = 50'000'000;
   __m256 acc[kPeakChains];
