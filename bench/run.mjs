@@ -10,14 +10,14 @@
 // W7 by two loops: torch (no KV cache) and torch-kv; TF.js does not run W7.
 // Every round also measures one core's multiply-add ceilings in fresh processes (fucina_bench
 // --peak: the FMA peak of the ISA the GEMM dispatches to, AVX2's and AVX-512's; bench/peak.mjs:
-// wasm SIMD128's mul+add peak), and the table quotes each configuration's GFLOP/s as a fraction of
-// its ceiling times its threads, on the FLOPs a step must do (protocol.mjs's requiredGflopPerStep:
-// the nominal count less the first layer's input gradient) (native: the dispatched ISA's; wasm and TF.js: SIMD128's; PyTorch:
-// the best this CPU has, since its BLAS picks its own kernels). A PyTorch run on Debian's reference
-// BLAS is marked not comparable and left out of the ratios (torch_bench.py, "comparable").
+// wasm SIMD128's mul+add peak), and the table quotes each configuration's speed as a share of its
+// ceiling times its threads, on the FLOPs a step must do (protocol.mjs's requiredGflopPerStep).
+// The ceiling: native fucina's dispatched ISA's; SIMD128's for wasm and TF.js; for PyTorch the best
+// this CPU has, since its BLAS picks its own kernels. A PyTorch run on Debian's reference BLAS is
+// marked not comparable and left out of the ratios (torch_bench.py, "comparable").
 // --browser adds the package in headless Chromium (bench/browser.mjs: threaded-simd on 1 and 2
-// threads, simd), each run in a fresh browser. --compare adds the peers that are installed: TensorFlow.js's wasm backend (peers/tfjs_bench.mjs)
-// and PyTorch (peers/torch_bench.py). --configs keeps only the named impl:threads pairs (W5's
+// threads, simd), each run in a fresh browser. --compare adds the peers that are installed:
+// TensorFlow.js's wasm backend (peers/tfjs_bench.mjs) and PyTorch (peers/torch_bench.py). --configs keeps only the named impl:threads pairs (W5's
 // steps take seconds: a run of every configuration takes most of an hour). --json prints one JSON object per run (with its "round")
 // and one per configuration with "round": "median". It builds nothing: the binaries come from
 // scripts/build (build/native, or $FUCINA_BUILD_DIR) and scripts/build-wasm (dist/).
@@ -204,7 +204,10 @@ if (json) {
 
 // ---- the table
 const get = (workload, impl, threads) => summary.get(`${workload}|${impl}|${threads}`);
-const comparable = (workload, impl, threads) => (s => s?.comparable ? s : undefined)(get(workload, impl, threads));
+const comparable = (workload, impl, threads) => {  // a summary that may enter a ratio
+  const s = get(workload, impl, threads);
+  return s?.comparable ? s : undefined;
+};
 const gf = (v) => (v ? v.toFixed(1) : '?');
 console.log(`one core's multiply-add peak (GFLOP/s, CPU time, median of ${peakRounds.length}): ${peaks.isa ?? 'native'} (dispatched) ${gf(peaks.native)}` +
   `, AVX2 FMA ${gf(peaks.avx2)}, AVX-512 FMA ${gf(peaks.avx512)}, wasm SIMD128 mul+add ${gf(peaks.simd128)}`);

@@ -79,9 +79,9 @@ for (const v of ticks(yLo, yHi))
     `<text x="${L - 6}" y="${py(v) + 4}" text-anchor="end">${v}</text>`);
 svg.push(`<text x="${(L + W - R) / 2}" y="${H - 12}" text-anchor="middle">MFLOP per predicted token</text>`,
   `<text x="16" y="${(T + H - B) / 2}" text-anchor="middle" transform="rotate(-90 16 ${(T + H - B) / 2})">µs per token</text>`);
-for (const [name, g, color] of ceilings)  // labelled below the line's right end
+for (const [name, g, color] of ceilings)  // labelled under the line's left end, away from the points
   svg.push(`<line x1="${px(xLo)}" y1="${py(ceilingUs(xLo, g))}" x2="${px(xHi)}" y2="${py(ceilingUs(xHi, g))}" stroke="${color}" stroke-dasharray="5,4"/>`,
-    `<text x="${px(xHi) - 4}" y="${py(ceilingUs(xHi, g)) + 16}" text-anchor="end" fill="${color}">${name} ceiling ${g.toFixed(0)} GFLOP/s</text>`);
+    `<text x="${px(xLo * 1.15)}" y="${py(ceilingUs(xLo * 1.15, g)) + 18}" fill="${color}">${name} ceiling ${g.toFixed(0)} GFLOP/s</text>`);
 const colors = { 'fucina-native': '#1f77b4', 'fucina-wasm-st': '#d62728', 'fucina-wasm-mt': '#ff7f0e' };
 impls.forEach((c, i) => {
   const color = colors[c.split(':')[0]] ?? '#2ca02c';

@@ -44,7 +44,7 @@ struct MemoryStats {
 ///
 /// Note [Cache to the high-water mark]: a fixed cap alone made a step that frees more than the cap
 /// (W3 at d_model 512 × 8 blocks frees 1.3 GiB a step) go back to the system for 80 buffers a step,
-/// every one paid again in page faults and zeroing: 59% of the FMA peak where 4 blocks run at 80%.
+/// every one paid again in page faults and zeroing: 125-133 GFLOP/s where 4 blocks run at 175-181.
 /// Caching up to the high-water mark of live blocks keeps such a step's buffers recirculating, and
 /// holds no more than the program itself once held live. (Bounding live + cached by the mark
 /// instead left 6 system allocations a step there: buffers of classes a step frees before its
