@@ -15,8 +15,8 @@
 // impl is "fucina-wasm-mt" (threaded-simd, N threads) or "fucina-wasm-st" (simd, one thread).
 // The models are fc.nn's (web/nn.mjs), the same definitions tests/js/models.test.mjs trains.
 import { init } from 'fucina';
-import { loadAverage1m, parseArgs, record, report, runProtocol } from './protocol.mjs';
-import { setUp } from './workloads.mjs';
+import { loadAverage1m, parseArgs, report } from './protocol.mjs';
+import { timeWorkload } from './workloads.mjs';
 
 const args = parseArgs(process.argv.slice(2), ['variant']);
 const variant = args.variant ?? 'threaded-simd';
@@ -27,17 +27,7 @@ const fc = await init({ variant, threads: variant === 'simd' ? undefined : args.
 
 let result;
 try {
-  const { step, note, long } = setUp(fc, args.workload);
-  let before;
-  const timing = runProtocol(step, { quick: args.quick, long, afterWarmup: () => { fc.resetPeak(); before = fc.memory(); } });
-  const after = fc.memory();
-  // peak_bytes: the most tensor storage alive during the timed steps (parameters, optimizer state
-  // and data included); step_bytes: what a step added on top of what lived before it.
-  result = record(args.workload, impl, fc.threads, timing, load,
-    { peak_bytes: after.peakBytes, step_bytes: after.peakBytes - before.liveBytes, live_bytes: after.liveBytes,
-      heap_bytes: after.heapBytes,  // the wasm memory at the end (it never shrinks: its high-water mark)
-      live_bytes_by_dtype: Object.fromEntries(Object.entries(after.bytesByDtype ?? {}).filter(([, v]) => v > 0)),
-      ...(note ? { note } : {}) });
+  result = timeWorkload(fc, args.workload, impl, { quick: args.quick, load });
 } catch (e) {
   result = { workload: args.workload, impl, threads: fc.threads, error: String(e.message ?? e).split('\n')[0], load_avg_1m: load };
 }

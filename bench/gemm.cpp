@@ -62,21 +62,6 @@ struct Timing {
   double median_ms, best_ms, cpu_median_ms;
 };
 
-// CPU time of the calling thread: on a shared, overloaded machine the wall clock also counts
-// time slices given to other processes, so one-thread runs also report this. wasm has no thread
-// CPU clock; Node's process.cpuUsage() stands in (the other threads are idle during a run).
-#ifdef __EMSCRIPTEN__
-EM_JS(double, threadCpuMs, (), {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1000;
-});
-#else
-double threadCpuMs() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
-}
-#endif
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -180,16 +165,16 @@ int main(int argc, char** argv) {
 #endif
 #if !defined(__EMSCRIPTEN__) && defined(__x86_64__)
   if (peers && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    std::printf("# AVX2 FMA peak, one core (thread CPU time): %.1f GFLOP/s\n", fucina_bench::avx2FmaPeakGflops(threadCpuMs));
+    std::printf("# AVX2 FMA peak, one core (thread CPU time): %.1f GFLOP/s\n", fucina_bench::avx2FmaPeakGflops());
   if (peers && __builtin_cpu_supports("avx512f"))
-    std::printf("# AVX-512 FMA peak, one core (thread CPU time): %.1f GFLOP/s\n", fucina_bench::avx512FmaPeakGflops(threadCpuMs));
+    std::printf("# AVX-512 FMA peak, one core (thread CPU time): %.1f GFLOP/s\n", fucina_bench::avx512FmaPeakGflops());
 #endif
 #ifdef __EMSCRIPTEN__
   if (peers)
     std::printf("# wasm SIMD128 mul+add peak, one core (process CPU time): %.1f GFLOP/s\n",
               [] {
                 double best = 0;
-                for (int r = 0; r < 8; ++r) best = std::max(best, fucina_bench::simd128MulAddPeakGflops(threadCpuMs));
+                for (int r = 0; r < 8; ++r) best = std::max(best, fucina_bench::simd128MulAddPeakGflops());
                 return best;
               }());
 #endif

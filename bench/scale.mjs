@@ -16,6 +16,8 @@ const option = (name, fallback) => (argv.includes(name) ? argv[argv.indexOf(name
 const configs = option('--configs', 'fucina-native:1,fucina-wasm-st:1');
 const svgPath = option('--svg', join(here, 'scale.svg'));
 const TOKENS = 16 * 128;  // predicted tokens per step
+const mflopPerToken = (w) => gflopPerStep(w) * 1e3 / TOKENS;
+const usPerToken = (r) => r.median_ms * 1e3 / TOKENS;
 
 // The run's JSON records (run.mjs --json) are kept beside the plot (scale.json), and --from FILE
 // redraws the table and the plot from such a file without running anything.
@@ -44,15 +46,15 @@ for (const w of SCALE_WORKLOADS) {
   const { d, layers } = scaleShape(w);
   const cells = impls.map((c) => {
     const r = get(w, c);
-    return r ? `${(r.median_ms * 1e3 / TOKENS).toFixed(1)} (${r.gflops_median.toFixed(1)}, ${(100 * r.peak_fraction).toFixed(0)}%)` : '';
+    return r ? `${usPerToken(r).toFixed(1)} (${r.gflops_median.toFixed(1)}, ${(100 * r.peak_fraction).toFixed(0)}%)` : '';
   });
-  console.log(`| ${d} | ${layers} | ${(gflopPerStep(w) * 1e3 / TOKENS).toFixed(1)} | ${cells.join(' | ')} |`);
+  console.log(`| ${d} | ${layers} | ${mflopPerToken(w).toFixed(1)} | ${cells.join(' | ')} |`);
 }
 
 // ---- the plot: x MFLOP per token, y µs per token, both log10; a roofline is y = x / peak
 const W = 640, H = 420, L = 70, R = 20, T = 30, B = 50;
-const xs = SCALE_WORKLOADS.map((w) => gflopPerStep(w) * 1e3 / TOKENS);
-const ys = runs.map((r) => r.median_ms * 1e3 / TOKENS);  // µs per token
+const xs = SCALE_WORKLOADS.map(mflopPerToken);
+const ys = runs.map(usPerToken);
 const ceilings = [['native', peaks.native, '#1f77b4'], ['wasm SIMD128', peaks.simd128, '#d62728']].filter(([, v]) => v);
 const lx = (v) => Math.log10(v);
 // A ceiling's time per token in µs: MFLOP / (GFLOP/s) is ms·1e-3... = MFLOP / GFLOP/s × 1e3 µs.
@@ -89,7 +91,7 @@ impls.forEach((c, i) => {
     const r = get(w, c);
     if (!r) continue;
     const { d, layers } = scaleShape(w);
-    const x = gflopPerStep(w) * 1e3 / TOKENS, y = r.median_ms * 1e3 / TOKENS;
+    const x = mflopPerToken(w), y = usPerToken(r);
     svg.push(`<circle cx="${px(x)}" cy="${py(y)}" r="4" fill="${color}"><title>${c} d${d} l${layers}: ${y.toFixed(1)} µs/token, ` +
       `${(100 * r.peak_fraction).toFixed(0)}% of peak</title></circle>`);
   }

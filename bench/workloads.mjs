@@ -1,8 +1,9 @@
 // The workloads' set-up on the npm package's facade, shared by bench/bench.mjs (Node) and
-// bench/browser-worker.mjs (a page): for a workload, the step the protocol times and its note. The
+// bench/browser-worker.mjs (a page): for a workload, the step the protocol times and its note, and
+// timeWorkload, which times it and makes its record. The
 // models are fc.nn's (web/nn.mjs), the same definitions tests/js/models.test.mjs trains; every
 // workload does what bench/bench.cpp does natively.
-import { GEMM_SHAPES, W5_BATCH, W5_CONFIG, W5_T, W6_BATCH, W7_NEW, W7_PROMPT, labelPattern, scaleShape } from './protocol.mjs';
+import { GEMM_SHAPES, W5_BATCH, W5_CONFIG, W5_T, W6_BATCH, W7_NEW, W7_PROMPT, labelPattern, record, runProtocol, scaleShape } from './protocol.mjs';
 
 /** A training step as the protocol defines it: zero, forward + loss, backward, update, loss.item(). */
 const trainingStep = (fc, opt, lossOf) => () => fc.scope(() => {
@@ -80,3 +81,19 @@ export function setUp(fc, workload) {
   return { step: () => fc.scope(() => void a.dot(b, 'k')), note: 'a{m,k}.dot(b{k,n}, k)' };
 }
 
+
+/** Times workload on fc with the protocol (options: runProtocol's quick and warmupSteps) and returns
+ * its record (protocol.mjs) under impl, with the memory fields and any `extra`. */
+export function timeWorkload(fc, workload, impl, { quick = false, warmupSteps, load, extra = {} } = {}) {
+  const { step, note, long } = setUp(fc, workload);
+  let before;
+  const timing = runProtocol(step, { quick, long, warmupSteps, afterWarmup: () => { fc.resetPeak(); before = fc.memory(); } });
+  const after = fc.memory();
+  // peak_bytes: the most tensor storage alive during the timed steps (parameters, optimizer state
+  // and data included); step_bytes: what a step added on top of what lived before it.
+  return record(workload, impl, fc.threads, timing, load,
+    { peak_bytes: after.peakBytes, step_bytes: after.peakBytes - before.liveBytes, live_bytes: after.liveBytes,
+      heap_bytes: after.heapBytes,  // the wasm memory at the end (it never shrinks: its high-water mark)
+      live_bytes_by_dtype: Object.fromEntries(Object.entries(after.bytesByDtype ?? {}).filter(([, v]) => v > 0)),
+      isa: 'SIMD128', ...extra, ...(note ? { note } : {}) });
+}

@@ -47,10 +47,10 @@ void* MemoryAccount::allocate(size_t bytes, DType dtype) {
                                      std::to_string(live_now) + " are live, the limit is " + std::to_string(limit));
   allocations_.fetch_add(1, std::memory_order_relaxed);
   void* p = nullptr;
+  const size_t block = blockSize(bytes);
   if (bytes > 0) {
     if (bytes > kMaxBytes)
       fail(ErrorCode::OutOfMemory, "could not allocate " + std::to_string(bytes) + " bytes");
-    const size_t block = blockSize(bytes);
     {
       std::lock_guard lock(cache_mutex_);
       std::vector<void*>& list = free_[classOf(block)];
@@ -73,7 +73,6 @@ void* MemoryAccount::allocate(size_t bytes, DType dtype) {
     }
   }
   live_by_dtype_[static_cast<size_t>(dtype)].fetch_add(bytes, std::memory_order_relaxed);
-  const size_t block = blockSize(bytes);
   const size_t blocks = live_blocks_.fetch_add(block, std::memory_order_relaxed) + block;
   size_t high = high_water_blocks_.load(std::memory_order_relaxed);
   while (blocks > high && !high_water_blocks_.compare_exchange_weak(high, blocks, std::memory_order_relaxed)) {
