@@ -89,6 +89,11 @@ TEST_CASE("shape limits: empty tensors with huge other extents compute nothing, 
   CHECK(rows.shape() == fucina::Extents{n, 2, 0});
   rows.sumAll(ctx).backward(ctx);
   CHECK(table.grad(ctx)->shape() == table.shape());
+  // repeatAxis of an empty axis: its copies view (b, c, repeat, a) has 2^39 · 2^19 · 32 = 2^63
+  // before the zero, which numelOf multiplied first (ops_fuzz, UBSan: signed overflow).
+  const Tensor e = Tensor::zeros(ctx, {"b", "c", "a"}, {int64_t{1} << 39, int64_t{1} << 19, 0});
+  CHECK(e.repeatAxis(ctx, "a", 32, false).shape() == fucina::Extents{int64_t{1} << 39, int64_t{1} << 19, 0});
+  CHECK(e.repeatAxis(ctx, "a", 32, true).numel() == 0);
 }
 
 TEST_CASE("shape limits: a view at an offset into an empty tensor adds no offset to a null buffer",

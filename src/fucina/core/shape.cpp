@@ -8,6 +8,9 @@
 namespace fucina {
 
 int64_t numelOf(const Extents& extents) {
+  // Note [Extent products fit] bounds the product of the non-zero extents of a validated shape, not
+  // of a view that splits an empty axis (repeatAxis's copies): an empty shape is 0 before any product.
+  if (std::find(extents.begin(), extents.end(), 0) != extents.end()) return 0;
   int64_t n = 1;
   for (int64_t e : extents) n *= e;
   return n;
