@@ -251,3 +251,123 @@ TEST_CASE("a 4-layer MLP trains to the same loss, to the bit, with every layer c
   CHECK(plain.back() < plain.front());
   CHECK(ckpt == plain);
 }
+
+// ---------------------------------------------------------------- Note [Checkpoint tail]
+
+namespace {
+
+// A residual block ending in a product and a sum whose values no VJP reads; `lora` adds a
+// low-rank branch whose inner product IS read (by the outer product's VJP).
+Tensor residualBlock(ExecContext& ctx, bool tail, bool lora, const Tensor& x, const Tensor& w1, const Tensor& w2,
+                     const Tensor& b2, const Tensor& a) {
+  const Tensor h = x.add(ctx, x.dot(ctx, w1, "in").tanh(ctx).withTags(ctx, {"batch", "in"}));
+  const Tensor g = h.dot(ctx, w2, "in").sigmoid(ctx);
+  auto rest = [&] {
+    Tensor out = g.addDot(ctx, w2.withTags(ctx, {"in", "out"}), "out", b2);
+    if (lora) out = out.add(ctx, g.dot(ctx, a, "out").dot(ctx, a.withTags(ctx, {"in", "r"}), "r").scale(ctx, 0.5));
+    return h.add(ctx, out);
+  };
+  return tail ? fucina::checkpointTail(rest) : rest();
+}
+
+}  // namespace
+
+TEST_CASE("checkpointTail: the recompute never computes the tail's unread values; gradients are bitwise equal") {
+  for (bool lora : {false, true})
+    for (int threads : {1, 2}) {
+      INFO((lora ? "with" : "without") << " the low-rank branch, " << threads << " threads");
+      ExecContext ctx(fucina::ExecOptions{.threads = threads});
+      auto make = [&](fucina::Tags t, fucina::Extents s, float lo) {
+        return Tensor::variableFromSlice(ctx, t, s, ramp(size_t(fucina::numelOf(s)), lo, 0.07f));
+      };
+      Tensor x = make({"batch", "in"}, {5, 7}, -0.5f), w1 = make({"out", "in"}, {7, 7}, -0.4f),
+             w2 = make({"out", "in"}, {7, 7}, -0.3f), b2 = make({"in"}, {7}, -0.1f),
+             a = make({"out", "r"}, {7, 3}, -0.2f);
+      if (!lora) a = a.detach(ctx);  // unused: a constant, so that the checkpoint expects no gradient
+      std::vector<Tensor*> params{&x, &w1, &w2, &b2};
+      if (lora) params.push_back(&a);
+      // The reference bits: the plain graph, no checkpoint and no tail. y·y seeds a gradient
+      // that is not all ones.
+      Tensor plain = residualBlock(ctx, false, lora, x, w1, w2, b2, a);
+      plain.mul(ctx, plain).sumAll(ctx).backward(ctx);
+      std::vector<std::vector<float>> want;
+      for (Tensor* t : params) want.push_back(test::gradOf(ctx, *t)), t->zeroGrad();
+
+      auto block = [lora](ExecContext& c, const Tensor& x, const Tensor& w1, const Tensor& w2, const Tensor& b2,
+                          const Tensor& a) { return residualBlock(c, true, lora, x, w1, w2, b2, a); };
+      const auto before = fucina::internal::pendingValueCounts();
+      Tensor y = fucina::checkpoint(ctx, block, x, w1, w2, b2, a);
+      const auto forward = fucina::internal::pendingValueCounts();
+      CHECK(forward.deferred == before.deferred);  // the first run computes everything
+      CHECK(y.toVector() == plain.toVector());
+      y.mul(ctx, y).sumAll(ctx).backward(ctx);
+      const auto after = fucina::internal::pendingValueCounts();
+      // Left pending: addDot and the sum; with the branch also its two products, scale and add.
+      CHECK(after.deferred - forward.deferred == (lora ? 6u : 2u));
+      // Computed: only the branch's inner product, which its outer product's VJP saves.
+      CHECK(after.computed - forward.computed == (lora ? 1u : 0u));
+      for (size_t i = 0; i < params.size(); ++i) {
+        INFO("parameter " << i);
+        CHECK(test::gradOf(ctx, *params[i]) == want[i]);
+      }
+    }
+}
+
+TEST_CASE("checkpointTail outside a recompute is its function, and a read after the tail computes it") {
+  ExecContext ctx;
+  Tensor x = Tensor::variableFromSlice(ctx, {"batch", "in"}, {2, 3}, {0.1f, -0.2f, 0.3f, 0.4f, -0.5f, 0.6f});
+  Tensor w = Tensor::variableFromSlice(ctx, {"k", "in"}, {3, 3}, ramp(9, -0.4f, 0.1f));
+  // x + x·w, the product's result taking x's tags; `dispose` drops the product's handle first.
+  auto tailOf = [](ExecContext& c, const Tensor& x, const Tensor& w, bool dispose) {
+    const Tensor u = x.withTags(c, {"batch", "k"});
+    return fucina::checkpointTail([&] {
+      Tensor o = u.dot(c, w, "k");
+      Tensor r = x.add(c, o);
+      if (dispose) o.dispose();  // r's computation still reaches o's pending value
+      return r;
+    });
+  };
+  const auto before = fucina::internal::pendingValueCounts();
+  // A plain forward: nothing deferred, the same bits as without the tail.
+  const std::vector<float> y0 = tailOf(ctx, x, w, false).toVector();
+  CHECK(y0 == x.add(ctx, x.withTags(ctx, {"batch", "k"}).dot(ctx, w, "k")).toVector());
+  CHECK(fucina::internal::pendingValueCounts().deferred == before.deferred);
+  // Inside a checkpoint, a block whose last op (after the tail) reads the tail's value: the
+  // recompute leaves the tail pending, tanh then computes it (the sum reading the product), and
+  // the gradients match the plain graph.
+  for (bool dispose : {false, true}) {
+    INFO("product's handle disposed: " << dispose);
+    auto block = [&](ExecContext& c, const Tensor& x, const Tensor& w) { return tailOf(c, x, w, dispose).tanh(c); };
+    x.zeroGrad(), w.zeroGrad();
+    block(ctx, x, w).sumAll(ctx).backward(ctx);
+    const auto gx = test::gradOf(ctx, x), gw = test::gradOf(ctx, w);
+    x.zeroGrad(), w.zeroGrad();
+    const auto start = fucina::internal::pendingValueCounts();
+    fucina::checkpoint(ctx, block, x, w).sumAll(ctx).backward(ctx);
+    const auto end = fucina::internal::pendingValueCounts();
+    CHECK(end.deferred - start.deferred == 2);
+    CHECK(end.computed - start.computed == 2);
+    CHECK(test::gradOf(ctx, x) == gx);
+    CHECK(test::gradOf(ctx, w) == gw);
+  }
+}
+
+TEST_CASE("checkpointTail: an error inside the tail leaves no tail open") {
+  ExecContext ctx;
+  Tensor x = Tensor::variableFromSlice(ctx, {"batch", "in"}, {1, 2}, {1, 2});
+  Tensor w = Tensor::variableFromSlice(ctx, {"out", "in"}, {2, 2}, {1, 0, 0, 1});
+  bool fail_in_tail = false;
+  auto block = [&](ExecContext& c, const Tensor& x, const Tensor& w) {
+    return fucina::checkpointTail([&] {
+      return fail_in_tail ? x.dot(c, w, "nope") : x.add(c, x.dot(c, w, "in").withTags(c, {"batch", "in"}));
+    });
+  };
+  Tensor y = fucina::checkpoint(ctx, block, x, w);
+  fail_in_tail = true;  // the recompute now throws inside its tail
+  CHECK_FUCINA_ERROR(y.sumAll(ctx).backward(ctx), ShapeMismatch);
+  CHECK_FALSE(fucina::internal::deferringValues());
+  fail_in_tail = false;
+  x.zeroGrad(), w.zeroGrad();
+  fucina::checkpoint(ctx, block, x, w).sumAll(ctx).backward(ctx);  // works again
+  CHECK(test::gradOf(ctx, w) == std::vector<float>{1, 2, 1, 2});  // x, for each output
+}

@@ -1,6 +1,8 @@
 #include "fucina/ag/checkpoint.h"
 
+#include <atomic>
 #include <mutex>
+#include <utility>
 
 #include "fucina/ag/control.h"
 #include "fucina/ag/engine.h"
@@ -19,6 +21,8 @@ namespace {
 // backward being serial) is detected by a thread-local flag and refused instead of deadlocking.
 std::mutex recompute_mutex;
 thread_local bool recomputing = false;
+thread_local int tail_depth = 0;  // open TailScopes on this thread
+std::atomic<uint64_t> deferred_count{0}, computed_count{0};
 
 Tensor requireOutput(const Tensor& y) {
   if (!y.defined()) fail(ErrorCode::InvalidArgument, "checkpoint: the block returned an empty tensor");
@@ -48,7 +52,8 @@ class CheckpointRecord final : public BackwardFunction {
     std::lock_guard lock(recompute_mutex);
     recomputing = true;
     struct Reset {
-      ~Reset() { recomputing = false; }
+      int tail = std::exchange(tail_depth, 0);  // only the block's own checkpointTail counts
+      ~Reset() { recomputing = false, tail_depth = tail; }
     } reset;
     internal::ForceGradScope grad_on;  // rebuild the subgraph even if backward runs under noGrad
     ExecScope scope(ctx);              // everything the recompute makes dies with it
@@ -91,6 +96,15 @@ class CheckpointRecord final : public BackwardFunction {
 };
 
 }  // namespace
+
+namespace internal {
+TailScope::TailScope() { ++tail_depth; }
+TailScope::~TailScope() { --tail_depth; }
+bool deferringValues() { return recomputing && tail_depth > 0; }
+PendingValueCounts pendingValueCounts() { return {deferred_count.load(), computed_count.load()}; }
+void countPendingValueDeferred() { deferred_count.fetch_add(1, std::memory_order_relaxed); }
+void countPendingValueComputed() { computed_count.fetch_add(1, std::memory_order_relaxed); }
+}  // namespace internal
 
 Tensor checkpointErased(ExecContext& ctx, CheckpointBlock block, const std::vector<Tensor>& inputs) {
   bool any_grad = false;

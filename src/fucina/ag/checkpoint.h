@@ -8,6 +8,18 @@
 /// no nested checkpoint (its recompute fails with NestedCheckpointRecompute). `extra` is kept by
 /// value and passed to every run; tensors reached through it are constants and never receive
 /// gradients, so trainable tensors must travel through the inputs.
+///
+/// Note [Checkpoint tail]: the recompute rebuilds the block's graph so that the inner backward can
+/// read what the VJPs saved. The block output's own value is never read there (the outer pass
+/// already holds it; its gradient is installed with setGrad), and neither is any value that only
+/// feeds the output through VJPs that do not read it: in a residual block `h + out(g)`, the last
+/// product and the sum (a third of a transformer block's products). Inside checkpointTail(f),
+/// during a recompute, the ops that can (contractions, and elementwise ops whose VJP does not read
+/// their own result) record their VJP and leave their value pending: its tags, shape and dtype are
+/// known, and the first read of the value (a later op, a VJP saving it) computes it with the same
+/// kernel, so every value that is read has the same bits as without the tail. Values nobody reads
+/// are never computed. Anywhere else — the block's first run, a plain forward — checkpointTail(f)
+/// just returns f().
 #pragma once
 
 #include <functional>
@@ -48,6 +60,25 @@ Tensor checkpointWithContext(ExecContext& ctx, Block&& block, Extra extra, const
         }(std::index_sequence_for<In...>{});
       },
       std::vector<Tensor>{inputs...});
+}
+
+namespace internal {
+// Marks the running block's tail for this thread (Note [Checkpoint tail]).
+class TailScope {
+ public:
+  TailScope();
+  ~TailScope();
+  TailScope(const TailScope&) = delete;
+  TailScope& operator=(const TailScope&) = delete;
+};
+}  // namespace internal
+
+/// Runs tail(), the last ops of a checkpointed block, whose values the recompute computes only
+/// where something reads them (Note [Checkpoint tail]). Outside a recompute it is tail().
+template <class Tail>
+Tensor checkpointTail(Tail&& tail) {
+  internal::TailScope scope;
+  return Tensor(std::forward<Tail>(tail)());
 }
 
 }  // namespace fucina

@@ -2,6 +2,8 @@
 /// noGrad scopes (§5.4): a thread-local depth; gradients are recorded only at depth zero.
 #pragma once
 
+#include <cstdint>
+
 namespace fucina {
 
 class NoGradScope {
@@ -33,6 +35,17 @@ class ForceGradScope {
  private:
   int saved_depth_;
 };
+
+// Note [Checkpoint tail] (ag/checkpoint.h): true inside checkpointTail during a checkpoint's
+// recompute, where an op that can leaves its value pending (Tensor::makePending).
+bool deferringValues();
+// For tests: how many results were left pending, and how many of those a read computed.
+struct PendingValueCounts {
+  uint64_t deferred = 0, computed = 0;
+};
+PendingValueCounts pendingValueCounts();
+void countPendingValueDeferred();
+void countPendingValueComputed();
 }  // namespace internal
 
 }  // namespace fucina

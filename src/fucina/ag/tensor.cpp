@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "fucina/ag/control.h"
 #include "fucina/ag/engine.h"
 #include "fucina/core/error.h"
 #include "fucina/core/random.h"
@@ -18,23 +19,61 @@ TensorImpl::TensorImpl(ExecContext& ctx, RawTensor value, std::shared_ptr<GradSt
   account_->tensorCreated();
 }
 
+TensorImpl::TensorImpl(ExecContext& ctx, RawTensor meta, std::function<RawTensor()> compute,
+                       std::shared_ptr<GradState> state)
+    : TensorImpl(ctx, std::move(meta), std::move(state)) {
+  pending_ = std::make_shared<internal::PendingValue>(std::move(compute));
+  has_pending_.store(true, std::memory_order_release);
+}
+
+const RawTensor& internal::PendingValue::get() {
+  std::lock_guard lock(mutex_);
+  if (compute_) {
+    value_ = compute_();
+    compute_ = nullptr;
+    countPendingValueComputed();
+  }
+  return value_;
+}
+
 TensorImpl::~TensorImpl() { release(); }
 
 void TensorImpl::release() {
   if (released_) return;
   released_ = true;
   value_ = RawTensor();
+  pending_.reset();  // a pending value nobody read is never computed
+  has_pending_.store(false, std::memory_order_release);
   f32_cache_ = RawTensor();
   grad_state_.reset();
   account_->tensorReleased();
 }
 
-const RawTensor& TensorImpl::value() const {
+const RawTensor& TensorImpl::meta() const {
   if (released_)
     fail(ErrorCode::TensorReleased,
          "this tensor was disposed (or released by the exec scope that made it); keep it with "
          "ExecScope::keep to use it after the scope closes");
   return value_;
+}
+
+const RawTensor& TensorImpl::value() const {
+  meta();
+  if (pending()) {
+    std::lock_guard lock(cache_mutex_);
+    if (pending()) {
+      value_ = pending_->get();  // on a throw the value stays pending
+      pending_.reset();
+      has_pending_.store(false, std::memory_order_release);
+    }
+  }
+  return value_;
+}
+
+internal::ValueSource TensorImpl::source() const {
+  meta();
+  std::lock_guard lock(cache_mutex_);
+  return pending() ? internal::ValueSource(RawTensor(), pending_) : internal::ValueSource(value_, nullptr);
 }
 
 const RawTensor& TensorImpl::contiguousF32(ExecContext* ctx) const {
@@ -62,6 +101,13 @@ void TensorImpl::dropF32Cache() {
 
 Tensor Tensor::make(ExecContext& ctx, RawTensor value, std::shared_ptr<GradState> state) {
   auto impl = std::make_shared<TensorImpl>(ctx, std::move(value), std::move(state));
+  ctx.adopt(impl);
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::makePending(ExecContext& ctx, RawTensor meta, std::function<RawTensor()> compute,
+                           std::shared_ptr<GradState> state) {
+  auto impl = std::make_shared<TensorImpl>(ctx, std::move(meta), std::move(compute), std::move(state));
   ctx.adopt(impl);
   return Tensor(std::move(impl));
 }
@@ -190,19 +236,25 @@ const RawTensor& Tensor::value() const {
   return impl_->value();
 }
 
-DType Tensor::dtype() const { return value().dtype(); }
-const Tags& Tensor::tags() const { return value().tags(); }
-const Extents& Tensor::shape() const { return value().shape(); }
-int64_t Tensor::numel() const { return value().numel(); }
-int64_t Tensor::extent(Tag tag) const { return value().extent(tag); }
+const RawTensor& Tensor::meta() const {
+  if (!impl_) fail(ErrorCode::InvalidArgument, "empty Tensor handle (default-constructed)");
+  return impl_->meta();
+}
+
+// Metadata never computes a pending value (Note [Checkpoint tail]).
+DType Tensor::dtype() const { return meta().dtype(); }
+const Tags& Tensor::tags() const { return meta().tags(); }
+const Extents& Tensor::shape() const { return meta().shape(); }
+int64_t Tensor::numel() const { return meta().numel(); }
+int64_t Tensor::extent(Tag tag) const { return meta().extent(tag); }
 
 bool Tensor::requiresGrad() const {
-  value();  // throws on empty or released handles
+  meta();  // throws on empty or released handles
   return impl_->gradState() != nullptr;
 }
 
 GradState* Tensor::gradState() const {
-  value();
+  meta();
   return impl_->gradState().get();
 }
 

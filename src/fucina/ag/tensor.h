@@ -5,6 +5,8 @@
 #pragma once
 
 #include <array>
+#include <atomic>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <mutex>
@@ -161,10 +163,42 @@ struct GroupNormOptions {
 struct SortResult;  // topK's and sort's result, defined after Tensor
 class PreparedConv2d;  // prepareConv2dWeights's handle, defined after Tensor
 
+namespace internal {
+// A value computed on first read, once (Note [Checkpoint tail], ag/checkpoint.h). Shared by the
+// pending Tensor and by the computations of results that read it, so that disposing the Tensor
+// does not strand them.
+class PendingValue {
+ public:
+  explicit PendingValue(std::function<RawTensor()> compute) : compute_(std::move(compute)) {}
+  const RawTensor& get();  // computes on the first call; on a throw it stays pending
+
+ private:
+  std::mutex mutex_;
+  std::function<RawTensor()> compute_;  // dropped once run, with what it captured
+  RawTensor value_;
+};
+
+// What a pending result's computation reads of an operand: its value, or its pending value.
+class ValueSource {
+ public:
+  ValueSource(RawTensor value, std::shared_ptr<PendingValue> pending)
+      : value_(std::move(value)), pending_(std::move(pending)) {}
+  const RawTensor& get() const { return pending_ ? pending_->get() : value_; }
+
+ private:
+  RawTensor value_;
+  std::shared_ptr<PendingValue> pending_;
+};
+}  // namespace internal
+
 // Shared body of Tensor handles. Internal; reached through Tensor::impl().
 class TensorImpl {
  public:
   TensorImpl(ExecContext& ctx, internal::RawTensor value, std::shared_ptr<GradState> state);
+  // A pending value (Note [Checkpoint tail], ag/checkpoint.h): `meta` carries its tags, shape and
+  // dtype; `compute` makes it on first read.
+  TensorImpl(ExecContext& ctx, internal::RawTensor meta, std::function<internal::RawTensor()> compute,
+             std::shared_ptr<GradState> state);
   ~TensorImpl();
   TensorImpl(const TensorImpl&) = delete;
   TensorImpl& operator=(const TensorImpl&) = delete;
@@ -173,6 +207,12 @@ class TensorImpl {
   void release();
   bool released() const { return released_; }
   const internal::RawTensor& value() const;  // throws TensorReleased after release()
+  // Tags, shape and dtype (and nothing else: a pending value's storage is a placeholder), without
+  // computing a pending value. Throws TensorReleased after release().
+  const internal::RawTensor& meta() const;
+  bool pending() const { return has_pending_.load(std::memory_order_acquire); }
+  // The value, or the pending value, without computing it (for a pending result's computation).
+  internal::ValueSource source() const;
   const std::shared_ptr<GradState>& gradState() const { return grad_state_; }
   // The value as contiguous f32: the value itself, or a copy made once and kept.
   const internal::RawTensor& contiguousF32(ExecContext* ctx) const;
@@ -180,9 +220,11 @@ class TensorImpl {
   void dropF32Cache();
 
  private:
-  mutable std::mutex cache_mutex_;
+  mutable std::mutex cache_mutex_;  // also guards computing a pending value
   mutable internal::RawTensor f32_cache_;
-  internal::RawTensor value_;
+  mutable internal::RawTensor value_;  // a pending value's placeholder until it is computed
+  mutable std::shared_ptr<internal::PendingValue> pending_;
+  mutable std::atomic<bool> has_pending_{false};
   std::shared_ptr<GradState> grad_state_;
   std::shared_ptr<MemoryAccount> account_;
   bool released_ = false;
@@ -804,8 +846,12 @@ class Tensor {
   const internal::RawTensor& value() const;  ///< throws on an empty or disposed handle
   const std::shared_ptr<TensorImpl>& impl() const { return impl_; }
   static Tensor make(ExecContext& ctx, internal::RawTensor value, std::shared_ptr<GradState> state);
+  /// A result whose value `compute` makes on first read (Note [Checkpoint tail]).
+  static Tensor makePending(ExecContext& ctx, internal::RawTensor meta, std::function<internal::RawTensor()> compute,
+                            std::shared_ptr<GradState> state);
 
  private:
+  const internal::RawTensor& meta() const;  ///< tags, shape, dtype; throws as value() does
   std::shared_ptr<TensorImpl> impl_;
 };
 

@@ -47,7 +47,8 @@ Tensor Gpt::block(ExecContext& ctx, const Block& b, const Tensor& x, KvCache* ca
   const Tensor qkv = b.qkv(ctx, b.ln1(ctx, x)).split(ctx, "qkv", {"part", "head", "hd"}, {3, config_.heads, head_dim});
   const Tensor a = causalSelfAttention(ctx, qkv, cache, layer);
   const Tensor h = x.add(ctx, b.proj(ctx, a.merge(ctx, {"head", "hd"}, "ao")));
-  return h.add(ctx, b.out(ctx, b.fc(ctx, b.ln2(ctx, h)).geluErf(ctx)));
+  const Tensor g = b.fc(ctx, b.ln2(ctx, h)).geluErf(ctx);
+  return checkpointTail([&] { return h.add(ctx, b.out(ctx, g)); });  // Note [Checkpoint tail]
 }
 
 Tensor Gpt::operator()(ExecContext& ctx, const Tensor& tokens) const { return forward(ctx, tokens, nullptr); }

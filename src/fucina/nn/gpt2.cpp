@@ -301,7 +301,8 @@ Tensor Gpt2::block(ExecContext& ctx, const Block& b, const Tensor& x, std::optio
   const Tensor a = causalSelfAttention(ctx, qkv, cache, layer_index);
   const Tensor h = x.add(ctx, b.attn_proj(ctx, a.merge(ctx, {"head", "hd"}, kAo), layer(1)));
   const Tensor inner = b.c_fc(ctx, h.layerNorm(ctx, kE, b.ln2_w, b.ln2_b, config_.eps), layer(2));
-  return h.add(ctx, b.mlp_proj(ctx, config_.gelu_tanh ? inner.gelu(ctx) : inner.geluErf(ctx), layer(3)));
+  const Tensor g = config_.gelu_tanh ? inner.gelu(ctx) : inner.geluErf(ctx);
+  return checkpointTail([&] { return h.add(ctx, b.mlp_proj(ctx, g, layer(3))); });  // Note [Checkpoint tail]
 }
 
 Tensor Gpt2::logits(ExecContext& ctx, const Tensor& tokens) const { return forward(ctx, tokens, nullptr); }

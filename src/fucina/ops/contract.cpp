@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "fucina/ag/control.h"
 #include "fucina/kernels/contract_f64.h"
 #include "fucina/kernels/gemm.h"
 #include "fucina/kernels/reduce.h"
@@ -55,10 +56,9 @@ Tensor contractOp(ExecContext& ctx, std::string_view name, const Tensor& x, cons
                   const Tags& contracted, const Tensor* bias = nullptr, const RawTensor* y_value = nullptr) {
   const RawTensor& a = x.value();
   const RawTensor& b = y_value ? *y_value : y.value();
-  RawTensor out = kernels::contract(ctx, a, b, contracted, bias ? bias->value() : RawTensor());
+  const RawTensor c = bias ? bias->value() : RawTensor();
   int64_t k = 1;
   for (Tag t : contracted) k *= a.extent(t);
-  const auto work = static_cast<size_t>(2 * out.numel() * k);
   auto makeVjp = [&] {
     Tags a_free, b_free;
     for (Tag t : a.tags())
@@ -76,6 +76,17 @@ Tensor contractOp(ExecContext& ctx, std::string_view name, const Tensor& x, cons
       if (needs.size() > 2 && needs[2]) g[2] = kernels::sumTo(c, gy, bias_tags, bias_shape);
     };
   };
+  if (internal::deferringValues()) {  // Note [Checkpoint tail]: the product waits for a reader
+    const Tags tags = contractedTags(a, b, contracted);
+    Extents shape;
+    for (Tag t : tags) shape.push_back(hasTag(a.tags(), t) ? a.extent(t) : b.extent(t));
+    const auto work = static_cast<size_t>(2 * numelOf(shape) * k);
+    auto compute = [&ctx, a, b, c, contracted] { return kernels::contract(ctx, a, b, contracted, c); };
+    if (bias) return ops::finishPending(ctx, name, tags, shape, compute, {&x, &y, bias}, makeVjp, work);
+    return ops::finishPending(ctx, name, tags, shape, compute, {&x, &y}, makeVjp, work);
+  }
+  RawTensor out = kernels::contract(ctx, a, b, contracted, c);
+  const auto work = static_cast<size_t>(2 * out.numel() * k);
   if (bias) return ops::finishOp(ctx, name, std::move(out), {&x, &y, bias}, makeVjp, work);
   return ops::finishOp(ctx, name, std::move(out), {&x, &y}, makeVjp, work);
 }

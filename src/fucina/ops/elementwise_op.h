@@ -49,16 +49,23 @@ Tensor unaryOp(ExecContext& ctx, std::string_view name, const Tensor& x, Fwd fwd
       return unaryOp(ctx, name, f[0], fwd, reads, dx, simd);
     });
   }
-  const RawTensor& a = x.value();
-  RawTensor out = kernels::map1(ctx, a, fwd, simd.fwd);
-  return finishOp(ctx, name, out, {&x}, [&] {
-    return [sa = saveIf(reads & reads::kA, a), sy = saveIf(reads & reads::kY, out), dx, simd](
+  // x.value() only where it is read: x may be pending (Note [Checkpoint tail]).
+  const auto vjp = [&](const RawTensor& out) {  // out is read only where reads::kY says
+    return [sa = reads & reads::kA ? x.value() : RawTensor(), sy = saveIf(reads & reads::kY, out), dx, simd](
                ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
       const RawTensor& va = sa.valid() ? sa : gy;
       const RawTensor& vy = sy.valid() ? sy : gy;
       g[0] = kernels::map<3>(c, gy.tags(), gy.shape(), {&gy, &va, &vy}, dx, simd.da);
     };
-  }, static_cast<size_t>(out.numel()));
+  };
+  if (internal::deferringValues() && !(reads & reads::kY)) {
+    const RawTensor& m = x.impl()->meta();
+    auto compute = [&ctx, a = x.impl()->source(), fwd, simd] { return kernels::map1(ctx, a.get(), fwd, simd.fwd); };
+    return finishPending(ctx, name, m.tags(), m.shape(), compute, {&x}, [&] { return vjp(RawTensor()); },
+                         static_cast<size_t>(m.numel()));
+  }
+  RawTensor out = kernels::map1(ctx, x.value(), fwd, simd.fwd);
+  return finishOp(ctx, name, out, {&x}, [&] { return vjp(out); }, static_cast<size_t>(out.numel()));
 }
 
 // y = fwd(a, b) per element over the aligned axes; da(g, a, b, y) and db(g, a, b, y) are the
@@ -77,12 +84,12 @@ Tensor binaryOp(ExecContext& ctx, std::string_view name, const Tensor& x, const 
       return binaryOp(ctx, name, f[0], f[1], fwd, da_reads, da, db_reads, db, simd);
     });
   }
-  const RawTensor& a = x.value();
-  const RawTensor& b = y.value();
-  RawTensor out = kernels::map2(ctx, name, a, b, fwd, simd.fwd);
-  return finishOp(ctx, name, out, {&x, &y}, [&] {
-    const unsigned need = (x.requiresGrad() ? da_reads : 0) | (y.requiresGrad() ? db_reads : 0);
-    return [sa = saveIf(need & reads::kA, a), sb = saveIf(need & reads::kB, b),
+  // Operand values only where they are read: either may be pending (Note [Checkpoint tail]).
+  const RawTensor &a = x.impl()->meta(), &b = y.impl()->meta();
+  const unsigned need =
+      isGradEnabled() ? (x.requiresGrad() ? da_reads : 0) | (y.requiresGrad() ? db_reads : 0) : 0;
+  const auto vjp = [&](const RawTensor& out) {  // out is read only where reads::kY says
+    return [sa = need & reads::kA ? x.value() : RawTensor(), sb = need & reads::kB ? y.value() : RawTensor(),
             sy = saveIf(need & reads::kY, out), ma = SavedShape{a.tags(), a.shape()},
             mb = SavedShape{b.tags(), b.shape()}, da, db,
             simd](ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads g) {
@@ -101,7 +108,17 @@ Tensor binaryOp(ExecContext& ctx, std::string_view name, const Tensor& x, const 
       if (needs[0]) g[0] = partial(da, simd.da, ma);
       if (needs[1]) g[1] = partial(db, simd.db, mb);
     };
-  }, static_cast<size_t>(out.numel()));
+  };
+  if (internal::deferringValues() && !(need & reads::kY)) {
+    const kernels::AlignedShape s = kernels::alignShapes(name, a, b);
+    auto compute = [&ctx, name, a = x.impl()->source(), b = y.impl()->source(), fwd, simd] {
+      return kernels::map2(ctx, name, a.get(), b.get(), fwd, simd.fwd);
+    };
+    return finishPending(ctx, name, s.tags, s.shape, compute, {&x, &y}, [&] { return vjp(RawTensor()); },
+                         static_cast<size_t>(numelOf(s.shape)));
+  }
+  RawTensor out = kernels::map2(ctx, name, x.value(), y.value(), fwd, simd.fwd);
+  return finishOp(ctx, name, out, {&x, &y}, [&] { return vjp(out); }, static_cast<size_t>(out.numel()));
 }
 
 // Integer add/sub/mul/neg (no gradient): two's-complement wrap-around without UB, computed in the

@@ -45,10 +45,30 @@ class OpRecord final : public BackwardFunction {
   Vjp vjp_;
 };
 
+// A pending value's stand-in: one NaN broadcast to (tags, shape), so that its metadata is exact
+// and a kernel that read it by mistake would see NaN, never stale memory.
+RawTensor pendingPlaceholder(ExecContext& ctx, const Tags& tags, const Extents& shape);
+
 inline bool anyRequiresGrad(std::initializer_list<const Tensor*> operands) {
   for (const Tensor* t : operands)
     if (t->requiresGrad()) return true;
   return false;
+}
+
+// The op's grad state: a record holding makeVjp()'s VJP when some operand requires gradients
+// and gradients are enabled (§5.4), else null (makeVjp is then never invoked).
+template <class MakeVjp>
+std::shared_ptr<GradState> recordOp(std::string_view name, const Tags& tags, const Extents& shape,
+                                    std::initializer_list<const Tensor*> operands, MakeVjp&& makeVjp,
+                                    size_t estimated_work) {
+  if (!isGradEnabled() || !anyRequiresGrad(operands)) return nullptr;
+  std::vector<std::shared_ptr<GradState>> states;
+  states.reserve(operands.size());
+  for (const Tensor* t : operands) states.push_back(t->impl()->gradState());
+  auto vjp = makeVjp();
+  auto record = std::make_unique<OpRecord<decltype(vjp)>>(name, std::move(states), estimated_work,
+                                                          std::move(vjp));
+  return std::make_shared<GradState>(tags, shape, std::move(record));
 }
 
 // Wraps value as the op's result. makeVjp() -> callable (ctx, gy, needs_grad, out) is invoked
@@ -57,16 +77,20 @@ template <class MakeVjp>
 Tensor finishOp(ExecContext& ctx, std::string_view name, RawTensor value,
                 std::initializer_list<const Tensor*> operands, MakeVjp&& makeVjp,
                 size_t estimated_work = 0) {
-  if (!isGradEnabled() || !anyRequiresGrad(operands))
-    return Tensor::make(ctx, std::move(value), nullptr);
-  std::vector<std::shared_ptr<GradState>> states;
-  states.reserve(operands.size());
-  for (const Tensor* t : operands) states.push_back(t->impl()->gradState());
-  auto vjp = makeVjp();
-  auto record = std::make_unique<OpRecord<decltype(vjp)>>(name, std::move(states), estimated_work,
-                                                          std::move(vjp));
-  auto state = std::make_shared<GradState>(value.tags(), value.shape(), std::move(record));
+  auto state = recordOp(name, value.tags(), value.shape(), operands, makeVjp, estimated_work);
   return Tensor::make(ctx, std::move(value), std::move(state));
+}
+
+// finishOp for a value left pending (Note [Checkpoint tail]): a result with tags and shape whose
+// value compute() makes on first read. makeVjp must not read the result. Callers check
+// internal::deferringValues() first.
+template <class Compute, class MakeVjp>
+Tensor finishPending(ExecContext& ctx, std::string_view name, const Tags& tags, const Extents& shape,
+                     Compute compute, std::initializer_list<const Tensor*> operands, MakeVjp&& makeVjp,
+                     size_t estimated_work = 0) {
+  internal::countPendingValueDeferred();
+  auto state = recordOp(name, tags, shape, operands, makeVjp, estimated_work);
+  return Tensor::makePending(ctx, pendingPlaceholder(ctx, tags, shape), std::move(compute), std::move(state));
 }
 
 // DTypeMismatch unless t is f32. Superseded by Note [Dtype rules] (ops/typed.h); kept for the ops

@@ -1,6 +1,7 @@
 // Views and layout: results share the input's storage where possible; VJPs route gradients back
 // through the same layout (a broadcast's VJP sums, a narrow's pads with zeros).
 #include <algorithm>
+#include <limits>
 #include <string>
 
 #include "fucina/kernels/copy.h"
@@ -14,6 +15,10 @@ using ops::Grads;
 using ops::NeedsGrad;
 
 namespace ops {
+RawTensor pendingPlaceholder(ExecContext& ctx, const Tags& tags, const Extents& shape) {
+  return RawTensor::full(ctx, {}, {}, std::numeric_limits<double>::quiet_NaN()).broadcastView(tags, shape);
+}
+
 void requireF32(std::string_view op, const Tensor& t) {
   if (t.dtype() != DType::f32)
     fail(ErrorCode::DTypeMismatch, std::string(op) + " computes in f32, got a " +
