@@ -243,6 +243,11 @@ HandlePtr checkpoint(val block, val inputs) {
   });
 }
 
+// tail() inside fucina::checkpointTail (Note [Checkpoint tail]).
+HandlePtr checkpointTail(val tail) {
+  return guard([&] { return wrap(fucina::checkpointTail([&] { return takeResult(tail(), "the checkpoint tail"); })); });
+}
+
 HandlePtr customVjp(std::string name, val forward, val backward, val inputs) {
   return guard([&] {
     fucina::CustomVjpFunctions fns;
@@ -402,6 +407,7 @@ EMSCRIPTEN_BINDINGS(fucina) {
   function("isGradEnabled", &fucina::isGradEnabled);
   bindEngineOps();  // the ops of the table
   function("checkpoint", &checkpoint);
+  function("checkpointTail", &checkpointTail);
   function("customVjp", &customVjp);
   function("gradcheck", &gradcheck);
 }

@@ -380,6 +380,14 @@ class Fucina {
     return this._wrap(this._call((M) => M.checkpoint(run, hs)));
   }
 
+  // tail(): a checkpointed block's last ops, whose values the recompute computes only where
+  // something reads them (Note [Checkpoint tail]); anywhere else it is tail().
+  checkpointTail(tail) {
+    if (typeof tail !== 'function') throw invalid('checkpointTail: tail must be a function');
+    const run = this.#callback(() => this.#release(tail(), 'the checkpoint tail'));
+    return this._wrap(this._call((M) => M.checkpointTail(run)));
+  }
+
   customVjp(spec, inputs, extra) {
     if (!spec || typeof spec.forward !== 'function' || typeof spec.backward !== 'function')
       throw invalid('customVjp: spec needs forward(inputs, extra) and backward(inputs, output, gy, needsGrad, extra)');

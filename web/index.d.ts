@@ -1692,6 +1692,11 @@ export interface Fucina {
   checkpoint<A extends Tensor[]>(block: (...inputs: A) => Tensor, inputs: [...A]): Tensor;
   /** block(...inputs, extra) with activation checkpointing; extra is passed through as is. */
   checkpoint<A extends Tensor[], E>(block: (...args: [...A, E]) => Tensor, inputs: [...A], extra: E): Tensor;
+  /** tail(): the last ops of a checkpointed block (a residual block's last product and sum). When
+   * backward re-runs the block, contractions and elementwise ops in the tail record their
+   * gradients but compute a value only when something reads it, so values no gradient needs are
+   * never computed; the gradients are the same to the bit. Anywhere else it is tail(). */
+  checkpointTail(tail: () => Tensor): Tensor;
   /** A differentiable op from a JS forward and backward ({@link CustomVjpSpec}) over inputs. */
   customVjp<A extends Tensor[]>(spec: CustomVjpSpec<A, undefined>, inputs: [...A]): Tensor;
   /** A differentiable op from a JS forward and backward, both given extra. */

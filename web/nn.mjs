@@ -311,7 +311,8 @@ export function makeNn(fc) {
         .split('qkv', ['part', 'head', 'hd'], [3, this.config.heads, hd]);
       const a = causalSelfAttention(qkv, cache, layer);
       const h = x.add(a.merge(['head', 'hd'], 'ao').addDot(projw, 'ao', projb));
-      return h.add(h.layerNorm('e', { weight: ln2w, bias: ln2b }).addDot(fcw, 'e', fcb).geluErf().addDot(outw, 'mlp', outb));
+      const g = h.layerNorm('e', { weight: ln2w, bias: ln2b }).addDot(fcw, 'e', fcb).geluErf();
+      return fc.checkpointTail(() => h.add(g.addDot(outw, 'mlp', outb)));  // Note [Checkpoint tail]
     }
     // Checks tokens{batch..., t} (i32/i64) for method and returns t: at least min tokens, and
     // the ones the model reads (all in forward, all but the last in loss) within the context.

@@ -134,6 +134,7 @@ function fixtures(fc, foreign) {
   f['#LoraLinear'].adapt({ rank: 2 });
   f['#LoraGone'] = new fc.nn.LoraLinear(f.wl, null, 'in', 'out');
   f['#LoraGone'].dispose();
+  f.tail = () => f.x.exp();  // checkpointTail's valid argument
   Object.assign(f, {
     idxBytes, idxFile, gzTruncated, idxTruncated: idxBytes.subarray(0, 6), idxCount: idxBytes.subarray(0, 9),
     idxType: Uint8Array.from(idxBytes, (b, i) => (i === 2 ? 0x0d : b)),

@@ -236,6 +236,7 @@ export const FC = {
   noGrad: { args: [fn(() => 1)] },
   scope: { args: [fn(() => 1)] },
   checkpoint: { args: [fn((a) => a.exp()), tensors('x')] },
+  checkpointTail: { args: [fn('@tail')] },
   customVjp: { args: [raw(vjp, [null, 7, {}, { forward: () => 1 }, { backward: () => [] }]), tensors('x')] },
   gradcheck: { args: [fn((a) => a.mul(a).sumAll()), tensors('x'), options({}, { eps: 'number', absTol: 'number', relTol: 'number' })] },
   prepareConv2dWeights: { args: [tensor('wconv'), options({ padding: 1 }, convOptions)] },

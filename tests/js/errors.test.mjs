@@ -95,6 +95,14 @@ for (const variant of VARIANTS) {
       throwsCode(() => fc.checkpoint((a) => a, [x, 'y']), 'InvalidArgument');
       // A FucinaError thrown inside a block keeps its code.
       throwsCode(() => fc.checkpoint((a) => a.add(fc.ones(['e'], [3])).sum('zz'), [x]), 'ShapeMismatch');
+      // checkpointTail's callback likewise, inside a recompute too.
+      throwsCode(() => fc.checkpointTail('tail'), 'InvalidArgument');
+      throwsCode(() => fc.checkpointTail(() => 42), 'InvalidArgument');
+      assert.throws(() => fc.checkpointTail(() => { throw new TypeError('tail boom'); }), { name: 'TypeError', message: 'tail boom' });
+      const z = fc.checkpoint((a) => fc.checkpointTail(() => { if (fail) throw new RangeError('tail recompute'); return a.add(a); }), [x]);
+      fail = true;
+      assert.throws(() => z.sumAll().backward(), { name: 'RangeError', message: 'tail recompute' });
+      fail = false;
       await stillWorks(fc);
     });
 

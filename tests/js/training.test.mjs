@@ -61,6 +61,40 @@ for (const variant of VARIANTS) {
       });
       assert.deepEqual(grads(true), grads(false));
     });
+
+    test('checkpointTail: a checkpointed residual block gives the plain graph\'s gradients to the bit', async () => {
+      // Note [Checkpoint tail]: the recompute leaves the tail's product and sum uncomputed (the
+      // native test counts them); everything the gradients read keeps its bits.
+      const fc = await engine(variant);
+      const x = fc.variable(['batch', 'in'], [3, 5], table(3, 5, (b, i) => Math.sin(b + 2 * i)));
+      const w1 = fc.variable(['out', 'in'], [5, 5], table(5, 5, (o, i) => 0.3 * Math.cos(o - i)));
+      const w2 = fc.variable(['in', 'out'], [5, 5], table(5, 5, (i, o) => 0.2 * Math.sin(o + 3 * i)));
+      const b2 = fc.variable(['in'], [5], table(1, 5, (_, i) => 0.1 * i - 0.2));
+      const block = (useTail) => (x, w1, w2, b2) => {
+        const g = x.dot(w1, 'in').tanh();
+        const tail = () => x.add(g.addDot(w2, 'out', b2));
+        return useTail ? fc.checkpointTail(tail) : tail();
+      };
+      const run = (useCheckpoint, useTail) => fc.scope(() => {
+        for (const p of [x, w1, w2, b2]) p.zeroGrad();
+        const ps = [x, w1, w2, b2];
+        const y = useCheckpoint ? fc.checkpoint(block(useTail), ps) : block(useTail)(...ps);
+        y.mul(y).sumAll().backward();
+        return [values(y), ...ps.map((p) => values(p.grad()))];
+      });
+      const plain = run(false, false);
+      assert.deepEqual(run(false, true), plain);  // outside a recompute the tail is its function
+      assert.deepEqual(run(true, true), plain);
+      // nn.Gpt's blocks end in a tail: checkpointed, the loss and gradients are the plain model's.
+      const gpt = (checkpointBlocks) => fc.scope(() => {
+        const model = new fc.nn.Gpt({ vocab: 16, context: 8, dModel: 16, heads: 2, layers: 2, mlp: 32, checkpointBlocks }, 3);
+        const tokens = fc.constant(['batch', 't'], [2, 6], table(2, 6, (b, t) => (5 * b + 3 * t) % 16), 'i32');
+        const loss = model.loss(tokens);
+        loss.backward();
+        return [values(loss), ...model.parameters().map((p) => values(p.grad()))];
+      });
+      assert.deepEqual(gpt(true), gpt(false));
+    });
   });
 }
 

@@ -284,6 +284,11 @@ fc.checkpoint((p: string) => a.sum(p), [a]);
 fc.checkpoint((p) => p, [1]);
 // @ts-expect-error the block takes as many inputs as given (and extra, here missing)
 fc.checkpoint((p, r, t) => p.add(r).add(t), [a, b]);
+const c4: Tensor = fc.checkpoint((p, r) => fc.checkpointTail(() => p.add(p.mul(r))), [a, b]);
+// @ts-expect-error the tail returns a Tensor
+fc.checkpointTail(() => 1);
+// @ts-expect-error the tail takes no arguments
+fc.checkpointTail((p: Tensor) => p);
 
 const double: CustomVjpSpec<[Tensor]> = {
   name: 'double',
@@ -586,7 +591,7 @@ packedW.dispose();
 // Everything above is used once more so that noUnusedLocals holds.
 console.log(variant, threads, copy, z, o, f, u, n, tags, shape, dtype, requiresGrad, isDisposed, arr, item, half, text,
   binaries, scalars, unaries, reductions, norms, losses, indexing, inventory, losses2, convs, constantResults, contractions, structure, spatial, inferred, rotated, attended,
-  noGrad, enabled, counters, c1, c2, c3, v1, v2, grads, gcNumbers, decodedW, meta, params, optDisposed, norm, linearFields,
+  noGrad, enabled, counters, c1, c2, c3, c4, v1, v2, grads, gcNumbers, decodedW, meta, params, optDisposed, norm, linearFields,
   y1, linearParams, channelAxis, convFields, lnFields, embFields, mlpLayers, cnnFields, context, blockLayers, firstLayer,
   gptFields, logits, gptLoss, gptSampled, seed, made, dims, read, splitFields, batchTensors, baseDType, vocabSize, gpt2Logits,
   adapters, layerNames, wte, sampled, gpt2Disposed, loraFields, loraY, merged, loraParams, inPlace, taken, routeWeights, routeIndices, packedY, packedFields, packedText, packedOps);
