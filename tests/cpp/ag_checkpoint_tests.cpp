@@ -272,7 +272,7 @@ Tensor residualBlock(ExecContext& ctx, bool tail, bool lora, const Tensor& x, co
 
 }  // namespace
 
-TEST_CASE("checkpointTail: the recompute never computes the tail's unread values; gradients are bitwise equal") {
+TEST_CASE("checkpointTail: the recompute never computes the tail's unread values, and gradients are bitwise equal") {
   for (bool lora : {false, true})
     for (int threads : {1, 2}) {
       INFO((lora ? "with" : "without") << " the low-rank branch, " << threads << " threads");

@@ -100,7 +100,7 @@ TEST_CASE("customVjp honours noGrad and never calls backward without grad-requir
   CHECK(calls == 0);
 }
 
-TEST_CASE("customVjp: needs_grad is false for constants; errors for empty or misshapen gradients") {
+TEST_CASE("customVjp: needs_grad is false for constants, errors for empty or misshapen gradients") {
   ExecContext ctx;
   int calls = 0;
   Tensor v = Tensor::variableFromSlice(ctx, {"d"}, {2}, {1, 2});

@@ -259,7 +259,7 @@ TEST_CASE("groupedAttention reads slices of a fused projection in place and take
   }
 }
 
-TEST_CASE("groupedAttention: causal with Tq = Tk keeps row 0 on key 0; non-causal rows see all keys") {
+TEST_CASE("groupedAttention: causal with Tq = Tk keeps row 0 on key 0, non-causal rows see all keys") {
   ExecContext ctx;
   Tensor q = Tensor::fromSlice(ctx, {"head", "t", "d"}, {1, 2, 1}, {1, 1});
   Tensor k = Tensor::fromSlice(ctx, {"head", "t", "d"}, {1, 2, 1}, {0, std::log(3.0f)});

@@ -421,7 +421,7 @@ TEST_CASE("causal convolutions: bad inputs") {
 
 // ---------------------------------------------------------------- conv2dRelu
 
-TEST_CASE("conv2dRelu: fused inference equals relu(conv2d); with gradients it is the composed path") {
+TEST_CASE("conv2dRelu: fused inference equals relu(conv2d), with gradients it is the composed path") {
   for (int threads : {1, 2}) {
     ExecContext ctx(fucina::ExecOptions{.threads = threads});
     const fucina::Conv2dOptions o{.stride_h = 2, .pad_w = 1, .groups = 2};

@@ -207,7 +207,7 @@ TEST_CASE("prepared convolution: an operand that requires grad is GradientPrepar
   }
 }
 
-TEST_CASE("prepareConv2dWeights: a snapshot that outlives its scope; bad weights and inputs") {
+TEST_CASE("prepareConv2dWeights: a snapshot that outlives its scope, bad weights and inputs") {
   ExecContext ctx;
   Tensor x = Tensor::fromSlice(ctx, {"n", "c", "h", "w"}, {1, 64, 5, 5}, rnd(1600, 1));
   Tensor w = Tensor::fromSlice(ctx, {"out", "c", "kh", "kw"}, {3, 64, 3, 3}, rnd(1728, 2));

@@ -66,7 +66,7 @@ TEST_CASE("IDX: dims whose product overflows, or that exceed the file, are Inval
   CHECK(data::parseIdx(idxBytes({0, 0xFFFFFFFF}, {})).values.empty());
 }
 
-TEST_CASE("IDX: decodeIdx reads gzip from memory; truncated or huge-claiming streams are InvalidArgument") {
+TEST_CASE("IDX: decodeIdx reads gzip from memory, truncated or huge-claiming streams are InvalidArgument") {
   const auto bytes = idxBytes({2, 2}, {1, 2, 3, 4});
   const auto gz = gzipBytes(bytes);
   CHECK(data::decodeIdx(gz).values == std::vector<uint8_t>{1, 2, 3, 4});

@@ -94,7 +94,7 @@ TEST_CASE("16-bit constants run every op family in f32 and keep their dtype", "[
   }
 }
 
-TEST_CASE("16-bit results follow the common dtype; an f32 variable still gets its gradient", "[dtype]") {
+TEST_CASE("16-bit results follow the common dtype, an f32 variable still gets its gradient", "[dtype]") {
   ExecContext ctx;
   const Tensor h = f16(ctx, {"d"}, {3}, {1, 2, 3});
   const Tensor b = f16(ctx, {"d"}, {3}, {1, 2, 3}, DType::bf16);
@@ -228,7 +228,7 @@ TEST_CASE("f64 reductions compute in double", "[dtype]") {
   CHECK(x.sumAll(ctx).dtype() == DType::f64);
 }
 
-TEST_CASE("f64 mixed with f32 or f16 promotes to f64; f64 without an f64 path is DTypeMismatch", "[dtype]") {
+TEST_CASE("f64 mixed with f32 or f16 promotes to f64, f64 without an f64 path is DTypeMismatch", "[dtype]") {
   ExecContext ctx;
   const Tensor x = f64(ctx, {"d"}, {2}, {1 + 1e-10, 2});
   const Tensor f = Tensor::fromSlice(ctx, {"d"}, {2}, {0.1f, 3});

@@ -185,7 +185,7 @@ TEST_CASE("generate: greedy and seeded tokens equal the uncached loop's on awkwa
   }
 }
 
-TEST_CASE("generate: the callback sees each token and can stop; noGrad; no tensor left behind", "[generate]") {
+TEST_CASE("generate: the callback sees each token and can stop, noGrad, no tensor left behind", "[generate]") {
   ExecContext ctx;
   for (const Model& m : models(ctx)) {
     INFO(m.name);

@@ -199,7 +199,7 @@ TEST_CASE("Gpt2 checkpointing gives bitwise-equal adapter gradients, LoRA dropou
   for (size_t i = 0; i < grads[0].size(); ++i) CHECK(grads[0][i] == grads[1][i]);
 }
 
-TEST_CASE("LoRA: a fresh adapter leaves the output unchanged; merge folds a trained one in", "[gpt2][lora]") {
+TEST_CASE("LoRA: a fresh adapter leaves the output unchanged, merge folds a trained one in", "[gpt2][lora]") {
   ExecContext ctx;
   const Fixture& f = fixture();
   Gpt2 m = loadFixture(ctx);

@@ -160,7 +160,7 @@ TEST_CASE("diagonal, trace, diag, diagEmbed: bad inputs") {
   CHECK_FUCINA_ERROR(q.diagEmbed(ctx, "a", "i", "j"), DTypeMismatch);
 }
 
-TEST_CASE("indexAdd: repeated indices accumulate; gradients to both operands") {
+TEST_CASE("indexAdd: repeated indices accumulate, gradients to both operands") {
   ExecContext ctx;
   Tensor x = Tensor::variableFromSlice(ctx, {"a", "b"}, {2, 3}, iota(6));
   Tensor src = Tensor::variableFromSlice(ctx, {"a", "b"}, {2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
@@ -217,7 +217,7 @@ TEST_CASE("indexAdd: the same sums in the same order on 1 and 2 threads") {
   }
 }
 
-TEST_CASE("scatter: overwrites, the last repeated target wins; torch's gradients") {
+TEST_CASE("scatter: overwrites, the last repeated target wins, torch's gradients") {
   ExecContext ctx;
   Tensor x = Tensor::variableFromSlice(ctx, {"a", "b"}, {2, 3}, iota(6));
   Tensor src = Tensor::variableFromSlice(ctx, {"a", "b"}, {2, 2}, {10, 20, 30, 40});
@@ -245,7 +245,7 @@ TEST_CASE("scatter: overwrites, the last repeated target wins; torch's gradients
   CHECK(x.scatter(ctx, "b", none, Tensor::zeros(ctx, {"a", "b"}, {2, 0})).toVector() == iota(6));
 }
 
-TEST_CASE("setRows and zeroRows: rows replaced or zeroed; the last repeated index wins") {
+TEST_CASE("setRows and zeroRows: rows replaced or zeroed, the last repeated index wins") {
   ExecContext ctx;
   Tensor x = Tensor::variableFromSlice(ctx, {"a", "b"}, {2, 3}, iota(6));
   Tensor src = Tensor::variableFromSlice(ctx, {"a", "b"}, {2, 3}, {1, 2, 3, 4, 5, 6});

@@ -237,7 +237,7 @@ TEST_CASE("einsum, addDot and matmul with a 16-bit right operand", "[typed]") {
   }
 }
 
-TEST_CASE("dot: 16-bit constants on both sides give a 16-bit result; a 16-bit variable on the left is refused", "[typed]") {
+TEST_CASE("dot: 16-bit constants on both sides give a 16-bit result, a 16-bit variable on the left is refused", "[typed]") {
   ExecContext ctx;
   Tensor a = Tensor::fromSlice(ctx, {"i", "k"}, {2, 3}, {1, 2, 3, 4, 5, 6}).to(ctx, DType::f16);
   Tensor b = Tensor::fromSlice(ctx, {"k", "j"}, {3, 1}, {0.5f, 0.25f, 1.0f}).to(ctx, DType::f16);

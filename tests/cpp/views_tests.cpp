@@ -414,7 +414,7 @@ TEST_CASE("relposShift: Transformer-XL's relative shift and its adjoint") {
   CHECK(i.relposShift(ctx, "q", "k").toVector() == std::vector<float>{2, 3, 0, 4, 5, 6});
 }
 
-TEST_CASE("views and shifts of constants record nothing; under noGrad neither") {
+TEST_CASE("views and shifts of constants record nothing, under noGrad neither") {
   ExecContext ctx;
   const Tensor c = Tensor::fromSlice(ctx, {"a", "b"}, {2, 3}, iota(6));
   const Tensor k = Tensor::fromInts(ctx, {"a"}, {2}, {1, 2});
