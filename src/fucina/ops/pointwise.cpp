@@ -77,13 +77,11 @@ Tensor Tensor::scale(ExecContext& ctx, double factor) const {
 }
 
 Tensor Tensor::addScalar(ExecContext& ctx, double value) const {
-  const float v = static_cast<float>(value);
   return unaryOp(ctx, "addScalar", *this, [value](auto a) { return a + static_cast<decltype(a)>(value); },
                  kNone, [](float g, float, float) { return g; });
 }
 
 Tensor Tensor::subScalar(ExecContext& ctx, double value) const {
-  const float v = static_cast<float>(value);
   return unaryOp(ctx, "subScalar", *this, [value](auto a) { return a - static_cast<decltype(a)>(value); },
                  kNone, [](float g, float, float) { return g; });
 }
