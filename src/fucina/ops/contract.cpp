@@ -32,13 +32,18 @@ Tags contractedTags(const RawTensor& a, const RawTensor& b, const Tags& contract
   return out;
 }
 
+// The extent of result axis t: a's where a has it, else b's.
+int64_t resultExtent(const RawTensor& a, const RawTensor& b, Tag t) {
+  return hasTag(a.tags(), t) ? a.extent(t) : b.extent(t);
+}
+
 // Checks that bias's axes are among the result's (tags out_tags, extents read from a or b).
 void checkBias(const RawTensor& bias, const RawTensor& a, const RawTensor& b, const Tags& out_tags) {
   for (Tag t : bias.tags()) {
     if (!hasTag(out_tags, t))
       fail(ErrorCode::ShapeMismatch, "addDot: bias axis " + quoted(t) + " of " + bias.describe() +
                                          " is not an axis of the result " + describe(out_tags));
-    const int64_t e = hasTag(a.tags(), t) ? a.extent(t) : b.extent(t);
+    const int64_t e = resultExtent(a, b, t);
     if (bias.extent(t) != e)
       fail(ErrorCode::ShapeMismatch, "addDot: bias axis " + quoted(t) + " has extent " +
                                          std::to_string(bias.extent(t)) + " in " + bias.describe() +
@@ -79,7 +84,7 @@ Tensor contractOp(ExecContext& ctx, std::string_view name, const Tensor& x, cons
   if (internal::deferringValues()) {  // Note [Checkpoint tail]: the product waits for a reader
     const Tags tags = contractedTags(a, b, contracted);
     Extents shape;
-    for (Tag t : tags) shape.push_back(hasTag(a.tags(), t) ? a.extent(t) : b.extent(t));
+    for (Tag t : tags) shape.push_back(resultExtent(a, b, t));
     const auto work = static_cast<size_t>(2 * numelOf(shape) * k);
     auto compute = [&ctx, a, b, c, contracted] { return kernels::contract(ctx, a, b, contracted, c); };
     if (bias) return ops::finishPending(ctx, name, tags, shape, compute, {&x, &y, bias}, makeVjp, work);
