@@ -2,6 +2,7 @@
 // with the protocol of protocol.mjs, and prints a table line or (--json) one JSON object:
 //   node bench/bench.mjs --workload w1|w2|w3|w3-ckpt|w3-frozen-f32|w3-frozen-f16|w3-frozen-q8|w4-1024|w4-fc
 //                        --variant threaded-simd|simd [--threads N] [--json] [--quick]
+//                        [--warmup N]   (N warm-up steps instead of the protocol's: to study V8's tier-up)
 //                        (or w5-f32|w5-f16|w5-q8 and their -ckpt variants, or w6-b1|w6-b64|w7,
 //                        or Scale's w3-d<D>-l<L>: W3 at d_model D with L blocks, as bench/bench.cpp)
 // w3-frozen-<dtype>: W3 with the projections frozen as that dtype (nn.Gpt.freezeProjections),
@@ -18,7 +19,9 @@ import { init } from 'fucina';
 import { loadAverage1m, parseArgs, report } from './protocol.mjs';
 import { timeWorkload } from './workloads.mjs';
 
-const args = parseArgs(process.argv.slice(2), ['variant']);
+const args = parseArgs(process.argv.slice(2), ['variant', 'warmup']);
+const warmupSteps = args.warmup === undefined ? undefined : Number(args.warmup);
+if (warmupSteps !== undefined && !(Number.isInteger(warmupSteps) && warmupSteps >= 0)) throw new Error('--warmup must be an integer >= 0');
 const variant = args.variant ?? 'threaded-simd';
 if (variant === 'simd' && args.threads !== 1) throw new Error('the simd variant runs on one thread');
 const impl = variant === 'simd' ? 'fucina-wasm-st' : 'fucina-wasm-mt';
@@ -27,7 +30,7 @@ const fc = await init({ variant, threads: variant === 'simd' ? undefined : args.
 
 let result;
 try {
-  result = timeWorkload(fc, args.workload, impl, { quick: args.quick, load });
+  result = timeWorkload(fc, args.workload, impl, { quick: args.quick, warmupSteps, load });
 } catch (e) {
   result = { workload: args.workload, impl, threads: fc.threads, error: String(e.message ?? e).split('\n')[0], load_avg_1m: load };
 }

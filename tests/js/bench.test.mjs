@@ -1,5 +1,5 @@
 // bench/ must not rot: one quick W1 run of bench/bench.mjs (the simd variant) prints one JSON line
-// with the documented fields, run.mjs keeps only the configurations --configs names, and the
+// with the documented fields (and --warmup replaces its warm-up count), run.mjs keeps only the configurations --configs names, and the
 // inference workloads (W6, W7) run natively and in wasm with their rates, and every configuration
 // is quoted as a fraction of its multiply-add ceiling. Only the shape is checked, never a timing.
 import { test } from 'node:test';
@@ -20,6 +20,17 @@ test('bench.mjs --quick --json prints one well-formed record', () => {
     assert.equal(typeof r[f], 'number', `${f} in ${lines[0]}`);
   assert.equal(typeof r.reduced_protocol, 'boolean');
   assert.ok(r.min_ms <= r.median_ms && r.median_ms <= r.max_ms);
+});
+
+test('bench.mjs --warmup N replaces the warm-up count, and the record says what ran', () => {
+  const script = fileURLToPath(new URL('../../bench/bench.mjs', import.meta.url));
+  const run = (warmup) => spawnSync(process.execPath, [script, '--workload', 'w1', '--variant', 'simd', '--quick', '--json', '--warmup', warmup], { encoding: 'utf8' });
+  const ok = run('5');
+  assert.equal(ok.status, 0, ok.stderr);
+  assert.equal(JSON.parse(ok.stdout.trim()).warmup, 5);
+  const bad = run('-1');
+  assert.notEqual(bad.status, 0);
+  assert.match(bad.stderr, /--warmup must be an integer >= 0/);
 });
 
 test('run.mjs --configs runs only the configurations it names, and refuses unknown ones', () => {
