@@ -20,8 +20,6 @@ import { loadAverage1m, parseArgs, report } from './protocol.mjs';
 import { timeWorkload } from './workloads.mjs';
 
 const args = parseArgs(process.argv.slice(2), ['variant', 'warmup']);
-const warmupSteps = args.warmup === undefined ? undefined : Number(args.warmup);
-if (warmupSteps !== undefined && !(Number.isInteger(warmupSteps) && warmupSteps >= 0)) throw new Error('--warmup must be an integer >= 0');
 const variant = args.variant ?? 'threaded-simd';
 if (variant === 'simd' && args.threads !== 1) throw new Error('the simd variant runs on one thread');
 const impl = variant === 'simd' ? 'fucina-wasm-st' : 'fucina-wasm-mt';
@@ -30,7 +28,7 @@ const fc = await init({ variant, threads: variant === 'simd' ? undefined : args.
 
 let result;
 try {
-  result = timeWorkload(fc, args.workload, impl, { quick: args.quick, warmupSteps, load });
+  result = timeWorkload(fc, args.workload, impl, { quick: args.quick, warmupSteps: args.warmup, load });
 } catch (e) {
   result = { workload: args.workload, impl, threads: fc.threads, error: String(e.message ?? e).split('\n')[0], load_avg_1m: load };
 }

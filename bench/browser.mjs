@@ -25,7 +25,7 @@ const browser = await launchBrowser();
 try {
   const { context, page, problems } = await openPage(browser);
   const query = new URLSearchParams({ workload: args.workload, variant, threads: String(args.threads), quick: args.quick ? '1' : '0',
-    ...(args.warmup ? { warmup: args.warmup } : {}) });
+    ...(args.warmup !== undefined ? { warmup: String(args.warmup) } : {}) });
   await page.goto(`${server.url}bench/browser.html?${query}`, { waitUntil: 'load' });
   await page.waitForFunction(() => window.__result !== undefined || window.__error !== undefined, null,
     { timeout: TIMEOUT_MS, polling: 200 });

@@ -99,6 +99,10 @@ export function parseArgs(argv, extraFlags = []) {
   }
   if (!ALL_WORKLOADS.includes(args.workload)) throw new Error(`--workload is one of ${ALL_WORKLOADS.join(', ')}`);
   if (!Number.isInteger(args.threads) || args.threads < 1) throw new Error('--threads must be an integer >= 1');
+  if (args.warmup !== undefined) {  // a warm-up count, for the programs that take one
+    args.warmup = Number(args.warmup);
+    if (!Number.isInteger(args.warmup) || args.warmup < 0) throw new Error('--warmup must be an integer >= 0');
+  }
   return args;
 }
 
