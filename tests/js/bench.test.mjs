@@ -31,6 +31,11 @@ test('bench.mjs --warmup N replaces the warm-up count, and the record says what 
   const bad = run('-1');
   assert.notEqual(bad.status, 0);
   assert.match(bad.stderr, /--warmup must be an integer >= 0/);
+  // bench/browser.mjs takes the same flag, checked before any browser starts.
+  const browser = fileURLToPath(new URL('../../bench/browser.mjs', import.meta.url));
+  const badBrowser = spawnSync(process.execPath, [browser, '--workload', 'w1', '--variant', 'simd', '--warmup', 'x'], { encoding: 'utf8' });
+  assert.notEqual(badBrowser.status, 0);
+  assert.match(badBrowser.stderr, /--warmup must be an integer >= 0/);
 });
 
 test('run.mjs --configs runs only the configurations it names, and refuses unknown ones', () => {
