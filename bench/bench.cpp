@@ -47,6 +47,7 @@
 #include <vector>
 
 #include <fucina/fucina.h>
+#include "fucina/exec/trace.h"          // FUCINA_TRACE builds: each timed step marks the trace
 #include "fucina/kernels/gemm_simd.h"  // the ISA the GEMM dispatched to, for the record
 #include "peak.h"
 
@@ -136,6 +137,7 @@ struct Timing {
 };
 
 double timeOne(const std::function<void()>& step) {
+  FUCINA_TRACE_EVENT(fucina::trace::Kind::kStep);
   const auto t0 = std::chrono::steady_clock::now();
   step();
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

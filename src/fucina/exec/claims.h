@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "fucina/exec/context.h"
+#include "fucina/exec/trace.h"
 
 namespace fucina {
 
@@ -79,7 +80,11 @@ void claimedFor(ExecContext& ctx, int64_t n, int64_t max_owners, const Fn& fn) {
   OwnerFirstClaims claims(n, static_cast<int>(owners), std::max<int64_t>(1, n / (owners * kClaimsPerOwner)));
   ctx.parallelFor(owners, 1, [&](int64_t first, int64_t last) {
     for (int64_t owner = first; owner < last; ++owner)
-      for (int64_t b, e; claims.next(static_cast<int>(owner), &b, &e);) fn(b, e);
+      for (int64_t b, e; claims.next(static_cast<int>(owner), &b, &e);) {
+        FUCINA_TRACE_EVENT(trace::Kind::kClaim, b, e);
+        fn(b, e);
+        FUCINA_TRACE_EVENT(trace::Kind::kClaimEnd);
+      }
   });
 }
 

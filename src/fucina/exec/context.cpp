@@ -6,6 +6,7 @@
 #include "fucina/ag/tensor.h"
 #include "fucina/core/error.h"
 #include "fucina/exec/scope.h"
+#include "fucina/exec/trace.h"
 
 namespace fucina {
 
@@ -39,6 +40,8 @@ ExecContext::~ExecContext() {
 void ExecContext::parallelFor(int64_t n, int64_t grain,
                               const std::function<void(int64_t, int64_t)>& fn) const {
   if (n <= 0) return;
+  FUCINA_TRACE_EVENT(trace::Kind::kRegion, n, grain, fn.target_type().name());
+  FUCINA_TRACE_END_OF_SCOPE(trace::Kind::kRegionEnd);
   if (pool_ && n >= 2 * grain) {
     pool_->parallelFor(n, grain, fn);
   } else {

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <exception>
 
+#include "fucina/exec/trace.h"
+
 namespace fucina {
 
 // Note [Spin before sleeping]: a training step is a chain of short parallel regions (a few per
@@ -171,11 +173,13 @@ void WorkPool::parallelFor(int64_t n, int64_t grain,
   } shared{chunks, nullptr};
   auto runChunk = [this, &shared, &fn, n, chunks](int64_t c) {
     std::exception_ptr error;
+    FUCINA_TRACE_EVENT(trace::Kind::kChunk, c);
     try {
       fn(n * c / chunks, n * (c + 1) / chunks);
     } catch (...) {
       error = std::current_exception();
     }
+    FUCINA_TRACE_EVENT(trace::Kind::kChunkEnd, c);
     // Last touch of the caller's frame happens under the mutex the caller waits with.
     const auto lock = lockOf(mutex_);
     if (error && !shared.error) shared.error = error;

@@ -4,11 +4,13 @@
 #include <atomic>
 #include <climits>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "fucina/core/error.h"
 #include "fucina/exec/claims.h"
 #include "fucina/exec/context.h"
+#include "fucina/exec/trace.h"
 #include "fucina/kernels/copy.h"
 #include "fucina/kernels/gemm_simd.h"
 
@@ -89,6 +91,9 @@ void gemmAny(ExecContext& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n,
              const float* a, int64_t lda, const float* b, const TypedB& typed, int64_t ldb, float* c,
              int64_t ldc, bool accumulate, const float* bias, const float* packed = nullptr) {
   if (m <= 0 || n <= 0) return;
+  FUCINA_TRACE_TEXT(trace::Kind::kGemm, m, n,
+                    ("k=" + std::to_string(k) + " ta=" + std::to_string(trans_a) + " tb=" + std::to_string(trans_b)).c_str());
+  FUCINA_TRACE_END_OF_SCOPE(trace::Kind::kGemmEnd);
   if (bias && accumulate) fail(ErrorCode::InvalidArgument, "gemm: a bias is added only when not accumulating");
   // Pieces are whole tiles (MR rows of the target; 32 columns, a multiple of every NR), and each
   // thread gets at least kMinWork multiply-adds, so small products stay on the calling thread.
