@@ -9,9 +9,9 @@ namespace fucina::trace {
 // Note [Region trace]: sampling profilers cannot say how long a region's chunk waited for the
 // other thread, or what a 20 µs op costs on one thread against two. A build configured with
 // -DFUCINA_TRACE=ON records, per thread, a timestamped event at each boundary below; at exit the
-// events are written to $FUCINA_TRACE_FILE (default fucina-trace.tsv), one per line, and
-// bench/trace.mjs summarizes them per step. A record costs a clock read and a relaxed
-// fetch-add (~30 ns), so traced timings stay close to untraced ones; other builds compile the
+// events are written to $FUCINA_TRACE_FILE (default fucina-trace.tsv), one per line, thread by
+// thread, and bench/trace.mjs summarizes them per step. A record costs a clock read and a store
+// into the thread's own buffer (trace.cpp says what that costs a step); other builds compile the
 // FUCINA_TRACE_EVENT calls away.
 enum class Kind : int {
   kRegion = 1,      // ExecContext::parallelFor entered: a = n, b = grain, label = what runs
