@@ -8,6 +8,7 @@
 //                --threads N [--json] [--quick] [--gemm-layout kn|nk] [--rhs-dtype f32|f16|bf16|q8_0]
 //                [--steps N]
 //   fucina_bench --peak [--json]
+//   fucina_bench --coherence [--json]
 //
 // w5-<dtype>[-ckpt]: LoRA fine-tuning of a GPT-2-small-shaped model (12 layers, d 768, 12 heads,
 // vocab 50257; random weights) on batch 4 × T 128, rank 8 (alpha 16) on c_attn, c_proj and c_fc
@@ -31,6 +32,8 @@
 // --steps N times N steps instead of the protocol's 50 (e.g. to run long enough under `perf record`).
 // --peak measures the AVX2 and AVX-512 FMA peaks the CPU has (bench/peak.h) and names the one of
 // the ISA the GEMM dispatches to: bench/run.mjs quotes each workload's GFLOP/s against them.
+// --coherence measures what one core's reads and writes cost after the other core touched the
+// same lines (bench/coherence.h): what a second thread pays for the data it shares.
 //
 // A training step is: open a scope, zero the gradients, forward + loss, backward, optimizer
 // update, read the loss to the host (loss.item()), close the scope. W4 times one Tensor::dot.
@@ -49,6 +52,7 @@
 #include <fucina/fucina.h>
 #include "fucina/exec/trace.h"          // FUCINA_TRACE builds: each timed step marks the trace
 #include "fucina/kernels/gemm_simd.h"  // the ISA the GEMM dispatched to, for the record
+#include "coherence.h"
 #include "peak.h"
 
 namespace {
@@ -68,13 +72,15 @@ struct Args {
   std::string rhs_dtype = "f32";  // W4: b's dtype
   int steps = 0;              // > 0: time this many steps (profiling), not the protocol's count
   bool peak = false;          // measure the FMA peaks instead of a workload
+  bool coherence = false;     // measure cross-core read and write costs instead of a workload
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr,
                "fucina_bench: %s\nusage: fucina_bench --workload w1|w2|w3|w3-ckpt|w3-frozen-f32|"
                "w3-frozen-f16|w3-frozen-q8|w4-1024|w4-fc|w5-f32|w5-f16|w5-q8|w5-*-ckpt|w6-b1|w6-b64|w7|w3-d<D>-l<L> --threads N [--json] [--quick] [--gemm-layout kn|nk] "
-               "[--rhs-dtype f32|f16|bf16|q8_0] [--steps N]\n       fucina_bench --peak [--json]\n",
+               "[--rhs-dtype f32|f16|bf16|q8_0] [--steps N]\n       fucina_bench --peak [--json]\n"
+               "       fucina_bench --coherence [--json]\n",
                why.c_str());
   std::exit(2);
 }
@@ -92,6 +98,7 @@ Args parse(int argc, char** argv) {
     else if (s == "--json") a.json = true;
     else if (s == "--quick") a.quick = true;
     else if (s == "--peak") a.peak = true;
+    else if (s == "--coherence") a.coherence = true;
     else if (s == "--gemm-layout") a.layout = value();
     else if (s == "--rhs-dtype") a.rhs_dtype = value();
     else if (s == "--steps") {
@@ -100,7 +107,7 @@ Args parse(int argc, char** argv) {
     }
     else usage("unknown argument " + s);
   }
-  if (a.workload.empty() && !a.peak) usage("--workload is required");
+  if (a.workload.empty() && !a.peak && !a.coherence) usage("--workload is required");
   if (a.threads < 1) usage("--threads must be >= 1");
   if (a.layout != "kn" && a.layout != "nk") usage("--gemm-layout is kn or nk");
   if (a.rhs_dtype != "f32" && a.rhs_dtype != "f16" && a.rhs_dtype != "bf16" && a.rhs_dtype != "q8_0")
@@ -403,6 +410,7 @@ int printPeaks(bool json) {
 int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
   if (a.peak) return printPeaks(a.json);
+  if (a.coherence) return fucina_bench::printCoherence(a.json);
   const double load = loadAverage1m();
   ExecContext ctx(fucina::ExecOptions{.threads = a.threads});
   Result r;

@@ -1,5 +1,34 @@
 # ctest bench_smoke: runs `fucina_bench --workload w1 --threads 1 --quick --json` and checks that
 # its one JSON line has the documented fields with the right types. Timings are not checked.
+# With -DMODE=coherence (ctest bench_coherence_smoke): `fucina_bench --coherence --json`'s two
+# lines instead; a process allowed only one CPU must say so and exit 1.
+if(MODE STREQUAL "coherence")
+  execute_process(COMMAND ${BENCH} --coherence --json OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+  if(rc EQUAL 1 AND err MATCHES "needs two CPUs")
+    message(STATUS "bench_coherence_smoke: ${err}")
+    return()
+  endif()
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "fucina_bench --coherence exited with ${rc}: ${err}")
+  endif()
+  string(STRIP "${out}" out)
+  string(REPLACE "\n" ";" lines "${out}")
+  list(LENGTH lines count)
+  if(NOT count EQUAL 2)
+    message(FATAL_ERROR "expected 2 lines, got: ${out}")
+  endif()
+  foreach(line IN LISTS lines)
+    foreach(key IN ITEMS coherence_kib cpu_a cpu_b write_own_gbs write_other_read_gbs write_other_wrote_gbs read_own_gbs
+                         read_other_wrote_gbs)
+      string(JSON value ERROR_VARIABLE bad GET "${line}" ${key})
+      if(bad OR NOT value GREATER 0 AND NOT key STREQUAL "cpu_a")
+        message(FATAL_ERROR "field ${key} is not a positive number in: ${line}")
+      endif()
+    endforeach()
+  endforeach()
+  message(STATUS "bench_coherence_smoke: ${out}")
+  return()
+endif()
 execute_process(COMMAND ${BENCH} --workload w1 --threads 1 --quick --json
   OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
