@@ -5,6 +5,9 @@
 //   FUCINA_BUILD_DIR=build/trace scripts/build -DFUCINA_TRACE=ON
 //   FUCINA_TRACE_FILE=w1-2.tsv build/trace/bench/fucina_bench --workload w1 --threads 2 --steps 200
 //   node bench/trace.mjs w1-2.tsv [--last N]      # N: the last N steps (default: all but the first 10%)
+//   node bench/trace.mjs --compare w1-1a.tsv,w1-1b.tsv w1-2a.tsv,w1-2b.tsv
+//     # per op, µs per step averaged over each side's traces (1 thread, 2 threads), the ratio, and
+//     # the loss: what the second side takes beyond half the first's
 import { readFileSync } from 'node:fs';
 
 const kinds = { region: 1, regionEnd: 2, chunk: 3, chunkEnd: 4, claim: 5, claimEnd: 6, gemm: 7, gemmEnd: 8, step: 9 };
@@ -100,8 +103,39 @@ export function summarize(events, { last } = {}) {
   return { steps: n, caller, stepNs: (to - from) / n, outsideNs: (to - from - outermostNs) / n, othersBusyNs: others / n, rows, claims };
 }
 
+// Per label, µs per step averaged over each side's summaries; rows sorted by loss (b - a / 2).
+export function compare(sidesA, sidesB) {
+  const side = (summaries) => {
+    const rows = new Map();
+    const add = (label, ns) => rows.set(label, (rows.get(label) ?? 0) + ns / summaries.length / 1e3);
+    for (const s of summaries) {
+      for (const [label, r] of s.rows) add(label, r.ns / s.steps);
+      add('(step)', s.stepNs);
+      add('(outside regions and GEMMs)', s.outsideNs);
+    }
+    return rows;
+  };
+  const a = side(sidesA), b = side(sidesB);
+  return [...new Set([...a.keys(), ...b.keys()])]
+    .map((label) => ({ label, a: a.get(label) ?? 0, b: b.get(label) ?? 0 }))
+    .map((r) => ({ ...r, loss: r.b - r.a / 2 }))
+    .sort((x, y) => (x.label === '(step)' ? -1 : y.label === '(step)' ? 1 : y.loss - x.loss));
+}
+
 function main() {
   const args = process.argv.slice(2);
+  if (args[0] === '--compare') {
+    if (args.length !== 3) {
+      console.error('usage: node bench/trace.mjs --compare A1.tsv[,A2.tsv...] B1.tsv[,B2.tsv...]');
+      process.exit(2);
+    }
+    const load = (list) => list.split(',').map((f) => summarize(parseTrace(readFileSync(f, 'utf8'))));
+    console.log('     A us     B us   A/B   loss (B - A/2)   what');
+    for (const r of compare(load(args[1]), load(args[2])))
+      console.log(`${r.a.toFixed(1).padStart(9)} ${r.b.toFixed(1).padStart(8)} ${(r.a / r.b).toFixed(2).padStart(5)}x ` +
+                  `${r.loss.toFixed(1).padStart(8)}         ${r.label}`);
+    return;
+  }
   const file = args.find((a) => !a.startsWith('--'));
   const lastAt = args.indexOf('--last');
   if (!file) {

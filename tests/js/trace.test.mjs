@@ -2,7 +2,7 @@
 // written by hand so every figure is known.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseTrace, shortLabel, summarize } from '../../bench/trace.mjs';
+import { compare, parseTrace, shortLabel, summarize } from '../../bench/trace.mjs';
 
 const sgd = 'fucina::optim::Sgd::update(fucina::ExecContext&, unsigned long, long, float*, float const*, long)::{lambda(long, long)#1}';
 const relu = 'fucina::kernels::forEachRowParallel<2ul, fucina::kernels::map<1ul, fucina::Tensor::relu(fucina::ExecContext&) const::{lambda(auto:1)#1}>(fucina::ExecContext&)::{lambda(long, long)#1}';
@@ -51,4 +51,16 @@ test('summarize: per step, the caller\'s regions and GEMMs, waits at each end, a
 
 test('summarize refuses a trace with no timed steps', () => {
   assert.throws(() => summarize(parseTrace('0\t0\t1\t1\t1\tx\n')), /fewer than two timed steps/);
+});
+
+test('compare: per op, each side averaged over its traces, sorted by what the second side loses', () => {
+  const summary = (stepNs, rows) => ({ steps: 2, stepNs, outsideNs: 0, rows: new Map(rows.map(([l, ns]) => [l, { ns: ns * 2 }])) });
+  const one = [summary(10000, [['gemm', 8000], ['relu', 2000]]), summary(12000, [['gemm', 10000], ['relu', 2000]])];
+  const two = [summary(8000, [['gemm', 5000], ['relu', 3000]])];
+  const rows = compare(one, two);
+  assert.equal(rows[0].label, '(step)');
+  assert.deepEqual(rows[0], { label: '(step)', a: 11, b: 8, loss: 2.5 });
+  assert.deepEqual(rows.find((r) => r.label === 'relu'), { label: 'relu', a: 2, b: 3, loss: 2 });
+  assert.deepEqual(rows.find((r) => r.label === 'gemm'), { label: 'gemm', a: 9, b: 5, loss: 0.5 });
+  assert.ok(rows.indexOf(rows.find((r) => r.label === 'relu')) < rows.indexOf(rows.find((r) => r.label === 'gemm')));
 });
