@@ -13,10 +13,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <functional>
 #include <memory>
-#include <string>
 #include <thread>
 #include <vector>
 
