@@ -51,7 +51,7 @@
 
 #include <fucina/fucina.h>
 #include "fucina/exec/trace.h"          // FUCINA_TRACE builds: each timed step marks the trace
-#include "fucina/kernels/gemm_simd.h"  // the ISA the GEMM dispatched to, for the record
+#include "fucina/backend/cpu/gemm_simd.h"  // the ISA the GEMM dispatched to, for the record
 #include "coherence.h"
 #include "peak.h"
 

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include <fucina/fucina.h>
-#include "fucina/kernels/gemm.h"
-#include "fucina/kernels/gemm_simd.h"
+#include "fucina/backend/cpu/gemm.h"
+#include "fucina/backend/cpu/gemm_simd.h"
 #include "peak.h"
 
 #ifdef __EMSCRIPTEN__

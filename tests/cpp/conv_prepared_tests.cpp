@@ -5,7 +5,7 @@
 #include <random>
 #include <string>
 
-#include "fucina/kernels/winograd.h"
+#include "fucina/backend/cpu/winograd.h"
 #include "fucina/optim/sgd.h"
 #include "test_helpers.h"
 

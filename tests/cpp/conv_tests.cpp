@@ -8,7 +8,7 @@
 
 #include "test_helpers.h"
 
-#include "fucina/kernels/conv.h"
+#include "fucina/backend/cpu/conv.h"
 
 using fucina::Conv2dOptions;
 using fucina::ExecContext;

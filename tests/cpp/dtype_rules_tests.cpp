@@ -11,7 +11,7 @@
 #include <vector>
 
 #include <fucina/fucina.h>
-#include "fucina/kernels/contract_f64.h"
+#include "fucina/backend/cpu/contract_f64.h"
 #include "test_helpers.h"
 
 using fucina::CompareOp;

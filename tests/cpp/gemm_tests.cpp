@@ -10,8 +10,8 @@
 #include <vector>
 
 #include <fucina/fucina.h>
-#include "fucina/kernels/gemm.h"
-#include "fucina/kernels/gemm_simd.h"
+#include "fucina/backend/cpu/gemm.h"
+#include "fucina/backend/cpu/gemm_simd.h"
 
 #ifndef __EMSCRIPTEN__
 #include <hwy/targets.h>

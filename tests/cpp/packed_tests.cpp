@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "fucina/kernels/gemm_simd.h"
-#include "fucina/kernels/q8_gemv.h"
+#include "fucina/backend/cpu/gemm_simd.h"
+#include "fucina/backend/cpu/q8_gemv.h"
 
 using fucina::DType;
 using fucina::ExecContext;

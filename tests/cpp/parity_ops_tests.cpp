@@ -519,7 +519,7 @@ std::string readFile(const std::filesystem::path& p) {
   return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
-size_t replayFamily(const std::string& family) {
+size_t replayFamily(const std::string& family, fucina::Backend backend = fucina::Backend::cpu) {
   const std::filesystem::path path = std::filesystem::path(FUCINA_SOURCE_DIR) / "tests/fixtures/parity" / (family + ".json");
   const json::Value doc = json::parse(readFile(path), family + ".json");
   size_t n = 0;
@@ -528,7 +528,7 @@ size_t replayFamily(const std::string& family) {
     DYNAMIC_SECTION(name) {
       const auto it = ops().find(op);
       if (it == ops().end()) FAIL("op " << op << " has no entry in parity_ops_tests.cpp's table");
-      ExecContext ctx(fucina::ExecOptions{.threads = 1});
+      ExecContext ctx(fucina::ExecOptions{.threads = 1, .backend = backend});
       std::map<std::string, Input> made;
       Inputs views;
       for (const json::Member& m : field(c, "inputs").members) {
@@ -593,3 +593,22 @@ TEST_CASE("PyTorch parity: every fixture family has a test and every op an entry
     }
   }
 }
+
+// The same fixtures on the reference backend (Note [Backends]): its scalar kernels reach torch's
+// values and gradients too, wherever an op computes through them.
+#define FUCINA_REFERENCE_PARITY(family) \
+  TEST_CASE("PyTorch parity on the reference backend: " family) { CHECK(replayFamily(family, fucina::Backend::reference) > 0); }
+FUCINA_REFERENCE_PARITY("pointwise")
+FUCINA_REFERENCE_PARITY("gated")
+FUCINA_REFERENCE_PARITY("statistics")
+FUCINA_REFERENCE_PARITY("norm")
+FUCINA_REFERENCE_PARITY("losses_ext")
+FUCINA_REFERENCE_PARITY("contract")
+FUCINA_REFERENCE_PARITY("elementwise")
+FUCINA_REFERENCE_PARITY("reductions")
+FUCINA_REFERENCE_PARITY("structure")
+FUCINA_REFERENCE_PARITY("losses")
+FUCINA_REFERENCE_PARITY("layers")
+FUCINA_REFERENCE_PARITY("casts")
+FUCINA_REFERENCE_PARITY("conv")
+FUCINA_REFERENCE_PARITY("nograd")

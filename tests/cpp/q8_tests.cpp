@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "fucina/core/q8.h"
-#include "fucina/kernels/copy.h"
+#include "fucina/backend/cpu/copy.h"
 
 using fucina::DType;
 using fucina::ExecContext;

@@ -4,8 +4,8 @@
 #include <cstring>
 
 #include "fucina/core/q8.h"
-#include "fucina/kernels/gemm.h"
-#include "fucina/kernels/gemm_simd.h"
+#include "fucina/backend/cpu/gemm.h"
+#include "fucina/backend/cpu/gemm_simd.h"
 #include "test_helpers.h"
 
 using fucina::DType;

@@ -1,4 +1,4 @@
-// The SIMD kernels of kernels/vector_ops.h against the scalar loops they stand in for, and the
+// The SIMD kernels of backend/cpu/vector_ops.h against the scalar loops they stand in for, and the
 // threading of the ops that use them: every op runs with the kernels off (the scalar reference)
 // and on, on 1 and 2 threads, on awkward shapes (size 0 and 1, odd sizes, sizes that are no
 // multiple of any vector width, rows longer than a parallel grain, permuted and narrowed views).
@@ -8,9 +8,9 @@
 #include <cstring>
 #include <limits>
 
-#include "fucina/kernels/softmax.h"
-#include "fucina/kernels/vector_ops.h"
-#include "fucina/ops/activation.h"
+#include "fucina/backend/cpu/softmax.h"
+#include "fucina/backend/cpu/vector_ops.h"
+#include "fucina/backend/activation.h"
 
 using fucina::ExecContext;
 using fucina::ExecOptions;
@@ -92,8 +92,8 @@ TEST_CASE("vec::run matches the scalar functions on every length, stride and awk
       case Op::sub: return x - y;
       case Op::mul: return x * y;
       case Op::reluGrad: return x > 0 ? y : 0.0f;
-      case Op::geluErf: return fucina::ops::act::geluErf(x);
-      case Op::geluErfGrad: return y * fucina::ops::act::geluErfGrad(x);
+      case Op::geluErf: return fucina::backend::act::geluErf(x);
+      case Op::geluErfGrad: return y * fucina::backend::act::geluErfGrad(x);
       case Op::none: break;
     }
     return 0;

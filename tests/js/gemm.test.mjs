@@ -1,6 +1,6 @@
 // The GEMM behind dot, addDot and dotPacked in wasm against a plain JavaScript product (double
 // precision), on both variants: few rows (the 1- and 2-row short tiles, Note [Short tiles] in
-// src/fucina/kernels/gemm_simd.cpp), full tiles with a ragged rest, columns past several panel
+// src/fucina/backend/cpu/gemm_simd.cpp), full tiles with a ragged rest, columns past several panel
 // groups, depths of one and of two slices, a transposed left operand and a bias. Natively the
 // same is tests/cpp/gemm_tests.cpp against kernels::gemmRef.
 import { describe, test } from 'node:test';

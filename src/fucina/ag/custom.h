@@ -64,17 +64,19 @@ Tensor customVjp(ExecContext& ctx, Extra extra, const In&... inputs) {
 /// y = f(x) per element, with dfdx(x) its derivative: a differentiable op from two scalar functions.
 template <class F, class DF>
 Tensor elementalUnary(ExecContext& ctx, const Tensor& x, F f, DF dfdx) {
-  return ops::unaryOp(ctx, "elementalUnary", x, f, ops::reads::kA,
-                      [dfdx](float g, float a, float) { return g * dfdx(a); });
+  auto da = [dfdx](float g, float a, float) { return g * dfdx(a); };
+  return ops::unaryOp(ctx, "elementalUnary", x,
+                      ops::LambdaMath<1, F, decltype(da), decltype(da)>{ops::reads::kA, 0, f, da, da});
 }
 
 /// y = f(a, b) per element (operands aligned by tag), with partials dfda(a, b) and dfdb(a, b).
 template <class F, class DA, class DB>
 Tensor elementalBinary(ExecContext& ctx, const Tensor& a, const Tensor& b, F f, DA dfda, DB dfdb) {
   using namespace ops::reads;
-  return ops::binaryOp(ctx, "elementalBinary", a, b, f, kA | kB,
-                       [dfda](float g, float x, float y, float) { return g * dfda(x, y); }, kA | kB,
-                       [dfdb](float g, float x, float y, float) { return g * dfdb(x, y); });
+  auto da = [dfda](float g, float x, float y, float) { return g * dfda(x, y); };
+  auto db = [dfdb](float g, float x, float y, float) { return g * dfdb(x, y); };
+  return ops::binaryOp(ctx, "elementalBinary", a, b,
+                       ops::LambdaMath<2, F, decltype(da), decltype(db)>{kA | kB, kA | kB, f, da, db});
 }
 
 }  // namespace fucina

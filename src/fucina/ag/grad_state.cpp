@@ -1,8 +1,9 @@
+#include "fucina/backend/kernels.h"
 #include "fucina/ag/grad_state.h"
 
 #include <vector>
 
-#include "fucina/kernels/elementwise.h"
+#include "fucina/backend/cpu/elementwise.h"
 
 namespace fucina {
 
@@ -74,7 +75,7 @@ void GradState::accumulate(ExecContext& ctx, RawTensor contribution) {
   }
   if (!grad_->isExclusive() || !grad_->isContiguous() || grad_->dtype() != DType::f32)
     grad_ = grad_->to(ctx, DType::f32);  // private contiguous copy (leaves held views stale)
-  kernels::addInto(ctx, *grad_, contribution);
+  backend::kernelsOf(ctx).addInto(ctx, *grad_, contribution);
 }
 
 }  // namespace fucina

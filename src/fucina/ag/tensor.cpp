@@ -6,7 +6,7 @@
 #include "fucina/ag/engine.h"
 #include "fucina/core/error.h"
 #include "fucina/core/random.h"
-#include "fucina/kernels/copy.h"
+#include "fucina/backend/cpu/copy.h"
 
 namespace fucina {
 
@@ -243,6 +243,7 @@ const RawTensor& Tensor::meta() const {
 
 // Metadata never computes a pending value (Note [Checkpoint tail]).
 DType Tensor::dtype() const { return meta().dtype(); }
+Device Tensor::device() const { return meta().device(); }
 const Tags& Tensor::tags() const { return meta().tags(); }
 const Extents& Tensor::shape() const { return meta().shape(); }
 int64_t Tensor::numel() const { return meta().numel(); }

@@ -262,6 +262,8 @@ class Tensor {
 
   bool defined() const { return impl_ != nullptr; }
   DType dtype() const;
+  /// Where its storage lives (only Device::cpu in this build).
+  Device device() const;
   const Tags& tags() const;
   const Extents& shape() const;
   int64_t numel() const;

@@ -18,7 +18,8 @@ namespace fucina {
   X(GradientPreparedConv2dUnsupported) X(CheckpointOutputNotDifferentiable)                    \
   X(CheckpointMissingInputGradient) X(NestedCheckpointRecompute) X(InvalidGradcheckOptions)    \
   X(NoVariableInputs) X(MissingAnalyticalGradient) X(GradientShapeMismatch) X(GradientMismatch) \
-  X(TensorReleased)
+  X(TensorReleased) X(DeviceUnavailable) X(DeviceMismatch) X(DeviceLost) X(DeviceReadIsAsync)    \
+  X(UnsupportedOnDevice)
 
 enum class ErrorCode {
 #define FUCINA_ENUM_ITEM(n) n,

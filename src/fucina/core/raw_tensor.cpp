@@ -7,7 +7,7 @@
 #include "fucina/core/error.h"
 #include "fucina/core/q8.h"
 #include "fucina/exec/context.h"
-#include "fucina/kernels/copy.h"
+#include "fucina/backend/cpu/copy.h"
 
 namespace fucina::internal {
 namespace {

@@ -39,6 +39,8 @@ class RawTensor {
 
   bool valid() const { return storage_ != nullptr; }
   DType dtype() const { return dtype_; }
+  /// The device of its storage (cpu for an empty handle).
+  Device device() const { return storage_ ? storage_->device() : Device::cpu; }
   const Tags& tags() const { return tags_; }
   const Extents& shape() const { return shape_; }
   const std::vector<int64_t>& strides() const { return strides_; }  ///< in elements

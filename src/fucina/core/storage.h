@@ -13,6 +13,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "fucina/core/device.h"
 #include "fucina/core/dtype.h"
 
 namespace fucina {
@@ -58,7 +59,8 @@ class MemoryAccount {
   static constexpr size_t kAlign = 64;  ///< a cache line; enough for any SIMD load
   static constexpr size_t kDefaultCacheLimit = size_t{1} << 30;
 
-  MemoryAccount() = default;
+  /// The account of one device's buffers (only the cpu device allocates host memory).
+  explicit MemoryAccount(Device device = Device::cpu) : device_(device) {}
   ~MemoryAccount();
   MemoryAccount(const MemoryAccount&) = delete;
   MemoryAccount& operator=(const MemoryAccount&) = delete;
@@ -85,6 +87,8 @@ class MemoryAccount {
   /// The owning context is gone: empty the cache and stop caching.
   void detach() noexcept;
 
+  Device device() const noexcept { return device_; }
+
   /// The size of the block that serves a request of `bytes` (its size class), 0 for 0 bytes.
   static size_t blockSize(size_t bytes) noexcept;
 
@@ -92,6 +96,8 @@ class MemoryAccount {
   static constexpr int kSubSteps = 4;   // classes per power of two
   static constexpr int kClasses = 64 * kSubSteps;
   static int classOf(size_t block) noexcept;
+
+  Device device_;
 
   std::atomic<size_t> live_bytes_{0}, peak_bytes_{0}, live_tensors_{0}, allocations_{0};
   std::atomic<size_t> system_allocations_{0}, cache_hits_{0}, cached_bytes_{0};
@@ -115,6 +121,7 @@ class Storage {
   std::byte* data() const { return data_; }
   size_t bytes() const { return bytes_; }
   DType dtype() const { return dtype_; }
+  Device device() const { return account_->device(); }
 
  private:
   std::shared_ptr<MemoryAccount> account_;

@@ -10,14 +10,19 @@
 
 namespace fucina {
 
-ExecContext::ExecContext(ExecOptions options) : account_(std::make_shared<MemoryAccount>()) {
+ExecContext::ExecContext(ExecOptions options)
+    : backend_(options.backend), account_(std::make_shared<MemoryAccount>(Device::cpu)) {
+  if (backend_ != Backend::cpu && backend_ != Backend::reference)
+    fail(ErrorCode::InvalidArgument, "ExecOptions.backend must be Backend::cpu or Backend::reference, got " +
+                                         std::to_string(static_cast<int>(backend_)));
   if (options.threads < 0)
     fail(ErrorCode::InvalidArgument,
          "ExecOptions.threads must be >= 0 (0 = hardware concurrency), got " +
              std::to_string(options.threads));
   int threads = options.threads;
   if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (threads > 1) pool_ = std::make_unique<WorkPool>(threads);
+  // The reference backend computes on the calling thread only (Note [Backends]).
+  if (threads > 1 && backend_ == Backend::cpu) pool_ = std::make_unique<WorkPool>(threads);
   account_->setCacheLimit(options.cache_limit);
   account_->setCacheToHighWater(options.cache_to_high_water);
 }

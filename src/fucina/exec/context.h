@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "fucina/core/device.h"
 #include "fucina/core/storage.h"
 #include "fucina/exec/work_pool.h"
 
@@ -23,6 +24,9 @@ struct ExecOptions {
   /// Beyond cache_limit, also keep freed buffers up to the most that was ever live at once
   /// (Note [Cache to the high-water mark], core/storage.h).
   bool cache_to_high_water = true;
+  /// The kernels ops compute with (Note [Backends], backend/kernels.h): cpu, or the scalar
+  /// reference that the cpu kernels are tested against (one thread: `threads` is then ignored).
+  Backend backend = Backend::cpu;
 };
 
 class ExecContext {
@@ -39,6 +43,9 @@ class ExecContext {
   void setCacheLimit(size_t bytes) { account_->setCacheLimit(bytes); }
   void setCacheToHighWater(bool on) { account_->setCacheToHighWater(on); }
   int threads() const { return pool_ ? pool_->size() : 1; }
+  Backend backend() const { return backend_; }
+  /// Where the tensors this context makes live.
+  Device device() const { return account_->device(); }
 
   // --- engine internals (public so that ops, kernels and bindings can reach them) ---
   const std::shared_ptr<MemoryAccount>& account() const { return account_; }
@@ -53,6 +60,7 @@ class ExecContext {
  private:
   friend class ExecScope;
   using ScopeStack = std::vector<ExecScope*>;  // innermost last
+  Backend backend_;
   std::shared_ptr<MemoryAccount> account_;
   std::unique_ptr<WorkPool> pool_;
   std::mutex scopes_mutex_;

@@ -8,9 +8,9 @@
 #include <cmath>
 #include <string>
 
-#include "fucina/kernels/gemm.h"
-#include "fucina/kernels/softmax.h"
-#include "fucina/kernels/vector_ops.h"
+#include "fucina/backend/cpu/gemm.h"
+#include "fucina/backend/cpu/softmax.h"
+#include "fucina/backend/cpu/vector_ops.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/typed.h"
 
@@ -34,7 +34,7 @@ struct Geometry {
   int64_t kvTile(int64_t n) const { return n / H * Hkv + n % H / group(); }
   // Keys query row i may see (end-aligned causal mask).
   int64_t visible(int64_t i) const { return causal ? std::min(Tk, i + Tk - Tq + 1) : Tk; }
-  // The causal mask as a GEMM band (kernels/gemm.h): row i sees keys up to i + Tk − Tq.
+  // The causal mask as a GEMM band (backend/cpu/gemm.h): row i sees keys up to i + Tk − Tq.
   kernels::GemmBand band(kernels::Band kind) const {
     return causal ? kernels::GemmBand{kind, Tk - Tq} : kernels::GemmBand{};
   }

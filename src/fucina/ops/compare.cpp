@@ -2,7 +2,7 @@
 // by tag as in the binary pointwise ops. Never differentiable, so no record even for variables.
 #include <cstdint>
 
-#include "fucina/kernels/elementwise.h"
+#include "fucina/backend/cpu/elementwise.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/typed.h"
 

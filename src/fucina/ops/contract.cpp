@@ -6,10 +6,11 @@
 #include <string>
 #include <vector>
 
+#include "fucina/backend/kernels.h"
 #include "fucina/ag/control.h"
-#include "fucina/kernels/contract_f64.h"
-#include "fucina/kernels/gemm.h"
-#include "fucina/kernels/reduce.h"
+#include "fucina/backend/cpu/contract_f64.h"
+#include "fucina/backend/cpu/gemm.h"
+#include "fucina/backend/cpu/reduce.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/typed.h"
 
@@ -76,9 +77,9 @@ Tensor contractOp(ExecContext& ctx, std::string_view name, const Tensor& x, cons
     return [sa = y.requiresGrad() ? a : RawTensor(), sb = x.requiresGrad() ? b : RawTensor(),
             a_free, b_free, bias_tags, bias_shape](ExecContext& c, const RawTensor& gy,
                                                    NeedsGrad needs, Grads g) {
-      if (needs[0]) g[0] = kernels::contract(c, gy, sb, b_free);  // engine aligns the axis order
-      if (needs[1]) g[1] = kernels::contract(c, gy, sa, a_free);
-      if (needs.size() > 2 && needs[2]) g[2] = kernels::sumTo(c, gy, bias_tags, bias_shape);
+      if (needs[0]) g[0] = backend::kernelsOf(c).contract(c, gy, sb, b_free, {});  // engine aligns the axis order
+      if (needs[1]) g[1] = backend::kernelsOf(c).contract(c, gy, sa, a_free, {});
+      if (needs.size() > 2 && needs[2]) g[2] = backend::sumTo(c, gy, bias_tags, bias_shape);
     };
   };
   if (internal::deferringValues()) {  // Note [Checkpoint tail]: the product waits for a reader
@@ -86,11 +87,11 @@ Tensor contractOp(ExecContext& ctx, std::string_view name, const Tensor& x, cons
     Extents shape;
     for (Tag t : tags) shape.push_back(resultExtent(a, b, t));
     const auto work = static_cast<size_t>(2 * numelOf(shape) * k);
-    auto compute = [&ctx, a, b, c, contracted] { return kernels::contract(ctx, a, b, contracted, c); };
+    auto compute = [&ctx, a, b, c, contracted] { return backend::kernelsOf(ctx).contract(ctx, a, b, contracted, c); };
     if (bias) return ops::finishPending(ctx, name, tags, shape, compute, {&x, &y, bias}, makeVjp, work);
     return ops::finishPending(ctx, name, tags, shape, compute, {&x, &y}, makeVjp, work);
   }
-  RawTensor out = kernels::contract(ctx, a, b, contracted, c);
+  RawTensor out = backend::kernelsOf(ctx).contract(ctx, a, b, contracted, c);
   const auto work = static_cast<size_t>(2 * out.numel() * k);
   if (bias) return ops::finishOp(ctx, name, std::move(out), {&x, &y, bias}, makeVjp, work);
   return ops::finishOp(ctx, name, std::move(out), {&x, &y}, makeVjp, work);

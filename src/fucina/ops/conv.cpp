@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "fucina/exec/claims.h"
-#include "fucina/kernels/conv.h"
+#include "fucina/backend/cpu/conv.h"
 #include "fucina/ops/conv_core.h"
-#include "fucina/kernels/gemm.h"
+#include "fucina/backend/cpu/gemm.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/spatial.h"
 #include "fucina/ops/typed.h"

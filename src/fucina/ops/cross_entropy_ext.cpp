@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "fucina/kernels/gemm.h"
-#include "fucina/kernels/softmax.h"
+#include "fucina/backend/cpu/gemm.h"
+#include "fucina/backend/cpu/softmax.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/labels.h"
 #include "fucina/ops/typed.h"

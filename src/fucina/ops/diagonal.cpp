@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "fucina/kernels/copy.h"
+#include "fucina/backend/cpu/copy.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/typed.h"
 

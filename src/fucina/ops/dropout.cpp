@@ -2,7 +2,7 @@
 #include <cmath>
 
 #include "fucina/core/random.h"
-#include "fucina/kernels/elementwise.h"
+#include "fucina/backend/cpu/elementwise.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/typed.h"
 

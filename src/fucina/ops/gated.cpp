@@ -6,9 +6,9 @@
 #include <cmath>
 #include <string>
 
-#include "fucina/kernels/elementwise.h"
-#include "fucina/kernels/strided.h"
-#include "fucina/ops/activation.h"
+#include "fucina/backend/cpu/elementwise.h"
+#include "fucina/backend/cpu/strided.h"
+#include "fucina/backend/activation.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/typed.h"
 
@@ -22,21 +22,21 @@ namespace {
 
 // The activations a gate takes by name, each with its derivative.
 struct Silu {
-  static float f(float x) { return ops::act::silu(x); }
-  static float df(float x) { return ops::act::siluGrad(x); }
+  static float f(float x) { return backend::act::silu(x); }
+  static float df(float x) { return backend::act::siluGrad(x); }
 };
 struct GeluTanh {
-  static float f(float x) { return ops::act::geluTanh(x); }
-  static float df(float x) { return ops::act::geluTanhGrad(x); }
+  static float f(float x) { return backend::act::geluTanh(x); }
+  static float df(float x) { return backend::act::geluTanhGrad(x); }
 };
 struct GeluErf {
-  static float f(float x) { return ops::act::geluErf(x); }
-  static float df(float x) { return ops::act::geluErfGrad(x); }
+  static float f(float x) { return backend::act::geluErf(x); }
+  static float df(float x) { return backend::act::geluErfGrad(x); }
 };
 struct Sigmoid {
-  static float f(float x) { return ops::act::logistic(x); }
+  static float f(float x) { return backend::act::logistic(x); }
   static float df(float x) {
-    const float s = ops::act::logistic(x);
+    const float s = backend::act::logistic(x);
     return s * (1.0f - s);
   }
 };
@@ -45,9 +45,9 @@ struct Relu {
   static float df(float x) { return x > 0 ? 1.0f : 0.0f; }
 };
 struct QuickGelu {
-  static float f(float x) { return x * ops::act::logistic(1.702f * x); }
+  static float f(float x) { return x * backend::act::logistic(1.702f * x); }
   static float df(float x) {
-    const float s = ops::act::logistic(1.702f * x);
+    const float s = backend::act::logistic(1.702f * x);
     return s + 1.702f * x * s * (1.0f - s);
   }
 };
@@ -69,8 +69,8 @@ struct Situ {
     const float t = std::tanh(x / c);
     return 1.0f - t * t;
   }
-  float g(float x) const { return u(ops::act::silu(x)); }
-  float dg(float x) const { return du(ops::act::silu(x)) * ops::act::siluGrad(x); }
+  float g(float x) const { return u(backend::act::silu(x)); }
+  float dg(float x) const { return du(backend::act::silu(x)) * backend::act::siluGrad(x); }
 };
 
 // A gate chosen by name at run time (gated, splitGated): the activation through function

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "fucina/core/q8.h"
-#include "fucina/kernels/elementwise.h"
-#include "fucina/kernels/strided.h"
+#include "fucina/backend/cpu/elementwise.h"
+#include "fucina/backend/cpu/strided.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/typed.h"
 

@@ -4,8 +4,9 @@
 #include <algorithm>
 #include <string>
 
-#include "fucina/kernels/copy.h"
-#include "fucina/kernels/elementwise.h"
+#include "fucina/backend/kernels.h"
+#include "fucina/backend/cpu/copy.h"
+#include "fucina/backend/cpu/elementwise.h"
 #include "fucina/ops/finish_op.h"
 
 namespace fucina {
@@ -73,7 +74,7 @@ Tensor Tensor::addAxisVectorInPlace(ExecContext& ctx, Tag axis, const Tensor& v)
   refuseGrad(op, {this, &v});
   const RawTensor& dst = writable(op, *this);
   axisVector(op, *this, axis, v);
-  kernels::addInto(ctx, dst, readable(ctx, op, *this, v));
+  backend::kernelsOf(ctx).addInto(ctx, dst, readable(ctx, op, *this, v));
   written(*this);
   return *this;
 }
@@ -101,7 +102,7 @@ Tensor Tensor::addScaledInPlace(ExecContext& ctx, const Tensor& y, double alpha)
   const RawTensor& dst = writable(op, *this);
   const RawTensor src = readable(ctx, op, *this, y);
   const float a = static_cast<float>(alpha);
-  if (a == 1.0f) kernels::addInto(ctx, dst, src);
+  if (a == 1.0f) backend::kernelsOf(ctx).addInto(ctx, dst, src);
   else kernels::updateInto(ctx, dst, src, [a](float d, float s) { return d + a * s; });
   written(*this);
   return *this;
@@ -133,7 +134,7 @@ Tensor Tensor::takeAddNoGrad(ExecContext& ctx, const Tensor& y) const {
   const DType d = y.dtype();
   const bool fits = within(value(), y.value()) && (d == DType::f32 || d == DType::f16 || d == DType::bf16);
   return consume(ctx, *this, fits,
-                 [&](const RawTensor& dst) { kernels::addInto(ctx, dst, readable(ctx, op, *this, y)); },
+                 [&](const RawTensor& dst) { backend::kernelsOf(ctx).addInto(ctx, dst, readable(ctx, op, *this, y)); },
                  [&] { return add(ctx, y); });
 }
 

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <string>
 
-#include "fucina/kernels/elementwise.h"
-#include "fucina/kernels/softmax.h"
+#include "fucina/backend/cpu/elementwise.h"
+#include "fucina/backend/cpu/softmax.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/labels.h"
 #include "fucina/ops/typed.h"

@@ -4,7 +4,7 @@
 // Positions run row-major over x's axis order; both VJPs move gy through the same positions.
 #include <string>
 
-#include "fucina/kernels/copy.h"
+#include "fucina/backend/cpu/copy.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/typed.h"
 

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <string>
 
-#include "fucina/kernels/softmax.h"
-#include "fucina/kernels/vector_ops.h"
+#include "fucina/backend/cpu/softmax.h"
+#include "fucina/backend/cpu/vector_ops.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/typed.h"
 

@@ -10,9 +10,9 @@
 #include "fucina/core/error.h"
 #include "fucina/core/q8.h"
 #include "fucina/exec/context.h"
-#include "fucina/kernels/gemm.h"
-#include "fucina/kernels/gemm_simd.h"
-#include "fucina/kernels/q8_gemv.h"
+#include "fucina/backend/cpu/gemm.h"
+#include "fucina/backend/cpu/gemm_simd.h"
+#include "fucina/backend/cpu/q8_gemv.h"
 
 namespace fucina {
 

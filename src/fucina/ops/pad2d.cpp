@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <string>
 
-#include "fucina/kernels/copy.h"
+#include "fucina/backend/cpu/copy.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/typed.h"
 

@@ -1,12 +1,12 @@
 // Pooling and upsampling over two named spatial axes. Every op copies its input into a layout
-// [other axes..., h, w] (no copy when it already is), runs plane-wise kernels (kernels/conv.h) and
+// [other axes..., h, w] (no copy when it already is), runs plane-wise kernels (backend/cpu/conv.h) and
 // returns a view in the input's axis order; VJPs return gradients in that layout and let the
 // engine permute them back (as the axis-last row-wise ops do).
 #include <algorithm>
 #include <string>
 
 #include "fucina/core/storage.h"
-#include "fucina/kernels/conv.h"
+#include "fucina/backend/cpu/conv.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/spatial.h"
 #include "fucina/ops/typed.h"

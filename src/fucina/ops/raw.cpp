@@ -1,8 +1,9 @@
+#include "fucina/backend/kernels.h"
 #include "fucina/ops/raw.h"
 
 #include "fucina/ag/control.h"
 #include "fucina/ag/tensor.h"
-#include "fucina/kernels/reduce.h"
+#include "fucina/backend/cpu/reduce.h"
 
 namespace fucina::raw {
 namespace {
@@ -59,7 +60,7 @@ RawTensor dot(ExecContext& ctx, const RawTensor& a, const RawTensor& b, Tag axis
   return viaTensor([&] { return wrap(ctx, a).dot(ctx, wrap(ctx, b), axis); });
 }
 RawTensor sumTo(ExecContext& ctx, const RawTensor& a, const RawTensor& like) {
-  return kernels::sumTo(ctx, a, like.tags(), like.shape());
+  return backend::sumTo(ctx, a, like.tags(), like.shape());
 }
 
 }  // namespace fucina::raw

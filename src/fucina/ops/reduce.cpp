@@ -5,8 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "fucina/kernels/elementwise.h"
-#include "fucina/kernels/reduce.h"
+#include "fucina/backend/kernels.h"
+#include "fucina/backend/cpu/elementwise.h"
+#include "fucina/backend/cpu/reduce.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/typed.h"
 
@@ -71,7 +72,7 @@ Tensor sumScaled(ExecContext& ctx, std::string_view name, const Tensor& x, const
         ctx, name, x, axes, false, [&](const Tensor& f) { return sumScaled(ctx, name, f, axes, factor); },
         [factor](const double* s, int64_t n, double* d) { *d = sumOf(s, n) * factor; });
   const RawTensor& a = x.value();
-  RawTensor out = kernels::sumAxes(ctx, a, axes);
+  RawTensor out = backend::kernelsOf(ctx).sumAxes(ctx, a, axes);
   const float f = static_cast<float>(factor);
   if (f != 1.0f) out = kernels::map1(ctx, out, [f](float v) { return v * f; });
   return ops::finishOp(ctx, name, out, {&x}, [&] {
@@ -162,10 +163,10 @@ Tensor Tensor::variance(ExecContext& ctx, Tag axis, int64_t correction) const {
   const RawTensor& a = value();
   const float inv_n = static_cast<float>(1.0 / static_cast<double>(n));
   const float inv_dof = static_cast<float>(1.0 / static_cast<double>(n - correction));
-  RawTensor mean = kernels::map1(ctx, kernels::sumAxes(ctx, a, {axis}), [inv_n](float v) { return v * inv_n; });
+  RawTensor mean = kernels::map1(ctx, backend::kernelsOf(ctx).sumAxes(ctx, a, {axis}), [inv_n](float v) { return v * inv_n; });
   RawTensor sq = kernels::map<2>(ctx, a.tags(), a.shape(), {&a, &mean},
                                  [](float x, float m) { return (x - m) * (x - m); });
-  RawTensor out = kernels::map1(ctx, kernels::sumAxes(ctx, sq, {axis}), [inv_dof](float v) { return v * inv_dof; });
+  RawTensor out = kernels::map1(ctx, backend::kernelsOf(ctx).sumAxes(ctx, sq, {axis}), [inv_dof](float v) { return v * inv_dof; });
   return ops::finishOp(ctx, "variance", out, {this}, [&] {
     return [a, mean, inv_dof](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
       g[0] = kernels::map<3>(c, a.tags(), a.shape(), {&gy, &a, &mean},
@@ -209,7 +210,7 @@ Tensor Tensor::logsumexp(ExecContext& ctx, Tag axis) const {
   RawTensor shift = kernels::map1(ctx, m, [](float v) { return std::isfinite(v) ? v : 0.0f; });
   RawTensor e = kernels::map<2>(ctx, a.tags(), a.shape(), {&a, &shift},
                                 [](float x, float s) { return std::exp(x - s); });
-  RawTensor sums = kernels::sumAxes(ctx, e, {axis});
+  RawTensor sums = backend::kernelsOf(ctx).sumAxes(ctx, e, {axis});
   RawTensor out = kernels::map<2>(ctx, sums.tags(), sums.shape(), {&sums, &shift},
                                   [](float s, float sh) { return std::log(s) + sh; });
   return ops::finishOp(ctx, "logsumexp", out, {this}, [&] {
@@ -275,7 +276,7 @@ Tensor Tensor::norm(ExecContext& ctx, Tag axis) const {
         });
   const RawTensor& a = value();
   RawTensor sq = kernels::map1(ctx, a, [](float x) { return x * x; });
-  RawTensor out = kernels::map1(ctx, kernels::sumAxes(ctx, sq, {axis}), [](float s) { return std::sqrt(s); });
+  RawTensor out = kernels::map1(ctx, backend::kernelsOf(ctx).sumAxes(ctx, sq, {axis}), [](float s) { return std::sqrt(s); });
   return ops::finishOp(ctx, "norm", out, {this}, [&] {
     return [a, out](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
       g[0] = kernels::map<3>(c, a.tags(), a.shape(), {&gy, &a, &out},

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "fucina/core/random.h"
-#include "fucina/kernels/softmax.h"
+#include "fucina/backend/cpu/softmax.h"
 #include "fucina/ops/finish_op.h"
 
 namespace fucina {

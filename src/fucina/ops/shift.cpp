@@ -6,8 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "fucina/kernels/copy.h"
-#include "fucina/kernels/reduce.h"
+#include "fucina/backend/kernels.h"
+#include "fucina/backend/cpu/copy.h"
+#include "fucina/backend/cpu/reduce.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/typed.h"
 
@@ -252,7 +253,7 @@ Tensor Tensor::repeatAxis(ExecContext& ctx, Tag axis, int64_t times, bool interl
       const int64_t s = t.strides()[p];
       const RawTensor split = interleave ? splitView(t, p, n, times, times * s, s, copies, false)
                                          : splitView(t, p, times, n, n * s, s, copies, true);
-      g[0] = kernels::sumTo(c, split, tags, in_shape);
+      g[0] = backend::sumTo(c, split, tags, in_shape);
     };
   }, static_cast<size_t>(out.numel()));
 }

@@ -3,7 +3,7 @@
 // zeroed, the source the slice of gy (a view).
 #include <string>
 
-#include "fucina/kernels/copy.h"
+#include "fucina/backend/cpu/copy.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/typed.h"
 

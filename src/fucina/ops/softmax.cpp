@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "fucina/kernels/softmax.h"
+#include "fucina/backend/cpu/softmax.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/typed.h"
 

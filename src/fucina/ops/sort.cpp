@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "fucina/kernels/softmax.h"
+#include "fucina/backend/cpu/softmax.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/typed.h"
 

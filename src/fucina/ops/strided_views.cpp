@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "fucina/kernels/strided.h"
+#include "fucina/backend/cpu/strided.h"
 #include "fucina/ops/finish_op.h"
 
 namespace fucina {

@@ -5,9 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "fucina/kernels/copy.h"
-#include "fucina/kernels/elementwise.h"
-#include "fucina/kernels/reduce.h"
+#include "fucina/backend/kernels.h"
+#include "fucina/backend/cpu/copy.h"
+#include "fucina/backend/cpu/elementwise.h"
+#include "fucina/backend/cpu/reduce.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/typed.h"
 
@@ -163,12 +164,12 @@ Tensor Tensor::where(ExecContext& ctx, const Tensor& cond, const Tensor& a, cons
       if (needs[0]) {
         RawTensor ga = kernels::map<2>(c, gy.tags(), gy.shape(), {&gy, &m},
                                        [](float v, float k) { return k != 0.0f ? v : 0.0f; });
-        g[0] = kernels::sumTo(c, ga, ta, sa);
+        g[0] = backend::sumTo(c, ga, ta, sa);
       }
       if (needs[1]) {
         RawTensor gb = kernels::map<2>(c, gy.tags(), gy.shape(), {&gy, &m},
                                        [](float v, float k) { return k != 0.0f ? 0.0f : v; });
-        g[1] = kernels::sumTo(c, gb, tb, sb);
+        g[1] = backend::sumTo(c, gb, tb, sb);
       }
     };
   }, static_cast<size_t>(out.numel()));

@@ -4,8 +4,9 @@
 #include <limits>
 #include <string>
 
-#include "fucina/kernels/copy.h"
-#include "fucina/kernels/reduce.h"
+#include "fucina/backend/kernels.h"
+#include "fucina/backend/cpu/copy.h"
+#include "fucina/backend/cpu/reduce.h"
 #include "fucina/ops/finish_op.h"
 
 namespace fucina {
@@ -34,7 +35,7 @@ Tensor Tensor::broadcastTo(ExecContext& ctx, Tags tags, Extents shape) const {
   RawTensor out = a.broadcastView(tags, shape);
   return ops::finishOp(ctx, "broadcastTo", out, {this}, [&] {
     return [tags = a.tags(), shape = a.shape()](ExecContext& c, const RawTensor& gy, NeedsGrad,
-                                                Grads g) { g[0] = kernels::sumTo(c, gy, tags, shape); };
+                                                Grads g) { g[0] = backend::sumTo(c, gy, tags, shape); };
   });
 }
 

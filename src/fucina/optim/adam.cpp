@@ -5,7 +5,7 @@
 
 #include "fucina/core/error.h"
 #include "fucina/exec/context.h"
-#include "fucina/kernels/vector_ops.h"
+#include "fucina/backend/cpu/vector_ops.h"
 
 namespace fucina::optim {
 

@@ -6,7 +6,7 @@
 
 #include "fucina/ag/grad_state.h"
 #include "fucina/core/error.h"
-#include "fucina/kernels/copy.h"
+#include "fucina/backend/cpu/copy.h"
 
 namespace fucina::optim {
 

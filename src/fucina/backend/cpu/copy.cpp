@@ -1,4 +1,4 @@
-#include "fucina/kernels/copy.h"
+#include "fucina/backend/cpu/copy.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include "fucina/core/error.h"
 #include "fucina/core/q8.h"
 #include "fucina/exec/context.h"
-#include "fucina/kernels/strided.h"
+#include "fucina/backend/cpu/strided.h"
 
 namespace fucina::kernels {
 namespace {

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <type_traits>
 
-namespace fucina::ops::act {
+namespace fucina::backend::act {
 
 // A constant in T: the float literal for float (so the f32 results stay bit-for-bit what they
 // were), the double literal for double (rounding the double to float could differ from it).
@@ -60,4 +60,4 @@ inline float geluTanhGrad(float a) {
   return 0.5f * (1.0f + t) + 0.5f * a * (1.0f - t * t) * dinner;
 }
 
-}  // namespace fucina::ops::act
+}  // namespace fucina::backend::act

@@ -13,7 +13,7 @@
 #include <limits>
 #include <vector>
 
-#include "fucina/kernels/vector_ops.h"
+#include "fucina/backend/cpu/vector_ops.h"
 
 namespace fucina::kernels::vec {
 namespace {
@@ -26,7 +26,7 @@ bool enabled() { return g_enabled.load(std::memory_order_relaxed); }
 #endif  // FUCINA_KERNELS_VECTOR_OPS_SHARED
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "fucina/kernels/vector_ops.cpp"
+#define HWY_TARGET_INCLUDE "fucina/backend/cpu/vector_ops.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 #include <hwy/contrib/math/math-inl.h>

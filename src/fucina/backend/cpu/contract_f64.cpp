@@ -1,11 +1,11 @@
-#include "fucina/kernels/contract_f64.h"
+#include "fucina/backend/cpu/contract_f64.h"
 
 #include <algorithm>
 #include <string>
 
 #include "fucina/core/error.h"
 #include "fucina/exec/context.h"
-#include "fucina/kernels/gemm.h"
+#include "fucina/backend/cpu/gemm.h"
 
 namespace fucina::kernels {
 

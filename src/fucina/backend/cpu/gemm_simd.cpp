@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "fucina/core/q8.h"
-#include "fucina/kernels/gemm_simd.h"
+#include "fucina/backend/cpu/gemm_simd.h"
 
 namespace fucina::kernels::detail {
 namespace {
@@ -36,7 +36,7 @@ int64_t roundUp(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 #endif  // FUCINA_KERNELS_GEMM_SIMD_SHARED
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "fucina/kernels/gemm_simd.cpp"
+#define HWY_TARGET_INCLUDE "fucina/backend/cpu/gemm_simd.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 

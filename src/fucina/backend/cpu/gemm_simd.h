@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "fucina/kernels/gemm.h"
+#include "fucina/backend/cpu/gemm.h"
 
 namespace fucina::kernels::detail {
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "fucina/core/q8.h"
-#include "fucina/kernels/q8_gemv.h"
+#include "fucina/backend/cpu/q8_gemv.h"
 
 namespace fucina::kernels {
 
@@ -34,7 +34,7 @@ void q8RowsDotRef(int64_t m, int64_t k, const float* a, int64_t lda, const std::
 #endif  // FUCINA_KERNELS_Q8_GEMV_SHARED
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "fucina/kernels/q8_gemv.cpp"
+#define HWY_TARGET_INCLUDE "fucina/backend/cpu/q8_gemv.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 

@@ -1,7 +1,8 @@
 // Elementwise maps over named-axis tensors: inputs are aligned to the output's axes by tag
 // (missing axes broadcast with stride 0), any strides are accepted, the output is a new
-// contiguous tensor (f32, or the element type of mapAs/mapTo). Every pointwise op and its VJP is
-// one call with a scalar lambda.
+// contiguous tensor (f32, or the element type of mapAs/mapTo). The cpu backend runs the rows of
+// backend/elementwise_table.h through these, and the ops not yet written as rows call them with
+// a scalar lambda.
 #pragma once
 
 #include <array>
@@ -9,12 +10,13 @@
 #include <string>
 #include <type_traits>
 
+#include "fucina/backend/elementwise_table.h"
 #include "fucina/core/error.h"
 #include "fucina/core/raw_tensor.h"
 #include "fucina/exec/context.h"
-#include "fucina/kernels/copy.h"
-#include "fucina/kernels/strided.h"
-#include "fucina/kernels/vector_ops.h"
+#include "fucina/backend/cpu/copy.h"
+#include "fucina/backend/cpu/strided.h"
+#include "fucina/backend/cpu/vector_ops.h"
 
 namespace fucina::kernels {
 
@@ -31,33 +33,13 @@ AlignedShape alignShapes(std::string_view op, const internal::RawTensor& a,
 // Elements per parallel chunk: below this, threads cost more than they save.
 inline constexpr int64_t kElementwiseGrain = 32 * 1024;
 
-// The SIMD twin of a map's scalar function (vector_ops.h), if it has one: `op` applied to input
-// x (and input y when the op is binary). Runs where those inputs have stride 0 or 1 use it.
-struct VecMap {
-  vec::Op op = vec::Op::none;
-  uint8_t x = 0, y = 1;
-};
-
-// The dtype that stores elements of type T (the maps below work in T).
-template <class T>
-constexpr DType dtypeOf() {
-  if constexpr (std::is_same_v<T, float>) return DType::f32;
-  else if constexpr (std::is_same_v<T, double>) return DType::f64;
-  else if constexpr (std::is_same_v<T, int32_t>) return DType::i32;
-  else if constexpr (std::is_same_v<T, int64_t>) return DType::i64;
-  else {
-    static_assert(std::is_same_v<T, uint8_t>, "no dtype stores this element type");
-    return DType::u8;
-  }
-}
-
 // out[i] = f(in_0[i], ..., in_{K-1}[i]) over out's axes. Each input's axes must be a subset of
 // out's with the same extents (ops check this first with alignShapes for good messages).
 //
 // The f32 map: any strides, SIMD twins where the inputs allow, split over ctx's pool.
 template <size_t K, class F>
 internal::RawTensor map(ExecContext& ctx, const Tags& tags, const Extents& shape,
-                        const std::array<const internal::RawTensor*, K>& ins, F f, VecMap simd = {}) {
+                        const std::array<const internal::RawTensor*, K>& ins, F f, backend::SimdForm simd = {}) {
   internal::RawTensor out = internal::RawTensor::empty(ctx, tags, shape, DType::f32);
   if (out.numel() == 0) return out;
   std::array<internal::RawTensor, K> views;
@@ -141,14 +123,14 @@ internal::RawTensor mapAs(ExecContext& ctx, const Tags& tags, const Extents& sha
 
 // Unary convenience: same axes as a.
 template <class F>
-internal::RawTensor map1(ExecContext& ctx, const internal::RawTensor& a, F f, VecMap simd = {}) {
+internal::RawTensor map1(ExecContext& ctx, const internal::RawTensor& a, F f, backend::SimdForm simd = {}) {
   return map<1>(ctx, a.tags(), a.shape(), {&a}, f, simd);
 }
 
 // Binary convenience: axes aligned by tag (see alignShapes).
 template <class F>
 internal::RawTensor map2(ExecContext& ctx, std::string_view op, const internal::RawTensor& a,
-                         const internal::RawTensor& b, F f, VecMap simd = {}) {
+                         const internal::RawTensor& b, F f, backend::SimdForm simd = {}) {
   const AlignedShape s = alignShapes(op, a, b);
   return map<2>(ctx, s.tags, s.shape, {&a, &b}, f, simd);
 }

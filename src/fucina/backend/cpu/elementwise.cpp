@@ -1,4 +1,4 @@
-#include "fucina/kernels/elementwise.h"
+#include "fucina/backend/cpu/elementwise.h"
 
 namespace fucina::kernels {
 

@@ -1,4 +1,4 @@
-#include "fucina/kernels/gemm.h"
+#include "fucina/backend/cpu/gemm.h"
 
 #include <algorithm>
 #include <atomic>
@@ -11,8 +11,8 @@
 #include "fucina/exec/claims.h"
 #include "fucina/exec/context.h"
 #include "fucina/exec/trace.h"
-#include "fucina/kernels/copy.h"
-#include "fucina/kernels/gemm_simd.h"
+#include "fucina/backend/cpu/copy.h"
+#include "fucina/backend/cpu/gemm_simd.h"
 
 namespace fucina::kernels {
 

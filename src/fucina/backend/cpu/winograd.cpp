@@ -10,8 +10,8 @@
 #include <limits>
 
 #include "fucina/core/raw_tensor.h"
-#include "fucina/kernels/gemm.h"
-#include "fucina/kernels/winograd.h"
+#include "fucina/backend/cpu/gemm.h"
+#include "fucina/backend/cpu/winograd.h"
 
 namespace fucina::kernels::winograd {
 
@@ -48,7 +48,7 @@ struct TileCursor {
 #endif  // FUCINA_KERNELS_WINOGRAD_SHARED
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "fucina/kernels/winograd.cpp"
+#define HWY_TARGET_INCLUDE "fucina/backend/cpu/winograd.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 

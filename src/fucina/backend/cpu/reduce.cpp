@@ -1,12 +1,12 @@
-#include "fucina/kernels/reduce.h"
+#include "fucina/backend/cpu/reduce.h"
 
 #include <cmath>
 #include <vector>
 
 #include "fucina/core/error.h"
 #include "fucina/exec/context.h"
-#include "fucina/kernels/strided.h"
-#include "fucina/kernels/vector_ops.h"
+#include "fucina/backend/cpu/strided.h"
+#include "fucina/backend/cpu/vector_ops.h"
 
 namespace fucina::kernels {
 
@@ -98,20 +98,6 @@ RawTensor sumAxes(ExecContext& ctx, const RawTensor& a, const Tags& axes) {
   float* o = out.f32();
   for (int64_t i = 0; i < out_n; ++i) o[i] = static_cast<float>(acc[static_cast<size_t>(i)]);
   return out;
-}
-
-RawTensor sumTo(ExecContext& ctx, const RawTensor& a, const Tags& tags, const Extents& shape) {
-  Tags reduced;
-  for (Tag tag : a.tags())
-    if (!hasTag(tags, tag)) reduced.push_back(tag);
-  for (size_t i = 0; i < tags.size(); ++i) {
-    if (!hasTag(a.tags(), tags[i]) || a.extent(tags[i]) != shape[i])
-      fail(ErrorCode::ShapeMismatch, "cannot reduce " + a.describe() + " to " +
-                                         describe(tags, shape));
-  }
-  RawTensor s = reduced.empty() ? a : sumAxes(ctx, a, reduced);
-  if (s.tags() == tags && s.isContiguous()) return s;
-  return s.permuted(tags).contiguous(ctx);
 }
 
 }  // namespace fucina::kernels

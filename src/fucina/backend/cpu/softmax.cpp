@@ -1,11 +1,11 @@
-#include "fucina/kernels/softmax.h"
+#include "fucina/backend/cpu/softmax.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "fucina/exec/context.h"
-#include "fucina/kernels/vector_ops.h"
+#include "fucina/backend/cpu/vector_ops.h"
 
 namespace fucina::kernels {
 

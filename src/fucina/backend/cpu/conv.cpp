@@ -1,4 +1,4 @@
-#include "fucina/kernels/conv.h"
+#include "fucina/backend/cpu/conv.h"
 
 #include <algorithm>
 #include <cstring>
@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "fucina/core/shape.h"
-#include "fucina/kernels/vector_ops.h"
+#include "fucina/backend/cpu/vector_ops.h"
 
 namespace fucina::kernels {
 

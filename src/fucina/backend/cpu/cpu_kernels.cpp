@@ -1,0 +1,173 @@
+// The cpu backend: Kernels over the SIMD maps, the reductions and the GEMM of this folder, split
+// over the context's work pool.
+#include <array>
+#include <type_traits>
+
+#include "fucina/backend/cpu/elementwise.h"
+#include "fucina/backend/cpu/gemm.h"
+#include "fucina/backend/cpu/reduce.h"
+#include "fucina/backend/kernels.h"
+#include "fucina/backend/scan_rows.h"
+#include "fucina/exec/context.h"
+
+namespace fucina::backend {
+namespace {
+
+using MapFn = RawTensor (*)(ExecContext&, const Tags&, const Extents&, Inputs, const ElemParams&);
+using MapAsFn = RawTensor (*)(ExecContext&, DType, const Tags&, const Extents&, Inputs, const ElemParams&);
+
+// One form of a row over kernels::map, with the row's SIMD twin.
+template <class Row, Form F>
+RawTensor mapForm(ExecContext& ctx, const Tags& tags, const Extents& shape, Inputs in, const ElemParams& p) {
+  if constexpr (F == Form::fwd) {
+    if constexpr (Row::arity == 1)
+      return kernels::map<1>(ctx, tags, shape, {in[0]}, [p](float a) { return Row::fwd(a, p); }, Row::simd.fwd);
+    else
+      return kernels::map<2>(ctx, tags, shape, {in[0], in[1]}, [p](float a, float b) { return Row::fwd(a, b, p); },
+                             Row::simd.fwd);
+  } else if constexpr (Row::arity == 1) {
+    return kernels::map<3>(ctx, tags, shape, {in[0], in[1], in[2]},
+                           [p](float g, float a, float y) { return Row::da(g, a, y, p); }, Row::simd.da);
+  } else if constexpr (F == Form::da) {
+    return kernels::map<4>(ctx, tags, shape, {in[0], in[1], in[2], in[3]},
+                           [p](float g, float a, float b, float y) { return Row::da(g, a, b, y, p); }, Row::simd.da);
+  } else {
+    return kernels::map<4>(ctx, tags, shape, {in[0], in[1], in[2], in[3]},
+                           [p](float g, float a, float b, float y) { return Row::db(g, a, b, y, p); }, Row::simd.db);
+  }
+}
+
+// The forward in T: f64, or an integer type computed in its unsigned twin, whose arithmetic wraps
+// by definition, and converted back (modular since C++20; u8 wraps mod 256 as torch's uint8).
+template <class Row, class T>
+RawTensor mapIn(ExecContext& ctx, const Tags& tags, const Extents& shape, Inputs in, const ElemParams& p) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (Row::arity == 1)
+      return kernels::mapAs<T, 1>(ctx, tags, shape, {in[0]}, [p](T a) { return Row::fwd(a, p); });
+    else
+      return kernels::mapAs<T, 2>(ctx, tags, shape, {in[0], in[1]}, [p](T a, T b) { return Row::fwd(a, b, p); });
+  } else {
+    using U = std::make_unsigned_t<T>;
+    if constexpr (Row::arity == 1)
+      return kernels::mapAs<T, 1>(ctx, tags, shape, {in[0]},
+                                  [p](T a) { return static_cast<T>(static_cast<U>(Row::fwd(static_cast<U>(a), p))); });
+    else
+      return kernels::mapAs<T, 2>(ctx, tags, shape, {in[0], in[1]}, [p](T a, T b) {
+        return static_cast<T>(static_cast<U>(Row::fwd(static_cast<U>(a), static_cast<U>(b), p)));
+      });
+  }
+}
+
+template <class Row>
+RawTensor mapAsRow(ExecContext& ctx, DType dtype, const Tags& tags, const Extents& shape, Inputs in,
+                   const ElemParams& p) {
+  if (dtype == DType::f64) return mapIn<Row, double>(ctx, tags, shape, in, p);
+  if constexpr (Row::integer) {
+    if (dtype == DType::i32) return mapIn<Row, int32_t>(ctx, tags, shape, in, p);
+    if (dtype == DType::i64) return mapIn<Row, int64_t>(ctx, tags, shape, in, p);
+    if (dtype == DType::u8) return mapIn<Row, uint8_t>(ctx, tags, shape, in, p);
+  }
+  failNoDTypeForm(elemOpOf<Row>(), dtype);
+}
+
+template <class Row>
+constexpr std::array<MapFn, 3> formsOf() {
+  if constexpr (Row::arity == 2) return {&mapForm<Row, Form::fwd>, &mapForm<Row, Form::da>, &mapForm<Row, Form::db>};
+  else return {&mapForm<Row, Form::fwd>, &mapForm<Row, Form::da>, nullptr};
+}
+#define FUCINA_CPU_FORMS(row) formsOf<rows::row>(),
+constexpr std::array<std::array<MapFn, 3>, kElemOpCount> kForms{FUCINA_ELEMENTWISE_ROWS(FUCINA_CPU_FORMS)};
+#undef FUCINA_CPU_FORMS
+#define FUCINA_CPU_AS(row) &mapAsRow<rows::row>,
+constexpr std::array<MapAsFn, kElemOpCount> kAs{FUCINA_ELEMENTWISE_ROWS(FUCINA_CPU_AS)};
+#undef FUCINA_CPU_AS
+
+// Rows of a scan: rows of n elements in parallel, about 4096 elements per task.
+template <class Fn>
+void forRows(ExecContext& ctx, int64_t rows, int64_t n, Fn&& fn) {
+  ctx.parallelFor(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) fn(r);
+  });
+}
+
+class CpuKernels final : public Kernels {
+ public:
+  Backend backend() const override { return Backend::cpu; }
+
+  RawTensor map(ExecContext& ctx, ElemOp op, Form form, const Tags& tags, const Extents& shape, Inputs ins,
+                const ElemParams& p) const override {
+    const MapFn fn = kForms[static_cast<size_t>(op)][static_cast<size_t>(form)];
+    if (!fn) failNoForm(op, form);
+    return fn(ctx, tags, shape, ins, p);
+  }
+  RawTensor mapAs(ExecContext& ctx, ElemOp op, DType dtype, const Tags& tags, const Extents& shape, Inputs ins,
+                  const ElemParams& p) const override {
+    return kAs[static_cast<size_t>(op)](ctx, dtype, tags, shape, ins, p);
+  }
+
+  RawTensor sumAxes(ExecContext& ctx, const RawTensor& a, const Tags& axes) const override {
+    return kernels::sumAxes(ctx, a, axes);
+  }
+  void addInto(ExecContext& ctx, const RawTensor& dst, const RawTensor& src) const override {
+    kernels::addInto(ctx, dst, src);
+  }
+  RawTensor contract(ExecContext& ctx, const RawTensor& a, const RawTensor& b, const Tags& contracted,
+                     const RawTensor& initial) const override {
+    return kernels::contract(ctx, a, b, contracted, initial);
+  }
+
+  RawTensor cumprodRows(ExecContext& ctx, const RawTensor& x) const override {
+    const RowLayout l = rowLayout(x);
+    RawTensor y = RawTensor::empty(ctx, x.tags(), x.shape());
+    const float* px = x.f32();
+    float* py = y.f32();
+    forRows(ctx, l.rows, l.n, [&](int64_t r) { scan::cumprodRow(px + r * l.n, py + r * l.n, l.n); });
+    return y;
+  }
+  RawTensor cumprodRowsVjp(ExecContext& ctx, const RawTensor& x, const RawTensor& y,
+                           const RawTensor& gy) const override {
+    const RowLayout l = rowLayout(x);
+    RawTensor gx = RawTensor::empty(ctx, x.tags(), x.shape());
+    const float *px = x.f32(), *py = y.f32(), *pg = gy.f32();
+    float* out = gx.f32();
+    forRows(ctx, l.rows, l.n, [&](int64_t r) {
+      const int64_t o = r * l.n;
+      scan::cumprodRowVjp(px + o, py + o, pg + o, out + o, l.n);
+    });
+    return gx;
+  }
+  RawTensor linearRecurrenceRows(ExecContext& ctx, const RawTensor& x, const RawTensor& d,
+                                 const RawTensor& h0) const override {
+    const RowLayout l = recurrenceLayout(x, h0);
+    RawTensor y = RawTensor::empty(ctx, x.tags(), x.shape());
+    const float *px = x.f32(), *pd = d.f32(), *ph = h0.f32();
+    float* py = y.f32();
+    forRows(ctx, l.rows, l.n, [&](int64_t r) {
+      const int64_t o = r * l.n;
+      scan::recurrenceRow(px + o, pd + o, ph[r], py + o, l.n);
+    });
+    return y;
+  }
+  RecurrenceGrads linearRecurrenceRowsVjp(ExecContext& ctx, const RawTensor& d, const RawTensor& h0,
+                                          const RawTensor& y, const RawTensor& gy) const override {
+    const RowLayout l = recurrenceLayout(y, h0);
+    RecurrenceGrads g{RawTensor::empty(ctx, y.tags(), y.shape()), RawTensor::empty(ctx, y.tags(), y.shape()),
+                      RawTensor::empty(ctx, h0.tags(), h0.shape())};
+    const float *pd = d.f32(), *ph = h0.f32(), *py = y.f32(), *pg = gy.f32();
+    float *ox = g.x.f32(), *od = g.d.f32(), *oh = g.h0.f32();
+    forRows(ctx, l.rows, l.n, [&](int64_t r) {
+      const int64_t o = r * l.n;
+      oh[r] = scan::recurrenceRowVjp(pd + o, ph[r], py + o, pg + o, ox + o, od + o, l.n);
+    });
+    return g;
+  }
+};
+
+}  // namespace
+
+const Kernels& cpuKernels() {
+  static const CpuKernels kernels;
+  return kernels;
+}
+
+}  // namespace fucina::backend

@@ -1,0 +1,364 @@
+/// @file
+/// The elementwise ops as data (Note [Backends], backend/kernels.h): one row per op, holding
+///   - `fwd`: the scalar forward, generic over the element type (f32; f64 for the f64 path of
+///     Note [Dtype rules]; the integer types where `integer` is true);
+///   - `da` (and `db` for binary rows): the partial derivative times the incoming gradient g,
+///     in f32, over (g, a, y) for a unary row and (g, a, b, y) for a binary one;
+///   - `da_reads` / `db_reads`: which of a, b, y a partial reads, so a VJP record saves only that;
+///   - `simd`: the cpu backend's SIMD twins of the forward and partials, where it has them.
+/// A scalar parameter (a scale factor, a slope, clamp's bounds) comes in ElemParams.
+/// A new elementwise op is one row here and one entry in FUCINA_ELEMENTWISE_ROWS; every backend
+/// then computes it.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "fucina/backend/cpu/vector_ops.h"
+#include "fucina/backend/activation.h"
+
+namespace fucina::backend {
+
+// What a partial derivative reads besides g (flashlight's rule: a value is saved only when a
+// gradient that will be computed needs it).
+namespace reads {
+enum Reads : unsigned { kNone = 0, kA = 1, kB = 2, kY = 4 };
+}
+
+struct ElemParams {
+  double a = 0, b = 0;
+};
+
+// The SIMD twin of a form (cpu/vector_ops.h): `op` applied to input x (and y when binary).
+struct SimdForm {
+  kernels::vec::Op op = kernels::vec::Op::none;
+  uint8_t x = 0, y = 1;
+};
+struct SimdForms {
+  SimdForm fwd, da, db;
+};
+
+enum class Form : uint8_t { fwd, da, db };
+
+namespace rows {
+
+using namespace reads;
+using P = ElemParams;
+using Op = kernels::vec::Op;
+using backend::act::constant;
+using backend::act::logistic;
+
+struct Unary {
+  static constexpr int arity = 1;
+  static constexpr bool integer = false;
+  static constexpr SimdForms simd{};
+};
+struct Binary {
+  static constexpr int arity = 2;
+  static constexpr bool integer = false;
+  static constexpr unsigned da_reads = kA | kB, db_reads = kA | kB;
+  static constexpr SimdForms simd{};
+};
+
+// ---------------------------------------------------------------- binary arithmetic (pointwise.cpp)
+struct Add : Binary {
+  static constexpr bool integer = true;
+  static constexpr unsigned da_reads = kNone, db_reads = kNone;
+  static auto fwd(auto a, auto b, const P&) { return a + b; }
+  static float da(float g, float, float, float, const P&) { return g; }
+  static float db(float g, float, float, float, const P&) { return g; }
+  static constexpr SimdForms simd{{Op::add}, {Op::copy}, {Op::copy}};
+};
+struct Sub : Binary {
+  static constexpr bool integer = true;
+  static constexpr unsigned da_reads = kNone, db_reads = kNone;
+  static auto fwd(auto a, auto b, const P&) { return a - b; }
+  static float da(float g, float, float, float, const P&) { return g; }
+  static float db(float g, float, float, float, const P&) { return -g; }
+  static constexpr SimdForms simd{{Op::sub}, {Op::copy}, {Op::neg}};
+};
+struct Mul : Binary {
+  static constexpr bool integer = true;
+  static constexpr unsigned da_reads = kB, db_reads = kA;
+  static auto fwd(auto a, auto b, const P&) { return a * b; }
+  static float da(float g, float, float b, float, const P&) { return g * b; }
+  static float db(float g, float a, float, float, const P&) { return g * a; }
+  static constexpr SimdForms simd{{Op::mul}, {Op::mul, 0, 2}, {Op::mul, 0, 1}};
+};
+struct Div : Binary {
+  static constexpr unsigned da_reads = kB, db_reads = kB | kY;
+  static auto fwd(auto a, auto b, const P&) { return a / b; }
+  static float da(float g, float, float b, float, const P&) { return g / b; }
+  static float db(float g, float, float b, float y, const P&) { return -g * y / b; }
+};
+// maximum/minimum: on exact ties the gradient is split evenly between the operands.
+struct Maximum : Binary {
+  static auto fwd(auto a, auto b, const P&) { return a >= b ? a : b; }
+  static float da(float g, float a, float b, float, const P&) { return a > b ? g : a == b ? 0.5f * g : 0.0f; }
+  static float db(float g, float a, float b, float, const P&) { return b > a ? g : a == b ? 0.5f * g : 0.0f; }
+};
+struct Minimum : Binary {
+  static auto fwd(auto a, auto b, const P&) { return a <= b ? a : b; }
+  static float da(float g, float a, float b, float, const P&) { return a < b ? g : a == b ? 0.5f * g : 0.0f; }
+  static float db(float g, float a, float b, float, const P&) { return b < a ? g : a == b ? 0.5f * g : 0.0f; }
+};
+// pow: d/da = b·a^(b-1); d/db = y·ln(a), taken as 0 where a == 0 (torch's convention, so a zero
+// base never turns the exponent's gradient into NaN).
+struct Pow : Binary {
+  static constexpr unsigned da_reads = kA | kB, db_reads = kA | kY;
+  static auto fwd(auto a, auto b, const P&) { return std::pow(a, b); }
+  static float da(float g, float a, float b, float, const P&) { return b == 0.0f ? 0.0f : g * b * std::pow(a, b - 1.0f); }
+  static float db(float g, float a, float, float y, const P&) { return a == 0.0f ? 0.0f : g * y * std::log(a); }
+};
+// snake: x + sin²(αx)/α. d/dx = 1 + sin(2αx); d/dα = x·sin(2αx)/α − sin²(αx)/α².
+struct Snake : Binary {
+  static auto fwd(auto a, auto al, const P&) {
+    const auto s = std::sin(al * a);
+    return a + s * s / al;
+  }
+  static float da(float g, float a, float al, float, const P&) { return g * (1.0f + std::sin(2.0f * al * a)); }
+  static float db(float g, float a, float al, float, const P&) {
+    const float s = std::sin(al * a);
+    return g * (a * std::sin(2.0f * al * a) / al - s * s / (al * al));
+  }
+};
+// prelu: max(0, x) + w·min(0, x); at x = 0 the gradient is w (torch: x > 0 ? 1 : w), and w's is min(0, x).
+struct Prelu : Binary {
+  static constexpr unsigned da_reads = kA | kB, db_reads = kA;
+  static auto fwd(auto a, auto w, const P&) { return a > 0 ? a : w * a; }
+  static float da(float g, float a, float w, float, const P&) { return a > 0 ? g : g * w; }
+  static float db(float g, float a, float, float, const P&) { return a > 0 ? 0.0f : g * a; }
+};
+
+// ---------------------------------------------------------------- with a scalar (pointwise.cpp)
+// p.a is the scalar; the partials use it rounded to f32.
+struct Scale : Unary {
+  static constexpr unsigned da_reads = kNone;
+  static auto fwd(auto a, const P& p) { return a * static_cast<decltype(a)>(p.a); }
+  static float da(float g, float, float, const P& p) { return g * static_cast<float>(p.a); }
+};
+struct AddScalar : Unary {
+  static constexpr unsigned da_reads = kNone;
+  static auto fwd(auto a, const P& p) { return a + static_cast<decltype(a)>(p.a); }
+  static float da(float g, float, float, const P&) { return g; }
+};
+struct SubScalar : Unary {
+  static constexpr unsigned da_reads = kNone;
+  static auto fwd(auto a, const P& p) { return a - static_cast<decltype(a)>(p.a); }
+  static float da(float g, float, float, const P&) { return g; }
+};
+struct DivScalar : Unary {
+  static constexpr unsigned da_reads = kNone;
+  static auto fwd(auto a, const P& p) { return a / static_cast<decltype(a)>(p.a); }
+  static float da(float g, float, float, const P& p) { return g / static_cast<float>(p.a); }
+};
+struct PowScalar : Unary {
+  static constexpr unsigned da_reads = kA;
+  static auto fwd(auto a, const P& p) { return std::pow(a, static_cast<decltype(a)>(p.a)); }
+  static float da(float g, float a, float, const P& p) {
+    const float e = static_cast<float>(p.a);
+    return e == 0.0f ? 0.0f : g * e * std::pow(a, e - 1.0f);
+  }
+};
+
+// ---------------------------------------------------------------- unary functions (unary.cpp)
+struct Neg : Unary {
+  static constexpr bool integer = true;
+  static constexpr unsigned da_reads = kNone;
+  static auto fwd(auto a, const P&) { return decltype(a)(0) - a; }
+  static float da(float g, float, float, const P&) { return -g; }
+  static constexpr SimdForms simd{{Op::neg}, {Op::neg}, {}};
+};
+// abs: the subgradient at 0 is 0 (torch's sign(0) = 0).
+struct Abs : Unary {
+  static constexpr unsigned da_reads = kA;
+  static auto fwd(auto a, const P&) { return std::fabs(a); }
+  static float da(float g, float a, float, const P&) { return a > 0 ? g : a < 0 ? -g : 0.0f; }
+};
+struct Exp : Unary {
+  static constexpr unsigned da_reads = kY;
+  static auto fwd(auto a, const P&) { return std::exp(a); }
+  static float da(float g, float, float y, const P&) { return g * y; }
+};
+struct Log : Unary {
+  static constexpr unsigned da_reads = kA;
+  static auto fwd(auto a, const P&) { return std::log(a); }
+  static float da(float g, float a, float, const P&) { return g / a; }
+};
+struct Sqrt : Unary {
+  static constexpr unsigned da_reads = kY;
+  static auto fwd(auto a, const P&) { return std::sqrt(a); }
+  static float da(float g, float, float y, const P&) { return g * 0.5f / y; }
+};
+struct Tanh : Unary {
+  static constexpr unsigned da_reads = kY;
+  static auto fwd(auto a, const P&) { return std::tanh(a); }
+  static float da(float g, float, float y, const P&) { return g * (1.0f - y * y); }
+};
+struct Sigmoid : Unary {
+  static constexpr unsigned da_reads = kY;
+  static auto fwd(auto a, const P&) { return logistic(a); }
+  static float da(float g, float, float y, const P&) { return g * y * (1.0f - y); }
+};
+// relu: gradient 0 at 0, as in torch.
+struct Relu : Unary {
+  static constexpr unsigned da_reads = kA;
+  static auto fwd(auto a, const P&) { return a > 0 ? a : decltype(a)(0); }
+  static float da(float g, float a, float, const P&) { return a > 0 ? g : 0.0f; }
+  static constexpr SimdForms simd{{Op::relu}, {Op::reluGrad, 1, 0}, {}};
+};
+// leakyRelu (slope p.a): slope·x for x <= 0; the gradient at 0 is the slope (torch: x > 0 ? 1 : slope).
+struct LeakyRelu : Unary {
+  static constexpr unsigned da_reads = kA;
+  static auto fwd(auto a, const P& p) { return a > 0 ? a : a * static_cast<decltype(a)>(p.a); }
+  static float da(float g, float a, float, const P& p) { return a > 0 ? g : g * static_cast<float>(p.a); }
+};
+// gelu, tanh approximation (backend/activation.h).
+struct Gelu : Unary {
+  static constexpr unsigned da_reads = kA;
+  static auto fwd(auto a, const P&) { return backend::act::geluTanh(a); }
+  static float da(float g, float a, float, const P&) { return g * backend::act::geluTanhGrad(a); }
+};
+// geluErf, exact: x·Φ(x) (backend/activation.h).
+struct GeluErf : Unary {
+  static constexpr unsigned da_reads = kA;
+  static auto fwd(auto a, const P&) { return backend::act::geluErf(a); }
+  static float da(float g, float a, float, const P&) { return g * backend::act::geluErfGrad(a); }
+  static constexpr SimdForms simd{{Op::geluErf}, {Op::geluErfGrad, 1, 0}, {}};
+};
+// quickGelu: x·σ(1.702x).
+struct QuickGelu : Unary {
+  static constexpr unsigned da_reads = kA;
+  static auto fwd(auto a, const P&) { return a * logistic(constant<decltype(a)>(1.702f, 1.702) * a); }
+  static float da(float g, float a, float, const P&) {
+    const float s = logistic(1.702f * a);
+    return g * (s + 1.702f * a * s * (1.0f - s));
+  }
+};
+// silu (swish): x·σ(x) (backend/activation.h).
+struct Silu : Unary {
+  static constexpr unsigned da_reads = kA;
+  static auto fwd(auto a, const P&) { return backend::act::silu(a); }
+  static float da(float g, float a, float, const P&) { return g * backend::act::siluGrad(a); }
+};
+// elu (α = p.a): α·(eˣ − 1) for x <= 0; the gradient at 0 is α (torch: x > 0 ? 1 : α·eˣ).
+struct Elu : Unary {
+  static constexpr unsigned da_reads = kA;
+  static auto fwd(auto a, const P& p) { return a > 0 ? a : static_cast<decltype(a)>(p.a) * std::expm1(a); }
+  static float da(float g, float a, float, const P& p) { return a > 0 ? g : g * static_cast<float>(p.a) * std::exp(a); }
+};
+struct Log1p : Unary {
+  static constexpr unsigned da_reads = kA;
+  static auto fwd(auto a, const P&) { return std::log1p(a); }
+  static float da(float g, float a, float, const P&) { return g / (1.0f + a); }
+};
+// rsqrt: x^(-1/2); d/dx = −½·y³.
+struct Rsqrt : Unary {
+  static constexpr unsigned da_reads = kY;
+  static auto fwd(auto a, const P&) { return decltype(a)(1) / std::sqrt(a); }
+  static float da(float g, float, float y, const P&) { return -0.5f * g * y * y * y; }
+};
+struct Reciprocal : Unary {
+  static constexpr unsigned da_reads = kY;
+  static auto fwd(auto a, const P&) { return decltype(a)(1) / a; }
+  static float da(float g, float, float y, const P&) { return -g * y * y; }
+};
+struct Sin : Unary {
+  static constexpr unsigned da_reads = kA;
+  static auto fwd(auto a, const P&) { return std::sin(a); }
+  static float da(float g, float a, float, const P&) { return g * std::cos(a); }
+};
+struct Cos : Unary {
+  static constexpr unsigned da_reads = kA;
+  static auto fwd(auto a, const P&) { return std::cos(a); }
+  static float da(float g, float a, float, const P&) { return -g * std::sin(a); }
+};
+// clamp to [p.a, p.b]: the gradient passes where lo <= x <= hi, boundaries included (as torch).
+struct Clamp : Unary {
+  static constexpr unsigned da_reads = kA;
+  static auto fwd(auto a, const P& p) {
+    using T = decltype(a);
+    return a < T(p.a) ? T(p.a) : a > T(p.b) ? T(p.b) : a;
+  }
+  static float da(float g, float a, float, const P& p) {
+    return a >= static_cast<float>(p.a) && a <= static_cast<float>(p.b) ? g : 0.0f;
+  }
+};
+// floor, ceil, round, sign (p.a: 0, 1, 2, 3): piecewise constant, so the gradient is zero
+// (torch's convention). round is half to even (std::nearbyint in the default rounding mode), as
+// torch.round. One row serves the four (they are seldom hot, and each row costs wasm size).
+struct Rounding : Unary {
+  enum Mode { kFloor, kCeil, kRound, kSign };
+  static constexpr unsigned da_reads = kNone;
+  static auto fwd(auto a, const P& p) {
+    using T = decltype(a);
+    switch (static_cast<int>(p.a)) {
+      case kFloor: return std::floor(a);
+      case kCeil: return std::ceil(a);
+      case kRound: return std::nearbyint(a);
+      default: return a > 0 ? T(1) : a < 0 ? T(-1) : a;  // sign keeps ±0 and NaN
+    }
+  }
+  static float da(float, float, float, const P&) { return 0.0f; }
+};
+// Lambert's continued fraction for tanh cut after 8 levels, as one ratio x·p(x²)/q(x²). It
+// reaches 1 at |x| ~ 6.29 and stays above, so clamping the result to [-1, 1] gives at most 6.9e-6
+// from tanh on all reals; clamping x to ±7 first keeps x⁸ far from overflow (NaN passes through).
+struct FastTanh : Unary {
+  static constexpr unsigned da_reads = kY;
+  static auto fwd(auto a, const P&) {
+    using T = decltype(a);
+    const T x = a < T(-7) ? T(-7) : a > T(7) ? T(7) : a;
+    const T z = x * x;
+    const T p = (((z + T(990)) * z + T(135135)) * z + T(4729725)) * z + T(34459425);
+    const T q = (((T(45) * z + T(13860)) * z + T(945945)) * z + T(16216200)) * z + T(34459425);
+    const T y = x * p / q;
+    return y < T(-1) ? T(-1) : y > T(1) ? T(1) : y;
+  }
+  static float da(float g, float, float y, const P&) { return g * (1.0f - y * y); }
+};
+// softcap (c = p.a): c·tanh(x/c).
+struct Softcap : Unary {
+  static constexpr unsigned da_reads = kY;
+  static auto fwd(auto a, const P& p) {
+    using T = decltype(a);
+    const T c = static_cast<T>(static_cast<float>(p.a));
+    return c * std::tanh(a / c);
+  }
+  static float da(float g, float, float y, const P& p) {
+    const float t = y / static_cast<float>(p.a);
+    return g * (1.0f - t * t);
+  }
+};
+
+}  // namespace rows
+
+// Every row, once: the ElemOp enumerators and each backend's dispatch tables are made from it.
+#define FUCINA_ELEMENTWISE_ROWS(X)                                                                    \
+  X(Add) X(Sub) X(Mul) X(Div) X(Maximum) X(Minimum) X(Pow) X(Snake) X(Prelu) X(Scale) X(AddScalar)   \
+  X(SubScalar) X(DivScalar) X(PowScalar) X(Neg) X(Abs) X(Exp) X(Log) X(Sqrt) X(Tanh) X(Sigmoid)      \
+  X(Relu) X(LeakyRelu) X(Gelu) X(GeluErf) X(QuickGelu) X(Silu) X(Elu) X(Log1p) X(Rsqrt)              \
+  X(Reciprocal) X(Sin) X(Cos) X(Clamp) X(Rounding) X(FastTanh) X(Softcap)
+
+enum class ElemOp : uint16_t {
+#define FUCINA_ELEM_ENUM(row) row,
+  FUCINA_ELEMENTWISE_ROWS(FUCINA_ELEM_ENUM)
+#undef FUCINA_ELEM_ENUM
+};
+#define FUCINA_ELEM_COUNT(row) +1
+inline constexpr size_t kElemOpCount = 0 FUCINA_ELEMENTWISE_ROWS(FUCINA_ELEM_COUNT);
+#undef FUCINA_ELEM_COUNT
+
+// The ElemOp of a row type.
+template <class Row>
+constexpr ElemOp elemOpOf();
+#define FUCINA_ELEM_OF(row) \
+  template <>               \
+  constexpr ElemOp elemOpOf<rows::row>() { return ElemOp::row; }
+FUCINA_ELEMENTWISE_ROWS(FUCINA_ELEM_OF)
+#undef FUCINA_ELEM_OF
+
+// The row's name in the table, for messages and the harness.
+const char* name(ElemOp op);
+
+}  // namespace fucina::backend

@@ -1,0 +1,58 @@
+#include "fucina/backend/kernels.h"
+
+#include <string>
+
+#include "fucina/core/error.h"
+#include "fucina/exec/context.h"
+
+namespace fucina::backend {
+
+const Kernels& kernelsFor(Backend backend) {
+  return backend == Backend::reference ? referenceKernels() : cpuKernels();
+}
+
+const Kernels& kernelsOf(const ExecContext& ctx) { return kernelsFor(ctx.backend()); }
+
+const char* name(ElemOp op) {
+  static constexpr std::array<const char*, kElemOpCount> kNames{
+#define FUCINA_ELEM_NAME(row) #row,
+      FUCINA_ELEMENTWISE_ROWS(FUCINA_ELEM_NAME)
+#undef FUCINA_ELEM_NAME
+  };
+  return kNames[static_cast<size_t>(op)];
+}
+
+RawTensor sumTo(ExecContext& ctx, const RawTensor& a, const Tags& tags, const Extents& shape) {
+  Tags reduced;
+  for (Tag tag : a.tags())
+    if (!hasTag(tags, tag)) reduced.push_back(tag);
+  for (size_t i = 0; i < tags.size(); ++i) {
+    if (!hasTag(a.tags(), tags[i]) || a.extent(tags[i]) != shape[i])
+      fail(ErrorCode::ShapeMismatch, "cannot reduce " + a.describe() + " to " +
+                                         describe(tags, shape));
+  }
+  RawTensor s = reduced.empty() ? a : kernelsOf(ctx).sumAxes(ctx, a, reduced);
+  if (s.tags() == tags && s.isContiguous()) return s;
+  return s.permuted(tags).contiguous(ctx);
+}
+
+RowLayout rowLayout(const RawTensor& t) {
+  const int64_t n = t.rank() == 0 ? 1 : t.shape().back();
+  return {n == 0 ? 0 : t.numel() / n, n};
+}
+
+RowLayout recurrenceLayout(const RawTensor& x, const RawTensor& h0) {
+  return {h0.numel(), x.rank() == 0 ? 1 : x.shape().back()};
+}
+
+void failNoForm(ElemOp op, Form form) {
+  fail(ErrorCode::InvalidArgument, std::string("elementwise row ") + name(op) + " has no form " +
+                                       std::to_string(static_cast<int>(form)));
+}
+
+void failNoDTypeForm(ElemOp op, DType dtype) {
+  fail(ErrorCode::DTypeMismatch, std::string("elementwise row ") + name(op) + " has no forward in " +
+                                     std::string(fucina::name(dtype)));
+}
+
+}  // namespace fucina::backend

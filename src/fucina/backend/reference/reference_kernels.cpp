@@ -1,0 +1,283 @@
+// The reference backend: every primitive as the plainest loop that states it, over logical
+// indices, on the calling thread, accumulating in f64 where a sum is involved. It is the oracle
+// the cpu backend's SIMD, threaded and blocked kernels are tested against
+// (tests/cpp/backend_tests.cpp), and a context with ExecOptions::backend = Backend::reference
+// trains on it.
+#include <array>
+#include <type_traits>
+#include <vector>
+
+#include "fucina/backend/cpu/gemm.h"
+#include "fucina/backend/kernels.h"
+#include "fucina/backend/scan_rows.h"
+#include "fucina/core/error.h"
+#include "fucina/exec/context.h"
+
+namespace fucina::backend {
+namespace {
+
+// Element `off` of t's buffer (an element offset from its first element), converted to T.
+template <class T>
+T load(const RawTensor& t, int64_t off) {
+  switch (t.dtype()) {
+    case DType::f32: return static_cast<T>(t.data<float>()[off]);
+    case DType::f64: return static_cast<T>(t.data<double>()[off]);
+    case DType::i32: return static_cast<T>(t.data<int32_t>()[off]);
+    case DType::i64: return static_cast<T>(t.data<int64_t>()[off]);
+    case DType::u8: return static_cast<T>(t.data<uint8_t>()[off]);
+    case DType::f16: return static_cast<T>(f16ToF32(t.data<uint16_t>()[off]));
+    case DType::bf16: return static_cast<T>(bf16ToF32(t.data<uint16_t>()[off]));
+    case DType::q8_0: break;
+  }
+  fail(ErrorCode::DTypeMismatch, "the reference kernels read no q8_0 element by element: " + t.describe());
+}
+
+// Walks the logical indices of `shape` in row-major order, keeping each view's element offset.
+template <size_t K>
+struct Odometer {
+  Odometer(const Extents& shape, const std::array<const std::vector<int64_t>*, K>& strides)
+      : shape_(shape), strides_(strides), index_(shape.size(), 0) {}
+  const std::array<int64_t, K>& offsets() const { return off_; }
+  void next() {
+    for (size_t d = shape_.size(); d-- > 0;) {
+      for (size_t k = 0; k < K; ++k) off_[k] += (*strides_[k])[d];
+      if (++index_[d] < shape_[d]) return;
+      for (size_t k = 0; k < K; ++k) off_[k] -= (*strides_[k])[d] * shape_[d];
+      index_[d] = 0;
+    }
+  }
+
+ private:
+  const Extents& shape_;
+  std::array<const std::vector<int64_t>*, K> strides_;
+  std::vector<int64_t> index_;
+  std::array<int64_t, K> off_{};
+};
+
+// out[i] = f(in_0[i], ...) computed in T over (tags, shape), written as Out.
+template <class Out, class T, size_t K, class F>
+RawTensor mapScalar(ExecContext& ctx, const Tags& tags, const Extents& shape, Inputs in, F f) {
+  RawTensor out = RawTensor::empty(ctx, tags, shape, dtypeOf<Out>());
+  if (out.numel() == 0) return out;
+  std::array<RawTensor, K> v;
+  std::array<const std::vector<int64_t>*, K> strides;
+  for (size_t k = 0; k < K; ++k) {
+    v[k] = in[k]->broadcastView(tags, shape);
+    if constexpr (std::is_same_v<T, float>) v[k].f32();  // the f32 forms take f32 only (DTypeMismatch)
+    strides[k] = &v[k].strides();
+  }
+  Out* o = out.data<Out>();
+  Odometer<K> at(shape, strides);
+  for (int64_t i = 0, n = out.numel(); i < n; ++i, at.next())
+    o[i] = static_cast<Out>([&]<size_t... I>(std::index_sequence<I...>) {
+      return f(load<T>(v[I], at.offsets()[I])...);
+    }(std::make_index_sequence<K>{}));
+  return out;
+}
+
+template <class Row, Form F>
+RawTensor mapForm(ExecContext& ctx, const Tags& tags, const Extents& shape, Inputs in, const ElemParams& p) {
+  if constexpr (F == Form::fwd) {
+    if constexpr (Row::arity == 1)
+      return mapScalar<float, float, 1>(ctx, tags, shape, in, [&](float a) { return Row::fwd(a, p); });
+    else
+      return mapScalar<float, float, 2>(ctx, tags, shape, in, [&](float a, float b) { return Row::fwd(a, b, p); });
+  } else if constexpr (Row::arity == 1) {
+    return mapScalar<float, float, 3>(ctx, tags, shape, in, [&](float g, float a, float y) { return Row::da(g, a, y, p); });
+  } else if constexpr (F == Form::da) {
+    return mapScalar<float, float, 4>(ctx, tags, shape, in,
+                                      [&](float g, float a, float b, float y) { return Row::da(g, a, b, y, p); });
+  } else {
+    return mapScalar<float, float, 4>(ctx, tags, shape, in,
+                                      [&](float g, float a, float b, float y) { return Row::db(g, a, b, y, p); });
+  }
+}
+
+// The forward in T; integers in their unsigned twin, which wraps (as the cpu backend).
+template <class Row, class T>
+RawTensor mapIn(ExecContext& ctx, const Tags& tags, const Extents& shape, Inputs in, const ElemParams& p) {
+  using U = typename std::conditional_t<std::is_floating_point_v<T>, std::type_identity<T>, std::make_unsigned<T>>::type;
+  if constexpr (Row::arity == 1)
+    return mapScalar<T, T, 1>(ctx, tags, shape, in, [&](T a) { return static_cast<T>(static_cast<U>(Row::fwd(static_cast<U>(a), p))); });
+  else
+    return mapScalar<T, T, 2>(ctx, tags, shape, in, [&](T a, T b) {
+      return static_cast<T>(static_cast<U>(Row::fwd(static_cast<U>(a), static_cast<U>(b), p)));
+    });
+}
+
+template <class Row>
+RawTensor mapAsRow(ExecContext& ctx, DType dtype, const Tags& tags, const Extents& shape, Inputs in,
+                   const ElemParams& p) {
+  if (dtype == DType::f64) return mapIn<Row, double>(ctx, tags, shape, in, p);
+  if constexpr (Row::integer) {
+    if (dtype == DType::i32) return mapIn<Row, int32_t>(ctx, tags, shape, in, p);
+    if (dtype == DType::i64) return mapIn<Row, int64_t>(ctx, tags, shape, in, p);
+    if (dtype == DType::u8) return mapIn<Row, uint8_t>(ctx, tags, shape, in, p);
+  }
+  failNoDTypeForm(elemOpOf<Row>(), dtype);
+}
+
+using MapFn = RawTensor (*)(ExecContext&, const Tags&, const Extents&, Inputs, const ElemParams&);
+using MapAsFn = RawTensor (*)(ExecContext&, DType, const Tags&, const Extents&, Inputs, const ElemParams&);
+template <class Row>
+constexpr std::array<MapFn, 3> formsOf() {
+  if constexpr (Row::arity == 2) return {&mapForm<Row, Form::fwd>, &mapForm<Row, Form::da>, &mapForm<Row, Form::db>};
+  else return {&mapForm<Row, Form::fwd>, &mapForm<Row, Form::da>, nullptr};
+}
+#define FUCINA_REF_FORMS(row) formsOf<rows::row>(),
+constexpr std::array<std::array<MapFn, 3>, kElemOpCount> kForms{FUCINA_ELEMENTWISE_ROWS(FUCINA_REF_FORMS)};
+#undef FUCINA_REF_FORMS
+#define FUCINA_REF_AS(row) &mapAsRow<rows::row>,
+constexpr std::array<MapAsFn, kElemOpCount> kAs{FUCINA_ELEMENTWISE_ROWS(FUCINA_REF_AS)};
+#undef FUCINA_REF_AS
+
+// out[j] = Σ over the summed axes of a, in f64, in row-major order of a.
+RawTensor sumOver(ExecContext& ctx, const RawTensor& a, const Tags& axes) {
+  Tags kept_tags;
+  Extents kept_shape;
+  for (Tag tag : axes) a.axis(tag);  // every reduced axis must exist (ShapeMismatch)
+  for (size_t i = 0; i < a.rank(); ++i)
+    if (!hasTag(axes, a.tags()[i])) {
+      kept_tags.push_back(a.tags()[i]);
+      kept_shape.push_back(a.shape()[i]);
+    }
+  RawTensor out = RawTensor::empty(ctx, kept_tags, kept_shape, DType::f32);
+  std::vector<double> acc(static_cast<size_t>(out.numel()), 0.0);
+  if (a.numel() > 0) {
+    const std::vector<int64_t> kept = contiguousStrides(kept_shape);
+    std::vector<int64_t> into(a.rank(), 0);  // the accumulator's strides seen from a's axes
+    for (size_t i = 0, j = 0; i < a.rank(); ++i)
+      if (!hasTag(axes, a.tags()[i])) into[i] = kept[j++];
+    const float* src = a.f32();
+    Odometer<2> at(a.shape(), {&a.strides(), &into});
+    for (int64_t i = 0, n = a.numel(); i < n; ++i, at.next())
+      acc[static_cast<size_t>(at.offsets()[1])] += src[at.offsets()[0]];
+  }
+  float* o = out.f32();
+  for (size_t i = 0; i < acc.size(); ++i) o[i] = static_cast<float>(acc[i]);
+  return out;
+}
+
+// An f32 view of t: t itself, or its values converted (the typed right operands of contract).
+RawTensor asF32(ExecContext& ctx, const RawTensor& t) { return t.dtype() == DType::f32 ? t : t.to(ctx, DType::f32); }
+
+class ReferenceKernels final : public Kernels {
+ public:
+  Backend backend() const override { return Backend::reference; }
+
+  RawTensor map(ExecContext& ctx, ElemOp op, Form form, const Tags& tags, const Extents& shape, Inputs ins,
+                const ElemParams& p) const override {
+    const MapFn fn = kForms[static_cast<size_t>(op)][static_cast<size_t>(form)];
+    if (!fn) failNoForm(op, form);
+    return fn(ctx, tags, shape, ins, p);
+  }
+  RawTensor mapAs(ExecContext& ctx, ElemOp op, DType dtype, const Tags& tags, const Extents& shape, Inputs ins,
+                  const ElemParams& p) const override {
+    return kAs[static_cast<size_t>(op)](ctx, dtype, tags, shape, ins, p);
+  }
+
+  RawTensor sumAxes(ExecContext& ctx, const RawTensor& a, const Tags& axes) const override {
+    return sumOver(ctx, a, axes);
+  }
+  void addInto(ExecContext&, const RawTensor& dst, const RawTensor& src) const override {
+    if (dst.numel() == 0) return;
+    const RawTensor s = src.broadcastView(dst.tags(), dst.shape());
+    const float* ps = s.f32();
+    float* pd = dst.f32();
+    Odometer<2> at(dst.shape(), {&s.strides(), &dst.strides()});
+    for (int64_t i = 0, n = dst.numel(); i < n; ++i, at.next()) pd[at.offsets()[1]] += ps[at.offsets()[0]];
+  }
+
+  // C[batch, a_free, b_free] = Σ_k A·B in f64 per element, plus `initial`, then the result order.
+  RawTensor contract(ExecContext& ctx, const RawTensor& a, const RawTensor& b, const Tags& contracted,
+                     const RawTensor& initial) const override {
+    const kernels::ContractionAxes axes = kernels::contractionAxes(a, b, contracted);
+    if (a.dtype() != DType::f32)
+      fail(ErrorCode::DTypeMismatch, "contract: the left operand " + a.describe() + " must be f32, got " +
+                                         std::string(fucina::name(a.dtype())));
+    const RawTensor fb = asF32(ctx, b);
+    Tags out_tags;
+    Extents out_shape;
+    for (const Tags* group : {&axes.batch, &axes.a_free})
+      for (Tag t : *group) {
+        out_tags.push_back(t);
+        out_shape.push_back(a.extent(t));
+      }
+    for (Tag t : axes.b_free) {
+      out_tags.push_back(t);
+      out_shape.push_back(b.extent(t));
+    }
+    Extents k_shape;
+    for (Tag t : contracted) k_shape.push_back(a.extent(t));
+    RawTensor out = RawTensor::empty(ctx, out_tags, out_shape, DType::f32);
+    // Every operand seen over the result's axes then the contracted ones (stride 0 where absent).
+    Tags all = out_tags;
+    all.insert(all.end(), contracted.begin(), contracted.end());
+    auto stridesOver = [&](const RawTensor& t) {
+      std::vector<int64_t> s(all.size(), 0);
+      for (size_t i = 0; i < all.size(); ++i)
+        if (auto j = findTag(t.tags(), all[i])) s[i] = t.strides()[*j];
+      return s;
+    };
+    const std::vector<int64_t> sa = stridesOver(a), sb = stridesOver(fb);
+    const size_t r = out_tags.size();
+    const std::vector<int64_t> oa(sa.begin(), sa.begin() + r), ob(sb.begin(), sb.begin() + r);
+    const std::vector<int64_t> ka(sa.begin() + r, sa.end()), kb(sb.begin() + r, sb.end());
+    const int64_t depth = numelOf(k_shape);
+    const RawTensor init = initial.valid() ? initial.broadcastView(out_tags, out_shape) : RawTensor();
+    const std::vector<int64_t> oi = init.valid() ? init.strides() : std::vector<int64_t>(r, 0);
+    const float *pa = a.f32(), *pb = fb.f32();
+    float* pc = out.f32();
+    Odometer<3> o(out_shape, {&oa, &ob, &oi});
+    for (int64_t i = 0, n = out.numel(); i < n; ++i, o.next()) {
+      double s = init.valid() ? load<double>(init, o.offsets()[2]) : 0.0;
+      Odometer<2> k(k_shape, {&ka, &kb});
+      for (int64_t p = 0; p < depth; ++p, k.next())
+        s += static_cast<double>(pa[o.offsets()[0] + k.offsets()[0]]) * pb[o.offsets()[1] + k.offsets()[1]];
+      pc[i] = static_cast<float>(s);
+    }
+    return kernels::inResultOrder(ctx, out, a, contracted, axes.b_free);
+  }
+
+  RawTensor cumprodRows(ExecContext& ctx, const RawTensor& x) const override {
+    const RowLayout l = rowLayout(x);
+    RawTensor y = RawTensor::empty(ctx, x.tags(), x.shape());
+    for (int64_t r = 0; r < l.rows; ++r) scan::cumprodRow(x.f32() + r * l.n, y.f32() + r * l.n, l.n);
+    return y;
+  }
+  RawTensor cumprodRowsVjp(ExecContext& ctx, const RawTensor& x, const RawTensor& y,
+                           const RawTensor& gy) const override {
+    const RowLayout l = rowLayout(x);
+    RawTensor gx = RawTensor::empty(ctx, x.tags(), x.shape());
+    for (int64_t r = 0, o = 0; r < l.rows; ++r, o += l.n)
+      scan::cumprodRowVjp(x.f32() + o, y.f32() + o, gy.f32() + o, gx.f32() + o, l.n);
+    return gx;
+  }
+  RawTensor linearRecurrenceRows(ExecContext& ctx, const RawTensor& x, const RawTensor& d,
+                                 const RawTensor& h0) const override {
+    const RowLayout l = recurrenceLayout(x, h0);
+    RawTensor y = RawTensor::empty(ctx, x.tags(), x.shape());
+    for (int64_t r = 0, o = 0; r < l.rows; ++r, o += l.n)
+      scan::recurrenceRow(x.f32() + o, d.f32() + o, h0.f32()[r], y.f32() + o, l.n);
+    return y;
+  }
+  RecurrenceGrads linearRecurrenceRowsVjp(ExecContext& ctx, const RawTensor& d, const RawTensor& h0,
+                                          const RawTensor& y, const RawTensor& gy) const override {
+    const RowLayout l = recurrenceLayout(y, h0);
+    RecurrenceGrads g{RawTensor::empty(ctx, y.tags(), y.shape()), RawTensor::empty(ctx, y.tags(), y.shape()),
+                      RawTensor::empty(ctx, h0.tags(), h0.shape())};
+    for (int64_t r = 0, o = 0; r < l.rows; ++r, o += l.n)
+      g.h0.f32()[r] = scan::recurrenceRowVjp(d.f32() + o, h0.f32()[r], y.f32() + o, gy.f32() + o, g.x.f32() + o,
+                                             g.d.f32() + o, l.n);
+    return g;
+  }
+};
+
+}  // namespace
+
+const Kernels& referenceKernels() {
+  static const ReferenceKernels kernels;
+  return kernels;
+}
+
+}  // namespace fucina::backend

@@ -1,0 +1,280 @@
+// One harness for every backend (ggml's test-backend-ops is the model; Note [Backends]): each case
+// runs an op's forward and VJP on a context of every backend and compares it with the cpu
+// backend, on the same values at four layouts (size 1, odd with a broadcast operand, empty, and a
+// permuted and narrowed view). The coverage matrix it prints says, for every op of ops.list,
+// whether the harness runs it; the ops it does not run are those not yet written on the kernel
+// primitives, whose values do not depend on the backend.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include <fucina/fucina.h>
+#include "fucina/backend/kernels.h"
+#include "test_helpers.h"
+
+using fucina::Backend;
+using fucina::DType;
+using fucina::ErrorCode;
+using fucina::ExecContext;
+using fucina::ExecOptions;
+using fucina::Tensor;
+
+namespace {
+
+using Apply = std::function<Tensor(ExecContext&, const std::vector<Tensor>&)>;
+
+struct Case {
+  std::string op;
+  int arity;  // operands made by the harness (the first over {i, j}, the second over {i, j} or {j})
+  Apply apply;
+  float lo = -2, hi = 2;  // the operands' values
+  double tol = 1e-5;      // relative, with the same absolute floor
+};
+
+std::vector<Case> cases() {
+  using V = const std::vector<Tensor>&;
+  using C = ExecContext&;
+  std::vector<Case> c;
+  auto unary = [&](const std::string& op, std::function<Tensor(C, const Tensor&)> f, float lo = -2, float hi = 2) {
+    c.push_back({op, 1, [f](C ctx, V t) { return f(ctx, t[0]); }, lo, hi});
+  };
+  auto binary = [&](const std::string& op, std::function<Tensor(C, const Tensor&, const Tensor&)> f, float lo = -2,
+                    float hi = 2) { c.push_back({op, 2, [f](C ctx, V t) { return f(ctx, t[0], t[1]); }, lo, hi}); };
+  // Every row of backend/elementwise_table.h, through the ops that use it.
+  unary("neg", [](C x, const Tensor& a) { return a.neg(x); });
+  unary("abs", [](C x, const Tensor& a) { return a.abs(x); });
+  unary("exp", [](C x, const Tensor& a) { return a.exp(x); });
+  unary("log", [](C x, const Tensor& a) { return a.log(x); }, 0.5f, 3);
+  unary("sqrt", [](C x, const Tensor& a) { return a.sqrt(x); }, 0.5f, 3);
+  unary("tanh", [](C x, const Tensor& a) { return a.tanh(x); });
+  unary("sigmoid", [](C x, const Tensor& a) { return a.sigmoid(x); });
+  unary("relu", [](C x, const Tensor& a) { return a.relu(x); });
+  unary("leakyRelu", [](C x, const Tensor& a) { return a.leakyRelu(x, 0.1); });
+  unary("gelu", [](C x, const Tensor& a) { return a.gelu(x); });
+  unary("geluErf", [](C x, const Tensor& a) { return a.geluErf(x); });
+  unary("quickGelu", [](C x, const Tensor& a) { return a.quickGelu(x); });
+  unary("silu", [](C x, const Tensor& a) { return a.silu(x); });
+  unary("elu", [](C x, const Tensor& a) { return a.elu(x, 1.3); });
+  unary("log1p", [](C x, const Tensor& a) { return a.log1p(x); }, -0.5f, 2);
+  unary("rsqrt", [](C x, const Tensor& a) { return a.rsqrt(x); }, 0.5f, 3);
+  unary("reciprocal", [](C x, const Tensor& a) { return a.reciprocal(x); }, 0.5f, 3);
+  unary("sin", [](C x, const Tensor& a) { return a.sin(x); });
+  unary("cos", [](C x, const Tensor& a) { return a.cos(x); });
+  unary("clamp", [](C x, const Tensor& a) { return a.clamp(x, -0.5, 0.7); });
+  unary("floor", [](C x, const Tensor& a) { return a.floor(x); });
+  unary("ceil", [](C x, const Tensor& a) { return a.ceil(x); });
+  unary("round", [](C x, const Tensor& a) { return a.round(x); });
+  unary("sign", [](C x, const Tensor& a) { return a.sign(x); });
+  unary("fastTanh", [](C x, const Tensor& a) { return a.fastTanh(x); });
+  unary("softcap30", [](C x, const Tensor& a) { return a.scale(x, 20).softcap30(x); });
+  unary("softcap15", [](C x, const Tensor& a) { return a.scale(x, 10).softcap15(x); });
+  unary("scale", [](C x, const Tensor& a) { return a.scale(x, 1.7); });
+  unary("addScalar", [](C x, const Tensor& a) { return a.addScalar(x, 0.3); });
+  unary("subScalar", [](C x, const Tensor& a) { return a.subScalar(x, 0.3); });
+  unary("divScalar", [](C x, const Tensor& a) { return a.divScalar(x, 1.9); });
+  unary("powScalar", [](C x, const Tensor& a) { return a.powScalar(x, 2.5); }, 0.5f, 2);
+  unary("unary", [](C x, const Tensor& a) { return a.unary(x, "silu"); });
+  binary("add", [](C x, const Tensor& a, const Tensor& b) { return a.add(x, b); });
+  binary("sub", [](C x, const Tensor& a, const Tensor& b) { return a.sub(x, b); });
+  binary("mul", [](C x, const Tensor& a, const Tensor& b) { return a.mul(x, b); });
+  binary("div", [](C x, const Tensor& a, const Tensor& b) { return a.div(x, b); }, 0.5f, 2);
+  binary("maximum", [](C x, const Tensor& a, const Tensor& b) { return a.maximum(x, b); });
+  binary("minimum", [](C x, const Tensor& a, const Tensor& b) { return a.minimum(x, b); });
+  binary("pow", [](C x, const Tensor& a, const Tensor& b) { return a.pow(x, b); }, 0.5f, 2);
+  binary("snake", [](C x, const Tensor& a, const Tensor& b) { return a.snake(x, b); }, 0.5f, 2);
+  binary("prelu", [](C x, const Tensor& a, const Tensor& b) { return a.prelu(x, b); });
+  // Reductions (sumAxes, and sumTo in every broadcasting VJP above).
+  unary("sum", [](C x, const Tensor& a) { return a.sum(x, "i"); });
+  unary("mean", [](C x, const Tensor& a) { return a.mean(x, "j"); });
+  unary("sumAll", [](C x, const Tensor& a) { return a.sumAll(x); });
+  unary("meanAll", [](C x, const Tensor& a) { return a.meanAll(x); });
+  // Contractions (contract): a {i, j} times b over j; b {j} gives a matrix-vector product.
+  c.push_back({"dot", 2, [](C x, V t) { return t[0].dot(x, t[1], "j"); }, -2, 2, 1e-4});
+  c.push_back({"addDot", 2, [](C x, V t) {
+                 return t[0].addDot(x, t[1], "j", Tensor::full(x, {"i"}, {t[0].extent("i")}, 0.25));
+               }, -2, 2, 1e-4});
+  // Scans (cumprodRows, linearRecurrenceRows).
+  unary("cumprod", [](C x, const Tensor& a) { return a.cumprod(x, "j"); }, 0.5f, 1.5f);
+  binary("linearRecurrence", [](C x, const Tensor& a, const Tensor& d) {
+    return a.linearRecurrence(x, d.broadcastTo(x, a.tags(), a.shape()), "j");
+  }, -1, 1);
+  return c;
+}
+
+struct Layout {
+  const char* name;
+  fucina::Extents a;      // extents of {i, j}
+  bool broadcast_second;  // the second operand over {j} alone
+  bool strided;           // operands made {j, i}, permuted to {i, j} and narrowed along j
+};
+constexpr Layout kLayouts[] = {
+    {"size 1", {1, 1}, false, false},
+    {"odd", {3, 5}, true, false},
+    {"empty", {0, 5}, false, false},
+    {"non-contiguous", {4, 7}, false, true},
+};
+
+std::vector<float> randoms(size_t n, float lo, float hi, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+struct Run {
+  std::vector<float> out;
+  std::vector<std::vector<float>> grads;
+};
+
+// The case on a fresh context of `backend`: leaves, the views the op sees, y, and the gradients
+// of sum(y·w) with a fixed w.
+Run runCase(Backend backend, const Case& c, const Layout& l) {
+  ExecContext ctx(ExecOptions{.threads = 2, .backend = backend});
+  std::vector<Tensor> leaves, views;
+  for (int k = 0; k < c.arity; ++k) {
+    const bool vector = k == 1 && l.broadcast_second;
+    fucina::Tags tags = vector ? fucina::Tags{"j"} : fucina::Tags{"i", "j"};
+    fucina::Extents shape = vector ? fucina::Extents{l.a[1]} : l.a;
+    if (l.strided) shape = {l.a[1] + 2, l.a[0]}, tags = {"j", "i"};
+    const size_t n = static_cast<size_t>(fucina::numelOf(shape));
+    leaves.push_back(Tensor::variableFromSlice(ctx, tags, shape, randoms(n, c.lo, c.hi, 7 + k)));
+    Tensor v = leaves.back();
+    if (l.strided) v = v.permuteTo(ctx, {"i", "j"}).narrow(ctx, "j", 1, l.a[1]);
+    views.push_back(v);
+  }
+  const Tensor y = c.apply(ctx, views);
+  const Tensor w = Tensor::fromSlice(ctx, y.tags(), y.shape(), randoms(static_cast<size_t>(y.numel()), -1, 1, 99));
+  y.mul(ctx, w).sumAll(ctx).backward(ctx);
+  Run r{y.toVector(), {}};
+  for (const Tensor& leaf : leaves) {
+    const auto g = leaf.grad(ctx);
+    r.grads.push_back(g ? g->toVector() : std::vector<float>(static_cast<size_t>(leaf.numel()), 0.0f));
+  }
+  return r;
+}
+
+void requireClose(const std::string& what, const std::vector<float>& got, const std::vector<float>& want, double tol) {
+  INFO(what);
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("element " << i << ": " << got[i] << " vs " << want[i]);
+    if (std::isnan(want[i])) {
+      CHECK(std::isnan(got[i]));
+      continue;
+    }
+    CHECK(std::fabs(got[i] - want[i]) <= tol * (1 + std::fabs(want[i])));
+  }
+}
+
+std::vector<std::string> publicOps() {
+  std::ifstream f(FUCINA_SOURCE_DIR "/src/fucina/ops/ops.list");
+  std::vector<std::string> ops;
+  for (std::string line; std::getline(f, line);) {
+    line = line.substr(0, line.find('#'));
+    std::istringstream words(line);
+    std::string op;
+    if (words >> op) ops.push_back(op);
+  }
+  return ops;
+}
+
+}  // namespace
+
+TEST_CASE("backend harness: every case agrees with the cpu backend on every layout") {
+  for (const Case& c : cases())
+    for (const Layout& l : kLayouts) {
+      const std::string where = c.op + " (" + l.name + ")";
+      const Run want = runCase(Backend::cpu, c, l);
+      const Run got = runCase(Backend::reference, c, l);
+      requireClose(where + ": value", got.out, want.out, c.tol);
+      for (size_t k = 0; k < want.grads.size(); ++k)
+        requireClose(where + ": gradient of operand " + std::to_string(k), got.grads[k], want.grads[k], c.tol);
+    }
+}
+
+TEST_CASE("backend harness: coverage matrix") {
+  std::set<std::string> covered;
+  for (const Case& c : cases()) covered.insert(c.op);
+  const auto ops = publicOps();
+  REQUIRE(ops.size() > 120);
+  size_t on_seam = 0;
+  std::printf("backend coverage (%zu ops): forward and VJP against cpu on | reference\n", ops.size());
+  for (const std::string& op : ops) {
+    const bool in = covered.count(op) > 0;
+    on_seam += in;
+    std::printf("  %-28s %s\n", op.c_str(), in ? "yes" : "- (computes outside the primitives)");
+  }
+  std::printf("%zu of %zu ops run through the kernel primitives on every backend\n", on_seam, ops.size());
+  // Every case names a public op, so the matrix cannot list a case that no user can call.
+  for (const std::string& op : covered) {
+    INFO(op);
+    CHECK(std::find(ops.begin(), ops.end(), op) != ops.end());
+  }
+}
+
+TEST_CASE("backend harness: the f64 and integer forwards agree with the cpu backend") {
+  for (Backend b : {Backend::cpu, Backend::reference}) {
+    ExecContext ctx(ExecOptions{.backend = b});
+    const Tensor i = Tensor::fromSlice(ctx, {"d"}, {3}, {100, -7, 2}).to(ctx, DType::i32);
+    const Tensor j = Tensor::fromSlice(ctx, {"d"}, {3}, {2147483647.0f, 3, -5}).to(ctx, DType::i64);
+    CHECK(i.add(ctx, i).toVector() == std::vector<float>{200, -14, 4});
+    CHECK(i.neg(ctx).toVector() == std::vector<float>{-100, 7, -2});
+    CHECK(j.mul(ctx, j).toVector() == std::vector<float>{4611686014132420609.0f, 9, 25});
+    const Tensor u = Tensor::fromSlice(ctx, {"d"}, {2}, {250, 3}).to(ctx, DType::u8);
+    CHECK(u.add(ctx, u).toVector() == std::vector<float>{244, 6});  // wraps mod 256, as torch's uint8
+    const Tensor f = Tensor::fromSlice(ctx, {"d"}, {2}, {0.5f, 2.0f}).to(ctx, DType::f64);
+    const Tensor e = f.exp(ctx);
+    CHECK(e.dtype() == DType::f64);
+    CHECK(e.toVector() == std::vector<float>{static_cast<float>(std::exp(0.5)), static_cast<float>(std::exp(2.0))});
+  }
+}
+
+TEST_CASE("backend harness: bad inputs are the same errors on every backend") {
+  for (Backend b : {Backend::cpu, Backend::reference}) {
+    ExecContext ctx(ExecOptions{.backend = b});
+    const Tensor a = Tensor::ones(ctx, {"i"}, {3}), c = Tensor::ones(ctx, {"i"}, {4});
+    CHECK_FUCINA_ERROR(a.add(ctx, c), ShapeMismatch);
+    CHECK_FUCINA_ERROR(a.dot(ctx, c, "i"), ShapeMismatch);
+    CHECK_FUCINA_ERROR(a.sum(ctx, "nope"), ShapeMismatch);
+    CHECK_FUCINA_ERROR(a.to(ctx, DType::i32).exp(ctx), DTypeMismatch);
+  }
+  CHECK_FUCINA_ERROR(ExecContext(ExecOptions{.backend = static_cast<Backend>(7)}), InvalidArgument);
+}
+
+TEST_CASE("a context on the reference backend trains an MLP to the cpu backend's losses") {
+  // x·W1 -> relu -> ·W2, mean squared error, SGD: the reference backend's scalar kernels against
+  // the cpu backend's SIMD and threaded ones, step by step.
+  auto train = [](Backend backend) {
+    ExecContext ctx(ExecOptions{.threads = 2, .backend = backend});
+    const Tensor x = Tensor::fromSlice(ctx, {"b", "in"}, {16, 5}, randoms(80, -1, 1, 1));
+    const Tensor target = Tensor::fromSlice(ctx, {"b", "out"}, {16, 2}, randoms(32, -1, 1, 2));
+    const Tensor w1 = Tensor::variableFromSlice(ctx, {"in", "h"}, {5, 8}, randoms(40, -0.5f, 0.5f, 3));
+    const Tensor b1 = Tensor::variableFromSlice(ctx, {"h"}, {8}, randoms(8, -0.1f, 0.1f, 4));
+    const Tensor w2 = Tensor::variableFromSlice(ctx, {"h", "out"}, {8, 2}, randoms(16, -0.5f, 0.5f, 5));
+    const std::vector<Tensor> params{w1, b1, w2};
+    fucina::optim::Sgd sgd(params, {.lr = 0.1});
+    std::vector<float> losses;
+    for (int step = 0; step < 30; ++step) {
+      sgd.zeroGrad();
+      const Tensor h = x.dot(ctx, w1, "in").add(ctx, b1).relu(ctx);
+      const Tensor err = h.dot(ctx, w2, "h").sub(ctx, target);
+      const Tensor loss = err.mul(ctx, err).meanAll(ctx);
+      loss.backward(ctx);
+      sgd.step(ctx);
+      losses.push_back(loss.toVector()[0]);
+    }
+    return losses;
+  };
+  const std::vector<float> cpu = train(Backend::cpu), reference = train(Backend::reference);
+  CHECK(reference.back() < 0.6f * reference.front());  // it learns
+  requireClose("losses", reference, cpu, 1e-4);
+}
