@@ -90,6 +90,11 @@ export type FucinaErrorCode =
   | 'GradientShapeMismatch'
   | 'GradientMismatch'
   | 'TensorReleased'
+  | 'DeviceUnavailable'
+  | 'DeviceMismatch'
+  | 'DeviceLost'
+  | 'DeviceReadIsAsync'
+  | 'UnsupportedOnDevice'
   | 'Internal'
   | 'LoadFailed';
 

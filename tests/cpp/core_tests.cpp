@@ -75,6 +75,11 @@ TEST_CASE("every ErrorCode has its reference name") {
       {ErrorCode::GradientShapeMismatch, "GradientShapeMismatch"},
       {ErrorCode::GradientMismatch, "GradientMismatch"},
       {ErrorCode::TensorReleased, "TensorReleased"},
+      {ErrorCode::DeviceUnavailable, "DeviceUnavailable"},
+      {ErrorCode::DeviceMismatch, "DeviceMismatch"},
+      {ErrorCode::DeviceLost, "DeviceLost"},
+      {ErrorCode::DeviceReadIsAsync, "DeviceReadIsAsync"},
+      {ErrorCode::UnsupportedOnDevice, "UnsupportedOnDevice"},
   };
   for (const auto& [code, expected] : names) CHECK(fucina::name(code) == expected);
   CHECK(fucina::name(ErrorCode::BackwardAlreadyRun) == "BackwardAlreadyRun");
