@@ -307,8 +307,12 @@ val gradcheck(val loss, val inputs, double eps, double abs_tol, double rel_tol) 
 
 std::vector<fucina::NoGradScope> g_no_grad;  // JS noGrad(fn) nests push/pop on the JS thread
 
-void init(int threads) {
-  guard([&] { g_ctx = std::make_unique<ExecContext>(fucina::ExecOptions{.threads = threads}); });
+// backend: "cpu" or "reference" (checked by the facade).
+void init(int threads, const std::string& backend) {
+  guard([&] {
+    const fucina::Backend b = backend == "reference" ? fucina::Backend::reference : fucina::Backend::cpu;
+    g_ctx = std::make_unique<ExecContext>(fucina::ExecOptions{.threads = threads, .backend = b});
+  });
 }
 
 val memory() {
@@ -361,6 +365,7 @@ EMSCRIPTEN_BINDINGS(fucina) {
         });
       })
       .function("dtype", +[](Handle& h) { return guard([&] { return std::string(fucina::name(h.t.dtype())); }); })
+      .function("device", +[](Handle& h) { return guard([&] { return std::string(fucina::name(h.t.device())); }); })
       .function("requiresGrad", +[](Handle& h) { return guard([&] { return h.t.requiresGrad(); }); })
       .function("backward", +[](Handle& h, val g) {
         guard([&] {
@@ -390,6 +395,7 @@ EMSCRIPTEN_BINDINGS(fucina) {
 
   function("init", &init);
   function("threads", +[]() { return guard([&] { return ctx().threads(); }); });
+  function("backend", +[]() { return guard([&] { return std::string(fucina::name(ctx().backend())); }); });
   function("fromValues", &fromValues);
   function("full", &full);
   function("random", +[](val tags, val shape, std::string kind, double a, double b, double seed) {

@@ -52,7 +52,10 @@ function locator(options, variant, platform) {
 /** Makes the package's init(options) for one platform (see platform.*.mjs). */
 export function makeInit(platform) {
   return async function init(options = {}) {
-    checkOptions(options, ['threads', 'variant', 'locateFile', 'baseUrl', 'wasmUrl'], 'init');
+    checkOptions(options, ['threads', 'variant', 'backend', 'locateFile', 'baseUrl', 'wasmUrl'], 'init');
+    const backend = options.backend === undefined ? 'cpu' : options.backend;
+    if (backend !== 'cpu' && backend !== 'reference')
+      throw invalid(`init: backend must be 'cpu' or 'reference', got ${JSON.stringify(options.backend)}`);
     const variant = chooseVariant(options.variant, platform);
     let threads = 1;
     if (variant === 'threaded-simd') {
@@ -83,8 +86,9 @@ export function makeInit(platform) {
       }
     };
     const fc = new Fucina(M, variant);
-    fc._call(() => M.init(threads));
+    fc._call(() => M.init(threads, backend));
     fc.threads = fc._call(() => M.threads());
+    fc.backend = fc._call(() => M.backend());
     return fc;
   };
 }
@@ -450,6 +454,7 @@ export class Tensor {
   get tags() { return this.#get((h) => h.tags()); }
   get shape() { return this.#get((h) => h.shape()); }
   get dtype() { return this.#get((h) => h.dtype()); }
+  get device() { return this.#get((h) => h.device()); }
   get requiresGrad() { return this.#get((h) => h.requiresGrad()); }
   get isDisposed() { return this.#h === null; }
 

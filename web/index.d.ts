@@ -26,6 +26,11 @@ export type DType = 'f32' | 'f16' | 'bf16' | 'f64' | 'i32' | 'i64' | 'u8' | 'q8_
 
 /** The WebAssembly builds: with threads (needs SharedArrayBuffer) or single-threaded. */
 export type Variant = 'threaded-simd' | 'simd';
+/** Where a tensor's storage lives: this build has the cpu device only. */
+export type Device = 'cpu' | 'webgpu';
+/** The kernels the cpu device computes with: `cpu` (SIMD, threads) or `reference` (plain scalar
+ * loops on one thread, the oracle the fast kernels are tested against). */
+export type Backend = 'cpu' | 'reference';
 
 /** How a loss reduces its per-element values: their mean, their sum, or none (one per element). */
 export type Reduction = 'mean' | 'sum' | 'none';
@@ -130,6 +135,9 @@ export interface InitOptions {
   locateFile?: (file: string, variant: Variant) => string | URL;
   /** A folder (URL, or path in Node) holding the package's wasm/ files, e.g. on a CDN. */
   baseUrl?: string | URL;
+  /** The kernels to compute with (default "cpu"); "reference" computes on one thread whatever
+   * `threads` says. */
+  backend?: Backend;
   /** The .wasm file alone, for an explicit `variant` (the glue stays with the package). */
   wasmUrl?: string | URL;
 }
@@ -491,6 +499,8 @@ export class Tensor {
   readonly shape: number[];
   /** The element type. */
   readonly dtype: DType;
+  /** Where its storage lives. */
+  readonly device: Device;
   /** Whether backward computes a gradient for this tensor (a variable, or an op result of one). */
   readonly requiresGrad: boolean;
   /** Whether dispose() has been called; a disposed tensor throws TensorReleased when used. */
@@ -1612,8 +1622,10 @@ export interface Nn {
 export interface Fucina {
   /** The WebAssembly build in use. */
   readonly variant: Variant;
-  /** Threads the engine computes with (1 for simd). */
+  /** Threads the engine computes with (1 for simd, and on the reference backend). */
   readonly threads: number;
+  /** The kernels it computes with ({@link InitOptions.backend}). */
+  readonly backend: Backend;
   /** Optimizers and schedules. */
   readonly optim: Optim;
   /** Layers and models. */

@@ -6,10 +6,11 @@ import { init, FucinaError } from 'fucina';
 export const VARIANTS = ['threaded-simd', 'simd'];
 
 const engines = new Map();
-/** One engine per variant per test file (loading a module costs ~100 ms). */
-export async function engine(variant) {
-  if (!engines.has(variant)) engines.set(variant, await init({ variant, threads: variant === 'simd' ? undefined : 2 }));
-  return engines.get(variant);
+/** One engine per variant (and backend) per test file (loading a module costs ~100 ms). */
+export async function engine(variant, backend = 'cpu') {
+  const key = `${variant}/${backend}`;
+  if (!engines.has(key)) engines.set(key, await init({ variant, backend, threads: variant === 'simd' ? undefined : 2 }));
+  return engines.get(key);
 }
 
 /** Asserts that fn throws a FucinaError with this code, and returns it. */

@@ -1,8 +1,8 @@
 // PyTorch parity through the facade: every case of tests/fixtures/parity/<family>.json (written by
 // tests/fixtures/parity/generate.py with python3-torch, run by hand) replayed on both wasm
-// variants, as tests/cpp/parity_ops_tests.cpp replays them natively: the output and every input
-// gradient within 1e-5 + 1e-4·|want| of PyTorch's float64 values, constant extras (topK's
-// indices) equal.
+// variants and on the reference backend, as tests/cpp/parity_ops_tests.cpp replays them
+// natively: the output and every input gradient within 1e-5 + 1e-4·|want| of PyTorch's float64
+// values, constant extras (topK's indices) equal.
 import { readFileSync, readdirSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { VARIANTS, engine, values, assert } from './helpers.mjs';
@@ -253,12 +253,15 @@ function assertClose(what, got, want) {
   });
 }
 
-for (const variant of VARIANTS) {
-  describe(variant, () => {
+// Both variants on the cpu backend, and the simd variant on the reference backend (its scalar
+// kernels, as parity_ops_tests.cpp replays them natively).
+const CONFIGS = [...VARIANTS.map((v) => [v, 'cpu']), ['simd', 'reference']];
+for (const [variant, backend] of CONFIGS) {
+  describe(backend === 'cpu' ? variant : `${variant}, ${backend} backend`, () => {
     for (const file of families) {
       const doc = JSON.parse(readFileSync(new URL(file, dir), 'utf8'));
       test(`PyTorch parity: ${doc.family} (${doc.cases.length} cases)`, async () => {
-        const fc = await engine(variant);
+        const fc = await engine(variant, backend);
         for (const c of doc.cases) {
           assert.ok(OPS[c.op], `${c.name}: op ${c.op} has no entry in ops_parity.test.mjs`);
           fc.scope(() => {

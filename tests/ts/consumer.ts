@@ -7,7 +7,7 @@ import {
   parseIdx, readIdx, shuffledIndices, loadFashionMnist, makeBatch,
 } from 'fucina';
 import type {
-  DType, Variant, Reduction, Values, Pair, FucinaErrorCode, InitOptions, MemoryInfo, GradcheckOptions,
+  DType, Variant, Device, Backend, Reduction, Values, Pair, FucinaErrorCode, InitOptions, MemoryInfo, GradcheckOptions,
   GradcheckResult, InputGradients, CustomVjpSpec, LayerNormOptions, AffineLayerNormOptions, LossOptions,
   CrossEntropyOptions, HuberLossOptions, KlDivLossOptions, RopeOptions, AttentionOptions, Conv2dAxes,
   Conv2dOptions, Pool2dOptions, SafetensorsContents, SgdOptions, AdamOptions, Optim, Module, LinearOptions,
@@ -38,9 +38,13 @@ void [located, cdn];
 await init({ locateFile: () => 42 });
 // @ts-expect-error baseUrl is a string or URL
 await init({ baseUrl: 7 });
+await init({ backend: 'reference' });
+// @ts-expect-error the backends are cpu and reference
+await init({ backend: 'gpu' });
 
 const variant: Variant = fc.variant;
 const threads: number = fc.threads;
+const backend: Backend = fc.backend;
 const optim: Optim = fc.optim;
 const nn: Nn = fc.nn;
 expectType<typeof Tensor>(fc.Tensor);
@@ -81,6 +85,7 @@ fc.zeros(x, [2]);
 const tags: string[] = w.tags;
 const shape: number[] = w.shape;
 const dtype: DType = w.dtype;
+const device: Device = w.device;
 const requiresGrad: boolean = w.requiresGrad;
 const isDisposed: boolean = w.isDisposed;
 // @ts-expect-error tags are read-only
@@ -589,7 +594,7 @@ xe.dotPacked(fc.ones(['o', 'e'], [3, 32]));
 packedW.dispose();
 
 // Everything above is used once more so that noUnusedLocals holds.
-console.log(variant, threads, copy, z, o, f, u, n, tags, shape, dtype, requiresGrad, isDisposed, arr, item, half, text,
+console.log(variant, threads, backend, device, copy, z, o, f, u, n, tags, shape, dtype, requiresGrad, isDisposed, arr, item, half, text,
   binaries, scalars, unaries, reductions, norms, losses, indexing, inventory, losses2, convs, constantResults, contractions, structure, spatial, inferred, rotated, attended,
   noGrad, enabled, counters, c1, c2, c3, c4, v1, v2, grads, gcNumbers, decodedW, meta, params, optDisposed, norm, linearFields,
   y1, linearParams, channelAxis, convFields, lnFields, embFields, mlpLayers, cnnFields, context, blockLayers, firstLayer,
