@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
       {"784x128x512 (dW, At)", 784, 512, 128, true, false},   // dW = Xᵀ·dY
       {"128x512x784 (dX, Bt)", 128, 784, 512, false, true},   // dX = dY·Wᵀ
       {"128x2048x384 (W3 dW)", 128, 384, 2048, true, false},  // W3's qkv weight gradient: split in depth
-      // Inference (issue 23): one token through W3's qkv and a GPT-2-small MLP, W6's first Linear.
+      // Inference: one token through W3's qkv and a GPT-2-small MLP, W6's first Linear.
       {"1x128x384 (W7 qkv)", 1, 384, 128, false, true},
       {"1x768x3072 (GPT-2 fc)", 1, 3072, 768, false, true},
       {"64x1600x128 (W6 fc1)", 64, 128, 1600, false, true},

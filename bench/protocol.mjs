@@ -12,7 +12,7 @@ export const WORKLOADS = ['w1', 'w2', 'w3', 'w3-ckpt', 'w3-frozen-f32', 'w3-froz
  * of long steps; bench/scale.mjs runs the grid. */
 export const SCALE_D = [128, 256, 512], SCALE_LAYERS = [2, 4, 8];
 export const SCALE_WORKLOADS = SCALE_D.flatMap((d) => SCALE_LAYERS.map((l) => `w3-d${d}-l${l}`));
-/** fucina's own variants (issue 19's frozen-base W3, and Scale's above), which the peers do not run. */
+/** fucina's own variants (the frozen-base W3, and Scale's above), which the peers do not run. */
 export const OWN_WORKLOADS = ['w3-frozen-f32', 'w3-frozen-f16', 'w3-frozen-q8', ...SCALE_WORKLOADS];
 /** W5 (bench/README.md): LoRA fine-tuning of a GPT-2-small-shaped model, base f32/f16/q8_0, with
  * and without checkpointed blocks. Seconds a step: run on request (--workloads), not by default. */

@@ -179,7 +179,7 @@ class Run {
     const Tags tags = in_.tags(rank);
     const Extents shape = in_.extents(rank);
     Tensor t = Tensor::uniform(ctx_, tags, shape, -2, 2, in_.byte());
-    if (variable) {  // f32 mostly, f16 and bf16 leaves too (§5.1)
+    if (variable) {  // f32 mostly, f16 and bf16 leaves too
       const uint8_t kind = in_.byte() % 4;
       return Tensor::variable(ctx_, kind == 1 ? t.to(ctx_, DType::f16) : kind == 2 ? t.to(ctx_, DType::bf16) : t);
     }
@@ -388,7 +388,7 @@ class Run {
     }
   }
 
-  // The views, flips and shifts of issue 22, with hostile axes, counts, strides and pads.
+  // The views, flips and shifts, with hostile axes, counts, strides and pads.
   Tensor shifted(const Tensor& t) {
     switch (in_.below(14)) {
       case 0: return t.alignTo(ctx_, in_.tags(in_.below(5)));
@@ -424,7 +424,7 @@ class Run {
     }
   }
 
-  // Diagonals, masked selection and indexed updates (issue 22): hostile offsets, starts and
+  // Diagonals, masked selection and indexed updates: hostile offsets, starts and
   // indices, any tensor of the pool as mask or source.
   Tensor indexing(const Tensor& t) {
     const Tensor rows = ints({in_.tag()}, {in_.number()});
@@ -449,7 +449,7 @@ class Run {
     }
   }
 
-  // The packed products (issue 23): any tensor of the pool packed along any axis (sometimes
+  // The packed products: any tensor of the pool packed along any axis (sometimes
   // quantized first), then multiplied by another, plain or fused.
   Tensor packed(const Tensor& t) {
     Tensor w = pick();

@@ -556,7 +556,7 @@ export const OPS = [
       number('scale', { default: null, nullable: true, doc: 'Multiplies the scores (default 1/sqrt(D)).' }),
     ], { type: 'AttentionOptions', doc: 'Options of {@link Fucina.groupedAttention}: the axis names and the masking.' })],
     cpp: 'Tensor::groupedAttention(ctx(), q, k, v, {.heads = heads, .time = time, .dim = dim, .causal = causal, .scale = scale})' },
-  // ---- views, flips and shifts (issue 22)
+  // ---- views, flips and shifts
   { name: 'alignTo', on: 'tensor',
     doc: "torch's align_to: exactly these axes, in this order; this tensor's axes must be among them (keeping their extents), the others are new axes of extent 1. A view.",
     args: [tags('tags')] },
@@ -593,7 +593,7 @@ export const OPS = [
     doc: "Transformer-XL's relative-position shift of scores x[.., q, k]: pad a zero column before k, read (Q, K+1) as (K+1, Q), drop the first row, read back as (Q, K). The result has the other axes in this tensor's order, then queryAxis, keyAxis.",
     args: [axis('queryAxis'), axis('keyAxis')] },
 
-  // ---- diagonals, masked selection and indexed updates (issue 22)
+  // ---- diagonals, masked selection and indexed updates
   { name: 'diagonal', on: 'tensor',
     doc: 'torch.diagonal: a view of the offset diagonal of axes a and b (> 0 above the main one), which are dropped; the new axis `into` (it may reuse a or b) comes last. An offset past the matrix gives an empty axis.',
     args: [axis('a'), axis('b'), int('offset'), axis('into')] },

@@ -1,6 +1,6 @@
 /// @file
 /// fucina: tensors with named axes and eager, backward-only reverse-mode autograd.
-/// The public root header (§1): include this and nothing else.
+/// The public root header: include this and nothing else.
 #pragma once
 
 #include "fucina/ag/checkpoint.h"

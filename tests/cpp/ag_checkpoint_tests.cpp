@@ -1,4 +1,4 @@
-// §5.5 activation checkpointing: the reference examples, every rule and error, the memory claim
+// Activation checkpointing: the reference examples, every rule and error, the memory claim
 // and bitwise parity with the non-checkpointed graph.
 #include "test_helpers.h"
 

@@ -1,4 +1,4 @@
-// §5.6 custom VJPs, the elemental convenience tier, and seeded dropout.
+// Custom VJPs, the elemental convenience tier, and seeded dropout.
 #include "test_helpers.h"
 
 #include <cmath>

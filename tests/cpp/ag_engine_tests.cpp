@@ -1,4 +1,4 @@
-// The autograd engine against the behavioural contract (spec/autograd-reference.md §5.1–5.4):
+// The autograd engine against the reference's contract for gradients, backward and noGrad:
 // first the reference snippets ported one-to-one, then one TEST_CASE per rule.
 #include <algorithm>
 #include <atomic>
@@ -65,7 +65,7 @@ Tensor sumOfAll(ExecContext& ctx, const std::vector<Tensor>& parts) {
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
-// Reference snippets (§5.1–5.4), same names and values
+// Reference snippets, same names and values
 // ---------------------------------------------------------------------------------------------
 
 TEST_CASE("backward and grad read") {
@@ -145,7 +145,7 @@ TEST_CASE("noGrad suppresses recording") {
 }
 
 // ---------------------------------------------------------------------------------------------
-// §5.1 the gradient model: constants, variables, op results
+// The gradient model: constants, variables, op results
 // ---------------------------------------------------------------------------------------------
 
 TEST_CASE("constants have no gradient state") {
@@ -212,7 +212,7 @@ TEST_CASE("op results record a node only when an operand requires gradients") {
 }
 
 // ---------------------------------------------------------------------------------------------
-// §5.2 seeding rules
+// Seeding rules
 // ---------------------------------------------------------------------------------------------
 
 TEST_CASE("a {1,1} tensor counts as scalar for the implicit seed") {
@@ -421,7 +421,7 @@ TEST_CASE("a node consumed by several branches runs its VJP once with the summed
 }
 
 // ---------------------------------------------------------------------------------------------
-// §5.2 one backward per graph
+// One backward per graph
 // ---------------------------------------------------------------------------------------------
 
 TEST_CASE("a second backward over the same graph fails with BackwardAlreadyRun") {
@@ -566,7 +566,7 @@ TEST_CASE("a bare variable output has no graph to consume") {
     v.backward(ctx);
     CHECK(gradOf(ctx, v) == Floats{1});
     REQUIRE_NOTHROW(v.backward(ctx));
-    // §5.2: an output that already holds a gradient gets no implicit +1 on top.
+    // An output that already holds a gradient gets no implicit +1 on top.
     CHECK(gradOf(ctx, v) == Floats{1});
     v.zeroGrad();
     v.backward(ctx);
@@ -597,7 +597,7 @@ TEST_CASE("zeroGrad resets gradients, not the consumed graph") {
 }
 
 // ---------------------------------------------------------------------------------------------
-// §5.2 error exits: failing VJPs, missing and misshaped gradients
+// Error exits: failing VJPs, missing and misshaped gradients
 // ---------------------------------------------------------------------------------------------
 
 TEST_CASE("a VJP failing mid-pass leaves the graph re-runnable") {
@@ -644,7 +644,7 @@ TEST_CASE("a VJP failure keeps the contributions delivered before it") {
   CHECK(gradOf(ctx, f) == Floats{1, 2});  // and f += 1 * x
   CHECK_FALSE(z.grad(ctx).has_value());
 
-  // Re-runnable, but values are not restored (§5.2): the retry's contributions add to the
+  // Re-runnable, but values are not restored: the retry's contributions add to the
   // interior gradients left by the failed pass. loss keeps its gradient 1, g: 1 + 1 = 2,
   // x += 2 * z, f: {1,2} + 2 * x = {3,6}, z += f. The spec's advice: zero the leaves first.
   x.zeroGrad();
@@ -748,7 +748,7 @@ TEST_CASE("needs_grad is false exactly for constant operands") {
 }
 
 // ---------------------------------------------------------------------------------------------
-// §5.2 accumulation and copy-on-write
+// Accumulation and copy-on-write
 // ---------------------------------------------------------------------------------------------
 
 TEST_CASE("a VJP may hand back views of gy without aliasing accumulators") {
@@ -809,7 +809,7 @@ TEST_CASE("grad() returns a deep copy") {
 }
 
 // ---------------------------------------------------------------------------------------------
-// §5.3 values: detach, data(), item()
+// Values: detach, data(), item()
 // ---------------------------------------------------------------------------------------------
 
 TEST_CASE("detach shares storage and has no gradient state") {
@@ -874,7 +874,7 @@ TEST_CASE("item() rejects multi-element tensors with InvalidArgument") {
 }
 
 // ---------------------------------------------------------------------------------------------
-// §5.4 noGrad scopes
+// noGrad scopes
 // ---------------------------------------------------------------------------------------------
 
 TEST_CASE("noGrad scopes nest") {
@@ -966,7 +966,7 @@ TEST_CASE("variables made inside noGrad are still variables") {
 }
 
 // ---------------------------------------------------------------------------------------------
-// §5.2 parallel backward and thread safety
+// Parallel backward and thread safety
 // ---------------------------------------------------------------------------------------------
 
 namespace {

@@ -560,7 +560,7 @@ TEST_CASE("toVector of a view too large to copy is OutOfMemory, not std::bad_all
 }
 
 // ---------------------------------------------------------------------------------------------
-// Exec scopes (§6)
+// Exec scopes
 // ---------------------------------------------------------------------------------------------
 
 TEST_CASE("ExecScope releases tensors made inside it") {
@@ -675,7 +675,7 @@ TEST_CASE("closing an exec scope keeps the graph a kept result needs") {
 }
 
 // ---------------------------------------------------------------------------------------------
-// WorkPool and context threads (§9)
+// WorkPool and context threads
 // ---------------------------------------------------------------------------------------------
 
 TEST_CASE("WorkPool parallelFor covers every index exactly once") {

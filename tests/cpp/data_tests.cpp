@@ -58,7 +58,7 @@ TEST_CASE("IDX: bad files are InvalidArgument naming the problem") {
   REQUIRE_FUCINA_ERROR(data::readIdxFile("/nonexistent/file.idx"), InvalidArgument);
 }
 
-// Hostile files (issue 17): every failure is InvalidArgument, found before the values are stored.
+// Hostile files: every failure is InvalidArgument, found before the values are stored.
 TEST_CASE("IDX: dims whose product overflows, or that exceed the file, are InvalidArgument") {
   REQUIRE_FUCINA_ERROR(data::parseIdx(idxBytes({65536, 65536, 65536, 65536}, {})), InvalidArgument);  // 2^64 wraps to 0
   REQUIRE_FUCINA_ERROR(data::parseIdx(idxBytes({0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF}, {1})), InvalidArgument);

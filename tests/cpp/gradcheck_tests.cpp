@@ -1,4 +1,4 @@
-// gradcheck (§5.7): central finite differences against the analytical backward.
+// gradcheck: central finite differences against the analytical backward.
 #include <cmath>
 #include <limits>
 #include <stdexcept>

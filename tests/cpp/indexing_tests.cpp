@@ -1,4 +1,4 @@
-// Diagonals, masked selection and indexed updates (issue 22): diagonal, trace, diag, diagEmbed
+// Diagonals, masked selection and indexed updates: diagonal, trace, diag, diagEmbed
 // (ops/diagonal.cpp), maskedSelect, maskedScatter (ops/masked.cpp), setSlice, zeroSlice
 // (ops/slice_update.cpp), indexAdd, scatter, setRows, zeroRows (ops/gather.cpp). Hand-checked
 // values, gradcheck through permuted / narrowed / broadcast inputs, size-1 and empty axes, the

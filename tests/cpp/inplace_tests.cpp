@@ -1,4 +1,4 @@
-// The in-place and storage-consuming helpers (reference §5.8, ops/inplace.cpp): the values of the
+// The in-place and storage-consuming helpers (ops/inplace.cpp): the values of the
 // out-of-place ops they stand for, bit for bit, on any layout; writes land in the tensor's own
 // buffer; operands that require grad are UnsupportedGradient; shared storage is refused.
 #include "test_helpers.h"

@@ -1,4 +1,4 @@
-// The intentionally no-grad ops (reference §5.8): argmax, argmin, argsort, multinomial, isnan,
+// The intentionally no-grad ops: argmax, argmin, argsort, multinomial, isnan,
 // isinf, isfinite, the logical ops, any/all and bandMask. Their results are constants even from
 // variables; values against naive references, every dtype they read, edge points, bad inputs.
 #include "test_helpers.h"

@@ -890,13 +890,13 @@ TEST_CASE("op coverage matrix") {
   for (const char* op : {"alignTo", "viewWithStrides", "materialize", "sliceStep", "zeroPad2d", "constantPad2d", "unbindInto",
                          "repeatAxis", "flip", "roll", "rollBy", "shiftBy", "relposShift"})
     home[op] = "views_tests.cpp";
-  // Diagonals, masked selection and indexed updates (issue 22).
+  // Diagonals, masked selection and indexed updates.
   for (const char* op : {"diagonal", "trace", "diag", "diagEmbed", "indexAdd", "scatter", "maskedSelect", "maskedScatter",
                          "setSlice", "setRows", "zeroSlice", "zeroRows"})
     home[op] = "indexing_tests.cpp";
   for (const char* op : {"packRhs", "dotPacked", "rmsNormMulDotPacked", "splitSwiGluDotPacked", "gegluQuantDotPacked"})
     home[op] = "packed_tests.cpp";
-  // The prepared convolution (issue 23): inference only.
+  // The prepared convolution: inference only.
   for (const char* op : {"prepareConv2dWeights", "conv2dPrepared", "conv2dPreparedRelu"}) home[op] = "conv_prepared_tests.cpp";
   // Ops whose results are constants (no VJP, nothing for gradcheck or a gradient fixture).
   const std::set<std::string> constant_results = {"quantize", "compare", "argmax", "argmin", "argsort", "multinomial",

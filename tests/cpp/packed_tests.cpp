@@ -1,4 +1,4 @@
-// The inference-only packed products (ops/packed.cpp, ag/packed.h; issue 23): packRhs, dotPacked
+// The inference-only packed products (ops/packed.cpp, ag/packed.h): packRhs, dotPacked
 // (dense and quantized), rmsNormMulDotPacked, splitSwiGluDotPacked, gegluQuantDotPacked. Each is
 // checked against the training path's op on awkward layouts and sizes, on 1 and 2 threads, with
 // its three gradient refusals and bad inputs.

@@ -105,7 +105,7 @@ TEST_CASE("a model's parameters save and load in place", "[io]") {
   std::filesystem::remove(path);
 }
 
-// Hostile headers (issue 17): each fails with InvalidArgument, the decoder's code for a corrupt
+// Hostile headers: each fails with InvalidArgument, the decoder's code for a corrupt
 // file, before it allocates anything the file does not hold.
 TEST_CASE("safetensors: a deeply nested header is InvalidArgument, not a stack overflow", "[io]") {
   ExecContext ctx;

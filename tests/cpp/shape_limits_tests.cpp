@@ -1,4 +1,4 @@
-// Shape arithmetic at the int64 limits (issue 17): extents, pads, strides, kernels, dilations and
+// Shape arithmetic at the int64 limits: extents, pads, strides, kernels, dilations and
 // positions near INT64_MAX are refused with a fucina::Error before any product or sum overflows
 // (the UBSan build reports any that does), and nothing is allocated for them.
 #include <limits>

@@ -1,4 +1,4 @@
-// Typed branches (§5.1, Note [Dtype rules]): 16-bit leaves with f32 gradients, the casts between
+// Typed branches (Note [Dtype rules]): 16-bit leaves with f32 gradients, the casts between
 // float dtypes, the contractions with a 16-bit or q8_0 right operand (converted while the GEMM
 // packs it), and optimizers updating 16-bit parameters.
 #include <cstring>

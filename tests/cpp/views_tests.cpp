@@ -1,4 +1,4 @@
-// The views, flips and shifts of issue 22 (ops/strided_views.cpp, ops/shift.cpp, ops/pad2d.cpp):
+// The views, flips and shifts (ops/strided_views.cpp, ops/shift.cpp, ops/pad2d.cpp):
 // alignTo, viewWithStrides, materialize, sliceStep, zeroPad2d, constantPad2d, unbindInto,
 // repeatAxis, flip, roll, rollBy, shiftBy, relposShift. Hand-checked values, which results share
 // storage, gradcheck on permuted / narrowed / broadcast inputs with size-1 and empty axes, every

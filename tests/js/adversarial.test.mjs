@@ -1,4 +1,4 @@
-// The adversarial suite (issue 17): every public function and method called with the bad inputs
+// The adversarial suite: every public function and method called with the bad inputs
 // users make. Each case must (a) throw a FucinaError with a code (or, for a value a user callback
 // throws, that value), (b) leave fc.memory().liveTensors where it was, and (c) leave the module
 // usable. Cases are generated from the tables in adversarial_cases.mjs; a public member without

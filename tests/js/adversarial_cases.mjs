@@ -1,4 +1,4 @@
-// The adversarial tables (issue 17): for every public function and method of the package, a
+// The adversarial tables: for every public function and method of the package, a
 // valid call and the kinds of its arguments. adversarial.test.mjs generates the bad calls from
 // them: each argument in turn replaced by every bad value of its kind. ENGINE and PARTIAL list
 // well-typed calls the engine must refuse; callbacks, heap exhaustion and optimizers have
@@ -169,7 +169,7 @@ export const TENSOR = {
   avgPool2d: { self: 'img', args: [pairPos(2), options({}, poolOptions)] },
   upsample2xNearest: { self: 'img', args: [axis('h'), axis('w')] },
   compare: { args: [tensor('p'), raw('lt', ['equal', 'EQ', 7, null, {}])] },
-  // views, flips and shifts (issue 22)
+  // views, flips and shifts
   alignTo: { args: [tags(['n', 'c', 'r'])] },
   viewWithStrides: { args: [tags(['w', 'k']), shape([2, 2]), shape([1, 1]), nat(1)] },
   materialize: { args: [] },
@@ -183,7 +183,7 @@ export const TENSOR = {
   rollBy: { args: [axis('c'), axis('r'), tensor('lab')] },
   shiftBy: { args: [axis('c'), axis('r'), tensor('lab')] },
   relposShift: { args: [axis('r'), axis('c')] },
-  // diagonals, masked selection and indexed updates (issue 22); rows: {r: 2, c: 2}
+  // diagonals, masked selection and indexed updates; rows: {r: 2, c: 2}
   diagonal: { args: [axis('r'), axis('c'), int(0), axis('d')] },
   trace: { args: [axis('r'), axis('c')] },
   diag: { self: 'v', args: [tags(['c']), tags(['i', 'j']), int(1)] },
@@ -196,10 +196,10 @@ export const TENSOR = {
   setRows: { args: [axis('c'), tensor('idx'), tensor('rows')] },
   zeroSlice: { args: [axis('c'), nat(0), nat(2)] },
   zeroRows: { args: [axis('c'), tensor('idx')] },
-  // the prepared convolution (issue 23): a PreparedConv2d handle, live or disposed
+  // the prepared convolution: a PreparedConv2d handle, live or disposed
   conv2dPrepared: { self: 'img', args: [raw('@prep', [null, 42, {}, 'x', '@wconv', '@prepGone'])] },
   conv2dPreparedRelu: { self: 'img', args: [raw('@prep', [null, 42, {}, 'x', '@wconv', '@prepGone'])] },
-  // the packed products (issue 23): a PackedRhs, live or disposed; dotPacked's bias may be null
+  // the packed products: a PackedRhs, live or disposed; dotPacked's bias may be null
   dotPacked: { self: 'v', args: [raw('@packed', packedBad), raw('@bias', ['@gone', '@foreign', '@v', 42, {}, 'x'])] },
   rmsNormMulDotPacked: { self: 'v', args: [tensor('v'), raw('@packed', packedBad), num(1e-6)] },
   splitSwiGluDotPacked: { self: 'even', args: [raw('@packedHalf', [...packedBad, '@packed'])] },
@@ -423,7 +423,7 @@ export const ENGINE = {
   'takeScaleNoGrad of a variable (not consumed)': (f) => f.x.takeScaleNoGrad(2),
   'routerTopK with k past the experts': (f) => f.p.routerTopK('c', 4),
   'routerTopK of a variable': (f) => f.x.routerTopK('c', 1),
-  // views, flips and shifts (issue 22)
+  // views, flips and shifts
   'alignTo without an axis of the tensor': (f) => f.x.alignTo(['r']),
   'alignTo naming an axis twice': (f) => f.x.alignTo(['r', 'c', 'r']),
   'viewWithStrides past the last element': (f) => f.x.viewWithStrides(['d'], [3], [2], 2),
@@ -437,7 +437,7 @@ export const ENGINE = {
   'rollBy with shifts of the wrong extent': (f) => f.x.rollBy('c', 'r', f.idx),
   'shiftBy along its own shift axis': (f) => f.x.shiftBy('r', 'r', f.lab),
   'relposShift with one axis twice': (f) => f.x.relposShift('c', 'c'),
-  // diagonals, masked selection and indexed updates (issue 22)
+  // diagonals, masked selection and indexed updates
   'diagonal of one axis twice': (f) => f.x.diagonal('r', 'r', 0, 'd'),
   'diagonal into a kept axis': (f) => f.img.diagonal('h', 'w', 0, 'c'),
   'diag from three names': (f) => f.x.diag(['r', 'c', 'r'], ['d']),

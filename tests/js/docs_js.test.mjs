@@ -1,4 +1,4 @@
-// Issue 18, part B: scripts/docs-js builds the JS API reference from web/index.d.ts with TypeDoc,
+// scripts/docs-js builds the JS API reference from web/index.d.ts with TypeDoc,
 // warnings as errors (an undocumented member, a non-exported type or a broken link fails it).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -87,8 +87,8 @@ for (const variant of VARIANTS) {
       assert.throws(() => loss.backward(), { name: 'RangeError', message: 'recompute boom' });
       fail = false;
       loss.backward();  // the graph stayed re-runnable
-      // As §5.2 says, contributions delivered before the failure stay: y already held its
-      // gradient from the failed pass, so the retry propagates it twice.
+      // Contributions delivered before the failure stay (Note [Re-runnable exits]): y already
+      // held its gradient from the failed pass, so the retry propagates it twice.
       assert.deepEqual(values(x.grad()).map((v) => v.toFixed(4)), [2 * Math.E, 2 * Math.E ** 2].map((v) => v.toFixed(4)));
       throwsCode(() => fc.checkpoint(() => 42, [x]), 'InvalidArgument');
       throwsCode(() => fc.checkpoint('block', [x]), 'InvalidArgument');
@@ -145,7 +145,7 @@ for (const variant of VARIANTS) {
   });
 }
 
-// Issue 17 ("trustworthy under hostile use"): each finding's regression test.
+// Trustworthy under hostile use: each finding's regression test.
 const baseline = (fc) => fc.memory().liveTensors;
 
 /** fn throws (a FucinaError with this code, if given); afterwards grad mode is on, no tensor
@@ -172,7 +172,7 @@ async function leavesEngineSound(fc, fn, code) {
 }
 
 for (const variant of VARIANTS) {
-  describe(`${variant}: issue 17`, () => {
+  describe(`${variant}: hostile inputs`, () => {
     test('a tensor of another instance is refused clearly, in ops and callback results', async () => {
       const fc = await engine(variant);
       const other = await init({ variant, threads: variant === 'simd' ? undefined : 1 });
@@ -337,7 +337,7 @@ for (const variant of VARIANTS) {
   });
 }
 
-describe('issue 17: data and layer helpers', () => {
+describe('hostile inputs: data and layer helpers', () => {
   test('readIdx on a truncated .gz, subSeed of a string, a huge shuffledIndices are FucinaErrors', async () => {
     const { gzipSync } = await import('node:zlib');
     const { writeFileSync, mkdtempSync } = await import('node:fs');

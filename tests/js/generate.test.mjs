@@ -1,4 +1,4 @@
-// Generation with a KV cache (issue 23): fc.nn.Gpt.generate (its loop and cache in JS, C++'s
+// Generation with a KV cache: fc.nn.Gpt.generate (its loop and cache in JS, C++'s
 // sampler) and fc.nn.Gpt2.generate (C++'s nn::Gpt2::generate, bound) against uncached reference
 // loops of full forwards, across the context limit; seeds, onToken, noGrad, memory and errors.
 import { describe, test } from 'node:test';

@@ -1,4 +1,4 @@
-// Issue 20 in JS: fc.nn.Gpt2 and fc.nn.LoraLinear (the C++ nn::Gpt2 / nn::LoraLinear, bound)
+// GPT-2 and LoRA in JS: fc.nn.Gpt2 and fc.nn.LoraLinear (the C++ nn::Gpt2 / nn::LoraLinear, bound)
 // against tests/fixtures/gpt2/, a 2-layer GPT-2-shaped checkpoint in the Hugging Face layout with
 // the float64 PyTorch reference of tests/fixtures/gpt2_fixture.py: logits and loss per base
 // dtype, full fine-tuning gradients, the LoRA case, adapter files, merging, generation,

@@ -1,4 +1,4 @@
-// Diagonals, masked selection and indexed updates (issue 22) through the facade, on both wasm
+// Diagonals, masked selection and indexed updates through the facade, on both wasm
 // variants: the hand-checked values of tests/cpp/indexing_tests.cpp, gradients, gradcheck and
 // bad inputs with their codes (ops_parity.test.mjs checks them against PyTorch too).
 import { describe, test } from 'node:test';

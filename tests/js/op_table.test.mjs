@@ -1,4 +1,4 @@
-// Issue 22, "One op table": web/ops.table.mjs is the one declaration of each op of the facade.
+// One op table: web/ops.table.mjs is the one declaration of each op of the facade.
 // Fails when an op of C++'s public list (src/fucina/ops/ops.list) is not in JS, when an op is in
 // the .d.ts but not at run time or the other way round, when the files generated from the table
 // (web/ops.bindings.inc, the generated blocks of web/index.d.ts) are stale, and when a generated

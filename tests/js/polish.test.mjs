@@ -1,4 +1,4 @@
-// Issue 18, part 5-6: messages in the JS facade's terms, up-front argument checks in fc.nn,
+// Messages in the JS facade's terms, up-front argument checks in fc.nn,
 // tensors of another instance or module copy, and what util.inspect / String show.
 import { describe, test } from 'node:test';
 import util from 'node:util';

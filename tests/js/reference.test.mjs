@@ -1,4 +1,5 @@
-// The reference's examples (§5.1–5.7), under the same names as the Catch2 tests, on both variants.
+// The reference's autograd examples (backward, gradients, noGrad, checkpointing, custom VJPs,
+// gradcheck), under the same names as the Catch2 tests, on both variants.
 import { describe, test } from 'node:test';
 import { VARIANTS, engine, throwsCode, values, assert } from './helpers.mjs';
 

@@ -1,4 +1,4 @@
-// Issue 18, part 4: the package's one .d.ts is strict-clean for a TypeScript consumer, matches
+// The package's one .d.ts is strict-clean for a TypeScript consumer, matches
 // the runtime member for member, and tests/ts/consumer.ts uses every public member (so a new
 // runtime function without a type, or a type without a use in the consumer, fails here).
 import { test } from 'node:test';

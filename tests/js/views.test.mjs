@@ -1,4 +1,4 @@
-// The views, flips and shifts of issue 22 through the facade, on both variants: alignTo,
+// The views, flips and shifts through the facade, on both variants: alignTo,
 // viewWithStrides, materialize, sliceStep, zeroPad2d, constantPad2d, unbindInto, repeatAxis,
 // flip, roll, rollBy, shiftBy, relposShift. Values, fc.gradcheck through each on a permuted
 // input, and the engine's refusals (the PyTorch fixtures in ops_parity.test.mjs check more values).

@@ -1,4 +1,4 @@
-// BackwardFunction (§5.1): the type-erased VJP record a GradState holds for an op result.
+// BackwardFunction: the type-erased VJP record a GradState holds for an op result.
 // Internal: user-defined differentiable ops go through customVjp, which implements it.
 #pragma once
 
@@ -26,8 +26,8 @@ class BackwardFunction {
                         std::span<const bool> needs_grad,
                         std::span<std::optional<internal::RawTensor>> out) = 0;
   virtual std::string_view name() const = 0;  // the op's name, for error messages
-  // Scheduling hints (§5.2): records at or above kBackwardAsyncWorkThreshold, or that prefer
-  // async, may run on a pool thread when other nodes are ready at the same time.
+  // Scheduling hints of the parallel backward: records at or above kBackwardAsyncWorkThreshold,
+  // or that prefer async, may run on a pool thread when other nodes are ready at the same time.
   virtual bool preferAsyncBackward() const { return false; }
   virtual size_t estimatedWork() const { return 0; }
 };

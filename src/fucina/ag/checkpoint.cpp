@@ -113,7 +113,7 @@ Tensor checkpointErased(ExecContext& ctx, CheckpointBlock block, const std::vect
     NoGradScope no_grad = noGrad();
     return requireOutput(block(ctx, inputs));
   }
-  // Checkpoint keys on its inputs alone: inside noGrad it still records its node (§5.4).
+  // Checkpoint keys on its inputs alone: inside noGrad it still records its node.
   RawTensor output;
   {
     ExecScope scope(ctx);  // the block's intermediates are released when it closes

@@ -1,5 +1,5 @@
 /// @file
-/// Activation checkpointing (§5.5): the block's forward runs grad-free and keeps only its inputs
+/// Activation checkpointing: the block's forward runs grad-free and keeps only its inputs
 /// (as views) and one copy of its output; backward re-runs the block to rebuild the subgraph.
 /// Memory per checkpoint is O(inputs + output) instead of O(intermediates).
 ///

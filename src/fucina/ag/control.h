@@ -1,5 +1,5 @@
 /// @file
-/// noGrad scopes (§5.4): a thread-local depth; gradients are recorded only at depth zero.
+/// noGrad scopes: a thread-local depth; gradients are recorded only at depth zero.
 #pragma once
 
 #include <cstdint>

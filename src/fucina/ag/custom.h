@@ -1,5 +1,5 @@
 /// @file
-/// Custom VJPs (§5.6): user-defined differentiable ops. A Spec computes on raw tensors:
+/// Custom VJPs: user-defined differentiable ops. A Spec computes on raw tensors:
 ///
 /// ```
 ///   struct Spec {

@@ -56,7 +56,7 @@ bool inPass(const std::shared_ptr<GradState>& operand, uint64_t boundary) {
 // propagates its complete gradient exactly once. Leaves take no part in the counting: nothing
 // runs for them, and accumulate() serializes their contributions.
 //
-// Note [Interior consumption] (extends §5.2's one backward per graph): a completed pass consumes
+// Note [Interior consumption] (extends one backward per graph): a completed pass consumes
 // every record state it ran, not only its outputs, since each keeps the gradient it received and
 // a second pass through it would add on top and propagate the sum (h = tanh(x): backward of
 // sum(h), then of sum(2h), gave x 4·dh instead of 3·dh). So a pass that reaches a consumed state

@@ -1,4 +1,4 @@
-// The backward engine (§5.2). Internal: users call Tensor::backward / backwardWithGrad.
+// The backward engine. Internal: users call Tensor::backward / backwardWithGrad.
 #pragma once
 
 #include <span>

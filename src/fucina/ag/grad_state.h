@@ -1,5 +1,5 @@
 /// @file
-/// GradState (§5.1): the accumulated gradient, the VJP record and the scheduling state of one
+/// GradState: the accumulated gradient, the VJP record and the scheduling state of one
 /// tensor that takes part in autograd. Leaves (variables) have no record.
 #pragma once
 
@@ -22,7 +22,7 @@ class GradState {
   GradState(const GradState&) = delete;
   GradState& operator=(const GradState&) = delete;
 
-  // §5.3, all thread-safe under grad_mutex.
+  // Reading, seeding and resetting the gradient, all thread-safe under grad_mutex.
   void setGrad(internal::RawTensor grad);  ///< replaces; unchecked low-level hook
   void zeroGrad();
   std::optional<internal::RawTensor> gradClone(ExecContext& ctx);  ///< deep copy

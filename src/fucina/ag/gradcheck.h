@@ -1,5 +1,5 @@
 /// @file
-/// gradcheck (§5.7): central finite differences against the analytical backward of a scalar loss.
+/// gradcheck: central finite differences against the analytical backward of a scalar loss.
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,5 @@
 /// @file
-/// Inference-only packed right operands (reference §5.8, "Intentionally no-grad"; issue 23): a
+/// Inference-only packed right operands (intentionally no-grad: results are constants): a
 /// weight prepared once for every product that reads it, so inference does not repack it per
 /// call. Note [Packed B] (backend/cpu/gemm_simd.h) says what the dense layout is.
 #pragma once

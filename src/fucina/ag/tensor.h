@@ -1,5 +1,5 @@
 /// @file
-/// Tensor (§5.1): a cheap refcounted handle (copy = share) to one value and at most one GradState.
+/// Tensor: a cheap refcounted handle (copy = share) to one value and at most one GradState.
 /// Constants have no GradState; variables have a leaf one; op results get one (with a VJP record)
 /// when an operand requires gradients and gradients are enabled.
 #pragma once
@@ -251,7 +251,7 @@ class Tensor {
   /// in every build. uniform draws from [lo, hi); normal from N(mean, std^2) (Box–Muller).
   static Tensor uniform(ExecContext& ctx, Tags tags, Extents shape, double lo, double hi, uint64_t seed);
   static Tensor normal(ExecContext& ctx, Tags tags, Extents shape, double mean, double std, uint64_t seed);
-  // --- variables (leaf GradState): f32, or f16/bf16 whose gradient is always f32 (§5.1) ---
+  // --- variables (leaf GradState): f32, or f16/bf16 whose gradient is always f32 ---
   /// values are rounded to dtype (nearest even); f64, integer and q8_0 are UnsupportedGradient.
   static Tensor variableFromSlice(ExecContext& ctx, Tags tags, Extents shape, std::span<const float> values,
                                   DType dtype = DType::f32);
@@ -272,7 +272,7 @@ class Tensor {
   bool requiresGrad() const;
   GradState* gradState() const;
 
-  // --- autograd (§5.2, §5.3) ---
+  // --- autograd: backward, and reading, seeding and resetting gradients ---
   void backward(ExecContext& ctx) const;
   void backwardWithGrad(ExecContext& ctx, const Tensor& grad_output) const;
   /// The accumulated gradient: f32 whatever this tensor's dtype (none for constants and before a
@@ -287,7 +287,7 @@ class Tensor {
   std::span<const float> dataConst() const;  ///< f32, contiguous: a view, or a cached copy
   float item() const;                        ///< one-element tensors
   std::vector<float> toVector() const;
-  /// §3.8 casts: a contiguous copy in dtype (16-bit targets round to nearest even; q8_0 sources
+  /// Casts: a contiguous copy in dtype (16-bit targets round to nearest even; q8_0 sources
   /// dequantize; a q8_0 target is DTypeMismatch: use quantize). Differentiable between f32, f16
   /// and bf16, the gradient crossing as f32; to any other dtype of a tensor that requires
   /// gradients is GradientCastUnsupported.
@@ -423,7 +423,7 @@ class Tensor {
   SortResult topK(ExecContext& ctx, Tag axis, int64_t k, bool largest = true) const;
   /// torch.sort along `axis`, always stable (equal values keep their order); as topK.
   SortResult sort(ExecContext& ctx, Tag axis, bool descending = false) const;
-  // --- intentionally no-grad (reference §5.8): constant results, even from variables ---
+  // --- intentionally no-grad: constant results, even from variables ---
   /// The first index of the largest (smallest) value along axis, which is dropped: i64. NaN counts
   /// as the extreme, as in torch; an empty axis is InvalidArgument. Any element type but q8_0.
   Tensor argmax(ExecContext& ctx, Tag axis) const;
@@ -454,7 +454,7 @@ class Tensor {
   /// leaves that side unbounded): bandPart's band, for masking scores.
   static Tensor bandMask(ExecContext& ctx, Tag row, Tag col, int64_t rows, int64_t cols, int64_t lower, int64_t upper);
   // --- in-place and storage-consuming helpers (ops/inplace.cpp, Note [In-place helpers]): for
-  // inference loops; an operand that requires grad is UnsupportedGradient (reference §5.8) ---
+  // inference loops; an operand that requires grad is UnsupportedGradient ---
   /// this[..., i, ...] += v[i] along axis, written into this tensor's storage, which must be f32
   /// and its own (no view or saved value shares it: else InvalidArgument). v has the one axis
   /// `axis` with this tensor's extent (else ShapeMismatch). Returns this tensor.
@@ -723,7 +723,7 @@ class Tensor {
   Tensor triu(ExecContext& ctx, Tag row, Tag col, int64_t diagonal = 0) const;
   /// Keeps row - col <= lower and col - row <= upper; -1 leaves that side unbounded (as TF).
   Tensor bandPart(ExecContext& ctx, Tag row, Tag col, int64_t lower, int64_t upper) const;
-  // --- views, flips and shifts (issue 22: ops/strided_views.cpp, ops/shift.cpp, ops/pad2d.cpp).
+  // --- views, flips and shifts (ops/strided_views.cpp, ops/shift.cpp, ops/pad2d.cpp).
   // Dtype-agnostic like the views (any dtype but q8_0, whose blocks these would split: those ops
   // are DTypeMismatch on q8_0 except alignTo, materialize, unbindInto and a positive-step
   // sliceStep, which are views or block copies). An unknown axis is ShapeMismatch. ---
@@ -780,7 +780,7 @@ class Tensor {
   /// result has them in this tensor's order, then query_axis, key_axis. The VJP is the adjoint.
   Tensor relposShift(ExecContext& ctx, Tag query_axis, Tag key_axis) const;
 
-  // --- diagonals, masked selection and indexed updates (issue 22: ops/diagonal.cpp,
+  // --- diagonals, masked selection and indexed updates (ops/diagonal.cpp,
   // ops/masked.cpp, ops/slice_update.cpp, ops/gather.cpp) ---
   /// torch.diagonal(x, offset, a, b): a zero-copy strided view that drops axes a and b (distinct)
   /// and appends axis `into` (which may reuse a's or b's name). offset > 0 is above the main

@@ -1,7 +1,8 @@
 /// @file
-/// Element types. f32 computes and differentiates; the others are storable and convertible (§3.8),
-/// and computing ops treat them by Note [Dtype rules] (ops/typed.h): 16-bit constants compute in
-/// f32, f64 in double where an op has an f64 path, integers only in add/sub/mul/neg and compare.
+/// Element types. f32 computes and differentiates; the others are storable and convertible
+/// (Tensor::to), and computing ops treat them by Note [Dtype rules] (ops/typed.h): 16-bit constants
+/// compute in f32, f64 in double where an op has an f64 path, integers only in add/sub/mul/neg and
+/// compare.
 #pragma once
 
 #include <cstddef>
@@ -11,7 +12,7 @@
 
 namespace fucina {
 
-enum class DType { f32, f16, bf16, f64, i32, i64, u8, q8_0 /* block-quantized (§10) */ };
+enum class DType { f32, f16, bf16, f64, i32, i64, u8, q8_0 /* block-quantized */ };
 
 std::string_view name(DType dtype);
 /// Bytes per element; q8_0 is block-quantized and has no per-element size (returns 0).

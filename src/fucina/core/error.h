@@ -9,7 +9,7 @@
 
 namespace fucina {
 
-/// Names follow the reference (§5); the JS facade exposes them as FucinaError.code.
+/// Names follow the reference's errors; the JS facade exposes them as FucinaError.code.
 #define FUCINA_ERROR_CODES(X)                                                                 \
   X(ShapeMismatch) X(DTypeMismatch) X(InvalidArgument) X(IndexOutOfRange) X(OutOfMemory)       \
   X(NoGradientGraph) X(MissingOutputGradient) X(MissingBackwardGradient) X(BackwardAlreadyRun) \

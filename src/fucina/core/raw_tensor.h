@@ -1,5 +1,5 @@
 /// @file
-/// RawTensor (§8): a strided view of named axes over refcounted Storage. Never carries gradient
+/// RawTensor: a strided view of named axes over refcounted Storage. Never carries gradient
 /// state. Views (permute, narrow, retag, detach) share storage; nothing here copies unless it says so.
 #pragma once
 

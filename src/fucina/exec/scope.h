@@ -1,5 +1,5 @@
 /// @file
-/// ExecScope (§6): tensors made on this thread while a scope is open belong to it and are
+/// ExecScope: tensors made on this thread while a scope is open belong to it and are
 /// released when it closes, unless kept. Each thread has its own stack of scopes (Note [Scopes per
 /// thread], exec/context.h). Releasing a handle drops its value and gradient state; graph records that
 /// still need them keep them alive through their own references, so closing is always safe.

@@ -73,7 +73,7 @@ Tensor Gpt::forward(ExecContext& ctx, const Tensor& tokens, KvCache* cache) cons
       continue;
     }
     // The block's trainable parameters are checkpoint inputs, so their gradients flow through the
-    // recompute; frozen ones stay in the captured block (the reference's `extra` channel, §5.5).
+    // recompute; frozen ones stay in the captured block, constants as through `extra`.
     std::vector<Tensor> inputs{x};
     for (const Tensor* t : blockSlots(b))
       if (t->requiresGrad()) inputs.push_back(*t);

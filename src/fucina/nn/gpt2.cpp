@@ -280,7 +280,7 @@ Gpt2 Gpt2::load(ExecContext& ctx, std::span<const uint8_t> bytes, std::string_vi
 
 namespace {
 // A block's tensors in one fixed order: checkpointing passes the trainable ones as inputs and
-// rebinds them in the recompute (the frozen ones stay captured: §5.5's extra channel).
+// rebinds them in the recompute (the frozen ones stay captured: constants, as through `extra`).
 template <class B>
 auto slots(B& b) {
   return std::array{&b.ln1_w, &b.ln1_b, &b.ln2_w, &b.ln2_b,

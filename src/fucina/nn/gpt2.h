@@ -57,7 +57,7 @@ struct Gpt2Options {
   DType dtype = DType::f32;        ///< the large matrices' dtype (file comment)
   bool trainable = false;          ///< every parameter a leaf (f32 only)
   bool checkpoint_blocks = false;  ///< recompute each block in backward (frozen weights ride in
-                                   ///< the checkpoint's captured block, §5.5's extra channel)
+                                   ///< the checkpoint's captured block: constants, like `extra`)
 };
 
 class Gpt2 {

@@ -274,7 +274,7 @@ Tensor attend(ExecContext& ctx, const Tensor& q, const Tensor& k, const Tensor& 
   }, work);
 }
 
-// A k or v cache in f16, bf16 or q8_0 (§5.8: such KV caches are constants, the gradient goes to q
+// A k or v cache in f16, bf16 or q8_0 (such caches are constants: the gradient goes to q
 // only) as f32: a transient f32 copy of the cache, made on every call and dropped after it (its
 // backward keeps it while the graph lives). f32 passes as it is.
 Tensor cacheAsF32(ExecContext& ctx, const Tensor& t, const char* which) {

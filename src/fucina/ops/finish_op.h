@@ -56,7 +56,7 @@ inline bool anyRequiresGrad(std::initializer_list<const Tensor*> operands) {
 }
 
 // The op's grad state: a record holding makeVjp()'s VJP when some operand requires gradients
-// and gradients are enabled (§5.4), else null (makeVjp is then never invoked).
+// and gradients are enabled (no noGrad scope open), else null (makeVjp is then never invoked).
 template <class MakeVjp>
 std::shared_ptr<GradState> recordOp(std::string_view name, const Tags& tags, const Extents& shape,
                                     std::initializer_list<const Tensor*> operands, MakeVjp&& makeVjp,
@@ -72,7 +72,7 @@ std::shared_ptr<GradState> recordOp(std::string_view name, const Tags& tags, con
 }
 
 // Wraps value as the op's result. makeVjp() -> callable (ctx, gy, needs_grad, out) is invoked
-// only when some operand requires gradients and gradients are enabled (§5.4).
+// only when some operand requires gradients and gradients are enabled (no noGrad scope open).
 template <class MakeVjp>
 Tensor finishOp(ExecContext& ctx, std::string_view name, RawTensor value,
                 std::initializer_list<const Tensor*> operands, MakeVjp&& makeVjp,

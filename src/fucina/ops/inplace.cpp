@@ -1,4 +1,4 @@
-// The in-place and storage-consuming helpers of reference §5.8 (Note [In-place helpers] in
+// The in-place and storage-consuming helpers (Note [In-place helpers] in
 // docs/design-notes.md): inference-loop conveniences that write into, or take over, a tensor's
 // buffer. None records a graph; an operand that requires grad is UnsupportedGradient.
 #include <algorithm>

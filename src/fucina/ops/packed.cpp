@@ -1,6 +1,6 @@
-// The inference-only packed products (ag/packed.h; reference §5.8, issue 23): packRhs packs a
-// weight once, dotPacked and its fused forms multiply by it. Results are constants; an operand
-// that requires grad is refused with the reference's error, never silently detached.
+// The inference-only packed products (ag/packed.h): packRhs packs a weight once, dotPacked and
+// its fused forms multiply by it. Results are constants; an operand that requires grad is
+// refused with the reference's error, never silently detached.
 #include "fucina/ag/packed.h"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// zeroPad2d and constantPad2d (issue 22): torch.nn.functional.pad on two named axes. Not built
+// zeroPad2d and constantPad2d: torch.nn.functional.pad on two named axes. Not built
 // on Tensor::pad, which refuses negative pads: here a negative pad crops, as in torch, so each
 // axis keeps one overlapping run of the input (possibly empty) and the rest is `value`. The VJP
 // copies the gradient of that run back into zeros.

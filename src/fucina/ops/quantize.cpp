@@ -1,5 +1,5 @@
 // Block quantization to q8_0 (Note [q8_0 layout], core/q8.h). Not differentiable: the result is
-// a constant, as every quantized tensor is (§5.1).
+// a constant, as every quantized tensor is.
 #include <algorithm>
 #include <cmath>
 #include <cstring>

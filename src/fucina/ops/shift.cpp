@@ -1,4 +1,4 @@
-// Copies that move elements along an axis (issue 22): flip, roll, rollBy, shiftBy, relposShift
+// Copies that move elements along an axis: flip, roll, rollBy, shiftBy, relposShift
 // and repeatAxis. Each forward is a few strided copies (kernels::copyConvert, any dtype but
 // q8_0); each VJP is the adjoint move of the f32 gradient: flip and roll by the inverse
 // permutation, shift the other way with zero fill, relposShift scattering back through the same

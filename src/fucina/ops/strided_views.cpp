@@ -1,4 +1,4 @@
-// Views by layout (issue 22): alignTo (permute plus new extent-1 axes), viewWithStrides
+// Views by layout: alignTo (permute plus new extent-1 axes), viewWithStrides
 // (torch.as_strided), materialize (a copy that never aliases), sliceStep (Python slicing with
 // negative steps) and unbindInto (select views). Forward beside VJP, as in view.cpp.
 //

@@ -367,7 +367,7 @@ Tensor Tensor::slice(ExecContext& ctx, Tag axis, int64_t start, int64_t end, int
   });
 }
 
-// Casts (§3.8): differentiable between float types whose gradient stays f32 (the VJP passes gy
+// Casts: differentiable between float types whose gradient stays f32 (the VJP passes gy
 // through); a grad-carrying cast to f64 or an integer type is refused.
 Tensor Tensor::to(ExecContext& ctx, DType dtype) const {
   const RawTensor& a = value();

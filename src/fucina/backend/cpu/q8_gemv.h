@@ -1,4 +1,4 @@
-// Products of a few f32 rows with a q8_0 matrix read in its blocks (quantized dotPacked, issue 23):
+// Products of a few f32 rows with a q8_0 matrix read in its blocks (quantized dotPacked):
 // generation multiplies one token's row by each weight, where converting the whole weight to
 // f32 first (what the GEMM's packing does) would cost more than the product.
 #pragma once
