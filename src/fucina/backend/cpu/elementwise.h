@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "fucina/backend/elementwise_table.h"
+#include "fucina/backend/scalar_loop.h"
 #include "fucina/core/error.h"
 #include "fucina/core/raw_tensor.h"
 #include "fucina/exec/context.h"
@@ -80,12 +81,6 @@ internal::RawTensor map(ExecContext& ctx, const Tags& tags, const Extents& shape
   });
   return out;
 }
-
-#if defined(__clang__)
-#define FUCINA_SCALAR_LOOP _Pragma("clang loop vectorize(disable) interleave(disable) unroll(disable)")
-#else
-#define FUCINA_SCALAR_LOOP
-#endif
 
 // The other element types (the f64, integer and compare paths, Note [Dtype rules]): each input
 // is first copied, converted to T, into a dense tensor of out's shape (broadcasts materialized),

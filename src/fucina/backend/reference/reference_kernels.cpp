@@ -9,6 +9,7 @@
 
 #include "fucina/backend/cpu/gemm.h"
 #include "fucina/backend/kernels.h"
+#include "fucina/backend/scalar_loop.h"
 #include "fucina/backend/scan_rows.h"
 #include "fucina/core/error.h"
 #include "fucina/exec/context.h"
@@ -54,24 +55,36 @@ struct Odometer {
   std::array<int64_t, K> off_{};
 };
 
-// out[i] = f(in_0[i], ...) computed in T over (tags, shape), written as Out.
+// `in` broadcast to (tags, shape) as a dense array of T, read element by element.
+template <class T>
+RawTensor denseAs(ExecContext& ctx, const RawTensor& in, const Tags& tags, const Extents& shape) {
+  if constexpr (std::is_same_v<T, float>) in.f32();  // the f32 forms take f32 only (DTypeMismatch)
+  const RawTensor v = in.broadcastView(tags, shape);
+  RawTensor out = RawTensor::empty(ctx, tags, shape, dtypeOf<T>());
+  T* o = out.data<T>();
+  Odometer<1> at(shape, {&v.strides()});
+  for (int64_t i = 0, n = out.numel(); i < n; ++i, at.next()) o[i] = load<T>(v, at.offsets()[0]);
+  return out;
+}
+
+// out[i] = f(in_0[i], ...) computed in T over (tags, shape), written as Out. The inputs are made
+// dense first, so each row's loop is one flat scalar loop (kept small: every row of the table
+// instantiates it for each form and element type).
 template <class Out, class T, size_t K, class F>
 RawTensor mapScalar(ExecContext& ctx, const Tags& tags, const Extents& shape, Inputs in, F f) {
   RawTensor out = RawTensor::empty(ctx, tags, shape, dtypeOf<Out>());
   if (out.numel() == 0) return out;
-  std::array<RawTensor, K> v;
-  std::array<const std::vector<int64_t>*, K> strides;
+  std::array<RawTensor, K> dense;
+  std::array<const T*, K> p;
   for (size_t k = 0; k < K; ++k) {
-    v[k] = in[k]->broadcastView(tags, shape);
-    if constexpr (std::is_same_v<T, float>) v[k].f32();  // the f32 forms take f32 only (DTypeMismatch)
-    strides[k] = &v[k].strides();
+    dense[k] = denseAs<T>(ctx, *in[k], tags, shape);
+    p[k] = dense[k].template data<T>();
   }
   Out* o = out.data<Out>();
-  Odometer<K> at(shape, strides);
-  for (int64_t i = 0, n = out.numel(); i < n; ++i, at.next())
-    o[i] = static_cast<Out>([&]<size_t... I>(std::index_sequence<I...>) {
-      return f(load<T>(v[I], at.offsets()[I])...);
-    }(std::make_index_sequence<K>{}));
+  FUCINA_SCALAR_LOOP
+  for (int64_t i = 0, n = out.numel(); i < n; ++i)
+    o[i] = static_cast<Out>([&]<size_t... I>(std::index_sequence<I...>) { return f(p[I][i]...); }(
+        std::make_index_sequence<K>{}));
   return out;
 }
 
