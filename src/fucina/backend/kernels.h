@@ -69,6 +69,33 @@ class Kernels {
   };
   virtual RecurrenceGrads linearRecurrenceRowsVjp(ExecContext& ctx, const RawTensor& d, const RawTensor& h0,
                                                   const RawTensor& y, const RawTensor& gy) const = 0;
+
+  // --- indexing (gather, scatter, rows, masks): indices are i32 or i64 values in range ---
+  /// The first element of index (i32 or i64, any strides) outside [0, extent), in row-major order
+  /// of its axes: its position and value, or position -1 when every index is in range.
+  struct IndexFault {
+    int64_t position = -1, value = 0;
+  };
+  virtual IndexFault firstIndexOutside(ExecContext& ctx, const RawTensor& index, int64_t extent) const = 0;
+  /// out[p] = table[p with its `axis` coordinate replaced by index[p]], over index's positions
+  /// (index: table's axes in table's order, extents <= table's off `axis`, any strides). f32.
+  virtual RawTensor gatherAlong(ExecContext& ctx, const RawTensor& table, Tag axis, const RawTensor& index) const = 0;
+  /// dst[p with `axis` coordinate index[p]] += src[p] (add) or = src[p] (else; row-major, the last
+  /// write wins) over index's positions (as gatherAlong's); dst f32, index's axes, exclusively owned.
+  virtual void scatterAlong(ExecContext& ctx, const RawTensor& dst, Tag axis, const RawTensor& index,
+                            const RawTensor& src, bool add) const = 0;
+  /// Table (contiguous; f32, f16, bf16, or q8_0 with its block axis last and not `axis`) with `axis`
+  /// replaced in place by the axes of index (contiguous i64): out[.., q, ..] = table[.., index[q], ..].
+  virtual RawTensor selectRows(ExecContext& ctx, const RawTensor& table, Tag axis, const RawTensor& index) const = 0;
+  /// Rows index[j] (1-D contiguous i64) of dst along `axis` get row j of src added (add), written
+  /// (assign) or zeroed (zero; src unused). dst contiguous f32, exclusively owned; src contiguous,
+  /// dst's axes in dst's order, index's extent along `axis`.
+  enum class RowUpdate : uint8_t { add, assign, zero };
+  virtual void updateRows(ExecContext& ctx, const RawTensor& dst, Tag axis, const RawTensor& index,
+                          const RawTensor& src, RowUpdate how) const = 0;
+  /// The row-major offsets (i64, on axis `tag`) of the nonzero elements of mask (u8 or f32, any
+  /// strides), counted in its axes' order.
+  virtual RawTensor maskPositions(ExecContext& ctx, const RawTensor& mask, Tag tag) const = 0;
 };
 
 /// The kernels of ctx's backend (ExecOptions::backend).

@@ -5,6 +5,7 @@
 
 #include "fucina/backend/cpu/elementwise.h"
 #include "fucina/backend/cpu/gemm.h"
+#include "fucina/backend/cpu/indexing.h"
 #include "fucina/backend/cpu/reduce.h"
 #include "fucina/backend/kernels.h"
 #include "fucina/backend/scan_rows.h"
@@ -160,6 +161,27 @@ class CpuKernels final : public Kernels {
       oh[r] = scan::recurrenceRowVjp(pd + o, ph[r], py + o, pg + o, ox + o, od + o, l.n);
     });
     return g;
+  }
+
+  IndexFault firstIndexOutside(ExecContext&, const RawTensor& index, int64_t extent) const override {
+    return kernels::firstIndexOutside(index, extent);
+  }
+  RawTensor gatherAlong(ExecContext& ctx, const RawTensor& table, Tag axis, const RawTensor& index) const override {
+    return kernels::gatherAlong(ctx, table, axis, index);
+  }
+  void scatterAlong(ExecContext&, const RawTensor& dst, Tag axis, const RawTensor& index, const RawTensor& src,
+                    bool add) const override {
+    kernels::scatterAlong(dst, axis, index, src, add);
+  }
+  RawTensor selectRows(ExecContext& ctx, const RawTensor& table, Tag axis, const RawTensor& index) const override {
+    return kernels::selectRows(ctx, table, axis, index);
+  }
+  void updateRows(ExecContext& ctx, const RawTensor& dst, Tag axis, const RawTensor& index, const RawTensor& src,
+                  RowUpdate how) const override {
+    kernels::updateRows(ctx, dst, axis, index, src, how);
+  }
+  RawTensor maskPositions(ExecContext& ctx, const RawTensor& mask, Tag tag) const override {
+    return kernels::maskPositions(ctx, mask, tag);
   }
 };
 

@@ -9,6 +9,7 @@
 
 #include "fucina/backend/cpu/gemm.h"
 #include "fucina/backend/kernels.h"
+#include "fucina/backend/reference/indexing.h"
 #include "fucina/backend/scan_rows.h"
 #include "fucina/core/error.h"
 #include "fucina/exec/context.h"
@@ -270,6 +271,27 @@ class ReferenceKernels final : public Kernels {
       g.h0.f32()[r] = scan::recurrenceRowVjp(d.f32() + o, h0.f32()[r], y.f32() + o, gy.f32() + o, g.x.f32() + o,
                                              g.d.f32() + o, l.n);
     return g;
+  }
+
+  IndexFault firstIndexOutside(ExecContext& ctx, const RawTensor& index, int64_t extent) const override {
+    return reference::firstIndexOutside(ctx, index, extent);
+  }
+  RawTensor gatherAlong(ExecContext& ctx, const RawTensor& table, Tag axis, const RawTensor& index) const override {
+    return reference::gatherAlong(ctx, table, axis, index);
+  }
+  void scatterAlong(ExecContext& ctx, const RawTensor& dst, Tag axis, const RawTensor& index, const RawTensor& src,
+                    bool add) const override {
+    reference::scatterAlong(ctx, dst, axis, index, src, add);
+  }
+  RawTensor selectRows(ExecContext& ctx, const RawTensor& table, Tag axis, const RawTensor& index) const override {
+    return reference::selectRows(ctx, table, axis, index);
+  }
+  void updateRows(ExecContext&, const RawTensor& dst, Tag axis, const RawTensor& index, const RawTensor& src,
+                  RowUpdate how) const override {
+    reference::updateRows(dst, axis, index, src, how);
+  }
+  RawTensor maskPositions(ExecContext& ctx, const RawTensor& mask, Tag tag) const override {
+    return reference::maskPositions(ctx, mask, tag);
   }
 };
 
