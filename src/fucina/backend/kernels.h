@@ -96,6 +96,17 @@ class Kernels {
   /// The row-major offsets (i64, on axis `tag`) of the nonzero elements of mask (u8 or f32, any
   /// strides), counted in its axes' order.
   virtual RawTensor maskPositions(ExecContext& ctx, const RawTensor& mask, Tag tag) const = 0;
+
+  // --- ordering along the last axis of contiguous rows ---
+  /// The first k of each f32 row ordered by (value, index), NaN above every number, ties lower
+  /// index first; descending when largest. Values f32 and their i64 indices, k along the last axis.
+  struct SortedRows {
+    RawTensor values, indices;
+  };
+  virtual SortedRows sortRows(ExecContext& ctx, const RawTensor& rows, int64_t k, bool largest) const = 0;
+  /// The first index (i64, last axis dropped) of the largest (smallest) value of each f64 row, NaN
+  /// counting as the extreme; rows are not empty.
+  virtual RawTensor argExtremumRows(ExecContext& ctx, const RawTensor& rows, bool largest) const = 0;
 };
 
 /// The kernels of ctx's backend (ExecOptions::backend).

@@ -7,6 +7,7 @@
 #include "fucina/backend/cpu/gemm.h"
 #include "fucina/backend/cpu/indexing.h"
 #include "fucina/backend/cpu/reduce.h"
+#include "fucina/backend/cpu/sorting.h"
 #include "fucina/backend/kernels.h"
 #include "fucina/backend/scan_rows.h"
 #include "fucina/exec/context.h"
@@ -182,6 +183,12 @@ class CpuKernels final : public Kernels {
   }
   RawTensor maskPositions(ExecContext& ctx, const RawTensor& mask, Tag tag) const override {
     return kernels::maskPositions(ctx, mask, tag);
+  }
+  SortedRows sortRows(ExecContext& ctx, const RawTensor& rows, int64_t k, bool largest) const override {
+    return kernels::sortRows(ctx, rows, k, largest);
+  }
+  RawTensor argExtremumRows(ExecContext& ctx, const RawTensor& rows, bool largest) const override {
+    return kernels::argExtremumRows(ctx, rows, largest);
   }
 };
 

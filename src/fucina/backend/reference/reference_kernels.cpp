@@ -10,6 +10,7 @@
 #include "fucina/backend/cpu/gemm.h"
 #include "fucina/backend/kernels.h"
 #include "fucina/backend/reference/indexing.h"
+#include "fucina/backend/reference/sorting.h"
 #include "fucina/backend/scan_rows.h"
 #include "fucina/core/error.h"
 #include "fucina/exec/context.h"
@@ -292,6 +293,12 @@ class ReferenceKernels final : public Kernels {
   }
   RawTensor maskPositions(ExecContext& ctx, const RawTensor& mask, Tag tag) const override {
     return reference::maskPositions(ctx, mask, tag);
+  }
+  SortedRows sortRows(ExecContext& ctx, const RawTensor& rows, int64_t k, bool largest) const override {
+    return reference::sortRows(ctx, rows, k, largest);
+  }
+  RawTensor argExtremumRows(ExecContext& ctx, const RawTensor& rows, bool largest) const override {
+    return reference::argExtremumRows(ctx, rows, largest);
   }
 };
 
