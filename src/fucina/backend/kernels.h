@@ -107,6 +107,17 @@ class Kernels {
   /// The first index (i64, last axis dropped) of the largest (smallest) value of each f64 row, NaN
   /// counting as the extreme; rows are not empty.
   virtual RawTensor argExtremumRows(ExecContext& ctx, const RawTensor& rows, bool largest) const = 0;
+
+  // --- truth values: u8, 1 for true, 0 for false; operands of any dtype but q8_0 read as double ---
+  enum class Logic : uint8_t { isnan, isinf, isfinite, truth, logicalNot, logicalAnd, logicalOr, logicalXor };
+  /// out[i] = op over ins[k][i] aligned to (tags, shape) as map's (one operand; two for and/or/xor).
+  virtual RawTensor logic(ExecContext& ctx, Logic op, const Tags& tags, const Extents& shape, Inputs ins) const = 0;
+  /// any (or all, when !any) of each row of u8 truth values (contiguous, last axis dropped; the
+  /// empty any is false, the empty all true).
+  virtual RawTensor truthRows(ExecContext& ctx, const RawTensor& truth, bool any) const = 0;
+  /// u8 {row, col}: 1 where (lower < 0 || i - j <= lower) && (upper < 0 || j - i <= upper).
+  virtual RawTensor bandMask(ExecContext& ctx, Tag row, Tag col, int64_t rows, int64_t cols, int64_t lower,
+                             int64_t upper) const = 0;
 };
 
 /// The kernels of ctx's backend (ExecOptions::backend).

@@ -6,6 +6,7 @@
 #include "fucina/backend/cpu/elementwise.h"
 #include "fucina/backend/cpu/gemm.h"
 #include "fucina/backend/cpu/indexing.h"
+#include "fucina/backend/cpu/logic.h"
 #include "fucina/backend/cpu/reduce.h"
 #include "fucina/backend/cpu/sorting.h"
 #include "fucina/backend/kernels.h"
@@ -189,6 +190,16 @@ class CpuKernels final : public Kernels {
   }
   RawTensor argExtremumRows(ExecContext& ctx, const RawTensor& rows, bool largest) const override {
     return kernels::argExtremumRows(ctx, rows, largest);
+  }
+  RawTensor logic(ExecContext& ctx, Logic op, const Tags& tags, const Extents& shape, Inputs ins) const override {
+    return kernels::logic(ctx, op, tags, shape, ins);
+  }
+  RawTensor truthRows(ExecContext& ctx, const RawTensor& truth, bool any) const override {
+    return kernels::truthRows(ctx, truth, any);
+  }
+  RawTensor bandMask(ExecContext& ctx, Tag row, Tag col, int64_t rows, int64_t cols, int64_t lower,
+                     int64_t upper) const override {
+    return kernels::bandMask(ctx, row, col, rows, cols, lower, upper);
   }
 };
 

@@ -10,6 +10,7 @@
 #include "fucina/backend/cpu/gemm.h"
 #include "fucina/backend/kernels.h"
 #include "fucina/backend/reference/indexing.h"
+#include "fucina/backend/reference/logic.h"
 #include "fucina/backend/reference/sorting.h"
 #include "fucina/backend/scan_rows.h"
 #include "fucina/core/error.h"
@@ -299,6 +300,16 @@ class ReferenceKernels final : public Kernels {
   }
   RawTensor argExtremumRows(ExecContext& ctx, const RawTensor& rows, bool largest) const override {
     return reference::argExtremumRows(ctx, rows, largest);
+  }
+  RawTensor logic(ExecContext& ctx, Logic op, const Tags& tags, const Extents& shape, Inputs ins) const override {
+    return reference::logic(ctx, op, tags, shape, ins);
+  }
+  RawTensor truthRows(ExecContext& ctx, const RawTensor& truth, bool any) const override {
+    return reference::truthRows(ctx, truth, any);
+  }
+  RawTensor bandMask(ExecContext& ctx, Tag row, Tag col, int64_t rows, int64_t cols, int64_t lower,
+                     int64_t upper) const override {
+    return reference::bandMask(ctx, row, col, rows, cols, lower, upper);
   }
 };
 
