@@ -13,6 +13,7 @@
 #pragma once
 
 #include <span>
+#include <string>
 
 #include "fucina/backend/elementwise_table.h"
 #include "fucina/core/device.h"
@@ -118,6 +119,14 @@ class Kernels {
   /// u8 {row, col}: 1 where (lower < 0 || i - j <= lower) && (upper < 0 || j - i <= upper).
   virtual RawTensor bandMask(ExecContext& ctx, Tag row, Tag col, int64_t rows, int64_t cols, int64_t lower,
                              int64_t upper) const = 0;
+
+  // --- seeded randomness: counter-based (core/random.h), the same values on every backend ---
+  /// x (f32) times 0 where unit(seed, i) < p, else keep_scale, i the row-major index; contiguous.
+  virtual RawTensor dropout(ExecContext& ctx, const RawTensor& x, uint64_t seed, double p, float keep_scale) const = 0;
+  /// i64 draws along the last axis (samples of them) from the weights of each contiguous f64 row;
+  /// draw j of row r uses unit(seed, r·samples + j). Bad weights are InvalidArgument naming `what`.
+  virtual RawTensor multinomialRows(ExecContext& ctx, const RawTensor& rows, int64_t samples, uint64_t seed,
+                                    bool replacement, const std::string& what) const = 0;
 };
 
 /// The kernels of ctx's backend (ExecOptions::backend).

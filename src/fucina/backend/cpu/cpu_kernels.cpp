@@ -8,6 +8,7 @@
 #include "fucina/backend/cpu/indexing.h"
 #include "fucina/backend/cpu/logic.h"
 #include "fucina/backend/cpu/reduce.h"
+#include "fucina/backend/cpu/sampling.h"
 #include "fucina/backend/cpu/sorting.h"
 #include "fucina/backend/kernels.h"
 #include "fucina/backend/scan_rows.h"
@@ -200,6 +201,13 @@ class CpuKernels final : public Kernels {
   RawTensor bandMask(ExecContext& ctx, Tag row, Tag col, int64_t rows, int64_t cols, int64_t lower,
                      int64_t upper) const override {
     return kernels::bandMask(ctx, row, col, rows, cols, lower, upper);
+  }
+  RawTensor dropout(ExecContext& ctx, const RawTensor& x, uint64_t seed, double p, float keep_scale) const override {
+    return kernels::dropout(ctx, x, seed, p, keep_scale);
+  }
+  RawTensor multinomialRows(ExecContext& ctx, const RawTensor& rows, int64_t samples, uint64_t seed, bool replacement,
+                            const std::string& what) const override {
+    return kernels::multinomialRows(ctx, rows, samples, seed, replacement, what);
   }
 };
 

@@ -11,6 +11,7 @@
 #include "fucina/backend/kernels.h"
 #include "fucina/backend/reference/indexing.h"
 #include "fucina/backend/reference/logic.h"
+#include "fucina/backend/reference/sampling.h"
 #include "fucina/backend/reference/sorting.h"
 #include "fucina/backend/scan_rows.h"
 #include "fucina/core/error.h"
@@ -310,6 +311,13 @@ class ReferenceKernels final : public Kernels {
   RawTensor bandMask(ExecContext& ctx, Tag row, Tag col, int64_t rows, int64_t cols, int64_t lower,
                      int64_t upper) const override {
     return reference::bandMask(ctx, row, col, rows, cols, lower, upper);
+  }
+  RawTensor dropout(ExecContext& ctx, const RawTensor& x, uint64_t seed, double p, float keep_scale) const override {
+    return reference::dropout(ctx, x, seed, p, keep_scale);
+  }
+  RawTensor multinomialRows(ExecContext& ctx, const RawTensor& rows, int64_t samples, uint64_t seed, bool replacement,
+                            const std::string& what) const override {
+    return reference::multinomialRows(ctx, rows, samples, seed, replacement, what);
   }
 };
 
