@@ -10,9 +10,9 @@
 
 namespace fucina::backend::sorting {
 
-// The first k of row (n values) by a strict weak order: NaN above every number; among equals, the
-// lower index first. `order` is scratch of n elements.
-inline void sortRow(const float* row, int64_t n, int64_t k, bool largest, std::vector<int64_t>& order, float* values,
+// The first k of row (order.size() values) by a strict weak order: NaN above every number; among
+// equals, the lower index first. `order` is scratch, one element per value.
+inline void sortRow(const float* row, int64_t k, bool largest, std::vector<int64_t>& order, float* values,
                     int64_t* indices) {
   auto before = [&](int64_t i, int64_t j) {
     const float u = row[i], v = row[j];

@@ -1,7 +1,8 @@
-// Indexing by integer tensors: indexSelect (embedding lookup), gather / takeAlongAxis (one
-// strided gather loop), scatterAdd and scatter (the same loop adding or overwriting), and the
-// row updates indexAdd, setRows and zeroRows (whole rows at 1-D indices). Each forward gathers or
-// scatters along a named axis; the VJPs use the other direction, so repeated indices accumulate.
+// Indexing by integer tensors: indexSelect (embedding lookup), gather / takeAlongAxis and
+// scatterAdd / scatter (Kernels::gatherAlong, scatterAlong), and the row updates indexAdd, setRows
+// and zeroRows (whole rows at 1-D indices: Kernels::selectRows, updateRows). Each forward gathers
+// or scatters along a named axis; the VJPs use the other direction, so repeated indices
+// accumulate. Indices are checked in range before any is used (Kernels::firstIndexOutside).
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,19 +21,13 @@ namespace {
 
 // indexSelect's result axes: t's axes with the one at position p replaced, in place, by the
 // indices' axes.
-std::pair<Tags, Extents> withIndexAxes(const RawTensor& t, size_t p, const RawTensor& ix) {
+Tags withIndexAxes(const RawTensor& t, size_t p, const RawTensor& ix) {
   Tags tags;
-  Extents shape;
   for (size_t i = 0; i < t.rank(); ++i) {
-    if (i == p) {
-      tags.insert(tags.end(), ix.tags().begin(), ix.tags().end());
-      shape.insert(shape.end(), ix.shape().begin(), ix.shape().end());
-    } else {
-      tags.push_back(t.tags()[i]);
-      shape.push_back(t.shape()[i]);
-    }
+    if (i == p) tags.insert(tags.end(), ix.tags().begin(), ix.tags().end());
+    else tags.push_back(t.tags()[i]);
   }
-  return {std::move(tags), std::move(shape)};
+  return tags;
 }
 
 // indexSelect of a frozen 16-bit or q8_0 table (an embedding kept in its stored dtype): the rows
@@ -73,10 +68,7 @@ Tensor Tensor::indexSelect(ExecContext& ctx, Tag axis, const Tensor& indices) co
       fail(ErrorCode::ShapeMismatch, "indexSelect along " + name_q + ": the indices " + ix.describe() +
                                          " share axis '" + std::string(a.tags()[i].name()) + "' with the table " +
                                          a.describe());
-  // Not a structured binding: clang 14 refuses to capture one in the backward lambda below.
-  const std::pair<Tags, Extents> axes = withIndexAxes(a, p, ix);
-  const Tags& tags = axes.first;
-  const Extents& shape = axes.second;
+  const Tags tags = withIndexAxes(a, p, ix);
   const int64_t n = a.shape()[p];
   const backend::Kernels& k = backend::kernelsOf(ctx);
   // Row-major over the indices' axes, through ctx so that per-step indices come from its cache.

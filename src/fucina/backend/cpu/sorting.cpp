@@ -21,7 +21,7 @@ backend::Kernels::SortedRows sortRows(ExecContext& ctx, const RawTensor& rows, i
   int64_t* pi = out.indices.data<int64_t>();
   ctx.parallelFor(l.rows, std::max<int64_t>(1, 2048 / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
     std::vector<int64_t> order(static_cast<size_t>(n));
-    for (int64_t r = b; r < e; ++r) backend::sorting::sortRow(px + r * n, n, k, largest, order, pv + r * k, pi + r * k);
+    for (int64_t r = b; r < e; ++r) backend::sorting::sortRow(px + r * n, k, largest, order, pv + r * k, pi + r * k);
   });
   return out;
 }

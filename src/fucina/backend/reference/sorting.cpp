@@ -12,7 +12,7 @@ Kernels::SortedRows sortRows(ExecContext& ctx, const RawTensor& rows, int64_t k,
   Kernels::SortedRows out{RawTensor::empty(ctx, rows.tags(), shape), RawTensor::empty(ctx, rows.tags(), shape, DType::i64)};
   std::vector<int64_t> order(static_cast<size_t>(l.n));
   for (int64_t r = 0; r < l.rows; ++r)
-    sorting::sortRow(rows.f32() + r * l.n, l.n, k, largest, order, out.values.f32() + r * k,
+    sorting::sortRow(rows.f32() + r * l.n, k, largest, order, out.values.f32() + r * k,
                      out.indices.data<int64_t>() + r * k);
   return out;
 }
