@@ -109,6 +109,72 @@ std::vector<Case> cases() {
   binary("linearRecurrence", [](C x, const Tensor& a, const Tensor& d) {
     return a.linearRecurrence(x, d.broadcastTo(x, a.tags(), a.shape()), "j");
   }, -1, 1);
+  // Indexing families (gather, masks, sort, logical, dropout, sampling).
+  // Index and mask tensors are made from the operand's extents: along j (at least 1 on every
+  // layout), with repeated indices so that the scatters accumulate or overwrite in order.
+  auto ints = [](C x, fucina::Tags tags, fucina::Extents shape, std::function<int64_t(int64_t)> f) {
+    std::vector<float> v(static_cast<size_t>(fucina::numelOf(shape)));
+    for (size_t q = 0; q < v.size(); ++q) v[q] = static_cast<float>(f(static_cast<int64_t>(q)));
+    return Tensor::fromSlice(x, tags, shape, v).to(x, DType::i64);
+  };
+  auto along = [ints](C x, const Tensor& a, int64_t k) {  // 1-D, on axis "k": J-1, 0, J-1, ...
+    const int64_t n = a.extent("j");
+    return ints(x, {"k"}, {k}, [n](int64_t q) { return q % 2 == 0 ? n - 1 : (q / 2) % n; });
+  };
+  auto sameAxes = [ints](C x, const Tensor& a, int64_t k) {  // {i, j} with k along j
+    const int64_t n = a.extent("j");
+    return ints(x, {"i", "j"}, {a.extent("i"), k}, [n, k](int64_t q) { return (q / k + 2 * (q % k)) % n; });
+  };
+  auto checker = [](C x, const Tensor& a) {  // u8 {i, j}: 1 on a checkerboard
+    const int64_t n = a.extent("j");
+    std::vector<float> v(static_cast<size_t>(a.numel()));
+    for (size_t q = 0; q < v.size(); ++q) v[q] = static_cast<float>((q / n + q % n) % 2);
+    return Tensor::fromSlice(x, {"i", "j"}, a.shape(), v).to(x, DType::u8);
+  };
+  unary("indexSelect", [along](C x, const Tensor& a) { return a.indexSelect(x, "j", along(x, a, 3)); });
+  unary("gather", [sameAxes](C x, const Tensor& a) { return a.gather(x, "j", sameAxes(x, a, 3)); });
+  unary("takeAlongAxis", [ints](C x, const Tensor& a) {
+    const int64_t n = a.extent("j");
+    return a.takeAlongAxis(x, "j", ints(x, {"j"}, {4}, [n](int64_t q) { return (3 * q + 1) % n; }));
+  });
+  unary("scatterAdd", [sameAxes](C x, const Tensor& a) {
+    const int64_t k = std::min<int64_t>(a.extent("j"), 3);
+    return a.scatterAdd(x, "j", sameAxes(x, a, k), a.narrow(x, "j", 0, k).scale(x, 2));
+  });
+  unary("scatter", [sameAxes](C x, const Tensor& a) {
+    const int64_t k = std::min<int64_t>(a.extent("j"), 3);
+    return a.scatter(x, "j", sameAxes(x, a, k), a.narrow(x, "j", 0, k).scale(x, 2));
+  });
+  unary("indexAdd", [along](C x, const Tensor& a) {
+    const int64_t k = std::min<int64_t>(a.extent("j"), 3);
+    return a.indexAdd(x, "j", along(x, a, k), a.narrow(x, "j", 0, k).scale(x, 2));
+  });
+  unary("setRows", [along](C x, const Tensor& a) {
+    const int64_t k = std::min<int64_t>(a.extent("j"), 3);
+    return a.setRows(x, "j", along(x, a, k), a.narrow(x, "j", 0, k).scale(x, 2));
+  });
+  unary("zeroRows", [along](C x, const Tensor& a) { return a.zeroRows(x, "j", along(x, a, 2)); });
+  unary("maskedSelect", [checker](C x, const Tensor& a) { return a.maskedSelect(x, checker(x, a), "m"); });
+  unary("maskedScatter", [checker](C x, const Tensor& a) { return a.maskedScatter(x, checker(x, a), a.scale(x, -3)); });
+  unary("sort", [](C x, const Tensor& a) { return a.sort(x, "j", true).values; });
+  unary("topK", [](C x, const Tensor& a) { return a.topK(x, "j", std::min<int64_t>(a.extent("j"), 2), false).values; });
+  unary("argsort", [](C x, const Tensor& a) { return a.argsort(x, "j", false); });
+  unary("argmax", [](C x, const Tensor& a) { return a.argmax(x, "j"); });
+  unary("argmin", [](C x, const Tensor& a) { return a.argmin(x, "i"); });  // refused over the empty i
+  unary("isnan", [](C x, const Tensor& a) { return a.log(x).isnan(x); });
+  unary("isinf", [](C x, const Tensor& a) { return a.floor(x).log(x).isinf(x); });
+  unary("isfinite", [](C x, const Tensor& a) { return a.floor(x).log(x).isfinite(x); });
+  unary("logicalNot", [](C x, const Tensor& a) { return a.floor(x).logicalNot(x); });
+  binary("logicalAnd", [](C x, const Tensor& a, const Tensor& b) { return a.floor(x).logicalAnd(x, b.floor(x)); });
+  binary("logicalOr", [](C x, const Tensor& a, const Tensor& b) { return a.floor(x).logicalOr(x, b.floor(x)); });
+  binary("logicalXor", [](C x, const Tensor& a, const Tensor& b) { return a.floor(x).logicalXor(x, b.floor(x)); });
+  unary("any", [](C x, const Tensor& a) { return a.floor(x).any(x, "j"); }, -0.5f, 1.5f);
+  unary("all", [](C x, const Tensor& a) { return a.floor(x).all(x, "i"); }, -0.5f, 1.5f);
+  unary("anyAll", [](C x, const Tensor& a) { return a.floor(x).anyAll(x); }, 0, 1);
+  unary("allAll", [](C x, const Tensor& a) { return a.floor(x).allAll(x); }, -0.5f, 1.5f);
+  unary("bandMask", [](C x, const Tensor& a) { return Tensor::bandMask(x, "i", "j", a.extent("i"), a.extent("j"), 1, 2); });
+  unary("dropout", [](C x, const Tensor& a) { return a.dropout(x, 0.3, 42); });
+  unary("multinomial", [](C x, const Tensor& a) { return a.abs(x).multinomial(x, "j", 4, 7, true); });
   return c;
 }
 
@@ -161,9 +227,10 @@ Run runCase(Backend backend, const Case& c, const Layout& l) {
   } catch (const fucina::Error& e) {
     return Run{{}, {}, e.code()};
   }
+  Run r{y.toVector(), {}, std::nullopt};
+  if (!y.requiresGrad()) return r;  // an integer or truth-valued result: no gradient to compare
   const Tensor w = Tensor::fromSlice(ctx, y.tags(), y.shape(), randoms(static_cast<size_t>(y.numel()), -1, 1, 99));
   y.mul(ctx, w).sumAll(ctx).backward(ctx);
-  Run r{y.toVector(), {}, std::nullopt};
   for (const Tensor& leaf : leaves) {
     const auto g = leaf.grad(ctx);
     r.grads.push_back(g ? g->toVector() : std::vector<float>(static_cast<size_t>(leaf.numel()), 0.0f));
@@ -294,7 +361,7 @@ TEST_CASE("ops reach host memory or start threads at no more sites than counted 
   // Note [Backends]: ops compute through the kernel primitives, so src/fucina/ops/ should hold no
   // raw buffer access (.f32(), .data<T>()) and start no threads (parallelFor). The sites still
   // there are the ops not yet moved onto primitives; this ceiling only comes down, to 0.
-  constexpr size_t kCeiling = 230;
+  constexpr size_t kCeiling = 180;
   const std::regex site(R"(\.(f32|data|mutableData)<?[a-z0-9_]*>?\(\)|parallelFor\(|parallelChunks\()");
   size_t sites = 0;
   std::map<std::string, size_t> per_file;

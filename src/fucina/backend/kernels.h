@@ -13,6 +13,7 @@
 #pragma once
 
 #include <span>
+#include <string>
 
 #include "fucina/backend/elementwise_table.h"
 #include "fucina/core/device.h"
@@ -69,6 +70,63 @@ class Kernels {
   };
   virtual RecurrenceGrads linearRecurrenceRowsVjp(ExecContext& ctx, const RawTensor& d, const RawTensor& h0,
                                                   const RawTensor& y, const RawTensor& gy) const = 0;
+
+  // --- indexing (gather, scatter, rows, masks): indices are i32 or i64 values in range ---
+  /// The first element of index (i32 or i64, any strides) outside [0, extent), in row-major order
+  /// of its axes: its position and value, or position -1 when every index is in range.
+  struct IndexFault {
+    int64_t position = -1, value = 0;
+  };
+  virtual IndexFault firstIndexOutside(ExecContext& ctx, const RawTensor& index, int64_t extent) const = 0;
+  /// out[p] = table[p with its `axis` coordinate replaced by index[p]], over index's positions
+  /// (index: table's axes in table's order, extents <= table's off `axis`, any strides). f32.
+  virtual RawTensor gatherAlong(ExecContext& ctx, const RawTensor& table, Tag axis, const RawTensor& index) const = 0;
+  /// dst[p with `axis` coordinate index[p]] += src[p] (add) or = src[p] (else; row-major, the last
+  /// write wins) over index's positions (as gatherAlong's); dst f32, index's axes, exclusively owned.
+  virtual void scatterAlong(ExecContext& ctx, const RawTensor& dst, Tag axis, const RawTensor& index,
+                            const RawTensor& src, bool add) const = 0;
+  /// Table (contiguous; f32, f16, bf16, or q8_0 with its block axis last and not `axis`) with `axis`
+  /// replaced in place by the axes of index (contiguous i64): out[.., q, ..] = table[.., index[q], ..].
+  virtual RawTensor selectRows(ExecContext& ctx, const RawTensor& table, Tag axis, const RawTensor& index) const = 0;
+  /// Rows index[j] (1-D contiguous i64) of dst along `axis` get row j of src added (add), written
+  /// (assign) or zeroed (zero; src unused). dst contiguous f32, exclusively owned; src contiguous,
+  /// dst's axes in dst's order, index's extent along `axis`.
+  enum class RowUpdate : uint8_t { add, assign, zero };
+  virtual void updateRows(ExecContext& ctx, const RawTensor& dst, Tag axis, const RawTensor& index,
+                          const RawTensor& src, RowUpdate how) const = 0;
+  /// The row-major offsets (i64, on axis `tag`) of the nonzero elements of mask (u8 or f32, any
+  /// strides), counted in its axes' order.
+  virtual RawTensor maskPositions(ExecContext& ctx, const RawTensor& mask, Tag tag) const = 0;
+
+  // --- ordering along the last axis of contiguous rows ---
+  /// The first k of each f32 row ordered by (value, index), NaN above every number, ties lower
+  /// index first; descending when largest. Values f32 and their i64 indices, k along the last axis.
+  struct SortedRows {
+    RawTensor values, indices;
+  };
+  virtual SortedRows sortRows(ExecContext& ctx, const RawTensor& rows, int64_t k, bool largest) const = 0;
+  /// The first index (i64, last axis dropped) of the largest (smallest) value of each f64 row, NaN
+  /// counting as the extreme; rows are not empty.
+  virtual RawTensor argExtremumRows(ExecContext& ctx, const RawTensor& rows, bool largest) const = 0;
+
+  // --- truth values: u8, 1 for true, 0 for false; operands of any dtype but q8_0 read as double ---
+  enum class Logic : uint8_t { isnan, isinf, isfinite, truth, logicalNot, logicalAnd, logicalOr, logicalXor };
+  /// out[i] = op over ins[k][i] aligned to (tags, shape) as map's (one operand; two for and/or/xor).
+  virtual RawTensor logic(ExecContext& ctx, Logic op, const Tags& tags, const Extents& shape, Inputs ins) const = 0;
+  /// any (or all, when !any) of each row of u8 truth values (contiguous, last axis dropped; the
+  /// empty any is false, the empty all true).
+  virtual RawTensor truthRows(ExecContext& ctx, const RawTensor& truth, bool any) const = 0;
+  /// u8 {row, col}: 1 where (lower < 0 || i - j <= lower) && (upper < 0 || j - i <= upper).
+  virtual RawTensor bandMask(ExecContext& ctx, Tag row, Tag col, int64_t rows, int64_t cols, int64_t lower,
+                             int64_t upper) const = 0;
+
+  // --- seeded randomness: counter-based (core/random.h), the same values on every backend ---
+  /// x (f32) times 0 where unit(seed, i) < p, else keep_scale, i the row-major index; contiguous.
+  virtual RawTensor dropout(ExecContext& ctx, const RawTensor& x, uint64_t seed, double p, float keep_scale) const = 0;
+  /// i64 draws along the last axis (samples of them) from the weights of each contiguous f64 row;
+  /// draw j of row r uses unit(seed, r·samples + j). Bad weights are InvalidArgument naming `what`.
+  virtual RawTensor multinomialRows(ExecContext& ctx, const RawTensor& rows, int64_t samples, uint64_t seed,
+                                    bool replacement, const std::string& what) const = 0;
 };
 
 /// The kernels of ctx's backend (ExecOptions::backend).

@@ -2,13 +2,10 @@
 // laid out with the axis last, is ordered by (value, index) so that the result never depends on
 // the sorting algorithm: ties keep the lower index first, and NaN counts as larger than any number
 // (torch's order). The VJP scatters each value's gradient back to the index it came from.
-#include <algorithm>
-#include <cmath>
-#include <numeric>
 #include <string>
-#include <vector>
 
 #include "fucina/backend/cpu/softmax.h"
+#include "fucina/backend/kernels.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/typed.h"
 
@@ -33,45 +30,14 @@ SortResult ordered(ExecContext& ctx, const char* op, const Tensor& x, Tag axis, 
                                          std::to_string(n) + "] (the extent of '" + std::string(axis.name()) +
                                          "' in " + a.describe() + ")");
   const RawTensor in = kernels::axisLast(ctx, a, axis);
-  const int64_t rows = n == 0 ? 0 : in.numel() / n;
-  Extents shape = in.shape();
-  shape.back() = k;
-  RawTensor values = RawTensor::empty(ctx, in.tags(), shape);
-  RawTensor indices = RawTensor::empty(ctx, in.tags(), shape, DType::i64);
-  const float* px = in.f32();
-  float* pv = values.f32();
-  int64_t* pi = indices.data<int64_t>();
-  ctx.parallelFor(rows, std::max<int64_t>(1, 2048 / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
-    std::vector<int64_t> order(static_cast<size_t>(n));
-    for (int64_t r = b; r < e; ++r) {
-      const float* row = px + r * n;
-      // Strict weak order: NaN above every number; among equals, the lower index first.
-      auto before = [&](int64_t i, int64_t j) {
-        const float u = row[i], v = row[j];
-        const bool un = std::isnan(u), vn = std::isnan(v);
-        if (un || vn) return un != vn ? (largest ? un : vn) : i < j;
-        if (u != v) return largest ? u > v : u < v;
-        return i < j;
-      };
-      std::iota(order.begin(), order.end(), int64_t{0});
-      std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
-      for (int64_t j = 0; j < k; ++j) {
-        pv[r * k + j] = row[order[static_cast<size_t>(j)]];
-        pi[r * k + j] = order[static_cast<size_t>(j)];
-      }
-    }
-  });
-  Tensor idx = Tensor::fromRaw(ctx, indices.permuted(a.tags()));
-  Tensor val = ops::finishOp(ctx, op, values.permuted(a.tags()), {&x}, [&] {
-    return [indices, in_tags = in.tags(), in_shape = in.shape(), a_tags = a.tags(), axis, n, k, rows](
+  backend::Kernels::SortedRows sorted = backend::kernelsOf(ctx).sortRows(ctx, in, k, largest);
+  Tensor idx = Tensor::fromRaw(ctx, sorted.indices.permuted(a.tags()));
+  Tensor val = ops::finishOp(ctx, op, sorted.values.permuted(a.tags()), {&x}, [&] {
+    // Each row's k values go back to the distinct positions they came from; the rest get 0.
+    return [indices = sorted.indices, in_tags = in.tags(), in_shape = in.shape(), a_tags = a.tags(), axis](
                ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
-      const RawTensor gl = kernels::axisLast(c, gy, axis);
       RawTensor gx = RawTensor::zeros(c, in_tags, in_shape);
-      const float* pg = gl.f32();
-      const int64_t* pi = indices.data<int64_t>();
-      float* out = gx.f32();
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = 0; j < k; ++j) out[r * n + pi[r * k + j]] = pg[r * k + j];
+      backend::kernelsOf(c).scatterAlong(c, gx, axis, indices, kernels::axisLast(c, gy, axis), false);
       g[0] = gx.permuted(a_tags);
     };
   }, static_cast<size_t>(a.numel()));
@@ -97,19 +63,7 @@ Tensor argExtremum(ExecContext& ctx, const char* op, const Tensor& x, Tag axis, 
   const int64_t n = a.extent(axis);
   if (n == 0) fail(ErrorCode::InvalidArgument, std::string(op) + " over the empty axis '" + std::string(axis.name()) + "' of " + a.describe());
   const RawTensor rows = kernels::axisLastAs(ctx, a, axis, DType::f64);
-  Tags tags(rows.tags().begin(), rows.tags().end() - 1);
-  Extents shape(rows.shape().begin(), rows.shape().end() - 1);
-  RawTensor out = RawTensor::empty(ctx, tags, shape, DType::i64);
-  const double* p = rows.data<double>();
-  int64_t* o = out.data<int64_t>();
-  for (int64_t r = 0; r < out.numel(); ++r) {
-    const double* row = p + r * n;
-    int64_t best = 0;
-    for (int64_t i = 1; i < n && !std::isnan(row[best]); ++i)
-      if (std::isnan(row[i]) || (largest ? row[i] > row[best] : row[i] < row[best])) best = i;
-    o[r] = best;
-  }
-  return Tensor::make(ctx, std::move(out), nullptr);
+  return Tensor::make(ctx, backend::kernelsOf(ctx).argExtremumRows(ctx, rows, largest), nullptr);
 }
 
 }  // namespace

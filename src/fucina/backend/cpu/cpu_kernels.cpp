@@ -5,7 +5,11 @@
 
 #include "fucina/backend/cpu/elementwise.h"
 #include "fucina/backend/cpu/gemm.h"
+#include "fucina/backend/cpu/indexing.h"
+#include "fucina/backend/cpu/logic.h"
 #include "fucina/backend/cpu/reduce.h"
+#include "fucina/backend/cpu/sampling.h"
+#include "fucina/backend/cpu/sorting.h"
 #include "fucina/backend/kernels.h"
 #include "fucina/backend/scan_rows.h"
 #include "fucina/exec/context.h"
@@ -160,6 +164,50 @@ class CpuKernels final : public Kernels {
       oh[r] = scan::recurrenceRowVjp(pd + o, ph[r], py + o, pg + o, ox + o, od + o, l.n);
     });
     return g;
+  }
+
+  IndexFault firstIndexOutside(ExecContext&, const RawTensor& index, int64_t extent) const override {
+    return kernels::firstIndexOutside(index, extent);
+  }
+  RawTensor gatherAlong(ExecContext& ctx, const RawTensor& table, Tag axis, const RawTensor& index) const override {
+    return kernels::gatherAlong(ctx, table, axis, index);
+  }
+  void scatterAlong(ExecContext&, const RawTensor& dst, Tag axis, const RawTensor& index, const RawTensor& src,
+                    bool add) const override {
+    kernels::scatterAlong(dst, axis, index, src, add);
+  }
+  RawTensor selectRows(ExecContext& ctx, const RawTensor& table, Tag axis, const RawTensor& index) const override {
+    return kernels::selectRows(ctx, table, axis, index);
+  }
+  void updateRows(ExecContext& ctx, const RawTensor& dst, Tag axis, const RawTensor& index, const RawTensor& src,
+                  RowUpdate how) const override {
+    kernels::updateRows(ctx, dst, axis, index, src, how);
+  }
+  RawTensor maskPositions(ExecContext& ctx, const RawTensor& mask, Tag tag) const override {
+    return kernels::maskPositions(ctx, mask, tag);
+  }
+  SortedRows sortRows(ExecContext& ctx, const RawTensor& rows, int64_t k, bool largest) const override {
+    return kernels::sortRows(ctx, rows, k, largest);
+  }
+  RawTensor argExtremumRows(ExecContext& ctx, const RawTensor& rows, bool largest) const override {
+    return kernels::argExtremumRows(ctx, rows, largest);
+  }
+  RawTensor logic(ExecContext& ctx, Logic op, const Tags& tags, const Extents& shape, Inputs ins) const override {
+    return kernels::logic(ctx, op, tags, shape, ins);
+  }
+  RawTensor truthRows(ExecContext& ctx, const RawTensor& truth, bool any) const override {
+    return kernels::truthRows(ctx, truth, any);
+  }
+  RawTensor bandMask(ExecContext& ctx, Tag row, Tag col, int64_t rows, int64_t cols, int64_t lower,
+                     int64_t upper) const override {
+    return kernels::bandMask(ctx, row, col, rows, cols, lower, upper);
+  }
+  RawTensor dropout(ExecContext& ctx, const RawTensor& x, uint64_t seed, double p, float keep_scale) const override {
+    return kernels::dropout(ctx, x, seed, p, keep_scale);
+  }
+  RawTensor multinomialRows(ExecContext& ctx, const RawTensor& rows, int64_t samples, uint64_t seed, bool replacement,
+                            const std::string& what) const override {
+    return kernels::multinomialRows(ctx, rows, samples, seed, replacement, what);
   }
 };
 

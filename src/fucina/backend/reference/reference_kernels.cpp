@@ -9,6 +9,10 @@
 
 #include "fucina/backend/cpu/gemm.h"
 #include "fucina/backend/kernels.h"
+#include "fucina/backend/reference/indexing.h"
+#include "fucina/backend/reference/logic.h"
+#include "fucina/backend/reference/sampling.h"
+#include "fucina/backend/reference/sorting.h"
 #include "fucina/backend/scalar_loop.h"
 #include "fucina/backend/scan_rows.h"
 #include "fucina/core/error.h"
@@ -283,6 +287,50 @@ class ReferenceKernels final : public Kernels {
       g.h0.f32()[r] = scan::recurrenceRowVjp(d.f32() + o, h0.f32()[r], y.f32() + o, gy.f32() + o, g.x.f32() + o,
                                              g.d.f32() + o, l.n);
     return g;
+  }
+
+  IndexFault firstIndexOutside(ExecContext& ctx, const RawTensor& index, int64_t extent) const override {
+    return reference::firstIndexOutside(ctx, index, extent);
+  }
+  RawTensor gatherAlong(ExecContext& ctx, const RawTensor& table, Tag axis, const RawTensor& index) const override {
+    return reference::gatherAlong(ctx, table, axis, index);
+  }
+  void scatterAlong(ExecContext& ctx, const RawTensor& dst, Tag axis, const RawTensor& index, const RawTensor& src,
+                    bool add) const override {
+    reference::scatterAlong(ctx, dst, axis, index, src, add);
+  }
+  RawTensor selectRows(ExecContext& ctx, const RawTensor& table, Tag axis, const RawTensor& index) const override {
+    return reference::selectRows(ctx, table, axis, index);
+  }
+  void updateRows(ExecContext&, const RawTensor& dst, Tag axis, const RawTensor& index, const RawTensor& src,
+                  RowUpdate how) const override {
+    reference::updateRows(dst, axis, index, src, how);
+  }
+  RawTensor maskPositions(ExecContext& ctx, const RawTensor& mask, Tag tag) const override {
+    return reference::maskPositions(ctx, mask, tag);
+  }
+  SortedRows sortRows(ExecContext& ctx, const RawTensor& rows, int64_t k, bool largest) const override {
+    return reference::sortRows(ctx, rows, k, largest);
+  }
+  RawTensor argExtremumRows(ExecContext& ctx, const RawTensor& rows, bool largest) const override {
+    return reference::argExtremumRows(ctx, rows, largest);
+  }
+  RawTensor logic(ExecContext& ctx, Logic op, const Tags& tags, const Extents& shape, Inputs ins) const override {
+    return reference::logic(ctx, op, tags, shape, ins);
+  }
+  RawTensor truthRows(ExecContext& ctx, const RawTensor& truth, bool any) const override {
+    return reference::truthRows(ctx, truth, any);
+  }
+  RawTensor bandMask(ExecContext& ctx, Tag row, Tag col, int64_t rows, int64_t cols, int64_t lower,
+                     int64_t upper) const override {
+    return reference::bandMask(ctx, row, col, rows, cols, lower, upper);
+  }
+  RawTensor dropout(ExecContext& ctx, const RawTensor& x, uint64_t seed, double p, float keep_scale) const override {
+    return reference::dropout(ctx, x, seed, p, keep_scale);
+  }
+  RawTensor multinomialRows(ExecContext& ctx, const RawTensor& rows, int64_t samples, uint64_t seed, bool replacement,
+                            const std::string& what) const override {
+    return reference::multinomialRows(ctx, rows, samples, seed, replacement, what);
   }
 };
 

@@ -1,0 +1,42 @@
+// The truth functions of Kernels::logic over doubles, and one row of truthRows; shared by the
+// backends, which differ only in how they walk and split the elements.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "fucina/backend/kernels.h"
+
+namespace fucina::backend::logic {
+
+// Calls unary(f) with f(double) -> bool, or binary(f) with f(double, double) -> bool, for op: a
+// lambda per op, so each backend's loop is instantiated with the function inlined.
+template <class Unary, class Binary>
+decltype(auto) visit(Kernels::Logic op, Unary&& unary, Binary&& binary) {
+  using L = Kernels::Logic;
+  switch (op) {
+    case L::isnan: return unary([](double v) { return std::isnan(v); });
+    case L::isinf: return unary([](double v) { return std::isinf(v); });
+    case L::isfinite: return unary([](double v) { return std::isfinite(v); });
+    case L::truth: return unary([](double v) { return v != 0; });
+    case L::logicalNot: return unary([](double v) { return v == 0; });
+    case L::logicalAnd: return binary([](double p, double q) { return p != 0 && q != 0; });
+    case L::logicalOr: return binary([](double p, double q) { return p != 0 || q != 0; });
+    case L::logicalXor: return binary([](double p, double q) { return (p != 0) != (q != 0); });
+  }
+  return unary([](double) { return false; });
+}
+
+// any (or all) of n truth values; the empty any is false, the empty all true.
+inline uint8_t truthRow(const uint8_t* src, int64_t n, bool any) {
+  bool v = !any;
+  for (int64_t i = 0; i < n && v != any; ++i)
+    if (bool(src[i]) == any) v = any;
+  return v;
+}
+
+inline uint8_t inBand(int64_t i, int64_t j, int64_t lower, int64_t upper) {
+  return (lower < 0 || i - j <= lower) && (upper < 0 || j - i <= upper);
+}
+
+}  // namespace fucina::backend::logic
