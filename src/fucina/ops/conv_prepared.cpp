@@ -153,7 +153,7 @@ Tensor prepared(ExecContext& ctx, const Tensor& input, const PreparedConv2d& p, 
   // A handle on the prepared storage for this call only (a tensor kept in the state would be
   // released by the ExecScope open when it was prepared).
   const Tensor x = a.dtype() == input.dtype() ? input : Tensor::fromRaw(ctx, a);
-  return ops::conv2dForward(ctx, x, Tensor::fromRaw(ctx, s.weight), o, op, s.bias.valid() ? s.bias.f32() : nullptr, relu);
+  return ops::conv2dForward(ctx, x, Tensor::fromRaw(ctx, s.weight), o, op, s.bias, relu);
 }
 
 }  // namespace
