@@ -86,6 +86,13 @@ class Kernels {
   /// The adjoint of conv2d in w: gw [OC, C/G, kh, kw] = Σ_n gy_n · x_n's taps.
   virtual RawTensor conv2dWeightGrad(ExecContext& ctx, const RawTensor& x, const RawTensor& gy, const ConvPlan& p,
                                      const Tags& tags, const Extents& shape) const = 0;
+  /// Winograd F(2x2, 3x3) (Lavin & Gray 2015), the prepared convolution's path for 3x3 kernels
+  /// with stride and dilation 1: the weight planes U [16, G, C/G, OC/G] of w [OC, C/G, 3, 3],
+  /// U[ξ, g, c, o'] = element ξ (row-major 4x4) of G·w[g·OC/G + o', c]·Gᵀ computed in f64; and
+  /// conv2d's y (bias, relu as conv2d's) from them, per 2x2 output tile Aᵀ·(Σ_c U ⊙ Bᵀ·d·B)·A.
+  virtual RawTensor winogradWeights(ExecContext& ctx, const RawTensor& w, int64_t groups) const = 0;
+  virtual RawTensor winogradConv2d(ExecContext& ctx, const RawTensor& x, const RawTensor& u, const ConvPlan& p,
+                                   const Tags& tags, const Extents& shape, const RawTensor& bias, bool relu) const = 0;
   /// cols [N, C·kh·kw, out_h·out_w] of images [N, C, H, W]: cols[n, (c·kh + i)·kw + j, oy·out_w + ox]
   /// = x[n, c, oy·sh - ph + i·dh, ox·sw - pw + j·dw] (0 outside). col2im is its adjoint: each
   /// column entry summed into the image element it was read from.

@@ -5,6 +5,7 @@
 #include "fucina/backend/cpu/conv.h"
 #include "fucina/backend/cpu/gemm.h"
 #include "fucina/backend/cpu/planes.h"
+#include "fucina/backend/cpu/winograd.h"
 #include "fucina/exec/claims.h"
 #include "fucina/exec/context.h"
 
@@ -162,6 +163,21 @@ RawTensor conv2dWeightGrad(ExecContext& ctx, const RawTensor& x, const RawTensor
   RawTensor gw = RawTensor::empty(ctx, tags, shape);
   convWeightGrad(ctx, p, x.f32(), gy.f32(), gw.f32());
   return gw;
+}
+
+RawTensor winogradWeights(ExecContext& ctx, const RawTensor& w, int64_t groups) {
+  const int64_t OC = w.shape()[0], Cg = w.shape()[1];
+  RawTensor u = RawTensor::empty(ctx, {"xi", "g", "i", "o"}, {16, groups, Cg, OC / groups});
+  winogradWeights(OC, Cg, groups, w.f32(), u.f32());
+  return u;
+}
+
+RawTensor winogradConv2d(ExecContext& ctx, const RawTensor& x, const RawTensor& u, const ConvPlan& p,
+                         const Tags& tags, const Extents& shape, const RawTensor& bias, bool relu) {
+  RawTensor y = RawTensor::empty(ctx, tags, shape);
+  const WinogradShape s{p.N, p.g.channels, p.g.height, p.g.width, p.OC, p.G, p.g.pad_h, p.g.pad_w, p.g.out_h, p.g.out_w};
+  winogradConv(ctx, s, x.f32(), u.f32(), bias.valid() ? bias.f32() : nullptr, relu, y.f32());
+  return y;
 }
 
 }  // namespace fucina::kernels

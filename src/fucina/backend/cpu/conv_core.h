@@ -21,5 +21,9 @@ RawTensor conv2dInputGrad(ExecContext& ctx, const RawTensor& gy, const RawTensor
                           const Tags& tags, const Extents& shape);
 RawTensor conv2dWeightGrad(ExecContext& ctx, const RawTensor& x, const RawTensor& gy, const ConvPlan& p,
                            const Tags& tags, const Extents& shape);
+// The Winograd primitives on backend/cpu/winograd.h's kernels.
+RawTensor winogradWeights(ExecContext& ctx, const RawTensor& w, int64_t groups);
+RawTensor winogradConv2d(ExecContext& ctx, const RawTensor& x, const RawTensor& u, const ConvPlan& p,
+                         const Tags& tags, const Extents& shape, const RawTensor& bias, bool relu);
 
 }  // namespace fucina::kernels

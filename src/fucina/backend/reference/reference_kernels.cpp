@@ -285,6 +285,13 @@ class ReferenceKernels final : public Kernels {
                              const Tags& tags, const Extents& shape) const override {
     return reference::conv2dWeightGrad(ctx, x, gy, p, tags, shape);
   }
+  RawTensor winogradWeights(ExecContext& ctx, const RawTensor& w, int64_t groups) const override {
+    return reference::winogradWeights(ctx, w, groups);
+  }
+  RawTensor winogradConv2d(ExecContext& ctx, const RawTensor& x, const RawTensor& u, const ConvPlan& p,
+                           const Tags& tags, const Extents& shape, const RawTensor& bias, bool relu) const override {
+    return reference::winogradConv2d(ctx, x, u, p, tags, shape, bias, relu);
+  }
   RawTensor im2col(ExecContext& ctx, const RawTensor& images, const Conv2dGeometry& g, const Tags& tags,
                    const Extents& shape) const override {
     return reference::im2col(ctx, images, g, tags, shape);

@@ -17,6 +17,9 @@ RawTensor conv2dInputGrad(ExecContext& ctx, const RawTensor& gy, const RawTensor
                           const Tags& tags, const Extents& shape);
 RawTensor conv2dWeightGrad(ExecContext& ctx, const RawTensor& x, const RawTensor& gy, const ConvPlan& p,
                            const Tags& tags, const Extents& shape);
+RawTensor winogradWeights(ExecContext& ctx, const RawTensor& w, int64_t groups);
+RawTensor winogradConv2d(ExecContext& ctx, const RawTensor& x, const RawTensor& u, const ConvPlan& p,
+                         const Tags& tags, const Extents& shape, const RawTensor& bias, bool relu);
 RawTensor im2col(ExecContext& ctx, const RawTensor& images, const Conv2dGeometry& g, const Tags& tags,
                  const Extents& shape);
 RawTensor col2im(ExecContext& ctx, const RawTensor& cols, const Conv2dGeometry& g, const Tags& tags,
