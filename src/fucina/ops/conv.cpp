@@ -299,7 +299,6 @@ namespace {
 // unfold's and fold's two sides: images [batch..., c, h, w] and columns [batch..., patch, positions].
 struct FoldSetup {
   Conv2dGeometry g;
-  int64_t images = 0;
   Tags image_tags, cols_tags;
   Extents image_shape, cols_shape;
 };
@@ -309,7 +308,8 @@ FoldSetup foldSetup(std::string_view op, const RawTensor& a, const Tags& own, co
                     int64_t W, int64_t kh, int64_t kw, const UnfoldOptions& o) {
   FoldSetup s;
   Extents batch_shape;
-  const Tags batch = otherAxes(a, own, &batch_shape, &s.images);
+  int64_t images = 0;
+  const Tags batch = otherAxes(a, own, &batch_shape, &images);
   for (Tag t : made)
     if (hasTag(a.tags(), t))
       fail(ErrorCode::ShapeMismatch, std::string(op) + ": the input " + a.describe() + " already has the result's axis " + quoted(t));

@@ -23,7 +23,6 @@ namespace {
 
 struct PoolSetup {
   Tags order;            // internal layout: other axes, then h, w
-  Extents out_shape;     // in that layout
   Conv2dGeometry g;      // channels = number of planes
   RawTensor x;           // the input in the internal layout, contiguous
 };
@@ -42,8 +41,9 @@ PoolSetup poolSetup(ExecContext& ctx, std::string_view op, const Tensor& t, int6
     fail(ErrorCode::InvalidArgument, std::string(op) + ": pad " + num(pad) + " must be at most half the kernel " +
                                          num(kh) + "x" + num(kw));
   PoolSetup s;
+  Extents other_shape;
   int64_t planes = 0;
-  s.order = otherAxes(a, {h, w}, &s.out_shape, &planes);
+  s.order = otherAxes(a, {h, w}, &other_shape, &planes);
   const int64_t H = a.extent(h), W = a.extent(w);
   // With pad <= kernel / 2 alone a kernel could be any size (a window of 2^40 x 2^40 taps); a
   // pad within the input bounds it by 3x the input.
@@ -57,8 +57,6 @@ PoolSetup poolSetup(ExecContext& ctx, std::string_view op, const Tensor& t, int6
                                        quoted(h) + "=" + num(H) + "+2*" + num(pad) + ", " + quoted(w) + "=" + num(W) + "+2*" + num(pad));
   s.order.push_back(h);
   s.order.push_back(w);
-  s.out_shape.push_back(oh);
-  s.out_shape.push_back(ow);
   s.g = Conv2dGeometry{planes, H, W, kh, kw, sh, sw, pad, pad, 1, 1, oh, ow};
   s.x = a.permuted(s.order).contiguous(ctx);
   return s;
