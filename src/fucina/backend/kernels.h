@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 
+#include "fucina/backend/conv_geometry.h"
 #include "fucina/backend/elementwise_table.h"
 #include "fucina/core/device.h"
 #include "fucina/core/raw_tensor.h"
@@ -127,6 +128,65 @@ class Kernels {
   /// draw j of row r uses unit(seed, r·samples + j). Bad weights are InvalidArgument naming `what`.
   virtual RawTensor multinomialRows(ExecContext& ctx, const RawTensor& rows, int64_t samples, uint64_t seed,
                                     bool replacement, const std::string& what) const = 0;
+
+  // --- convolution and pooling: contiguous f32 operands laid out as p or g describe (the leading
+  // axes fold into the images or planes); results are contiguous, over (tags, shape) where given ---
+  using ConvPlan = kernels::ConvPlan;
+  using Conv2dGeometry = kernels::Conv2dGeometry;
+  /// y [N, OC, out_h, out_w] = Σ_{c,i,j} w[o, c, i, j]·x[n, g(o)·C/G + c, oy·sh - ph + i·dh,
+  /// ox·sw - pw + j·dw] (0 outside), plus bias[o] (f32 {OC}) when valid, then relu when `relu`.
+  virtual RawTensor conv2d(ExecContext& ctx, const RawTensor& x, const RawTensor& w, const ConvPlan& p,
+                           const Tags& tags, const Extents& shape, const RawTensor& bias, bool relu) const = 0;
+  /// The adjoint of conv2d in x: gx [N, C, H, W] from gy [N, OC, out_h, out_w] (also a transposed
+  /// convolution's forward).
+  virtual RawTensor conv2dInputGrad(ExecContext& ctx, const RawTensor& gy, const RawTensor& w, const ConvPlan& p,
+                                    const Tags& tags, const Extents& shape) const = 0;
+  /// The adjoint of conv2d in w: gw [OC, C/G, kh, kw] = Σ_n gy_n · x_n's taps.
+  virtual RawTensor conv2dWeightGrad(ExecContext& ctx, const RawTensor& x, const RawTensor& gy, const ConvPlan& p,
+                                     const Tags& tags, const Extents& shape) const = 0;
+  /// Winograd F(2x2, 3x3) (Lavin & Gray 2015), the prepared convolution's path for 3x3 kernels
+  /// with stride and dilation 1: the weight planes U [16, G, C/G, OC/G] of w [OC, C/G, 3, 3],
+  /// U[ξ, g, c, o'] = element ξ (row-major 4x4) of G·w[g·OC/G + o', c]·Gᵀ computed in f64; and
+  /// conv2d's y (bias, relu as conv2d's) from them, per 2x2 output tile Aᵀ·(Σ_c U ⊙ Bᵀ·d·B)·A.
+  virtual RawTensor winogradWeights(ExecContext& ctx, const RawTensor& w, int64_t groups) const = 0;
+  virtual RawTensor winogradConv2d(ExecContext& ctx, const RawTensor& x, const RawTensor& u, const ConvPlan& p,
+                                   const Tags& tags, const Extents& shape, const RawTensor& bias, bool relu) const = 0;
+  /// cols [N, C·kh·kw, out_h·out_w] of images [N, C, H, W]: cols[n, (c·kh + i)·kw + j, oy·out_w + ox]
+  /// = x[n, c, oy·sh - ph + i·dh, ox·sw - pw + j·dw] (0 outside). col2im is its adjoint: each
+  /// column entry summed into the image element it was read from.
+  virtual RawTensor im2col(ExecContext& ctx, const RawTensor& images, const Conv2dGeometry& g, const Tags& tags,
+                           const Extents& shape) const = 0;
+  virtual RawTensor col2im(ExecContext& ctx, const RawTensor& cols, const Conv2dGeometry& g, const Tags& tags,
+                           const Extents& shape) const = 0;
+
+  /// Pooling of the g.channels planes x [..., H, W] over g's windows (dilation 1) to y [..., out_h,
+  /// out_w] (x's axes): the window's maximum, padding never winning, NaN propagating; or its mean
+  /// over kh·kw taps, padding counted as 0. For max with `argmax`, also the flat in-plane index
+  /// (i64) of each window's first maximum, which its VJP routes the gradient to.
+  enum class Pool { max, avg };
+  struct Pooled {
+    RawTensor y, argmax;
+  };
+  virtual Pooled pool2d(ExecContext& ctx, Pool kind, const RawTensor& x, const Conv2dGeometry& g,
+                        bool argmax) const = 0;
+  /// gx [..., H, W] (gy's axes) of pool2d from gy [..., out_h, out_w] (and, for max, its argmax).
+  virtual RawTensor pool2dVjp(ExecContext& ctx, Pool kind, const RawTensor& gy, const RawTensor& argmax,
+                              const Conv2dGeometry& g) const = 0;
+  /// y [..., 2H, 2W] = x [..., H, W] with each element repeated in a 2x2 block; the VJP sums each
+  /// block of gy.
+  virtual RawTensor upsample2x(ExecContext& ctx, const RawTensor& x) const = 0;
+  virtual RawTensor upsample2xVjp(ExecContext& ctx, const RawTensor& gy) const = 0;
+
+  /// y = x·scale[c] + shift[c] with c the index along x's `channel` axis (scale, shift: f32 {C}).
+  /// The VJP: gx = gy·scale[c] when `input`; when `params`, gscale[c] = Σ gy·x and gshift[c] = Σ gy
+  /// over the elements of channel c, in f64.
+  virtual RawTensor channelAffine(ExecContext& ctx, const RawTensor& x, const RawTensor& scale,
+                                  const RawTensor& shift, Tag channel) const = 0;
+  struct AffineGrads {
+    RawTensor x, scale, shift;
+  };
+  virtual AffineGrads channelAffineVjp(ExecContext& ctx, const RawTensor& x, const RawTensor& scale,
+                                       const RawTensor& gy, Tag channel, bool input, bool params) const = 0;
 };
 
 /// The kernels of ctx's backend (ExecOptions::backend).

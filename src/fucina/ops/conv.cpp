@@ -1,6 +1,7 @@
 // Convolutions over named axes: conv2d, conv1d and its causal forms, convTranspose1d and
-// conv2dRelu on one im2col + GEMM core (Note [Convolution core]), unfold/fold (im2col/col2im
-// themselves) and channelAffine. Every op copies its input into a layout [other axes...,
+// conv2dRelu on the backend's three convolution primitives (conv2d and its two adjoints, Note
+// [Convolution core] in backend/cpu/conv_core.cpp), unfold/fold (im2col/col2im themselves) and
+// channelAffine. Every op copies its input into a layout [other axes...,
 // channels, spatial...] (no copy when it already is) and returns a view in the input's axis
 // order; VJPs return gradients in that layout and let the engine permute them back (as the
 // axis-last row-wise ops do). Pooling lives in ops/pool.cpp.
@@ -10,10 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "fucina/exec/claims.h"
-#include "fucina/backend/cpu/conv.h"
+#include "fucina/backend/kernels.h"
 #include "fucina/ops/conv_core.h"
-#include "fucina/backend/cpu/gemm.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/spatial.h"
 #include "fucina/ops/typed.h"
@@ -22,153 +21,12 @@ namespace fucina {
 
 using internal::RawTensor;
 using kernels::Conv2dGeometry;
+using kernels::ConvPlan;
 using ops::Grads;
 using ops::NeedsGrad;
 using namespace ops::spatial;
 
 namespace {
-
-// Scratch buffers (im2col columns, transposes) go through the context's allocator like every
-// other buffer, so ctx.memory() sees them.
-RawTensor scratch(ExecContext& ctx, int64_t n) { return RawTensor::empty(ctx, {"scratch"}, {n}); }
-
-// Images are independent, so conv2d's per-image loops run in chunks on the pool (claimed
-// owner-first, Note [Owner-first claims]), each chunk with its own im2col buffer and
-// single-threaded GEMMs. The chunking depends on the image count only, never on the thread
-// count, so per-chunk partial sums (the weight gradient) add up in one fixed order and results
-// are bit-identical on any number of threads, whichever thread runs a chunk. One image keeps
-// the threaded GEMM.
-constexpr int64_t kImageChunks = 8;
-
-int64_t imageChunks(int64_t images) { return std::min(images, kImageChunks); }
-
-// body(chunk, image, cols, serial) for every image; `serial`: call GEMMs single-threaded.
-template <class Body>
-void forEachImage(ExecContext& ctx, int64_t images, int64_t cols_floats, const Body& body) {
-  const int64_t chunks = imageChunks(images);
-  auto run = [&](int64_t chunk) {
-    RawTensor cols = scratch(ctx, cols_floats);
-    for (int64_t n = chunk * images / chunks; n < (chunk + 1) * images / chunks; ++n)
-      body(chunk, n, cols.f32(), chunks > 1);
-  };
-  if (chunks == 1) return run(0);
-  claimedFor(ctx, chunks, chunks, [&](int64_t begin, int64_t end) {
-    for (int64_t chunk = begin; chunk < end; ++chunk) run(chunk);
-  });
-}
-
-void convGemm(ExecContext& ctx, bool serial, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-              const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
-  if (serial) kernels::gemmSerial(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
-  else kernels::gemm(ctx, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
-}
-
-// ---------------------------------------------------------------- the convolution core
-
-// Note [Convolution core]: every GEMM convolution runs on three loops over N images [C, H, W]
-// (a 1-D image has height 1) that share one geometry, with W [OC, C/G · kh·kw] per group g and
-// P = out_h·out_w output positions:
-//   convForward     y_g = W_g · im2col(x)_g              y [N, OC, P]
-//   convInputGrad   x̄   = col2im(W_gᵀ · ȳ_g)             the adjoint of convForward in x
-//   convWeightGrad  W̄_g = Σ_n ȳ_g · im2col(x)_gᵀ         its adjoint in W
-// A convolution's VJP is the other two. A transposed convolution is the adjoint of a convolution:
-// its forward is convInputGrad, its input gradient convForward, and its weight gradient
-// convWeightGrad with the roles of input and output swapped. A 1-D depthwise convolution (groups
-// = channels = output channels) runs the same three as row loops (kernels::depthwiseConv1dRow...)
-// instead of im2col and one-row GEMMs, each row on one thread, so its results do not depend on
-// the thread count either.
-struct ConvPlan {
-  Conv2dGeometry g;  // one image
-  int64_t N, G, OC;  // images, groups, output channels
-  bool depthwise() const {
-    return g.height == 1 && g.kh == 1 && g.out_h == 1 && G == g.channels && OC == g.channels;
-  }
-  int64_t positions() const { return g.out_h * g.out_w; }
-  int64_t groupDepth() const { return g.channels / G * g.kh * g.kw; }  // columns of W_g
-  int64_t colsFloats() const { return g.channels * g.kh * g.kw * positions(); }
-  int64_t imageFloats() const { return g.channels * g.height * g.width; }
-};
-
-// y = conv(x, w); with a bias (per output channel) and/or relu, applied to each image while it is
-// in cache (conv2dRelu's fused inference path).
-void convForward(ExecContext& ctx, const ConvPlan& p, const float* x, const float* w, float* y,
-                 const float* bias = nullptr, bool relu = false) {
-  const int64_t P = p.positions(), CgK = p.groupDepth(), OCg = p.OC / p.G;
-  auto epilogue = [&](float* row, int64_t o) {
-    const float b = bias != nullptr ? bias[o] : 0.0f;
-    for (int64_t i = 0; i < P; ++i) row[i] = relu ? std::max(row[i] + b, 0.0f) : row[i] + b;
-  };
-  const bool plain = bias == nullptr && !relu;
-  if (p.depthwise()) {
-    const int64_t W = p.g.width, K = p.g.kw;
-    forPlaneChunks(ctx, p.N * p.OC, W + P, [&](int64_t first, int64_t count) {
-      for (int64_t r = first; r < first + count; ++r) {
-        kernels::depthwiseConv1dRow(p.g, x + r * W, w + r % p.OC * K, y + r * P);
-        if (!plain) epilogue(y + r * P, r % p.OC);
-      }
-    });
-    return;
-  }
-  forEachImage(ctx, p.N, p.colsFloats(), [&](int64_t, int64_t n, float* cols, bool serial) {
-    kernels::im2col(p.g, x + n * p.imageFloats(), cols);
-    float* yn = y + n * p.OC * P;
-    for (int64_t gi = 0; gi < p.G; ++gi)
-      convGemm(ctx, serial, false, false, OCg, P, CgK, w + gi * OCg * CgK, CgK, cols + gi * CgK * P, P,
-               yn + gi * OCg * P, P, false);
-    for (int64_t o = 0; o < p.OC && !plain; ++o) epilogue(yn + o * P, o);
-  });
-}
-
-// gx = col2im(W_gᵀ · gy_g), each image zeroed by the chunk that adds into it, while it is in cache.
-void convInputGrad(ExecContext& ctx, const ConvPlan& p, const float* gy, const float* w, float* gx) {
-  const int64_t P = p.positions(), CgK = p.groupDepth(), OCg = p.OC / p.G;
-  if (p.depthwise()) {
-    const int64_t W = p.g.width, K = p.g.kw;
-    forPlaneChunks(ctx, p.N * p.OC, W + P, [&](int64_t first, int64_t count) {
-      std::fill(gx + first * W, gx + (first + count) * W, 0.0f);
-      for (int64_t r = first; r < first + count; ++r)
-        kernels::depthwiseConv1dRowInputGrad(p.g, gy + r * P, w + r % p.OC * K, gx + r * W);
-    });
-    return;
-  }
-  forEachImage(ctx, p.N, p.colsFloats(), [&](int64_t, int64_t n, float* dcols, bool serial) {
-    for (int64_t gi = 0; gi < p.G; ++gi)  // W_g is [OCg, CgK]: read transposed in place
-      convGemm(ctx, serial, true, false, CgK, P, OCg, w + gi * OCg * CgK, CgK, gy + (n * p.OC + gi * OCg) * P, P,
-               dcols + gi * CgK * P, P, false);
-    float* gxn = gx + n * p.imageFloats();
-    std::fill(gxn, gxn + p.imageFloats(), 0.0f);
-    kernels::col2imAdd(p.g, dcols, gxn);
-  });
-}
-
-// gw (every element written) = Σ_n gy_g · im2col(x)_gᵀ: one partial sum per image chunk, added
-// in chunk order afterwards (the chunking above forEachImage: the same bits on any thread count).
-void convWeightGrad(ExecContext& ctx, const ConvPlan& p, const float* x, const float* gy, float* gw) {
-  const int64_t P = p.positions(), CgK = p.groupDepth(), OCg = p.OC / p.G;
-  const int64_t chunks = imageChunks(p.N), size = p.OC * CgK;
-  std::fill(gw, gw + size, 0.0f);
-  if (p.depthwise()) {  // per channel, the images in order
-    const int64_t W = p.g.width, K = p.g.kw, C = p.OC;
-    forPlaneChunks(ctx, C, p.N * (W + P), [&](int64_t first, int64_t count) {
-      for (int64_t c = first; c < first + count; ++c)
-        for (int64_t n = 0; n < p.N; ++n)
-          kernels::depthwiseConv1dRowWeightGrad(p.g, x + (n * C + c) * W, gy + (n * C + c) * P, gw + c * K);
-    });
-    return;
-  }
-  RawTensor partial = chunks <= 1 ? RawTensor() : RawTensor::zeros(ctx, {"chunk", "w"}, {chunks, size});
-  forEachImage(ctx, p.N, p.colsFloats(), [&](int64_t chunk, int64_t n, float* cols, bool serial) {
-    float* acc = chunks == 1 ? gw : partial.f32() + chunk * size;
-    kernels::im2col(p.g, x + n * p.imageFloats(), cols);
-    for (int64_t gi = 0; gi < p.G; ++gi)  // cols_g is [CgK, P]: read transposed in place
-      convGemm(ctx, serial, false, true, OCg, CgK, P, gy + (n * p.OC + gi * OCg) * P, P, cols + gi * CgK * P, P,
-               acc + gi * OCg * CgK, CgK, true);
-  });
-  for (int64_t chunk = 0; chunks > 1 && chunk < chunks; ++chunk) {
-    const float* src = partial.f32() + chunk * size;
-    for (int64_t i = 0; i < size; ++i) gw[i] += src[i];
-  }
-}
 
 // ---------------------------------------------------------------- convolutions by named axes
 
@@ -212,7 +70,7 @@ ConvSpec depthwiseSpec(const Tensor& x, const Conv1dAxes& a) {
 // the geometry's numbers). `bias`/`relu` fuse an epilogue into the forward: only for results that
 // record no VJP (conv2dRelu's inference path).
 Tensor convolve(ExecContext& ctx, const Tensor& input, const Tensor& weight, const ConvSpec& s,
-                const float* bias = nullptr, bool relu = false) {
+                const RawTensor& bias = RawTensor(), bool relu = false) {
   const std::string op(s.op);
   const RawTensor& a = input.value();
   const RawTensor& wv = weight.value();
@@ -308,11 +166,11 @@ Tensor convolve(ExecContext& ctx, const Tensor& input, const Tensor& weight, con
   }
   const RawTensor x = a.permuted(x_tags).contiguous(ctx);
   const RawTensor w = wv.permuted(w_order).contiguous(ctx);
-  RawTensor y = RawTensor::empty(ctx, y_tags, y_shape);
-  if (y.numel() > 0) {  // an empty result (no output channels, say) computes nothing, however many images
-    if (s.transposed) convInputGrad(ctx, plan, x.f32(), w.f32(), y.f32());
-    else convForward(ctx, plan, x.f32(), w.f32(), y.f32(), bias, relu);
-  }
+  const backend::Kernels& k = backend::kernelsOf(ctx);
+  // An empty result (no output channels, say) computes nothing, however many images.
+  RawTensor y = numelOf(y_shape) == 0 ? RawTensor::empty(ctx, y_tags, y_shape)
+                : s.transposed        ? k.conv2dInputGrad(ctx, x, w, plan, y_tags, y_shape)
+                                      : k.conv2d(ctx, x, w, plan, y_tags, y_shape, bias, relu);
   Tags result_order = a.tags();
   for (Tag& t : result_order)
     if (t == s.channels) t = s.out_channels;
@@ -327,18 +185,13 @@ Tensor convolve(ExecContext& ctx, const Tensor& input, const Tensor& weight, con
         if (needs[1]) out[1] = RawTensor::zeros(c, w_order, w_shape);
         return;
       }
-      if (needs[0]) {  // every element written
-        RawTensor gx = RawTensor::empty(c, x_tags, x_shape);
-        if (transposed) convForward(c, plan, gyc.f32(), w.f32(), gx.f32());
-        else convInputGrad(c, plan, gyc.f32(), w.f32(), gx.f32());
-        out[0] = std::move(gx);
-      }
-      if (needs[1]) {
-        RawTensor gw = RawTensor::empty(c, w_order, w_shape);
-        if (transposed) convWeightGrad(c, plan, gyc.f32(), x.f32(), gw.f32());
-        else convWeightGrad(c, plan, x.f32(), gyc.f32(), gw.f32());
-        out[1] = std::move(gw);
-      }
+      const backend::Kernels& k = backend::kernelsOf(c);
+      if (needs[0])
+        out[0] = transposed ? k.conv2d(c, gyc, w, plan, x_tags, x_shape, RawTensor(), false)
+                            : k.conv2dInputGrad(c, gyc, w, plan, x_tags, x_shape);
+      if (needs[1])
+        out[1] = transposed ? k.conv2dWeightGrad(c, gyc, x, plan, w_order, w_shape)
+                            : k.conv2dWeightGrad(c, x, gyc, plan, w_order, w_shape);
     };
   }, work);
 }
@@ -379,13 +232,13 @@ Tensor fusedConv2dRelu(ExecContext& ctx, const Tensor& x, const Tensor& w, const
     if (hasTag(w.tags(), o.out_channels)) checkBias(op, *bias, o.out_channels, w.extent(o.out_channels));
     b = bias->value().contiguous(ctx);
   }
-  return convolve(ctx, x, w, specOf(o, op), bias != nullptr ? b.f32() : nullptr, true);
+  return convolve(ctx, x, w, specOf(o, op), b, true);
 }
 
 }  // namespace
 
 Tensor ops::conv2dForward(ExecContext& ctx, const Tensor& x, const Tensor& w, const Conv2dOptions& options,
-                          std::string_view op, const float* bias, bool relu) {
+                          std::string_view op, const RawTensor& bias, bool relu) {
   return convolve(ctx, x, w, specOf(options, op), bias, relu);
 }
 
@@ -446,7 +299,6 @@ namespace {
 // unfold's and fold's two sides: images [batch..., c, h, w] and columns [batch..., patch, positions].
 struct FoldSetup {
   Conv2dGeometry g;
-  int64_t images = 0;
   Tags image_tags, cols_tags;
   Extents image_shape, cols_shape;
 };
@@ -456,7 +308,8 @@ FoldSetup foldSetup(std::string_view op, const RawTensor& a, const Tags& own, co
                     int64_t W, int64_t kh, int64_t kw, const UnfoldOptions& o) {
   FoldSetup s;
   Extents batch_shape;
-  const Tags batch = otherAxes(a, own, &batch_shape, &s.images);
+  int64_t images = 0;
+  const Tags batch = otherAxes(a, own, &batch_shape, &images);
   for (Tag t : made)
     if (hasTag(a.tags(), t))
       fail(ErrorCode::ShapeMismatch, std::string(op) + ": the input " + a.describe() + " already has the result's axis " + quoted(t));
@@ -488,22 +341,12 @@ void checkFoldOptions(std::string_view op, int64_t kh, int64_t kw, const UnfoldO
 }
 
 // im2col of every image (contiguous, s.image_tags order) and its adjoint, col2im of every columns
-// block. Images are independent: the same bits on any number of threads.
+// block.
 RawTensor unfoldImages(ExecContext& ctx, const FoldSetup& s, const RawTensor& images) {
-  RawTensor cols = RawTensor::empty(ctx, s.cols_tags, s.cols_shape);
-  const int64_t in = s.g.channels * s.g.height * s.g.width, out = s.cols_shape.end()[-2] * s.cols_shape.back();
-  forPlaneChunks(ctx, s.images, out, [&](int64_t first, int64_t count) {
-    for (int64_t n = first; n < first + count; ++n) kernels::im2col(s.g, images.f32() + n * in, cols.f32() + n * out);
-  });
-  return cols;
+  return backend::kernelsOf(ctx).im2col(ctx, images, s.g, s.cols_tags, s.cols_shape);
 }
 RawTensor foldColumns(ExecContext& ctx, const FoldSetup& s, const RawTensor& cols) {
-  RawTensor images = RawTensor::zeros(ctx, s.image_tags, s.image_shape);
-  const int64_t in = s.g.channels * s.g.height * s.g.width, out = s.cols_shape.end()[-2] * s.cols_shape.back();
-  forPlaneChunks(ctx, s.images, in, [&](int64_t first, int64_t count) {
-    for (int64_t n = first; n < first + count; ++n) kernels::col2imAdd(s.g, cols.f32() + n * out, images.f32() + n * in);
-  });
-  return images;
+  return backend::kernelsOf(ctx).col2im(ctx, cols, s.g, s.image_tags, s.image_shape);
 }
 
 }  // namespace
@@ -570,56 +413,17 @@ Tensor Tensor::channelAffine(ExecContext& ctx, const Tensor& scale, const Tensor
       fail(ErrorCode::ShapeMismatch, std::string(op) + ": the " + (t == &scale ? "scale" : "shift") + " must have the single axis " +
                                          quoted(channel_axis) + "=" + num(C) + ", got " + v.describe());
   }
-  // x as [outer, C, inner] rows of `inner` elements, in its own axis order.
-  const size_t axis = a.axis(channel_axis);
-  int64_t outer = 1, inner = 1;
-  for (size_t i = 0; i < axis; ++i) outer *= a.shape()[i];
-  for (size_t i = axis + 1; i < a.rank(); ++i) inner *= a.shape()[i];
   const RawTensor x = a.contiguous(ctx);
   const RawTensor sc = scale.value().contiguous(ctx), sh = shift.value().contiguous(ctx);
-  RawTensor y = RawTensor::empty(ctx, a.tags(), a.shape());
-  forPlaneChunks(ctx, outer * C, inner, [&](int64_t first, int64_t count) {
-    for (int64_t r = first; r < first + count; ++r) {
-      const float s = sc.f32()[r % C], b = sh.f32()[r % C];
-      const float* xr = x.f32() + r * inner;
-      float* yr = y.f32() + r * inner;
-      for (int64_t i = 0; i < inner; ++i) yr[i] = xr[i] * s + b;
-    }
-  });
+  RawTensor y = backend::kernelsOf(ctx).channelAffine(ctx, x, sc, sh, channel_axis);
   return ops::finishOp(ctx, op, std::move(y), {this, &scale, &shift}, [&] {
-    return [x = scale.requiresGrad() ? x : RawTensor(), sc = requiresGrad() ? sc : RawTensor(), outer, C, inner,
-            tags = a.tags(), channel_axis](ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads out) {
-      const RawTensor g = gy.permuted(tags).contiguous(c);
-      if (needs[0]) {
-        RawTensor gx = RawTensor::empty(c, g.tags(), g.shape());
-        forPlaneChunks(c, outer * C, inner, [&](int64_t first, int64_t count) {
-          for (int64_t r = first; r < first + count; ++r) {
-            const float s = sc.f32()[r % C];
-            for (int64_t i = 0; i < inner; ++i) gx.f32()[r * inner + i] = g.f32()[r * inner + i] * s;
-          }
-        });
-        out[0] = std::move(gx);
-      }
-      if (!needs[1] && !needs[2]) return;
-      // Per channel, sums over its rows in a fixed order: the same bits on any number of threads.
-      RawTensor gs = RawTensor::empty(c, {channel_axis}, {C}), gb = RawTensor::empty(c, {channel_axis}, {C});
-      c.parallelFor(C, std::max<int64_t>(1, (int64_t{16} << 10) / std::max<int64_t>(1, outer * inner)), [&](int64_t begin, int64_t end) {
-        for (int64_t ch = begin; ch < end; ++ch) {
-          double s = 0, b = 0;
-          for (int64_t o = 0; o < outer; ++o) {
-            const float* gr = g.f32() + (o * C + ch) * inner;
-            const float* xr = needs[1] ? x.f32() + (o * C + ch) * inner : nullptr;
-            for (int64_t i = 0; i < inner; ++i) {
-              b += gr[i];
-              if (xr != nullptr) s += double(gr[i]) * xr[i];
-            }
-          }
-          gs.f32()[ch] = static_cast<float>(s);
-          gb.f32()[ch] = static_cast<float>(b);
-        }
-      });
-      if (needs[1]) out[1] = std::move(gs);
-      if (needs[2]) out[2] = std::move(gb);
+    return [x = scale.requiresGrad() ? x : RawTensor(), sc = requiresGrad() ? sc : RawTensor(), tags = a.tags(),
+            channel_axis](ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads out) {
+      auto g = backend::kernelsOf(c).channelAffineVjp(c, needs[1] ? x : RawTensor(), sc, gy.permuted(tags).contiguous(c),
+                                                      channel_axis, needs[0], needs[1] || needs[2]);
+      if (needs[0]) out[0] = std::move(g.x);
+      if (needs[1]) out[1] = std::move(g.scale);
+      if (needs[2]) out[2] = std::move(g.shift);
     };
   }, static_cast<size_t>(2 * a.numel()));
 }

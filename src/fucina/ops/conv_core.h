@@ -8,9 +8,9 @@
 
 namespace fucina::ops {
 
-// conv2d(x, w, options) with f32 operands, the errors named `op`; `bias` (out_channels floats)
-// and `relu` are fused into the output loop. Records a VJP only if an operand requires grad.
+// conv2d(x, w, options) with f32 operands, the errors named `op`; `bias` (f32 {out_channels}, or
+// none) and `relu` are fused into the output loop. Records a VJP only if an operand requires grad.
 Tensor conv2dForward(ExecContext& ctx, const Tensor& x, const Tensor& w, const Conv2dOptions& options,
-                     std::string_view op, const float* bias, bool relu);
+                     std::string_view op, const internal::RawTensor& bias, bool relu);
 
 }  // namespace fucina::ops

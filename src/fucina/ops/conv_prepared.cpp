@@ -7,8 +7,8 @@
 #include <string>
 
 #include "fucina/ag/control.h"
-#include "fucina/backend/cpu/conv.h"
 #include "fucina/backend/cpu/winograd.h"
+#include "fucina/backend/kernels.h"
 #include "fucina/ops/conv_core.h"
 #include "fucina/ops/spatial.h"
 
@@ -22,7 +22,7 @@ struct PreparedConv2dState {
   int64_t out_channels = 0, group_channels = 0, kh = 0, kw = 0;  // the weight's extents
   bool winograd = false;
   RawTensor weight;  // GEMM path: f32 {out, c, kh, kw}, contiguous
-  RawTensor planes;  // Winograd path: U [16, groups, c, out / groups] (kernels::winogradWeights)
+  RawTensor planes;  // Winograd path: U [16, groups, c, out / groups] (Kernels::winogradWeights)
   RawTensor bias;    // f32 {out}, or none
 };
 
@@ -101,8 +101,7 @@ PreparedConv2d prepare(ExecContext& ctx, const Tensor& weight, const Tensor* bia
   s.winograd = s.kh == 3 && s.kw == 3 && o.stride_h == 1 && o.stride_w == 1 && o.dilation_h == 1 && o.dilation_w == 1 &&
                s.group_channels >= kernels::kWinogradMinChannels;
   if (s.winograd) {
-    s.planes = RawTensor::empty(ctx, {"xi", "g", "i", "o"}, {16, o.groups, s.group_channels, s.out_channels / o.groups});
-    kernels::winogradWeights(s.out_channels, s.group_channels, o.groups, w.f32(), s.planes.f32());
+    s.planes = backend::kernelsOf(ctx).winogradWeights(ctx, w, o.groups);
   } else {
     s.weight = w;
   }
@@ -128,11 +127,12 @@ Tensor winogradForward(ExecContext& ctx, std::string_view op, const RawTensor& a
   const Tags batch = otherAxes(a, {o.channels, o.height, o.width}, &batch_shape, &N);
   Extents y_shape = batch_shape;
   y_shape.insert(y_shape.end(), {s.out_channels, OH, OW});
-  RawTensor y = RawTensor::empty(ctx, joinTags({batch, {o.out_channels, o.height, o.width}}), y_shape);
+  const Tags y_tags = joinTags({batch, {o.out_channels, o.height, o.width}});
+  RawTensor y = RawTensor::empty(ctx, y_tags, y_shape);
   if (y.numel() > 0) {
     const RawTensor x = a.permuted(joinTags({batch, {o.channels, o.height, o.width}})).contiguous(ctx);
-    const kernels::WinogradShape shape{N, C, H, W, s.out_channels, o.groups, o.pad_h, o.pad_w, OH, OW};
-    kernels::winogradConv(ctx, shape, x.f32(), s.planes.f32(), s.bias.valid() ? s.bias.f32() : nullptr, relu, y.f32());
+    const kernels::ConvPlan plan{{C, H, W, 3, 3, 1, 1, o.pad_h, o.pad_w, 1, 1, OH, OW}, N, o.groups, s.out_channels};
+    y = backend::kernelsOf(ctx).winogradConv2d(ctx, x, s.planes, plan, y_tags, y_shape, s.bias, relu);
   }
   Tags result_order = a.tags();
   for (Tag& t : result_order)
@@ -153,7 +153,7 @@ Tensor prepared(ExecContext& ctx, const Tensor& input, const PreparedConv2d& p, 
   // A handle on the prepared storage for this call only (a tensor kept in the state would be
   // released by the ExecScope open when it was prepared).
   const Tensor x = a.dtype() == input.dtype() ? input : Tensor::fromRaw(ctx, a);
-  return ops::conv2dForward(ctx, x, Tensor::fromRaw(ctx, s.weight), o, op, s.bias.valid() ? s.bias.f32() : nullptr, relu);
+  return ops::conv2dForward(ctx, x, Tensor::fromRaw(ctx, s.weight), o, op, s.bias, relu);
 }
 
 }  // namespace

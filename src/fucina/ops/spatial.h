@@ -1,15 +1,13 @@
 // Shared by the ops over named spatial axes (ops/conv.cpp, ops/pool.cpp): checks of their
-// options and axes, with messages that name them, and the loop that spreads planes over the pool.
+// options and axes, with messages that name them.
 #pragma once
 
-#include <algorithm>
 #include <string>
 #include <string_view>
 
 #include "fucina/core/error.h"
 #include "fucina/core/raw_tensor.h"
 #include "fucina/core/shape.h"
-#include "fucina/exec/context.h"
 
 namespace fucina::ops::spatial {
 
@@ -56,13 +54,4 @@ inline Tags otherAxes(const RawTensor& a, const Tags& spatial, Extents* shape, i
   return out;
 }
 
-// Runs body(first plane, plane count) over chunks of `planes` planes of `plane_size` elements on
-// the pool. Planes are independent, so the split never changes a result.
-template <class Body>
-void forPlaneChunks(ExecContext& ctx, int64_t planes, int64_t plane_size, const Body& body) {
-  // Empty planes: nothing to do, however many (2^42 planes of an h=0 input hung in ops_fuzz).
-  if (plane_size == 0) return;
-  const int64_t grain = std::max<int64_t>(1, (int64_t{16} << 10) / std::max<int64_t>(1, plane_size));
-  ctx.parallelFor(planes, grain, [&](int64_t begin, int64_t end) { body(begin, end - begin); });
-}
 }  // namespace fucina::ops::spatial

@@ -4,19 +4,9 @@
 
 #include <cstdint>
 
+#include "fucina/backend/conv_geometry.h"
+
 namespace fucina::kernels {
-
-// One image's geometry: `channels` planes of height x width, a kernel of kh x kw taps read with
-// stride, zero padding and dilation, giving out_h x out_w output positions.
-struct Conv2dGeometry {
-  int64_t channels, height, width;
-  int64_t kh, kw;
-  int64_t stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
-  int64_t out_h, out_w;
-};
-
-// Output extent of one axis, or a value < 1 when the kernel does not fit the padded input.
-int64_t convOutExtent(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation);
 
 // cols[(c·kh + i)·kw + j, oy·out_w + ox] = x[c, oy·sh - ph + i·dh, ox·sw - pw + j·dw] (0 outside).
 // x is [channels, height, width], cols [channels·kh·kw, out_h·out_w], both contiguous.

@@ -3,6 +3,7 @@
 #include <array>
 #include <type_traits>
 
+#include "fucina/backend/cpu/conv_core.h"
 #include "fucina/backend/cpu/elementwise.h"
 #include "fucina/backend/cpu/gemm.h"
 #include "fucina/backend/cpu/indexing.h"
@@ -10,6 +11,7 @@
 #include "fucina/backend/cpu/reduce.h"
 #include "fucina/backend/cpu/sampling.h"
 #include "fucina/backend/cpu/sorting.h"
+#include "fucina/backend/cpu/spatial.h"
 #include "fucina/backend/kernels.h"
 #include "fucina/backend/scan_rows.h"
 #include "fucina/exec/context.h"
@@ -208,6 +210,52 @@ class CpuKernels final : public Kernels {
   RawTensor multinomialRows(ExecContext& ctx, const RawTensor& rows, int64_t samples, uint64_t seed, bool replacement,
                             const std::string& what) const override {
     return kernels::multinomialRows(ctx, rows, samples, seed, replacement, what);
+  }
+  RawTensor conv2d(ExecContext& ctx, const RawTensor& x, const RawTensor& w, const ConvPlan& p, const Tags& tags,
+                   const Extents& shape, const RawTensor& bias, bool relu) const override {
+    return kernels::conv2d(ctx, x, w, p, tags, shape, bias, relu);
+  }
+  RawTensor conv2dInputGrad(ExecContext& ctx, const RawTensor& gy, const RawTensor& w, const ConvPlan& p,
+                            const Tags& tags, const Extents& shape) const override {
+    return kernels::conv2dInputGrad(ctx, gy, w, p, tags, shape);
+  }
+  RawTensor conv2dWeightGrad(ExecContext& ctx, const RawTensor& x, const RawTensor& gy, const ConvPlan& p,
+                             const Tags& tags, const Extents& shape) const override {
+    return kernels::conv2dWeightGrad(ctx, x, gy, p, tags, shape);
+  }
+  RawTensor winogradWeights(ExecContext& ctx, const RawTensor& w, int64_t groups) const override {
+    return kernels::winogradWeights(ctx, w, groups);
+  }
+  RawTensor winogradConv2d(ExecContext& ctx, const RawTensor& x, const RawTensor& u, const ConvPlan& p,
+                           const Tags& tags, const Extents& shape, const RawTensor& bias, bool relu) const override {
+    return kernels::winogradConv2d(ctx, x, u, p, tags, shape, bias, relu);
+  }
+  RawTensor im2col(ExecContext& ctx, const RawTensor& images, const Conv2dGeometry& g, const Tags& tags,
+                   const Extents& shape) const override {
+    return kernels::im2colImages(ctx, images, g, tags, shape);
+  }
+  RawTensor col2im(ExecContext& ctx, const RawTensor& cols, const Conv2dGeometry& g, const Tags& tags,
+                   const Extents& shape) const override {
+    return kernels::col2imImages(ctx, cols, g, tags, shape);
+  }
+  Pooled pool2d(ExecContext& ctx, Pool kind, const RawTensor& x, const Conv2dGeometry& g, bool argmax) const override {
+    return kernels::pool2d(ctx, kind, x, g, argmax);
+  }
+  RawTensor pool2dVjp(ExecContext& ctx, Pool kind, const RawTensor& gy, const RawTensor& argmax,
+                      const Conv2dGeometry& g) const override {
+    return kernels::pool2dVjp(ctx, kind, gy, argmax, g);
+  }
+  RawTensor upsample2x(ExecContext& ctx, const RawTensor& x) const override { return kernels::upsample2x(ctx, x); }
+  RawTensor upsample2xVjp(ExecContext& ctx, const RawTensor& gy) const override {
+    return kernels::upsample2xVjp(ctx, gy);
+  }
+  RawTensor channelAffine(ExecContext& ctx, const RawTensor& x, const RawTensor& scale, const RawTensor& shift,
+                          Tag channel) const override {
+    return kernels::channelAffine(ctx, x, scale, shift, channel);
+  }
+  AffineGrads channelAffineVjp(ExecContext& ctx, const RawTensor& x, const RawTensor& scale, const RawTensor& gy,
+                               Tag channel, bool input, bool params) const override {
+    return kernels::channelAffineVjp(ctx, x, scale, gy, channel, input, params);
   }
 };
 

@@ -13,6 +13,7 @@
 #include "fucina/backend/reference/logic.h"
 #include "fucina/backend/reference/sampling.h"
 #include "fucina/backend/reference/sorting.h"
+#include "fucina/backend/reference/spatial.h"
 #include "fucina/backend/scalar_loop.h"
 #include "fucina/backend/scan_rows.h"
 #include "fucina/core/error.h"
@@ -331,6 +332,52 @@ class ReferenceKernels final : public Kernels {
   RawTensor multinomialRows(ExecContext& ctx, const RawTensor& rows, int64_t samples, uint64_t seed, bool replacement,
                             const std::string& what) const override {
     return reference::multinomialRows(ctx, rows, samples, seed, replacement, what);
+  }
+  RawTensor conv2d(ExecContext& ctx, const RawTensor& x, const RawTensor& w, const ConvPlan& p, const Tags& tags,
+                   const Extents& shape, const RawTensor& bias, bool relu) const override {
+    return reference::conv2d(ctx, x, w, p, tags, shape, bias, relu);
+  }
+  RawTensor conv2dInputGrad(ExecContext& ctx, const RawTensor& gy, const RawTensor& w, const ConvPlan& p,
+                            const Tags& tags, const Extents& shape) const override {
+    return reference::conv2dInputGrad(ctx, gy, w, p, tags, shape);
+  }
+  RawTensor conv2dWeightGrad(ExecContext& ctx, const RawTensor& x, const RawTensor& gy, const ConvPlan& p,
+                             const Tags& tags, const Extents& shape) const override {
+    return reference::conv2dWeightGrad(ctx, x, gy, p, tags, shape);
+  }
+  RawTensor winogradWeights(ExecContext& ctx, const RawTensor& w, int64_t groups) const override {
+    return reference::winogradWeights(ctx, w, groups);
+  }
+  RawTensor winogradConv2d(ExecContext& ctx, const RawTensor& x, const RawTensor& u, const ConvPlan& p,
+                           const Tags& tags, const Extents& shape, const RawTensor& bias, bool relu) const override {
+    return reference::winogradConv2d(ctx, x, u, p, tags, shape, bias, relu);
+  }
+  RawTensor im2col(ExecContext& ctx, const RawTensor& images, const Conv2dGeometry& g, const Tags& tags,
+                   const Extents& shape) const override {
+    return reference::im2col(ctx, images, g, tags, shape);
+  }
+  RawTensor col2im(ExecContext& ctx, const RawTensor& cols, const Conv2dGeometry& g, const Tags& tags,
+                   const Extents& shape) const override {
+    return reference::col2im(ctx, cols, g, tags, shape);
+  }
+  Pooled pool2d(ExecContext& ctx, Pool kind, const RawTensor& x, const Conv2dGeometry& g, bool argmax) const override {
+    return reference::pool2d(ctx, kind, x, g, argmax);
+  }
+  RawTensor pool2dVjp(ExecContext& ctx, Pool kind, const RawTensor& gy, const RawTensor& argmax,
+                      const Conv2dGeometry& g) const override {
+    return reference::pool2dVjp(ctx, kind, gy, argmax, g);
+  }
+  RawTensor upsample2x(ExecContext& ctx, const RawTensor& x) const override { return reference::upsample2x(ctx, x); }
+  RawTensor upsample2xVjp(ExecContext& ctx, const RawTensor& gy) const override {
+    return reference::upsample2xVjp(ctx, gy);
+  }
+  RawTensor channelAffine(ExecContext& ctx, const RawTensor& x, const RawTensor& scale, const RawTensor& shift,
+                          Tag channel) const override {
+    return reference::channelAffine(ctx, x, scale, shift, channel);
+  }
+  AffineGrads channelAffineVjp(ExecContext& ctx, const RawTensor& x, const RawTensor& scale, const RawTensor& gy,
+                               Tag channel, bool input, bool params) const override {
+    return reference::channelAffineVjp(ctx, x, scale, gy, channel, input, params);
   }
 };
 

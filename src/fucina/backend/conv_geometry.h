@@ -1,0 +1,35 @@
+// The geometry of a convolution or a pooling, shared by the ops that validate it and the backends
+// that compute it (backend/kernels.h).
+#pragma once
+
+#include <cstdint>
+
+namespace fucina::kernels {
+
+// One image's geometry: `channels` planes of height x width, a kernel of kh x kw taps read with
+// stride, zero padding and dilation, giving out_h x out_w output positions.
+struct Conv2dGeometry {
+  int64_t channels, height, width;
+  int64_t kh, kw;
+  int64_t stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
+  int64_t out_h, out_w;
+};
+
+// Output extent of one axis, or a value < 1 when the kernel does not fit the padded input.
+int64_t convOutExtent(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation);
+
+// A convolution of N images in G groups to OC output channels (Note [Convolution core]): the
+// weight is [OC, C/G, kh, kw]. A 1-D convolution has height, kh and out_h 1.
+struct ConvPlan {
+  Conv2dGeometry g;  // one image
+  int64_t N, G, OC;  // images, groups, output channels
+  bool depthwise() const {
+    return g.height == 1 && g.kh == 1 && g.out_h == 1 && G == g.channels && OC == g.channels;
+  }
+  int64_t positions() const { return g.out_h * g.out_w; }
+  int64_t groupDepth() const { return g.channels / G * g.kh * g.kw; }  // columns of W_g
+  int64_t colsFloats() const { return g.channels * g.kh * g.kw * positions(); }
+  int64_t imageFloats() const { return g.channels * g.height * g.width; }
+};
+
+}  // namespace fucina::kernels

@@ -1,0 +1,29 @@
+// The cpu backend's convolution core (Note [Convolution core]): conv2d's forward and its two
+// adjoints as im2col + GEMM per image, or depthwise row loops, split over the work pool.
+#pragma once
+
+#include "fucina/backend/conv_geometry.h"
+#include "fucina/core/raw_tensor.h"
+
+namespace fucina {
+class ExecContext;
+}
+
+namespace fucina::kernels {
+
+using internal::RawTensor;
+
+// The primitives of Kernels (backend/kernels.h): y, gx and gw over (tags, shape), contiguous
+// operands laid out as p says.
+RawTensor conv2d(ExecContext& ctx, const RawTensor& x, const RawTensor& w, const ConvPlan& p, const Tags& tags,
+                 const Extents& shape, const RawTensor& bias, bool relu);
+RawTensor conv2dInputGrad(ExecContext& ctx, const RawTensor& gy, const RawTensor& w, const ConvPlan& p,
+                          const Tags& tags, const Extents& shape);
+RawTensor conv2dWeightGrad(ExecContext& ctx, const RawTensor& x, const RawTensor& gy, const ConvPlan& p,
+                           const Tags& tags, const Extents& shape);
+// The Winograd primitives on backend/cpu/winograd.h's kernels.
+RawTensor winogradWeights(ExecContext& ctx, const RawTensor& w, int64_t groups);
+RawTensor winogradConv2d(ExecContext& ctx, const RawTensor& x, const RawTensor& u, const ConvPlan& p,
+                         const Tags& tags, const Extents& shape, const RawTensor& bias, bool relu);
+
+}  // namespace fucina::kernels
