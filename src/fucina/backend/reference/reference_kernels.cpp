@@ -9,6 +9,7 @@
 
 #include "fucina/backend/cpu/gemm.h"
 #include "fucina/backend/kernels.h"
+#include "fucina/backend/reference/row_kernels.h"
 #include "fucina/backend/scan_rows.h"
 #include "fucina/core/error.h"
 #include "fucina/exec/context.h"
@@ -270,6 +271,42 @@ class ReferenceKernels final : public Kernels {
       g.h0.f32()[r] = scan::recurrenceRowVjp(d.f32() + o, h0.f32()[r], y.f32() + o, gy.f32() + o, g.x.f32() + o,
                                              g.d.f32() + o, l.n);
     return g;
+  }
+
+  RawTensor softmaxRows(ExecContext& ctx, const RawTensor& x, bool log) const override {
+    return reference::softmaxRows(ctx, x, log);
+  }
+  RawTensor softmaxRowsVjp(ExecContext& ctx, const RawTensor& y, const RawTensor& gy, bool log) const override {
+    return reference::softmaxRowsVjp(ctx, y, gy, log);
+  }
+  NormRows normRows(ExecContext& ctx, const RawTensor& x, Norm kind, double eps) const override {
+    return reference::normRows(ctx, x, kind, eps);
+  }
+  RawTensor normRowsVjp(ExecContext& ctx, Norm kind, const NormRows& saved, const RawTensor& gy) const override {
+    return reference::normRowsVjp(ctx, kind, saved, gy);
+  }
+  RawTensor ropeRows(ExecContext& ctx, const RawTensor& x, const RawTensor& cos, const RawTensor& sin, RopePairs pairs,
+                     bool inverse) const override {
+    return reference::ropeRows(ctx, x, cos, sin, pairs, inverse);
+  }
+  RopeTables ropeTables(ExecContext& ctx, Tag position, Tag dim, int64_t T, int64_t D, double base,
+                        int64_t offset) const override {
+    return reference::ropeTables(ctx, position, dim, T, D, base, offset);
+  }
+  RmsRopeRows rmsNormRopeRows(ExecContext& ctx, const RawTensor& x, const RawTensor& w, const RawTensor& cos,
+                              const RawTensor& sin, double eps) const override {
+    return reference::rmsNormRopeRows(ctx, x, w, cos, sin, eps);
+  }
+  RmsRopeGrads rmsNormRopeRowsVjp(ExecContext& ctx, const RmsRopeRows& saved, const RawTensor& w, const RawTensor& cos,
+                                  const RawTensor& sin, const RawTensor& gy, bool need_x, bool need_w) const override {
+    return reference::rmsNormRopeRowsVjp(ctx, saved, w, cos, sin, gy, need_x, need_w);
+  }
+  RawTensor gated(ExecContext& ctx, const GateFn& fn, const RawTensor& up, const RawTensor& gate) const override {
+    return reference::gated(ctx, fn, up, gate);
+  }
+  void gatedVjp(ExecContext& ctx, const GateFn& fn, const RawTensor& gy, const RawTensor& up, const RawTensor& gate,
+                const RawTensor& gup, const RawTensor& ggate) const override {
+    reference::gatedVjp(ctx, fn, gy, up, gate, gup, ggate);
   }
 };
 
