@@ -80,7 +80,8 @@ class Kernels {
   /// Normalizes each row of m > 0 elements: y = (x - mean)·inv with inv = 1/sqrt(var + eps)
   /// (layer), y = x·inv with inv = 1/sqrt(mean(x²) + eps) (rms) or 1/max(|x|, eps) (l2, clamped
   /// (u8) saying where eps won). inv and clamped have the rows' axes. The VJP, <.> a row mean:
-  /// layer gx = inv·(g - <g> - y·<g y>), rms inv·(g - y·<g y>), l2 inv·(g - y·Σ g y) (inv·g where clamped).
+  /// layer gx = inv·(g - <g> - y·<g y>), rms inv·(g - y·<g y>), l2 inv·(g - y·Σ g y) (inv·g
+  /// where clamped).
   enum class Norm { layer, rms, l2 };
   struct NormRows {
     RawTensor y, inv, clamped;
@@ -103,7 +104,7 @@ class Kernels {
   /// rmsNorm, times w (the dim axis alone), then rope by halves, per row of the rope layout:
   /// n = x·inv, inv = 1/sqrt(mean(x²) + eps) in f32, y = rotate(n·w). The VJP, with gu the inverse
   /// rotation of gy: gw = Σ over rows of gu·n (f64, in row order), gx = inv·(gu·w - n·<gu·w·n>);
-  /// each only where asked for (else invalid).
+  /// each only where asked for (else invalid). The VJP reads saved's n and inv.
   struct RmsRopeRows {
     RawTensor y, n, inv;
   };
@@ -116,6 +117,7 @@ class Kernels {
                                           const RawTensor& cos, const RawTensor& sin, const RawTensor& gy,
                                           bool need_x, bool need_w) const = 0;
 
+  // --- elementwise pairs ---
   /// Gated units: out = u(up)·g(gate), u the identity and g the activation, or situ's
   /// u = c·tanh(up/c), g = u(silu(gate)); gate is a view with up's axes in up's order, both any
   /// strides. The VJP writes gy·u'(up)·g(gate) into gup and gy·u(up)·g'(gate) into ggate (f32
