@@ -42,6 +42,8 @@ struct Case {
   double tol = 1e-5;      // relative, with the same absolute floor
 };
 
+std::vector<float> randoms(size_t n, float lo, float hi, uint32_t seed);
+
 std::vector<Case> cases() {
   using V = const std::vector<Tensor>&;
   using C = ExecContext&;
@@ -269,6 +271,61 @@ std::vector<Case> cases() {
     const Tensor row = b.tags().size() == 2 ? b.sum(x, "i") : b;
     return a.channelAffine(x, row, row.scale(x, 0.5).addScalar(x, 0.1), "j");
   }, 1e-5);
+  // Row-wise families (softmax, norms, rope, gated units).
+  // A parameter over `tags` with distinct values; `even` (a {i, j} tensor with an even j) is a next
+  // to a half-scaled copy of itself, for the ops that take pairs or halves of j.
+  auto param = [](C x, const fucina::Tags& tags, const fucina::Extents& shape, uint32_t seed) {
+    return Tensor::fromSlice(x, tags, shape, randoms(static_cast<size_t>(fucina::numelOf(shape)), 0.5f, 1.5f, seed));
+  };
+  auto even = [](C x, const Tensor& a) {
+    const Tensor halves[] = {a, a.scale(x, 0.5)};
+    return Tensor::concat(x, halves, "j");
+  };
+  auto jOf = [](const Tensor& a) { return a.extent("j"); };
+  unary("softmax", [](C x, const Tensor& a) { return a.softmax(x, "j"); });
+  unary("logSoftmax", [](C x, const Tensor& a) { return a.logSoftmax(x, "j"); });
+  unary("layerNorm", [](C x, const Tensor& a) { return a.layerNorm(x, "j"); });
+  unary("layerNorm", [=](C x, const Tensor& a) {
+    return a.layerNorm(x, "j", param(x, {"j"}, {jOf(a)}, 11), param(x, {"j"}, {jOf(a)}, 12));
+  });
+  unary("rmsNorm", [](C x, const Tensor& a) { return a.rmsNorm(x, "j"); });
+  unary("rmsNormMul", [=](C x, const Tensor& a) { return a.rmsNormMul(x, "j", param(x, {"j"}, {jOf(a)}, 11)); });
+  unary("rmsNormMulAdd", [=](C x, const Tensor& a) {
+    return a.rmsNormMulAdd(x, "j", param(x, {"j"}, {jOf(a)}, 11), param(x, {"j"}, {jOf(a)}, 12));
+  });
+  unary("l2Normalize", [](C x, const Tensor& a) { return a.l2Normalize(x, "j"); });
+  unary("standardizeAxis", [](C x, const Tensor& a) { return a.standardizeAxis(x, "j"); });
+  unary("groupNorm", [=](C x, const Tensor& a) {
+    return a.groupNorm(x, 1, "j", param(x, {"j"}, {jOf(a)}, 11), param(x, {"j"}, {jOf(a)}, 12), {.batch = {"i"}});
+  });
+  binary("cosineSimilarity", [](C x, const Tensor& a, const Tensor& b) { return a.cosineSimilarity(x, b, "j"); });
+  // rope over {position: i, dim: j}: computed tables in both pairings, then given tables.
+  unary("rope", [=](C x, const Tensor& a) { return even(x, a).rope(x, {.position = "i", .dim = "j", .offset = 3}); });
+  unary("rope", [=](C x, const Tensor& a) {
+    return even(x, a).rope(x, {.position = "i", .dim = "j", .mode = fucina::RopeOptions::Mode::interleaved});
+  });
+  unary("rope", [=](C x, const Tensor& a) {
+    const fucina::Extents table{a.extent("i") + 1, jOf(a)};
+    return even(x, a).rope(x, param(x, {"i", "j"}, table, 13), param(x, {"i", "j"}, table, 14),
+                           {.position = "i", .dim = "j", .offset = 1});
+  });
+  unary("rmsNormMulRopeHalfPrepared", [=](C x, const Tensor& a) {
+    const Tensor e = even(x, a);
+    const fucina::Extents table{a.extent("i"), jOf(a)};
+    return e.rmsNormMulRopeHalfPrepared(x, param(x, {"j"}, {jOf(e)}, 11), param(x, {"i", "j"}, table, 13),
+                                        param(x, {"i", "j"}, table, 14), "j", {.position = "i"});
+  });
+  unary("swiglu", [=](C x, const Tensor& a) { return even(x, a).swiglu(x, "j"); });
+  unary("geglu", [=](C x, const Tensor& a) { return even(x, a).geglu(x, "j"); });
+  unary("glu", [=](C x, const Tensor& a) { return even(x, a).glu(x, "j"); });
+  for (const char* act : {"silu", "gelu", "geluErf", "sigmoid", "relu", "quickGelu"})
+    unary("splitGated", [=](C x, const Tensor& a) { return even(x, a).splitGated(x, "j", act); });
+  binary("gated", [](C x, const Tensor& a, const Tensor& b) {
+    return a.gated(x, b.broadcastTo(x, a.tags(), a.shape()), "quickGelu");
+  });
+  binary("situ", [](C x, const Tensor& a, const Tensor& b) {
+    return a.situ(x, b.broadcastTo(x, a.tags(), a.shape()), 1.5);
+  });
   return c;
 }
 
@@ -478,7 +535,7 @@ TEST_CASE("ops reach host memory or start threads at no more sites than counted 
   // Note [Backends]: ops compute through the kernel primitives, so src/fucina/ops/ should hold no
   // raw buffer access (.f32(), .data<T>()) and start no threads (parallelFor). The sites still
   // there are the ops not yet moved onto primitives; this ceiling only comes down, to 0.
-  constexpr size_t kCeiling = 121;
+  constexpr size_t kCeiling = 71;
   const std::regex site(R"(\.(f32|data|mutableData)<?[a-z0-9_]*>?\(\)|parallelFor\(|parallelChunks\()");
   size_t sites = 0;
   std::map<std::string, size_t> per_file;

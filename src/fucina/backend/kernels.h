@@ -17,6 +17,7 @@
 
 #include "fucina/backend/conv_geometry.h"
 #include "fucina/backend/elementwise_table.h"
+#include "fucina/backend/gates.h"
 #include "fucina/core/device.h"
 #include "fucina/core/raw_tensor.h"
 
@@ -187,6 +188,61 @@ class Kernels {
   };
   virtual AffineGrads channelAffineVjp(ExecContext& ctx, const RawTensor& x, const RawTensor& scale,
                                        const RawTensor& gy, Tag channel, bool input, bool params) const = 0;
+
+  // --- row-wise families: rows are the last axis of contiguous f32 tensors ---
+  /// Softmax of each row, max subtracted (log: log-softmax). Its VJP from y and gy (y's layout):
+  /// softmax gx = y·(gy - Σ gy·y), log-softmax gx = gy - exp(y)·Σ gy, sums in f64.
+  virtual RawTensor softmaxRows(ExecContext& ctx, const RawTensor& x, bool log) const = 0;
+  virtual RawTensor softmaxRowsVjp(ExecContext& ctx, const RawTensor& y, const RawTensor& gy, bool log) const = 0;
+
+  /// Normalizes each row of m > 0 elements: y = (x - mean)·inv with inv = 1/sqrt(var + eps)
+  /// (layer), y = x·inv with inv = 1/sqrt(mean(x²) + eps) (rms) or 1/max(|x|, eps) (l2, clamped
+  /// (u8) saying where eps won). inv and clamped have the rows' axes. The VJP, <.> a row mean:
+  /// layer gx = inv·(g - <g> - y·<g y>), rms inv·(g - y·<g y>), l2 inv·(g - y·Σ g y) (inv·g
+  /// where clamped).
+  enum class Norm { layer, rms, l2 };
+  struct NormRows {
+    RawTensor y, inv, clamped;
+  };
+  virtual NormRows normRows(ExecContext& ctx, const RawTensor& x, Norm kind, double eps) const = 0;
+  virtual RawTensor normRowsVjp(ExecContext& ctx, Norm kind, const NormRows& saved, const RawTensor& gy) const = 0;
+
+  /// Rotary embedding of x laid out {batch..., position: T, dim: D}: each pair of a row (i and i+D/2
+  /// for halves, 2i and 2i+1 for adjacent) rotated by the angle whose cos and sin are at [t, i] of
+  /// the [T, D/2] tables; inverse rotates by minus the angle (the VJP, the rotation being orthogonal).
+  enum class RopePairs { halves, adjacent };
+  virtual RawTensor ropeRows(ExecContext& ctx, const RawTensor& x, const RawTensor& cos, const RawTensor& sin,
+                             RopePairs pairs, bool inverse) const = 0;
+  /// The tables {position: T, dim: D/2} of cos and sin of (offset + t)·base^(-2i/D), angles in f64.
+  struct RopeTables {
+    RawTensor cos, sin;
+  };
+  virtual RopeTables ropeTables(ExecContext& ctx, Tag position, Tag dim, int64_t T, int64_t D, double base,
+                                int64_t offset) const = 0;
+  /// rmsNorm, times w (the dim axis alone), then rope by halves, per row of the rope layout:
+  /// n = x·inv, inv = 1/sqrt(mean(x²) + eps) in f32, y = rotate(n·w). The VJP, with gu the inverse
+  /// rotation of gy: gw = Σ over rows of gu·n (f64, in row order), gx = inv·(gu·w - n·<gu·w·n>);
+  /// each only where asked for (else invalid). The VJP reads saved's n and inv.
+  struct RmsRopeRows {
+    RawTensor y, n, inv;
+  };
+  struct RmsRopeGrads {
+    RawTensor x, w;
+  };
+  virtual RmsRopeRows rmsNormRopeRows(ExecContext& ctx, const RawTensor& x, const RawTensor& w, const RawTensor& cos,
+                                      const RawTensor& sin, double eps) const = 0;
+  virtual RmsRopeGrads rmsNormRopeRowsVjp(ExecContext& ctx, const RmsRopeRows& saved, const RawTensor& w,
+                                          const RawTensor& cos, const RawTensor& sin, const RawTensor& gy,
+                                          bool need_x, bool need_w) const = 0;
+
+  // --- elementwise pairs ---
+  /// Gated units: out = u(up)·g(gate), u the identity and g the activation, or situ's
+  /// u = c·tanh(up/c), g = u(silu(gate)); gate is a view with up's axes in up's order, both any
+  /// strides. The VJP writes gy·u'(up)·g(gate) into gup and gy·u(up)·g'(gate) into ggate (f32
+  /// views laid out as up, any strides, not overlapping); gy may have up's axes in any order.
+  virtual RawTensor gated(ExecContext& ctx, const GateFn& fn, const RawTensor& up, const RawTensor& gate) const = 0;
+  virtual void gatedVjp(ExecContext& ctx, const GateFn& fn, const RawTensor& gy, const RawTensor& up,
+                        const RawTensor& gate, const RawTensor& gup, const RawTensor& ggate) const = 0;
 };
 
 /// The kernels of ctx's backend (ExecOptions::backend).

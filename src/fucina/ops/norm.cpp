@@ -1,11 +1,11 @@
 // Normalizations along a named axis. Each normalizes rows of a copy laid out with the axis last
-// and has a fused VJP; the affine/weighted forms are composed from it and pointwise ops.
-#include <algorithm>
+// (the backend's norm rows) and has a fused VJP; the affine/weighted forms are composed from it
+// and pointwise ops.
 #include <cmath>
 #include <string>
 
 #include "fucina/backend/cpu/softmax.h"
-#include "fucina/backend/cpu/vector_ops.h"
+#include "fucina/backend/kernels.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/typed.h"
 
@@ -17,10 +17,10 @@ using ops::NeedsGrad;
 
 namespace {
 
-enum class Kind { layer, rms, l2 };
+using Kind = backend::Kernels::Norm;
 
-// Per row: y = (x - shift) * inv, with shift/inv from the row's statistics. Saves y and inv.
-// VJP (with m the row length and <.> a row mean):
+// Per row: y = (x - shift) * inv, with shift/inv from the row's statistics (the backend's norm
+// rows). Saves y and inv. VJP (with m the row length and <.> a row mean):
 //   layer: gx = inv * (g - <g> - y * <g y>)
 //   rms:   gx = inv * (g - y * <g y>)
 //   l2:    gx = inv * (g - y * sum(g y))   when the norm exceeds eps, else inv * g
@@ -30,83 +30,13 @@ Tensor normalize(ExecContext& ctx, const char* name, const Tensor& x, Tag axis, 
   if (!(eps >= 0) || !std::isfinite(eps))
     fail(ErrorCode::InvalidArgument, std::string(name) + ": eps must be finite and >= 0");
   const RawTensor& a = x.value();
-  const RawTensor in = kernels::axisLast(ctx, a, axis);
-  const int64_t m = in.extent(axis);
-  if (m == 0) fail(ErrorCode::InvalidArgument, std::string(name) + ": the axis '" + std::string(axis.name()) + "' is empty");
-  const int64_t rows = in.numel() / m;
-  RawTensor y = RawTensor::empty(ctx, in.tags(), in.shape());
-  Scratch<float> inv(ctx.account(), static_cast<size_t>(rows));
-  Scratch<uint8_t> clamped(ctx.account(), static_cast<size_t>(rows), 0);  // l2 only: norm <= eps
-  const float* px = in.f32();
-  float* py = y.f32();
-  const bool simd = kernels::vec::enabled();
-  // Row r's 1/norm from its sum of squared deviations, kept in inv (and, for l2, whether eps won).
-  auto scaleOf = [&](int64_t r, double sq) {
-    double scale;
-    if (kind == Kind::l2) {
-      const double norm = std::sqrt(sq);
-      clamped[static_cast<size_t>(r)] = norm <= eps;
-      scale = 1.0 / std::max(norm, eps);
-    } else {
-      scale = 1.0 / std::sqrt(sq / static_cast<double>(m) + eps);
-    }
-    inv[static_cast<size_t>(r)] = static_cast<float>(scale);
-    return scale;
-  };
-  ctx.parallelFor(rows, std::max<int64_t>(1, 8192 / m), [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) {
-      const float* xr = px + r * m;
-      if (simd) {  // the same steps in f32 lanes (the mean rounded to f32 once)
-        const float mean = kind == Kind::layer ? static_cast<float>(kernels::vec::sumRow(xr, m) / static_cast<double>(m)) : 0.0f;
-        const double scale = scaleOf(r, kernels::vec::sumSquaredDeviation(xr, m, mean));
-        kernels::vec::shiftScaleRow(xr, m, mean, static_cast<float>(scale), py + r * m);
-        continue;
-      }
-      double mean = 0, sq = 0;
-      if (kind == Kind::layer) {
-        for (int64_t i = 0; i < m; ++i) mean += xr[i];
-        mean /= static_cast<double>(m);
-      }
-      for (int64_t i = 0; i < m; ++i) sq += (xr[i] - mean) * (xr[i] - mean);
-      const double scale = scaleOf(r, sq);
-      for (int64_t i = 0; i < m; ++i) py[r * m + i] = static_cast<float>((xr[i] - mean) * scale);
-    }
-  });
+  if (a.extent(axis) == 0)
+    fail(ErrorCode::InvalidArgument, std::string(name) + ": the axis '" + std::string(axis.name()) + "' is empty");
+  backend::Kernels::NormRows saved = backend::kernelsOf(ctx).normRows(ctx, kernels::axisLast(ctx, a, axis), kind, eps);
+  const RawTensor y = saved.y;
   return ops::finishOp(ctx, name, y.permuted(a.tags()), {&x}, [&] {
-    return [y, inv = std::move(inv), clamped = std::move(clamped), axis, m, rows, kind](
-               ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
-      const RawTensor gl = kernels::axisLast(c, gy, axis);
-      RawTensor gx = RawTensor::empty(c, y.tags(), y.shape());
-      const float* pg = gl.f32();
-      const float* py = y.f32();
-      float* out = gx.f32();
-      const bool simd = kernels::vec::enabled();
-      c.parallelFor(rows, std::max<int64_t>(1, 8192 / m), [&](int64_t b, int64_t e) {
-        for (int64_t r = b; r < e; ++r) {
-          const float* gr = pg + r * m;
-          const float* yr = py + r * m;
-          double sg = 0, sgy = 0;
-          if (simd) {
-            kernels::vec::sumAndDot(gr, yr, m, &sg, &sgy);
-          } else {
-            for (int64_t i = 0; i < m; ++i) {
-              sg += gr[i];
-              sgy += static_cast<double>(gr[i]) * yr[i];
-            }
-          }
-          const double mg = kind == Kind::layer ? sg / static_cast<double>(m) : 0.0;
-          double k = kind == Kind::l2 ? sgy : sgy / static_cast<double>(m);
-          if (kind == Kind::l2 && clamped[static_cast<size_t>(r)]) k = 0;
-          const float s = inv[static_cast<size_t>(r)];
-          if (simd) {
-            kernels::vec::normGradRow(gr, yr, m, s, static_cast<float>(mg), static_cast<float>(k), out + r * m);
-            continue;
-          }
-          for (int64_t i = 0; i < m; ++i)
-            out[r * m + i] = static_cast<float>(s * (gr[i] - mg - yr[i] * k));
-        }
-      });
-      g[0] = std::move(gx);
+    return [saved = std::move(saved), axis, kind](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
+      g[0] = backend::kernelsOf(c).normRowsVjp(c, kind, saved, kernels::axisLast(c, gy, axis));
     };
   }, static_cast<size_t>(a.numel()) * 8);
 }

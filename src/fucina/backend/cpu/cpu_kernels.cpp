@@ -5,11 +5,15 @@
 
 #include "fucina/backend/cpu/conv_core.h"
 #include "fucina/backend/cpu/elementwise.h"
+#include "fucina/backend/cpu/gated.h"
 #include "fucina/backend/cpu/gemm.h"
 #include "fucina/backend/cpu/indexing.h"
 #include "fucina/backend/cpu/logic.h"
+#include "fucina/backend/cpu/norm.h"
 #include "fucina/backend/cpu/reduce.h"
+#include "fucina/backend/cpu/rope.h"
 #include "fucina/backend/cpu/sampling.h"
+#include "fucina/backend/cpu/softmax.h"
 #include "fucina/backend/cpu/sorting.h"
 #include "fucina/backend/cpu/spatial.h"
 #include "fucina/backend/kernels.h"
@@ -256,6 +260,41 @@ class CpuKernels final : public Kernels {
   AffineGrads channelAffineVjp(ExecContext& ctx, const RawTensor& x, const RawTensor& scale, const RawTensor& gy,
                                Tag channel, bool input, bool params) const override {
     return kernels::channelAffineVjp(ctx, x, scale, gy, channel, input, params);
+  }
+  RawTensor softmaxRows(ExecContext& ctx, const RawTensor& x, bool log) const override {
+    return kernels::softmaxRows(ctx, x, log);
+  }
+  RawTensor softmaxRowsVjp(ExecContext& ctx, const RawTensor& y, const RawTensor& gy, bool log) const override {
+    return kernels::softmaxRowsVjp(ctx, y, gy, log);
+  }
+  NormRows normRows(ExecContext& ctx, const RawTensor& x, Norm kind, double eps) const override {
+    return kernels::normRows(ctx, x, kind, eps);
+  }
+  RawTensor normRowsVjp(ExecContext& ctx, Norm kind, const NormRows& saved, const RawTensor& gy) const override {
+    return kernels::normRowsVjp(ctx, kind, saved, gy);
+  }
+  RawTensor ropeRows(ExecContext& ctx, const RawTensor& x, const RawTensor& cos, const RawTensor& sin, RopePairs pairs,
+                     bool inverse) const override {
+    return kernels::ropeRows(ctx, x, cos, sin, pairs, inverse);
+  }
+  RopeTables ropeTables(ExecContext& ctx, Tag position, Tag dim, int64_t T, int64_t D, double base,
+                        int64_t offset) const override {
+    return kernels::ropeTables(ctx, position, dim, T, D, base, offset);
+  }
+  RmsRopeRows rmsNormRopeRows(ExecContext& ctx, const RawTensor& x, const RawTensor& w, const RawTensor& cos,
+                              const RawTensor& sin, double eps) const override {
+    return kernels::rmsNormRopeRows(ctx, x, w, cos, sin, eps);
+  }
+  RmsRopeGrads rmsNormRopeRowsVjp(ExecContext& ctx, const RmsRopeRows& saved, const RawTensor& w, const RawTensor& cos,
+                                  const RawTensor& sin, const RawTensor& gy, bool need_x, bool need_w) const override {
+    return kernels::rmsNormRopeRowsVjp(ctx, saved, w, cos, sin, gy, need_x, need_w);
+  }
+  RawTensor gated(ExecContext& ctx, const GateFn& fn, const RawTensor& up, const RawTensor& gate) const override {
+    return kernels::gated(ctx, fn, up, gate);
+  }
+  void gatedVjp(ExecContext& ctx, const GateFn& fn, const RawTensor& gy, const RawTensor& up, const RawTensor& gate,
+                const RawTensor& gup, const RawTensor& ggate) const override {
+    kernels::gatedVjp(ctx, fn, gy, up, gate, gup, ggate);
   }
 };
 

@@ -6,6 +6,8 @@
 
 #include "fucina/exec/context.h"
 #include "fucina/backend/cpu/vector_ops.h"
+#include "fucina/backend/kernels.h"
+#include "fucina/backend/softmax_rows.h"
 
 namespace fucina::kernels {
 
@@ -36,6 +38,26 @@ void softmaxRows(ExecContext& ctx, const float* x, float* y, int64_t rows, int64
       }
     }
   });
+}
+
+RawTensor softmaxRows(ExecContext& ctx, const RawTensor& x, bool log) {
+  const backend::RowLayout l = backend::rowLayout(x);
+  RawTensor y = RawTensor::empty(ctx, x.tags(), x.shape());
+  softmaxRows(ctx, x.f32(), y.f32(), l.rows, l.n, log);
+  return y;
+}
+
+RawTensor softmaxRowsVjp(ExecContext& ctx, const RawTensor& y, const RawTensor& gy, bool log) {
+  const backend::RowLayout l = backend::rowLayout(y);
+  const int64_t n = l.n;
+  RawTensor gx = RawTensor::empty(ctx, y.tags(), y.shape());
+  const float* pg = gy.f32();
+  const float* py = y.f32();
+  float* out = gx.f32();
+  ctx.parallelFor(l.rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, n)), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) backend::softmax::softmaxRowVjp(pg + r * n, py + r * n, out + r * n, n, log);
+  });
+  return gx;
 }
 
 namespace {

@@ -10,6 +10,10 @@ namespace fucina::kernels {
 
 // y = softmax(x) (or log_softmax when log) over each row of n elements.
 void softmaxRows(ExecContext& ctx, const float* x, float* y, int64_t rows, int64_t n, bool log);
+// The same over the rows of x (its last axis, contiguous f32), and the VJP from y and gy (Kernels).
+internal::RawTensor softmaxRows(ExecContext& ctx, const internal::RawTensor& x, bool log);
+internal::RawTensor softmaxRowsVjp(ExecContext& ctx, const internal::RawTensor& y, const internal::RawTensor& gy,
+                                   bool log);
 
 // a laid out with `axis` last and contiguous (a copy unless it already is), so row-wise kernels
 // can run over it; the result's axes are a's other axes in order, then axis.

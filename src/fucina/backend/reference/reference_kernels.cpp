@@ -11,6 +11,7 @@
 #include "fucina/backend/kernels.h"
 #include "fucina/backend/reference/indexing.h"
 #include "fucina/backend/reference/logic.h"
+#include "fucina/backend/reference/row_kernels.h"
 #include "fucina/backend/reference/sampling.h"
 #include "fucina/backend/reference/sorting.h"
 #include "fucina/backend/reference/spatial.h"
@@ -378,6 +379,41 @@ class ReferenceKernels final : public Kernels {
   AffineGrads channelAffineVjp(ExecContext& ctx, const RawTensor& x, const RawTensor& scale, const RawTensor& gy,
                                Tag channel, bool input, bool params) const override {
     return reference::channelAffineVjp(ctx, x, scale, gy, channel, input, params);
+  }
+  RawTensor softmaxRows(ExecContext& ctx, const RawTensor& x, bool log) const override {
+    return reference::softmaxRows(ctx, x, log);
+  }
+  RawTensor softmaxRowsVjp(ExecContext& ctx, const RawTensor& y, const RawTensor& gy, bool log) const override {
+    return reference::softmaxRowsVjp(ctx, y, gy, log);
+  }
+  NormRows normRows(ExecContext& ctx, const RawTensor& x, Norm kind, double eps) const override {
+    return reference::normRows(ctx, x, kind, eps);
+  }
+  RawTensor normRowsVjp(ExecContext& ctx, Norm kind, const NormRows& saved, const RawTensor& gy) const override {
+    return reference::normRowsVjp(ctx, kind, saved, gy);
+  }
+  RawTensor ropeRows(ExecContext& ctx, const RawTensor& x, const RawTensor& cos, const RawTensor& sin, RopePairs pairs,
+                     bool inverse) const override {
+    return reference::ropeRows(ctx, x, cos, sin, pairs, inverse);
+  }
+  RopeTables ropeTables(ExecContext& ctx, Tag position, Tag dim, int64_t T, int64_t D, double base,
+                        int64_t offset) const override {
+    return reference::ropeTables(ctx, position, dim, T, D, base, offset);
+  }
+  RmsRopeRows rmsNormRopeRows(ExecContext& ctx, const RawTensor& x, const RawTensor& w, const RawTensor& cos,
+                              const RawTensor& sin, double eps) const override {
+    return reference::rmsNormRopeRows(ctx, x, w, cos, sin, eps);
+  }
+  RmsRopeGrads rmsNormRopeRowsVjp(ExecContext& ctx, const RmsRopeRows& saved, const RawTensor& w, const RawTensor& cos,
+                                  const RawTensor& sin, const RawTensor& gy, bool need_x, bool need_w) const override {
+    return reference::rmsNormRopeRowsVjp(ctx, saved, w, cos, sin, gy, need_x, need_w);
+  }
+  RawTensor gated(ExecContext& ctx, const GateFn& fn, const RawTensor& up, const RawTensor& gate) const override {
+    return reference::gated(ctx, fn, up, gate);
+  }
+  void gatedVjp(ExecContext& ctx, const GateFn& fn, const RawTensor& gy, const RawTensor& up, const RawTensor& gate,
+                const RawTensor& gup, const RawTensor& ggate) const override {
+    reference::gatedVjp(ctx, fn, gy, up, gate, gup, ggate);
   }
 };
 

@@ -1,0 +1,31 @@
+// The reference backend's row-wise families (softmax, norms, rope, gated units): scalar loops on
+// the calling thread, sums in f64, the oracle for the cpu backend's SIMD and threaded rows.
+#pragma once
+
+#include "fucina/backend/kernels.h"
+
+namespace fucina::backend::reference {
+
+using internal::RawTensor;
+
+RawTensor softmaxRows(ExecContext& ctx, const RawTensor& x, bool log);
+RawTensor softmaxRowsVjp(ExecContext& ctx, const RawTensor& y, const RawTensor& gy, bool log);
+
+Kernels::NormRows normRows(ExecContext& ctx, const RawTensor& x, Kernels::Norm kind, double eps);
+RawTensor normRowsVjp(ExecContext& ctx, Kernels::Norm kind, const Kernels::NormRows& saved, const RawTensor& gy);
+
+RawTensor ropeRows(ExecContext& ctx, const RawTensor& x, const RawTensor& cos, const RawTensor& sin,
+                   Kernels::RopePairs pairs, bool inverse);
+Kernels::RopeTables ropeTables(ExecContext& ctx, Tag position, Tag dim, int64_t T, int64_t D, double base,
+                               int64_t offset);
+Kernels::RmsRopeRows rmsNormRopeRows(ExecContext& ctx, const RawTensor& x, const RawTensor& w, const RawTensor& cos,
+                                     const RawTensor& sin, double eps);
+Kernels::RmsRopeGrads rmsNormRopeRowsVjp(ExecContext& ctx, const Kernels::RmsRopeRows& saved, const RawTensor& w,
+                                         const RawTensor& cos, const RawTensor& sin, const RawTensor& gy, bool need_x,
+                                         bool need_w);
+
+RawTensor gated(ExecContext& ctx, const GateFn& fn, const RawTensor& up, const RawTensor& gate);
+void gatedVjp(ExecContext& ctx, const GateFn& fn, const RawTensor& gy, const RawTensor& up, const RawTensor& gate,
+              const RawTensor& gup, const RawTensor& ggate);
+
+}  // namespace fucina::backend::reference
