@@ -45,6 +45,14 @@ class Kernels {
   virtual RawTensor mapAs(ExecContext& ctx, ElemOp op, DType dtype, const Tags& tags, const Extents& shape,
                           Inputs ins, const ElemParams& p) const = 0;
 
+  /// dst[i] = src[i] converted to dst's dtype (backend/element_io.h) for every logical index:
+  /// equal extents in the same axis order (tags not read), any strides; a q8_0 src (any view) is
+  /// dequantized, a q8_0 dst is DTypeMismatch. The strided copy behind views, pads, concatenations
+  /// and their VJPs.
+  virtual void copy(ExecContext& ctx, const RawTensor& src, const RawTensor& dst) const = 0;
+  /// Every element of dst = value converted to its dtype.
+  virtual void fill(ExecContext& ctx, const RawTensor& dst, double value) const = 0;
+
   /// Sums f32 a over `axes` (each an axis of a), accumulating in f64; the result keeps a's other
   /// axes in a's order and is contiguous.
   virtual RawTensor sumAxes(ExecContext& ctx, const RawTensor& a, const Tags& axes) const = 0;

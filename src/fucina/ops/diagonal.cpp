@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "fucina/backend/cpu/copy.h"
+#include "fucina/backend/kernels.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/typed.h"
 
@@ -78,7 +78,7 @@ Tensor diagonalOp(ExecContext& ctx, std::string_view op, const Tensor& x, Tag a,
     return [tags = t.tags(), shape = t.shape(), out_tags = out.tags(), a, b, offset, into](
                ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
       RawTensor full = RawTensor::zeros(c, tags, shape);
-      kernels::copyConvert(gy.permuted(out_tags), diagonalView(full, a, b, offset, into), &c);
+      backend::kernelsOf(c).copy(c, gy.permuted(out_tags), diagonalView(full, a, b, offset, into));
       g[0] = std::move(full);
     };
   });
@@ -106,7 +106,7 @@ Tensor embedOp(ExecContext& ctx, std::string_view op, const Tensor& x, Tag axis,
   }
   rest.push_back(axis);
   RawTensor out = RawTensor::zeros(ctx, tags, shape, t.dtype());
-  kernels::copyConvert(t.permuted(rest), diagonalView(out, into_a, into_b, offset, axis), &ctx);
+  backend::kernelsOf(ctx).copy(ctx, t.permuted(rest), diagonalView(out, into_a, into_b, offset, axis));
   return ops::finishOp(ctx, op, out, {&x}, [&] {
     return [tags, into_a, into_b, offset, axis](ExecContext&, const RawTensor& gy, NeedsGrad, Grads g) {
       g[0] = diagonalView(gy.permuted(tags), into_a, into_b, offset, axis);

@@ -91,7 +91,7 @@ Tensor Tensor::addAxisVectorUnaryInPlace(ExecContext& ctx, Tag axis, const Tenso
   // scalar paths differ in the last bit (geluErf), and add's result is contiguous.
   const Tensor biased = Tensor::make(ctx, kernels::map2(ctx, op, dst, vf, [](float a, float b) { return a + b; }), nullptr);
   const Tensor y = biased.unary(ctx, act);
-  kernels::copyConvert(y.value(), dst, &ctx);
+  backend::kernelsOf(ctx).copy(ctx, y.value(), dst);
   written(*this);
   return *this;
 }

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <string>
 
-#include "fucina/backend/cpu/copy.h"
+#include "fucina/backend/kernels.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/typed.h"
 
@@ -53,12 +53,12 @@ Tensor pad2d(ExecContext& ctx, std::string_view op, const Tensor& x, Tag h, Tag 
   shape[pw] = rw.extent;
   validateShape(a.tags(), shape, op);
   RawTensor out = RawTensor::full(ctx, a.tags(), shape, value, a.dtype());
-  kernels::copyConvert(run2d(a, h, w, rh, rw, true), run2d(out, h, w, rh, rw, false), &ctx);
+  backend::kernelsOf(ctx).copy(ctx, run2d(a, h, w, rh, rw, true), run2d(out, h, w, rh, rw, false));
   return ops::finishOp(ctx, op, out, {&x}, [&] {
     return [tags = a.tags(), in_shape = a.shape(), h, w, rh, rw](ExecContext& c, const RawTensor& gy, NeedsGrad,
                                                                   Grads g) {
       RawTensor full = RawTensor::zeros(c, tags, in_shape);
-      kernels::copyConvert(run2d(gy.permuted(tags), h, w, rh, rw, false), run2d(full, h, w, rh, rw, true), &c);
+      backend::kernelsOf(c).copy(c, run2d(gy.permuted(tags), h, w, rh, rw, false), run2d(full, h, w, rh, rw, true));
       g[0] = std::move(full);
     };
   }, static_cast<size_t>(out.numel()));

@@ -3,7 +3,7 @@
 // zeroed, the source the slice of gy (a view).
 #include <string>
 
-#include "fucina/backend/cpu/copy.h"
+#include "fucina/backend/kernels.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/typed.h"
 
@@ -19,7 +19,7 @@ namespace {
 // A contiguous copy of t with [start, start + length) along axis zeroed.
 RawTensor sliceZeroed(ExecContext& ctx, const RawTensor& t, Tag axis, int64_t start, int64_t length) {
   RawTensor out = t.clone(ctx);
-  kernels::fill(out.narrowed(axis, start, length), 0.0, &ctx);
+  backend::kernelsOf(ctx).fill(ctx, out.narrowed(axis, start, length), 0.0);
   return out;
 }
 
@@ -62,7 +62,7 @@ Tensor Tensor::setSlice(ExecContext& ctx, Tag axis, int64_t start, const Tensor&
                                          std::to_string(start) + " with a source of extent " + std::to_string(length) +
                                          ": need 0 <= start <= " + std::to_string(n - length));
   RawTensor out = a.clone(ctx);
-  kernels::copyConvert(s.permuted(a.tags()), out.narrowed(axis, start, length), &ctx);
+  backend::kernelsOf(ctx).copy(ctx, s.permuted(a.tags()), out.narrowed(axis, start, length));
   return ops::finishOp(ctx, "setSlice", out, {this, &source}, [&] {
     return [tags = a.tags(), axis, start, length](ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads g) {
       const RawTensor ordered = gy.permuted(tags);

@@ -5,7 +5,6 @@
 #include <string>
 
 #include "fucina/backend/kernels.h"
-#include "fucina/backend/cpu/copy.h"
 #include "fucina/backend/cpu/reduce.h"
 #include "fucina/ops/finish_op.h"
 
@@ -65,7 +64,7 @@ Tensor Tensor::narrow(ExecContext& ctx, Tag axis, int64_t start, int64_t length)
     return [tags = a.tags(), shape = a.shape(), axis, start, length](
                ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
       RawTensor full = RawTensor::zeros(c, tags, shape);
-      kernels::copyConvert(gy.permuted(tags), full.narrowed(axis, start, length));
+      backend::kernelsOf(c).copy(c, gy.permuted(tags), full.narrowed(axis, start, length));
       g[0] = std::move(full);
     };
   });
@@ -324,9 +323,9 @@ Tensor Tensor::select(ExecContext& ctx, Tag axis, int64_t index) const {
       // Each element written once: gy into its slice, zeros on either side (a zeroed buffer
       // then the copy wrote the slice twice; W3 takes q, k and v from one projection this way).
       RawTensor full = RawTensor::empty(c, tags, shape);
-      kernels::copyConvert(gy.permuted(out_tags), dropUnitAxis(full.narrowed(axis, i, 1), p), &c);
-      if (i > 0) kernels::fill(full.narrowed(axis, 0, i), 0.0, &c);
-      if (i + 1 < shape[p]) kernels::fill(full.narrowed(axis, i + 1, shape[p] - i - 1), 0.0, &c);
+      backend::kernelsOf(c).copy(c, gy.permuted(out_tags), dropUnitAxis(full.narrowed(axis, i, 1), p));
+      if (i > 0) backend::kernelsOf(c).fill(c, full.narrowed(axis, 0, i), 0.0);
+      if (i + 1 < shape[p]) backend::kernelsOf(c).fill(c, full.narrowed(axis, i + 1, shape[p] - i - 1), 0.0);
       g[0] = std::move(full);
     };
   });
@@ -361,7 +360,7 @@ Tensor Tensor::slice(ExecContext& ctx, Tag axis, int64_t start, int64_t end, int
     return [tags = a.tags(), shape = a.shape(), p, start, end, step](
                ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
       RawTensor full = RawTensor::zeros(c, tags, shape);
-      kernels::copyConvert(gy.permuted(tags), strided(full, p, start, end, step));
+      backend::kernelsOf(c).copy(c, gy.permuted(tags), strided(full, p, start, end, step));
       g[0] = std::move(full);
     };
   });

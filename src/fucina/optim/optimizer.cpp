@@ -1,3 +1,4 @@
+#include "fucina/backend/kernels.h"
 #include "fucina/optim/optimizer.h"
 
 #include <algorithm>
@@ -6,7 +7,6 @@
 
 #include "fucina/ag/grad_state.h"
 #include "fucina/core/error.h"
-#include "fucina/backend/cpu/copy.h"
 
 namespace fucina::optim {
 
@@ -75,7 +75,7 @@ void Optimizer::step(ExecContext& ctx) {
     if (master_weights_ && !master.valid()) master = value.to(ctx, DType::f32);
     RawTensor work = master_weights_ ? master : value.to(ctx, DType::f32);
     update(ctx, i, t, work.f32(), g.f32(), param.numel());
-    kernels::copyConvert(work, value, &ctx);
+    backend::kernelsOf(ctx).copy(ctx, work, value);
     param.impl()->dropF32Cache();  // dataConst's f32 copy of the old values
   }
 }

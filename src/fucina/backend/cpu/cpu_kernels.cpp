@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "fucina/backend/cpu/conv_core.h"
+#include "fucina/backend/cpu/copy.h"
 #include "fucina/backend/cpu/elementwise.h"
 #include "fucina/backend/cpu/gated.h"
 #include "fucina/backend/cpu/gemm.h"
@@ -115,6 +116,10 @@ class CpuKernels final : public Kernels {
     return kAs[static_cast<size_t>(op)](ctx, dtype, tags, shape, ins, p);
   }
 
+  void copy(ExecContext& ctx, const RawTensor& src, const RawTensor& dst) const override {
+    kernels::copyConvert(src, dst, &ctx);
+  }
+  void fill(ExecContext& ctx, const RawTensor& dst, double value) const override { kernels::fill(dst, value, &ctx); }
   RawTensor sumAxes(ExecContext& ctx, const RawTensor& a, const Tags& axes) const override {
     return kernels::sumAxes(ctx, a, axes);
   }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fucina/backend/cpu/gemm.h"
+#include "fucina/backend/element_io.h"
 #include "fucina/backend/kernels.h"
 #include "fucina/backend/reference/indexing.h"
 #include "fucina/backend/reference/logic.h"
@@ -18,6 +19,7 @@
 #include "fucina/backend/scalar_loop.h"
 #include "fucina/backend/scan_rows.h"
 #include "fucina/core/error.h"
+#include "fucina/core/q8.h"
 #include "fucina/exec/context.h"
 
 namespace fucina::backend {
@@ -195,6 +197,27 @@ class ReferenceKernels final : public Kernels {
     return kAs[static_cast<size_t>(op)](ctx, dtype, tags, shape, ins, p);
   }
 
+  void copy(ExecContext&, const RawTensor& src, const RawTensor& dst) const override {
+    if (src.shape() != dst.shape())
+      fail(ErrorCode::ShapeMismatch, "copy from " + src.describe() + " into " + dst.describe());
+    if (dst.dtype() == DType::q8_0)
+      fail(ErrorCode::DTypeMismatch, "cannot write into q8_0 " + dst.describe() + " element by element");
+    if (src.numel() == 0) return;
+    const std::byte* s = src.storage()->data();
+    std::byte* d = dst.storage()->data();
+    Odometer<2> at(src.shape(), {&src.strides(), &dst.strides()});
+    for (int64_t i = 0, n = src.numel(); i < n; ++i, at.next()) {
+      const int64_t from = src.offset() + at.offsets()[0];
+      const double v = src.dtype() == DType::q8_0 ? q8::load(s, from) : io::load(s, src.dtype(), from);
+      io::store(d, dst.dtype(), dst.offset() + at.offsets()[1], v);
+    }
+  }
+  void fill(ExecContext&, const RawTensor& dst, double value) const override {
+    if (dst.numel() == 0) return;
+    std::byte* d = dst.storage()->data();
+    Odometer<1> at(dst.shape(), {&dst.strides()});
+    for (int64_t i = 0, n = dst.numel(); i < n; ++i, at.next()) io::store(d, dst.dtype(), dst.offset() + at.offsets()[0], value);
+  }
   RawTensor sumAxes(ExecContext& ctx, const RawTensor& a, const Tags& axes) const override {
     return sumOver(ctx, a, axes);
   }
