@@ -125,7 +125,9 @@ RawTensor upsample2xVjp(ExecContext& ctx, const RawTensor& gy) {
 
 RawTensor channelAffine(ExecContext& ctx, const RawTensor& x, const RawTensor& scale, const RawTensor& shift,
                         Tag channel) {
-  const auto [outer, C, inner] = channelRows(x, channel);
+  // Plain locals, not a structured binding: Emscripten's clang cannot capture those in lambdas.
+  const ChannelRows rows = channelRows(x, channel);
+  const int64_t outer = rows.outer, C = rows.C, inner = rows.inner;
   RawTensor y = RawTensor::empty(ctx, x.tags(), x.shape());
   forPlaneChunks(ctx, outer * C, inner, [&](int64_t first, int64_t count) {
     for (int64_t r = first; r < first + count; ++r) {
@@ -140,7 +142,8 @@ RawTensor channelAffine(ExecContext& ctx, const RawTensor& x, const RawTensor& s
 
 backend::Kernels::AffineGrads channelAffineVjp(ExecContext& ctx, const RawTensor& x, const RawTensor& scale,
                                                const RawTensor& g, Tag channel, bool input, bool params) {
-  const auto [outer, C, inner] = channelRows(g, channel);
+  const ChannelRows rows = channelRows(g, channel);
+  const int64_t outer = rows.outer, C = rows.C, inner = rows.inner;
   backend::Kernels::AffineGrads out;
   if (input) {
     RawTensor gx = RawTensor::empty(ctx, g.tags(), g.shape());
