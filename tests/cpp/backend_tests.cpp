@@ -341,6 +341,21 @@ std::vector<Case> cases() {
   unary("diagEmbed", [](C x, const Tensor& a) { return a.diagEmbed(x, "j", "p", "q", -1).exp(x); });
   unary("transpose", [](C x, const Tensor& a) { return a.transpose(x, "i", "j").contiguous(x).exp(x); });
   binary("einsum", [](C x, const Tensor& a, const Tensor& b) { return Tensor::einsum(x, a, b, {"i"}); });
+  // Losses. Labels over i are made from the operand's extents: (3q + 1) mod J along the class axis j.
+  auto labels = [ints](C x, const Tensor& a) {
+    const int64_t n = a.extent("j");
+    return ints(x, {"i"}, {a.extent("i")}, [n](int64_t q) { return (3 * q + 1) % n; });
+  };
+  using fucina::Reduction;
+  for (Reduction r : {Reduction::mean, Reduction::sum, Reduction::none}) {
+    unary("crossEntropy", [=](C x, const Tensor& a) { return a.crossEntropy(x, labels(x, a), "j", {.reduction = r}); });
+    unary("nllLoss", [=](C x, const Tensor& a) { return a.nllLoss(x, labels(x, a), "j", r); });
+    binary("mseLoss", [=](C x, const Tensor& a, const Tensor& b) { return a.mseLoss(x, b.broadcastTo(x, a.tags(), a.shape()), r); });
+  }
+  unary("crossEntropy", [=](C x, const Tensor& a) {
+    return a.crossEntropy(x, labels(x, a), "j", {.reduction = Reduction::none, .label_smoothing = 0.1});
+  });
+  unary("crossEntropy", [=](C x, const Tensor& a) { return a.crossEntropy(x, labels(x, a), "j", {.label_smoothing = 0.2}); });
   return c;
 }
 
@@ -550,7 +565,7 @@ TEST_CASE("ops reach host memory or start threads at no more sites than counted 
   // Note [Backends]: ops compute through the kernel primitives, so src/fucina/ops/ should hold no
   // raw buffer access (.f32(), .data<T>()) and start no threads (parallelFor). The sites still
   // there are the ops not yet moved onto primitives; this ceiling only comes down, to 0.
-  constexpr size_t kCeiling = 71;
+  constexpr size_t kCeiling = 58;
   const std::regex site(R"(\.(f32|data|mutableData)<?[a-z0-9_]*>?\(\)|parallelFor\(|parallelChunks\()");
   size_t sites = 0;
   std::map<std::string, size_t> per_file;

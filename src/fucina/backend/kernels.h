@@ -12,6 +12,7 @@
 /// passes tests/cpp/backend_tests.cpp, which runs the ops on it against the cpu backend.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
 
@@ -242,6 +243,25 @@ class Kernels {
   virtual RmsRopeGrads rmsNormRopeRowsVjp(ExecContext& ctx, const RmsRopeRows& saved, const RawTensor& w,
                                           const RawTensor& cos, const RawTensor& sin, const RawTensor& gy,
                                           bool need_x, bool need_w) const = 0;
+
+  // --- losses: rows are the last (class) axis of contiguous f32 tensors; labels contiguous i64,
+  // one per row, in the rows' order ---
+  /// The first label (i64, contiguous) outside [0, classes) that is not `ignore`: its position and
+  /// value, or position -1 when there is none.
+  virtual IndexFault firstLabelOutside(ExecContext& ctx, const RawTensor& labels, int64_t classes,
+                                       std::optional<int64_t> ignore) const = 0;
+  /// Per-row losses (f64, the rows' axes) against labels in range, of rows of log-probabilities lp:
+  /// -((1 - s)·lp[y] + s·mean(lp)) with label smoothing s, or -lp[y] when plain (nllLoss's rows).
+  virtual RawTensor labelLossRows(ExecContext& ctx, const RawTensor& lp, const RawTensor& labels, double smoothing,
+                                  bool plain) const = 0;
+  /// Their VJP in the logits (in lp when plain), f_r the upstream factor of row r: gy[r] when gy
+  /// has the rows' axes (contiguous), else gy·scale (gy a scalar). gx = f·(exp(lp) - s/C) with
+  /// f·(1 - s) subtracted at y; plain: -f at y, 0 elsewhere, lp giving only the layout (any strides).
+  virtual RawTensor labelLossRowsVjp(ExecContext& ctx, const RawTensor& lp, const RawTensor& labels,
+                                     const RawTensor& gy, float scale, double smoothing, bool plain) const = 0;
+  /// The f32 scalar (Σ loss)/denom, the sum over every element of loss (contiguous f32 or f64) in
+  /// order in f64: a loss's sum or mean.
+  virtual RawTensor reduceLoss(ExecContext& ctx, const RawTensor& loss, double denom) const = 0;
 
   // --- elementwise pairs ---
   /// Gated units: out = u(up)·g(gate), u the identity and g the activation, or situ's

@@ -25,6 +25,9 @@ using ops::NeedsGrad;
 
 namespace {
 
+// Row r's label (Labels hold contiguous i64).
+int64_t labelAt(const Labels& l, int64_t r) { return l.values.data<int64_t>()[r]; }
+
 // logsumexp of scale·x over a row of n (max subtracted; the sum in double).
 double logSumExp(const float* x, int64_t n, float scale = 1.0f) {
   float m = -std::numeric_limits<float>::infinity();
@@ -161,7 +164,7 @@ int64_t rowGrain(int64_t C) { return std::max<int64_t>(1, 16384 / std::max<int64
 double labelDenominator(const Labels& lab, const CeRows& spec, int64_t ignore) {
   double d = 0;
   for (int64_t r = 0; r < lab.rows(); ++r)
-    if (lab[r] != ignore) d += spec.weight(lab[r]);
+    if (labelAt(lab, r) != ignore) d += spec.weight(labelAt(lab, r));
   return d;
 }
 
@@ -198,7 +201,7 @@ Tensor Tensor::crossEntropyExt(ExecContext& ctx, const Tensor& target, Tag class
     lab = ops::readLabels(ctx, op, value(), target, class_axis, o.ignore_index);
   }
   const int64_t ignore = o.ignore_index;
-  auto counted = [&lab, soft, ignore](int64_t r) { return soft || lab[r] != ignore; };
+  auto counted = [&lab, soft, ignore](int64_t r) { return soft || labelAt(lab, r) != ignore; };
   RawTensor logp = RawTensor::empty(ctx, in.tags(), in.shape());
   Scratch<double> lse(ctx.account(), static_cast<size_t>(rows));
   const Scratch<double> loss(ctx.account(), static_cast<size_t>(rows));
@@ -208,7 +211,7 @@ Tensor Tensor::crossEntropyExt(ExecContext& ctx, const Tensor& target, Tag class
       lse[static_cast<size_t>(r)] = logSoftmaxRow(in.f32() + r * C, lp, C);
       const double l = lse[static_cast<size_t>(r)];
       loss[static_cast<size_t>(r)] = soft ? spec.softLoss(lp, tgt.f32() + r * C, l)
-                                          : (counted(r) ? spec.labelLoss(lp, lab[r], l) : 0.0);
+                                          : (counted(r) ? spec.labelLoss(lp, labelAt(lab, r), l) : 0.0);
     }
   });
   const double denom = soft ? static_cast<double>(rows) : labelDenominator(lab, spec, ignore);
@@ -216,7 +219,7 @@ Tensor Tensor::crossEntropyExt(ExecContext& ctx, const Tensor& target, Tag class
   return ops::finishOp(ctx, op, std::move(out), {this, &target}, [&] {
     return [logp, lse = std::move(lse), lab = std::move(lab), tgt, spec = std::move(spec), reduction = o.reduction,
             denom, ignore, soft, C, rows](ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads g) {
-      auto counted = [&](int64_t r) { return soft || lab[r] != ignore; };
+      auto counted = [&](int64_t r) { return soft || labelAt(lab, r) != ignore; };
       const std::vector<float> f = rowFactors(c, gy, rowTags(logp), reduction, denom, rows, counted);
       RawTensor gx = needs[0] ? RawTensor::empty(c, logp.tags(), logp.shape()) : RawTensor();
       RawTensor gt = needs[1] ? RawTensor::empty(c, logp.tags(), logp.shape()) : RawTensor();
@@ -229,7 +232,7 @@ Tensor Tensor::crossEntropyExt(ExecContext& ctx, const Tensor& target, Tag class
             float* o = gx.f32() + r * C;
             if (!counted(r)) std::fill(o, o + C, 0.0f);
             else if (soft) spec.softGrad(lp, tgt.f32() + r * C, l, fr, o);
-            else spec.labelGrad(lp, lab[r], l, fr, o);
+            else spec.labelGrad(lp, labelAt(lab, r), l, fr, o);
           }
           if (gt.valid()) spec.targetGrad(lp, fr, gt.f32() + r * C);
         }
@@ -336,9 +339,9 @@ Tensor Tensor::linearCrossEntropyExt(ExecContext& ctx, const Tensor& weight, con
   const int64_t ignore = o.ignore_index;
   const Scratch<double> loss(ctx.account(), static_cast<size_t>(h.R), 0.0);
   h.forEachChunk(ctx, [&](int64_t r, float* row) {
-    if (lab[r] == ignore) return;
+    if (labelAt(lab, r) == ignore) return;
     const double lse = logSoftmaxRow(row, row, h.V);
-    loss[static_cast<size_t>(r)] = spec.labelLoss(row, lab[r], lse);
+    loss[static_cast<size_t>(r)] = spec.labelLoss(row, labelAt(lab, r), lse);
   });
   const double denom = labelDenominator(lab, spec, ignore);
   RawTensor out = reduceLoss(ctx, loss, h.row_tags, h.row_shape, o.reduction, denom);
@@ -346,11 +349,11 @@ Tensor Tensor::linearCrossEntropyExt(ExecContext& ctx, const Tensor& weight, con
     return [h = std::move(h), spec = std::move(spec), lab = std::move(lab), reduction = o.reduction, denom, ignore](
                ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads g) {
       const std::vector<float> f =
-          rowFactors(c, gy, h.row_tags, reduction, denom, h.R, [&](int64_t r) { return lab[r] != ignore; });
+          rowFactors(c, gy, h.row_tags, reduction, denom, h.R, [&](int64_t r) { return labelAt(lab, r) != ignore; });
       h.backward(c, needs, g, [&](int64_t r, float* row) {
         if (f[static_cast<size_t>(r)] == 0.0f) return std::fill(row, row + h.V, 0.0f);
         const double lse = logSoftmaxRow(row, row, h.V);
-        spec.labelGrad(row, lab[r], lse, f[static_cast<size_t>(r)], row);
+        spec.labelGrad(row, labelAt(lab, r), lse, f[static_cast<size_t>(r)], row);
       });
     };
   }, static_cast<size_t>(6 * h.R * h.V * std::max<int64_t>(1, h.d)));
@@ -395,7 +398,7 @@ Tensor Tensor::linearDistillExt(ExecContext& ctx, const Tensor& weight, const Te
   }
   const double T = o.temperature, alpha = o.alpha;
   const int64_t ignore = o.ignore_index;
-  auto counted = [hard, &lab, ignore](int64_t r) { return hard && lab[r] != ignore; };
+  auto counted = [hard, &lab, ignore](int64_t r) { return hard && labelAt(lab, r) != ignore; };
   const Scratch<double> kd(ctx.account(), static_cast<size_t>(R), 0.0), ce(ctx.account(), static_cast<size_t>(R), 0.0);
   h.forEachChunk(ctx, [&](int64_t r, float* row) {
     const float* p = tp.f32() + r * V;
@@ -404,7 +407,7 @@ Tensor Tensor::linearDistillExt(ExecContext& ctx, const Tensor& weight, const Te
     for (int64_t c = 0; c < V; ++c)
       if (p[c] > 0) acc += p[c] * (std::log(p[c]) - (invT * row[c] - lseT));
     kd[static_cast<size_t>(r)] = T * T * acc;
-    if (counted(r)) ce[static_cast<size_t>(r)] = logSumExp(row, V) - row[lab[r]];
+    if (counted(r)) ce[static_cast<size_t>(r)] = logSumExp(row, V) - row[labelAt(lab, r)];
   });
   int64_t count = 0;
   for (int64_t r = 0; r < R; ++r) count += counted(r);
@@ -423,7 +426,7 @@ Tensor Tensor::linearDistillExt(ExecContext& ctx, const Tensor& weight, const Te
                ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads g) {
       const int64_t R = h.R, V = h.V;
       auto all = [](int64_t) { return true; };
-      auto counted = [&](int64_t r) { return hard && lab[r] != ignore; };
+      auto counted = [&](int64_t r) { return hard && labelAt(lab, r) != ignore; };
       // d KD / d s = T·(q - p); d CE / d s = softmax(s) - onehot(y).
       const std::vector<float> fk = rowFactors(c, gy, h.row_tags, reduction, static_cast<double>(R), R, all);
       const std::vector<float> fc = rowFactors(c, gy, h.row_tags, reduction, static_cast<double>(count), R, counted);
@@ -438,7 +441,7 @@ Tensor Tensor::linearDistillExt(ExecContext& ctx, const Tensor& weight, const Te
           const float sv = row[cl];
           row[cl] = k * (std::exp(invT * sv - lseT) - p[cl]) + (a != 0.0f ? a * std::exp(sv - lse1) : 0.0f);
         }
-        if (counted(r)) row[lab[r]] -= a;
+        if (counted(r)) row[labelAt(lab, r)] -= a;
       });
     };
   }, static_cast<size_t>(6 * h.R * h.V * std::max<int64_t>(1, h.d)));

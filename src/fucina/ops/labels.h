@@ -9,13 +9,13 @@
 
 namespace fucina::ops {
 
-// One label per row of axisLast(logits, class_axis), read through ctx as contiguous i64.
+// One label per row of axisLast(logits, class_axis), read through ctx as contiguous i64; the
+// losses' Kernels primitives read them.
 struct Labels {
   internal::RawTensor values;  // i64, row-major over tags
   Tags tags;                   // the row axes, in the order of the logits
   Extents shape;
   int64_t rows() const { return values.numel(); }
-  int64_t operator[](int64_t r) const { return values.data<int64_t>()[r]; }
 };
 
 // DTypeMismatch unless i32/i64; ShapeMismatch unless labels have the logits' axes without

@@ -8,6 +8,7 @@
 
 #include "fucina/backend/cpu/elementwise.h"
 #include "fucina/backend/cpu/softmax.h"
+#include "fucina/backend/kernels.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/labels.h"
 #include "fucina/ops/typed.h"
@@ -45,13 +46,11 @@ Labels readLabels(ExecContext& ctx, std::string_view op, const RawTensor& logits
                                        std::string(class_axis.name()) + "': " + describe(out.tags, out.shape));
   out.values = l.permuted(out.tags).to(ctx, DType::i64);
   const int64_t classes = logits.extent(class_axis);
-  for (int64_t i = 0; i < out.rows(); ++i) {
-    const int64_t label = out[i];
-    if ((label < 0 || label >= classes) && label != ignore)
-      fail(ErrorCode::IndexOutOfRange, std::string(op) + ": label " + std::to_string(label) +
-                                           " at position " + std::to_string(i) + " is outside [0, " +
-                                           std::to_string(classes) + ")");
-  }
+  const backend::Kernels::IndexFault bad = backend::kernelsOf(ctx).firstLabelOutside(ctx, out.values, classes, ignore);
+  if (bad.position >= 0)
+    fail(ErrorCode::IndexOutOfRange, std::string(op) + ": label " + std::to_string(bad.value) + " at position " +
+                                         std::to_string(bad.position) + " is outside [0, " + std::to_string(classes) +
+                                         ")");
   return out;
 }
 
@@ -63,24 +62,16 @@ float reductionScale(Reduction r, int64_t rows) {
   return r == Reduction::mean ? 1.0f / static_cast<float>(rows) : 1.0f;
 }
 
-// Reduces per-row losses (tags/shape of the rows) as asked.
-RawTensor reduceRows(ExecContext& ctx, const Scratch<double>& loss, const Labels& labels, Reduction r) {
-  if (r == Reduction::none) {
-    RawTensor out = RawTensor::empty(ctx, labels.tags, labels.shape);
-    float* o = out.f32();
-    for (size_t i = 0; i < loss.size(); ++i) o[i] = static_cast<float>(loss[i]);
-    return out;
-  }
-  double total = 0;
-  for (double v : loss) total += v;
-  if (r == Reduction::mean) total /= static_cast<double>(loss.size());
-  return RawTensor::full(ctx, {}, {}, total);
+// Reduces per-row losses (f64, the labels' axes) as asked: the rows as f32, or their sum or mean.
+RawTensor reduceRows(ExecContext& ctx, const RawTensor& loss, Reduction r) {
+  if (r == Reduction::none) return loss.to(ctx, DType::f32);
+  return backend::kernelsOf(ctx).reduceLoss(ctx, loss, r == Reduction::mean ? static_cast<double>(loss.numel()) : 1.0);
 }
 
-// Per-row upstream gradient factor: gy (a scalar, or one value per row for Reduction::none).
-RawTensor rowFactors(ExecContext& ctx, const RawTensor& gy, const Labels& labels, Reduction r, int64_t rows) {
-  if (r == Reduction::none) return gy.permuted(labels.tags).contiguous(ctx);
-  return RawTensor::full(ctx, {"row"}, {rows}, *gy.contiguous(ctx).f32() * reductionScale(r, rows));
+// The upstream gradient as labelLossRowsVjp takes it: gy's rows in the labels' order (Reduction::none),
+// else the scalar gy.
+RawTensor rowGrads(ExecContext& ctx, const RawTensor& gy, const Labels& labels, Reduction r) {
+  return r == Reduction::none ? gy.permuted(labels.tags).contiguous(ctx) : gy.contiguous(ctx);
 }
 
 void requireRows(std::string_view op, int64_t rows, Reduction r) {
@@ -103,45 +94,17 @@ Tensor Tensor::crossEntropy(ExecContext& ctx, const Tensor& labels, Tag class_ax
   Labels lab = readLabels(ctx, "crossEntropy", value(), labels, class_axis);
   const int64_t rows = lab.rows();
   requireRows("crossEntropy", rows, options.reduction);
-  RawTensor logp = RawTensor::empty(ctx, in.tags(), in.shape());
-  kernels::softmaxRows(ctx, in.f32(), logp.f32(), rows, classes, /*log=*/true);
-  const Scratch<double> loss(ctx.account(), static_cast<size_t>(rows));
-  const float* lp = logp.f32();
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* row = lp + r * classes;
-    double mean_logp = 0;
-    if (eps > 0) {
-      for (int64_t c = 0; c < classes; ++c) mean_logp += row[c];
-      mean_logp /= static_cast<double>(classes);
-    }
-    loss[static_cast<size_t>(r)] = -((1 - eps) * row[lab[r]] + eps * mean_logp);
-  }
-  RawTensor out = reduceRows(ctx, loss, lab, options.reduction);
+  const backend::Kernels& k = backend::kernelsOf(ctx);
+  RawTensor logp = k.softmaxRows(ctx, in, /*log=*/true);
+  RawTensor out = reduceRows(ctx, k.labelLossRows(ctx, logp, lab.values, eps, /*plain=*/false), options.reduction);
   return ops::finishOp(ctx, "crossEntropy", out, {this, &labels}, [&] {
     // d loss_r / d logits_rc = softmax_rc - target_rc, target = (1-eps)*onehot + eps/C.
-    return [logp, lab = std::move(lab), options, classes, rows](ExecContext& c, const RawTensor& gy,
-                                                                NeedsGrad needs, Grads g) {
+    return [logp, lab = std::move(lab), options, rows](ExecContext& c, const RawTensor& gy, NeedsGrad needs,
+                                                        Grads g) {
       if (!needs[0]) return;
-      const RawTensor factors = rowFactors(c, gy, lab, options.reduction, rows);
-      const float* f = factors.f32();
-      RawTensor gx = RawTensor::empty(c, logp.tags(), logp.shape());
-      const float* lp = logp.f32();
-      float* o = gx.f32();
-      const auto smooth = static_cast<float>(options.label_smoothing / static_cast<double>(classes));
-      const auto keep = static_cast<float>(1 - options.label_smoothing);
-      const bool simd = kernels::vec::enabled();
-      c.parallelFor(rows, std::max<int64_t>(1, 16384 / classes), [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < end; ++r) {
-          const float fr = f[r];
-          if (simd) {
-            kernels::vec::expShiftScaleRow(lp + r * classes, classes, smooth, fr, o + r * classes);
-          } else {
-            for (int64_t k = 0; k < classes; ++k) o[r * classes + k] = (std::exp(lp[r * classes + k]) - smooth) * fr;
-          }
-          o[r * classes + lab[r]] -= keep * fr;
-        }
-      });
-      g[0] = std::move(gx);
+      g[0] = backend::kernelsOf(c).labelLossRowsVjp(c, logp, lab.values, rowGrads(c, gy, lab, options.reduction),
+                                                    reductionScale(options.reduction, rows),
+                                                    options.label_smoothing, /*plain=*/false);
     };
   }, static_cast<size_t>(in.numel()) * 4);
 }
@@ -150,24 +113,19 @@ Tensor Tensor::nllLoss(ExecContext& ctx, const Tensor& labels, Tag class_axis, R
   if (!ops::allF32({this}))
     return ops::viaF32(ctx, "nllLoss", {this}, [&](std::span<const Tensor> f) { return f[0].nllLoss(ctx, labels, class_axis, reduction); });
   const RawTensor in = kernels::axisLast(ctx, value(), class_axis);
-  const int64_t classes = in.extent(class_axis);
   Labels lab = readLabels(ctx, "nllLoss", value(), labels, class_axis);
   const int64_t rows = lab.rows();
   requireRows("nllLoss", rows, reduction);
-  const Scratch<double> loss(ctx.account(), static_cast<size_t>(rows));
-  const float* p = in.f32();
-  for (int64_t r = 0; r < rows; ++r) loss[static_cast<size_t>(r)] = -p[r * classes + lab[r]];
-  RawTensor out = reduceRows(ctx, loss, lab, reduction);
+  RawTensor out = reduceRows(ctx, backend::kernelsOf(ctx).labelLossRows(ctx, in, lab.values, 0.0, /*plain=*/true),
+                             reduction);
   return ops::finishOp(ctx, "nllLoss", out, {this, &labels}, [&] {
-    return [tags = in.tags(), shape = in.shape(), lab = std::move(lab), reduction, classes, rows](
+    return [tags = in.tags(), shape = in.shape(), lab = std::move(lab), reduction, rows](
                ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads g) {
       if (!needs[0]) return;
-      const RawTensor factors = rowFactors(c, gy, lab, reduction, rows);
-      const float* f = factors.f32();
-      RawTensor gx = RawTensor::zeros(c, tags, shape);
-      float* o = gx.f32();
-      for (int64_t r = 0; r < rows; ++r) o[r * classes + lab[r]] = -f[r];
-      g[0] = std::move(gx);
+      // The plain gradient reads only the logits' layout: a zero-stride stand-in keeps them unsaved.
+      const RawTensor layout = RawTensor::full(c, {}, {}, 0.0).broadcastView(tags, shape);
+      g[0] = backend::kernelsOf(c).labelLossRowsVjp(c, layout, lab.values, rowGrads(c, gy, lab, reduction),
+                                                    reductionScale(reduction, rows), 0.0, /*plain=*/true);
     };
   });
 }
@@ -210,13 +168,8 @@ Tensor pointwiseLoss(ExecContext& ctx, std::string_view op, const Tensor& input,
   if (x.numel() == 0 && reduction == Reduction::mean)
     fail(ErrorCode::InvalidArgument, std::string(op) + ": mean over zero elements");
   RawTensor out = kernels::map2(ctx, op, x, t, loss);
-  if (reduction != Reduction::none) {
-    double total = 0;
-    const float* o = out.f32();  // map2's result is contiguous
-    for (int64_t i = 0; i < out.numel(); ++i) total += o[i];
-    if (reduction == Reduction::mean) total /= static_cast<double>(x.numel());
-    out = RawTensor::full(ctx, {}, {}, total);
-  }
+  if (reduction != Reduction::none)  // map2's result is contiguous
+    out = backend::kernelsOf(ctx).reduceLoss(ctx, out, reduction == Reduction::mean ? static_cast<double>(x.numel()) : 1.0);
   return ops::finishOp(ctx, op, out, {&input, &target}, [&] {
     const float scale = reduction == Reduction::mean ? 1.0f / static_cast<float>(x.numel()) : 1.0f;
     return [x, t, scale, dx, dt](ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads g) {

@@ -10,6 +10,7 @@
 #include "fucina/backend/cpu/gemm.h"
 #include "fucina/backend/cpu/indexing.h"
 #include "fucina/backend/cpu/logic.h"
+#include "fucina/backend/cpu/loss.h"
 #include "fucina/backend/cpu/norm.h"
 #include "fucina/backend/cpu/reduce.h"
 #include "fucina/backend/cpu/rope.h"
@@ -277,6 +278,21 @@ class CpuKernels final : public Kernels {
   }
   RawTensor normRowsVjp(ExecContext& ctx, Norm kind, const NormRows& saved, const RawTensor& gy) const override {
     return kernels::normRowsVjp(ctx, kind, saved, gy);
+  }
+  IndexFault firstLabelOutside(ExecContext&, const RawTensor& labels, int64_t classes,
+                               std::optional<int64_t> ignore) const override {
+    return kernels::firstLabelOutside(labels, classes, ignore);
+  }
+  RawTensor labelLossRows(ExecContext& ctx, const RawTensor& lp, const RawTensor& labels, double smoothing,
+                          bool plain) const override {
+    return kernels::labelLossRows(ctx, lp, labels, smoothing, plain);
+  }
+  RawTensor labelLossRowsVjp(ExecContext& ctx, const RawTensor& lp, const RawTensor& labels, const RawTensor& gy,
+                             float scale, double smoothing, bool plain) const override {
+    return kernels::labelLossRowsVjp(ctx, lp, labels, gy, scale, smoothing, plain);
+  }
+  RawTensor reduceLoss(ExecContext& ctx, const RawTensor& loss, double denom) const override {
+    return kernels::reduceLoss(ctx, loss, denom);
   }
   RawTensor ropeRows(ExecContext& ctx, const RawTensor& x, const RawTensor& cos, const RawTensor& sin, RopePairs pairs,
                      bool inverse) const override {

@@ -415,6 +415,21 @@ class ReferenceKernels final : public Kernels {
   RawTensor normRowsVjp(ExecContext& ctx, Norm kind, const NormRows& saved, const RawTensor& gy) const override {
     return reference::normRowsVjp(ctx, kind, saved, gy);
   }
+  IndexFault firstLabelOutside(ExecContext& ctx, const RawTensor& labels, int64_t classes,
+                               std::optional<int64_t> ignore) const override {
+    return reference::firstLabelOutside(ctx, labels, classes, ignore);
+  }
+  RawTensor labelLossRows(ExecContext& ctx, const RawTensor& lp, const RawTensor& labels, double smoothing,
+                          bool plain) const override {
+    return reference::labelLossRows(ctx, lp, labels, smoothing, plain);
+  }
+  RawTensor labelLossRowsVjp(ExecContext& ctx, const RawTensor& lp, const RawTensor& labels, const RawTensor& gy,
+                             float scale, double smoothing, bool plain) const override {
+    return reference::labelLossRowsVjp(ctx, lp, labels, gy, scale, smoothing, plain);
+  }
+  RawTensor reduceLoss(ExecContext& ctx, const RawTensor& loss, double denom) const override {
+    return reference::reduceLoss(ctx, loss, denom);
+  }
   RawTensor ropeRows(ExecContext& ctx, const RawTensor& x, const RawTensor& cos, const RawTensor& sin, RopePairs pairs,
                      bool inverse) const override {
     return reference::ropeRows(ctx, x, cos, sin, pairs, inverse);

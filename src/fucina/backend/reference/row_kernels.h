@@ -1,4 +1,4 @@
-// The reference backend's row-wise families (softmax, norms, rope, gated units): scalar loops on
+// The reference backend's row-wise families (softmax, norms, rope, losses, gated units): scalar loops on
 // the calling thread, sums in f64, the oracle for the cpu backend's SIMD and threaded rows.
 #pragma once
 
@@ -23,6 +23,13 @@ Kernels::RmsRopeRows rmsNormRopeRows(ExecContext& ctx, const RawTensor& x, const
 Kernels::RmsRopeGrads rmsNormRopeRowsVjp(ExecContext& ctx, const Kernels::RmsRopeRows& saved, const RawTensor& w,
                                          const RawTensor& cos, const RawTensor& sin, const RawTensor& gy, bool need_x,
                                          bool need_w);
+
+Kernels::IndexFault firstLabelOutside(ExecContext& ctx, const RawTensor& labels, int64_t classes,
+                                      std::optional<int64_t> ignore);
+RawTensor labelLossRows(ExecContext& ctx, const RawTensor& lp, const RawTensor& labels, double smoothing, bool plain);
+RawTensor labelLossRowsVjp(ExecContext& ctx, const RawTensor& lp, const RawTensor& labels, const RawTensor& gy,
+                           float scale, double smoothing, bool plain);
+RawTensor reduceLoss(ExecContext& ctx, const RawTensor& loss, double denom);
 
 RawTensor gated(ExecContext& ctx, const GateFn& fn, const RawTensor& up, const RawTensor& gate);
 void gatedVjp(ExecContext& ctx, const GateFn& fn, const RawTensor& gy, const RawTensor& up, const RawTensor& gate,
