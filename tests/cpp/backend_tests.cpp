@@ -356,6 +356,26 @@ std::vector<Case> cases() {
     return a.crossEntropy(x, labels(x, a), "j", {.reduction = Reduction::none, .label_smoothing = 0.1});
   });
   unary("crossEntropy", [=](C x, const Tensor& a) { return a.crossEntropy(x, labels(x, a), "j", {.label_smoothing = 0.2}); });
+  // Attention, reductions along an axis, packed and quantized products.
+  // Attention over {time: i, dim: j}: q stacks two heads of a, k and v one head made from b (so
+  // two query heads share it); then a batch axis n in all three, as many heads, no mask.
+  binary("groupedAttention", [](C x, const Tensor& a, const Tensor& b) {
+    const Tensor bb = b.broadcastTo(x, a.tags(), a.shape());
+    const Tensor qs[] = {a, a.scale(x, 0.7)}, ks[] = {bb}, vs[] = {bb.scale(x, 0.5).add(x, a)};
+    return Tensor::groupedAttention(x, Tensor::stack(x, qs, "h"), Tensor::stack(x, ks, "h"), Tensor::stack(x, vs, "h"),
+                                    {.heads = "h", .time = "i", .dim = "j"});
+  });
+  binary("groupedAttention", [](C x, const Tensor& a, const Tensor& b) {
+    const Tensor bb = b.broadcastTo(x, a.tags(), a.shape());
+    auto batched = [&](const Tensor& t) {
+      const Tensor heads[] = {t, t.scale(x, -0.6)};
+      const Tensor h = Tensor::stack(x, heads, "h");
+      const Tensor batch[] = {h, h.scale(x, 0.4)};
+      return Tensor::stack(x, batch, "n");
+    };
+    return Tensor::groupedAttention(x, batched(a), batched(bb), batched(bb.mul(x, a)),
+                                    {.heads = "h", .time = "i", .dim = "j", .causal = false, .scale = 0.5});
+  });
   return c;
 }
 
@@ -565,7 +585,7 @@ TEST_CASE("ops reach host memory or start threads at no more sites than counted 
   // Note [Backends]: ops compute through the kernel primitives, so src/fucina/ops/ should hold no
   // raw buffer access (.f32(), .data<T>()) and start no threads (parallelFor). The sites still
   // there are the ops not yet moved onto primitives; this ceiling only comes down, to 0.
-  constexpr size_t kCeiling = 58;
+  constexpr size_t kCeiling = 50;
   const std::regex site(R"(\.(f32|data|mutableData)<?[a-z0-9_]*>?\(\)|parallelFor\(|parallelChunks\()");
   size_t sites = 0;
   std::map<std::string, size_t> per_file;

@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 
+#include "fucina/backend/attention_geometry.h"
 #include "fucina/backend/conv_geometry.h"
 #include "fucina/backend/elementwise_table.h"
 #include "fucina/backend/gates.h"
@@ -262,6 +263,27 @@ class Kernels {
   /// The f32 scalar (Σ loss)/denom, the sum over every element of loss (contiguous f32 or f64) in
   /// order in f64: a loss's sum or mean.
   virtual RawTensor reduceLoss(ExecContext& ctx, const RawTensor& loss, double denom) const = 0;
+
+  // --- attention: f32 q, k and v of g's axes, any strides ---
+  /// Per query tile n, P = softmax(scale·q·kᵀ) over the keys each row sees (all, or the first
+  /// i + Tk - Tq + 1 when causal; P is 0 past them) and out = P·v of kv tile g.kvTile(n). out has
+  /// q's axes (dim of extent Dv) in an order the backend picks; probs {n: B·H, i: Tq, j: Tk} is
+  /// kept for the VJP.
+  struct Attention {
+    RawTensor out, probs;
+  };
+  virtual Attention attention(ExecContext& ctx, const AttentionGeometry& g, const RawTensor& q, const RawTensor& k,
+                              const RawTensor& v) const = 0;
+  /// The VJP from probs and gy (out's axes, any order and strides), with dP = gy·vᵀ and
+  /// dS = scale·P∘(dP - rowsum(dP∘P)): gq = dS·k, gk = Σ_group dSᵀ·q, gv = Σ_group Pᵀ·gy, each only
+  /// where asked for (else invalid), over its operand's axes in an order the backend picks. Reads
+  /// q only for gk, k only for gq.
+  struct AttentionGrads {
+    RawTensor q, k, v;
+  };
+  virtual AttentionGrads attentionVjp(ExecContext& ctx, const AttentionGeometry& g, const RawTensor& q,
+                                      const RawTensor& k, const RawTensor& v, const RawTensor& probs,
+                                      const RawTensor& gy, bool need_q, bool need_k, bool need_v) const = 0;
 
   // --- elementwise pairs ---
   /// Gated units: out = u(up)·g(gate), u the identity and g the activation, or situ's

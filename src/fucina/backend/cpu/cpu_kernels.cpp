@@ -3,6 +3,7 @@
 #include <array>
 #include <type_traits>
 
+#include "fucina/backend/cpu/attention.h"
 #include "fucina/backend/cpu/conv_core.h"
 #include "fucina/backend/cpu/copy.h"
 #include "fucina/backend/cpu/elementwise.h"
@@ -316,6 +317,15 @@ class CpuKernels final : public Kernels {
   void gatedVjp(ExecContext& ctx, const GateFn& fn, const RawTensor& gy, const RawTensor& up, const RawTensor& gate,
                 const RawTensor& gup, const RawTensor& ggate) const override {
     kernels::gatedVjp(ctx, fn, gy, up, gate, gup, ggate);
+  }
+  Attention attention(ExecContext& ctx, const AttentionGeometry& g, const RawTensor& q, const RawTensor& k,
+                      const RawTensor& v) const override {
+    return kernels::attention(ctx, g, q, k, v);
+  }
+  AttentionGrads attentionVjp(ExecContext& ctx, const AttentionGeometry& g, const RawTensor& q, const RawTensor& k,
+                              const RawTensor& v, const RawTensor& probs, const RawTensor& gy, bool need_q,
+                              bool need_k, bool need_v) const override {
+    return kernels::attentionVjp(ctx, g, q, k, v, probs, gy, need_q, need_k, need_v);
   }
 };
 

@@ -10,6 +10,7 @@
 #include "fucina/backend/cpu/gemm.h"
 #include "fucina/backend/element_io.h"
 #include "fucina/backend/kernels.h"
+#include "fucina/backend/reference/attention.h"
 #include "fucina/backend/reference/indexing.h"
 #include "fucina/backend/reference/logic.h"
 #include "fucina/backend/reference/row_kernels.h"
@@ -452,6 +453,15 @@ class ReferenceKernels final : public Kernels {
   void gatedVjp(ExecContext& ctx, const GateFn& fn, const RawTensor& gy, const RawTensor& up, const RawTensor& gate,
                 const RawTensor& gup, const RawTensor& ggate) const override {
     reference::gatedVjp(ctx, fn, gy, up, gate, gup, ggate);
+  }
+  Attention attention(ExecContext& ctx, const AttentionGeometry& g, const RawTensor& q, const RawTensor& k,
+                      const RawTensor& v) const override {
+    return reference::attention(ctx, g, q, k, v);
+  }
+  AttentionGrads attentionVjp(ExecContext& ctx, const AttentionGeometry& g, const RawTensor& q, const RawTensor& k,
+                              const RawTensor& v, const RawTensor& probs, const RawTensor& gy, bool need_q,
+                              bool need_k, bool need_v) const override {
+    return reference::attentionVjp(ctx, g, q, k, v, probs, gy, need_q, need_k, need_v);
   }
 };
 
