@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <random>
@@ -357,6 +358,20 @@ std::vector<Case> cases() {
   });
   unary("crossEntropy", [=](C x, const Tensor& a) { return a.crossEntropy(x, labels(x, a), "j", {.label_smoothing = 0.2}); });
   // Attention, reductions along an axis, packed and quantized products.
+  // Reductions along an axis (reduceAlong), their f64 path and normAll (reduceF64, pNormVjp).
+  unary("max", [](C x, const Tensor& a) { return a.max(x, "j"); });
+  unary("min", [](C x, const Tensor& a) { return a.min(x, "i"); });
+  unary("prod", [](C x, const Tensor& a) { return a.prod(x, "j"); }, 0.5f, 1.5f);
+  unary("cumsum", [](C x, const Tensor& a) { return a.cumsum(x, "j"); });
+  unary("cumsum", [](C x, const Tensor& a) { return a.cumsum(x, "i"); });
+  unary("logsumexp", [](C x, const Tensor& a) { return a.logsumexp(x, "j"); });
+  for (double p : {1.0, 2.0, 3.0, std::numeric_limits<double>::infinity()})
+    unary("normAll", [p](C x, const Tensor& a) { return a.normAll(x, p); });
+  unary("variance", [](C x, const Tensor& a) { return a.detach(x).to(x, fucina::DType::f64).variance(x, "j", 0); });
+  unary("max", [](C x, const Tensor& a) { return a.detach(x).to(x, fucina::DType::f64).max(x, "j"); });
+  unary("cumsum", [](C x, const Tensor& a) { return a.detach(x).to(x, fucina::DType::f64).cumsum(x, "i"); });
+  unary("logsumexp", [](C x, const Tensor& a) { return a.detach(x).to(x, fucina::DType::f64).logsumexp(x, "j"); });
+  unary("normAll", [](C x, const Tensor& a) { return a.detach(x).to(x, fucina::DType::f64).normAll(x, 3); });
   // Attention over {time: i, dim: j}: q stacks two heads of a, k and v one head made from b (so
   // two query heads share it); then a batch axis n in all three, as many heads, no mask.
   binary("groupedAttention", [](C x, const Tensor& a, const Tensor& b) {
@@ -585,7 +600,7 @@ TEST_CASE("ops reach host memory or start threads at no more sites than counted 
   // Note [Backends]: ops compute through the kernel primitives, so src/fucina/ops/ should hold no
   // raw buffer access (.f32(), .data<T>()) and start no threads (parallelFor). The sites still
   // there are the ops not yet moved onto primitives; this ceiling only comes down, to 0.
-  constexpr size_t kCeiling = 50;
+  constexpr size_t kCeiling = 43;
   const std::regex site(R"(\.(f32|data|mutableData)<?[a-z0-9_]*>?\(\)|parallelFor\(|parallelChunks\()");
   size_t sites = 0;
   std::map<std::string, size_t> per_file;

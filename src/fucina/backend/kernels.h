@@ -67,6 +67,29 @@ class Kernels {
   virtual RawTensor contract(ExecContext& ctx, const RawTensor& a, const RawTensor& b, const Tags& contracted,
                              const RawTensor& initial) const = 0;
 
+  /// Reductions along `axis` of f32 a (any strides); results contiguous f32. max and min (the
+  /// first extremum wins, NaN propagates; index: its position along the axis, as f32) and prod
+  /// (in f64) drop the axis, keeping a's other axes in a's order; cumsum (an f64 running sum;
+  /// cumsumReverse from the end) and prodOthers (each element the product of the other elements
+  /// of its line) keep a's axes in a's order.
+  enum class AlongAxis : uint8_t { max, min, prod, prodOthers, cumsum, cumsumReverse };
+  struct Along {
+    RawTensor values, index;
+  };
+  virtual Along reduceAlong(ExecContext& ctx, AlongAxis op, const RawTensor& a, Tag axis) const = 0;
+  /// Reductions in f64 of a (any dtype but q8_0, converted to f64) over `axes`: one f64 output per
+  /// line, over a's other axes in a's order (cumsum: one per element, a's axes and order). sum
+  /// times param; max and min with NaN propagating; variance with correction param; logsumexp;
+  /// prod; the 2-norm; the p-norm with p = param (max |x| for infinity).
+  enum class F64Line : uint8_t { sum, max, min, variance, logsumexp, cumsum, prod, norm, pNorm };
+  virtual RawTensor reduceF64(ExecContext& ctx, F64Line op, const RawTensor& a, const Tags& axes,
+                              double param) const = 0;
+  /// The VJP of the p-norm N (f64, no axes) of all of f32 x, from gy (f32, no axes): gx =
+  /// gy·sign(x)·(|x|/N)^(p-1) (gy·x/N for p = 2), 0 where x = 0 or N = 0; for p = infinity gy split
+  /// evenly among the elements with |x| = N, with their signs. gx contiguous over x's axes.
+  virtual RawTensor pNormVjp(ExecContext& ctx, const RawTensor& x, const RawTensor& norm, const RawTensor& gy,
+                             double p) const = 0;
+
   /// Scans along the last axis of contiguous f32 tensors, one row at a time, in f64 accumulators.
   /// cumprod: y_i = x_0·...·x_i. Its VJP: gx_i = y_{i-1}·S_i, S_i = g_i + x_{i+1}·S_{i+1}.
   virtual RawTensor cumprodRows(ExecContext& ctx, const RawTensor& x) const = 0;

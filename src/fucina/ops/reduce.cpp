@@ -1,13 +1,12 @@
-// Reductions over named axes, each with its VJP (a broadcast of the gradient back).
-#include <algorithm>
+// Reductions over named axes, each with its VJP (a broadcast of the gradient back). Sums compute
+// through Kernels::sumAxes, the other reductions along one axis through reduceAlong, the f64 path
+// and normAll through reduceF64.
 #include <cmath>
 #include <limits>
 #include <string>
-#include <vector>
 
 #include "fucina/backend/kernels.h"
 #include "fucina/backend/cpu/elementwise.h"
-#include "fucina/backend/cpu/reduce.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/typed.h"
 
@@ -19,49 +18,17 @@ using ops::NeedsGrad;
 
 namespace {
 
-// The f64 path (Note [Dtype rules]): x converted to f64 with `axes` moved last, so that each
-// output's line is a contiguous run of n doubles; line(src, n, dst) writes one output (or, when
-// `keep`, n outputs: x's axes are then kept in x's order). No gradient: f64 never requires one.
-template <class Line>
-Tensor f64Lines(ExecContext& ctx, const Tensor& x, const Tags& axes, bool keep, Line line) {
-  const RawTensor& a = x.value();
-  Tags order, kept_tags;
-  Extents kept_shape;
-  int64_t rows = 1, n = 1;
-  for (size_t i = 0; i < a.rank(); ++i) {
-    if (hasTag(axes, a.tags()[i])) continue;
-    order.push_back(a.tags()[i]);
-    kept_tags.push_back(a.tags()[i]);
-    kept_shape.push_back(a.shape()[i]);
-    rows *= a.shape()[i];
-  }
-  for (Tag t : axes) {
-    order.push_back(t);
-    n *= a.extent(t);
-  }
-  const RawTensor in = a.permuted(order).to(ctx, DType::f64);  // a contiguous copy
-  RawTensor out = keep ? RawTensor::empty(ctx, in.tags(), in.shape(), DType::f64)
-                       : RawTensor::empty(ctx, kept_tags, kept_shape, DType::f64);
-  const double* src = in.data<double>();
-  double* dst = out.data<double>();
-  for (int64_t r = 0; r < rows; ++r) line(src + r * n, n, dst + (keep ? r * n : r));
-  if (keep) out = out.permuted(a.tags()).contiguous(ctx);
-  return Tensor::make(ctx, std::move(out), nullptr);
-}
+using F64Line = backend::Kernels::F64Line;
+using AlongAxis = backend::Kernels::AlongAxis;
 
-// A reduction of a non-f32 x: f64 computes `line` in double, 16-bit constants run f32op on an f32
-// copy (Note [Dtype rules]).
-template <class F32Op, class Line>
-Tensor typedReduction(ExecContext& ctx, std::string_view name, const Tensor& x, const Tags& axes,
-                      bool keep, F32Op f32op, Line line) {
-  if (ops::promotesToF64(name, {&x})) return f64Lines(ctx, x, axes, keep, line);
+// A reduction of a non-f32 x: f64 computes `line` in double (Kernels::reduceF64; no gradient: f64
+// never requires one), 16-bit constants run f32op on an f32 copy (Note [Dtype rules]).
+template <class F32Op>
+Tensor typedReduction(ExecContext& ctx, std::string_view name, const Tensor& x, const Tags& axes, F32Op f32op,
+                      F64Line line, double param = 0) {
+  if (ops::promotesToF64(name, {&x}))
+    return Tensor::make(ctx, backend::kernelsOf(ctx).reduceF64(ctx, line, x.value(), axes, param), nullptr);
   return ops::viaF32(ctx, name, {&x}, [&](std::span<const Tensor> f) { return f32op(f[0]); });
-}
-
-double sumOf(const double* s, int64_t n) {
-  double acc = 0;
-  for (int64_t i = 0; i < n; ++i) acc += s[i];
-  return acc;
 }
 
 // sum over `axes` times `factor` (1 for sum, 1/n for mean). VJP: gy broadcast to x's axes, scaled.
@@ -69,8 +36,8 @@ Tensor sumScaled(ExecContext& ctx, std::string_view name, const Tensor& x, const
                  double factor) {
   if (!ops::allF32({&x}))
     return typedReduction(
-        ctx, name, x, axes, false, [&](const Tensor& f) { return sumScaled(ctx, name, f, axes, factor); },
-        [factor](const double* s, int64_t n, double* d) { *d = sumOf(s, n) * factor; });
+        ctx, name, x, axes, [&](const Tensor& f) { return sumScaled(ctx, name, f, axes, factor); }, F64Line::sum,
+        factor);
   const RawTensor& a = x.value();
   RawTensor out = backend::kernelsOf(ctx).sumAxes(ctx, a, axes);
   const float f = static_cast<float>(factor);
@@ -95,26 +62,23 @@ int64_t extentFor(std::string_view op, const Tensor& x, Tag axis, bool empty_ok)
 
 // max/min over axis; the VJP routes each gradient to the first extremum of its line only.
 Tensor extremum(ExecContext& ctx, std::string_view name, const Tensor& x, Tag axis, bool is_max) {
-  const int64_t n = extentFor(name, x, axis, false);
+  extentFor(name, x, axis, false);
   if (!ops::allF32({&x}))
     return typedReduction(
-        ctx, name, x, {axis}, false, [&](const Tensor& f) { return extremum(ctx, name, f, axis, is_max); },
-        [is_max](const double* s, int64_t len, double* d) {  // as extremumAlong: NaN propagates
-          double best = s[0];
-          for (int64_t i = 1; i < len && !std::isnan(best); ++i)
-            if (std::isnan(s[i]) || (is_max ? s[i] > best : s[i] < best)) best = s[i];
-          *d = best;
-        });
+        ctx, name, x, {axis}, [&](const Tensor& f) { return extremum(ctx, name, f, axis, is_max); },
+        is_max ? F64Line::max : F64Line::min);
   const RawTensor& a = x.value();
-  RawTensor index;
-  RawTensor out = kernels::extremumAlong(ctx, a, axis, is_max, &index);
-  return ops::finishOp(ctx, name, out, {&x}, [&] {
-    return [index, tags = a.tags(), shape = a.shape(), axis, n](ExecContext& c, const RawTensor& gy,
-                                                                 NeedsGrad, Grads g) {
-      const RawTensor iota = RawTensor::empty(c, {axis}, {n});
-      for (int64_t i = 0; i < n; ++i) iota.f32()[i] = static_cast<float>(i);
-      g[0] = kernels::map<3>(c, tags, shape, {&gy, &index, &iota},
-                             [](float gv, float at, float p) { return p == at ? gv : 0.0f; });
+  backend::Kernels::Along r = backend::kernelsOf(ctx).reduceAlong(ctx, is_max ? AlongAxis::max : AlongAxis::min, a, axis);
+  return ops::finishOp(ctx, name, r.values, {&x}, [&] {
+    // gx is gy at each line's extremum and 0 elsewhere: gy scattered along the axis to the index,
+    // both read with the axis at extent 1.
+    Extents line = a.shape();
+    line[a.axis(axis)] = 1;
+    return [index = r.index.to(ctx, DType::i64).broadcastView(a.tags(), line), tags = a.tags(), shape = a.shape(),
+            line, axis](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
+      RawTensor gx = RawTensor::zeros(c, tags, shape);
+      backend::kernelsOf(c).scatterAlong(c, gx, axis, index, gy.broadcastView(tags, line), false);
+      g[0] = std::move(gx);
     };
   }, static_cast<size_t>(a.numel()));
 }
@@ -153,13 +117,8 @@ Tensor Tensor::variance(ExecContext& ctx, Tag axis, int64_t correction) const {
              " (and correction >= 0)");
   if (!ops::allF32({this}))
     return typedReduction(
-        ctx, "variance", *this, {axis}, false, [&](const Tensor& f) { return f.variance(ctx, axis, correction); },
-        [correction](const double* s, int64_t len, double* d) {
-          const double m = sumOf(s, len) / static_cast<double>(len);
-          double sq = 0;
-          for (int64_t i = 0; i < len; ++i) sq += (s[i] - m) * (s[i] - m);
-          *d = sq / static_cast<double>(len - correction);
-        });
+        ctx, "variance", *this, {axis}, [&](const Tensor& f) { return f.variance(ctx, axis, correction); },
+        F64Line::variance, static_cast<double>(correction));
   const RawTensor& a = value();
   const float inv_n = static_cast<float>(1.0 / static_cast<double>(n));
   const float inv_dof = static_cast<float>(1.0 / static_cast<double>(n - correction));
@@ -184,15 +143,8 @@ Tensor Tensor::logsumexp(ExecContext& ctx, Tag axis) const {
   extentFor("logsumexp", *this, axis, true);
   if (!ops::allF32({this}))
     return typedReduction(
-        ctx, "logsumexp", *this, {axis}, false, [&](const Tensor& f) { return f.logsumexp(ctx, axis); },
-        [](const double* s, int64_t len, double* d) {
-          double m = -std::numeric_limits<double>::infinity();
-          for (int64_t i = 0; i < len; ++i) m = std::max(m, s[i]);
-          const double shift = std::isfinite(m) ? m : 0.0;
-          double e = 0;
-          for (int64_t i = 0; i < len; ++i) e += std::exp(s[i] - shift);
-          *d = std::log(e) + shift;
-        });
+        ctx, "logsumexp", *this, {axis}, [&](const Tensor& f) { return f.logsumexp(ctx, axis); },
+        F64Line::logsumexp);
   const RawTensor& a = value();
   RawTensor m;
   if (a.numel() == 0) {
@@ -205,7 +157,7 @@ Tensor Tensor::logsumexp(ExecContext& ctx, Tag axis) const {
       }
     m = RawTensor::full(ctx, tags, shape, -std::numeric_limits<double>::infinity());
   } else {
-    m = kernels::extremumAlong(ctx, a, axis, true, nullptr);
+    m = backend::kernelsOf(ctx).reduceAlong(ctx, AlongAxis::max, a, axis).values;
   }
   RawTensor shift = kernels::map1(ctx, m, [](float v) { return std::isfinite(v) ? v : 0.0f; });
   RawTensor e = kernels::map<2>(ctx, a.tags(), a.shape(), {&a, &shift},
@@ -227,16 +179,12 @@ Tensor Tensor::cumsum(ExecContext& ctx, Tag axis) const {
   extentFor("cumsum", *this, axis, true);
   if (!ops::allF32({this}))
     return typedReduction(
-        ctx, "cumsum", *this, {axis}, true, [&](const Tensor& f) { return f.cumsum(ctx, axis); },
-        [](const double* s, int64_t len, double* d) {
-          double acc = 0;
-          for (int64_t i = 0; i < len; ++i) d[i] = acc += s[i];
-        });
+        ctx, "cumsum", *this, {axis}, [&](const Tensor& f) { return f.cumsum(ctx, axis); }, F64Line::cumsum);
   const RawTensor& a = value();
-  RawTensor out = kernels::cumsumAlong(ctx, a, axis, false);
+  RawTensor out = backend::kernelsOf(ctx).reduceAlong(ctx, AlongAxis::cumsum, a, axis).values;
   return ops::finishOp(ctx, "cumsum", out, {this}, [&] {
     return [tags = a.tags(), axis](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
-      g[0] = kernels::cumsumAlong(c, gy.permuted(tags), axis, true);
+      g[0] = backend::kernelsOf(c).reduceAlong(c, AlongAxis::cumsumReverse, gy.permuted(tags), axis).values;
     };
   }, static_cast<size_t>(a.numel()));
 }
@@ -246,17 +194,12 @@ Tensor Tensor::prod(ExecContext& ctx, Tag axis) const {
   extentFor("prod", *this, axis, true);
   if (!ops::allF32({this}))
     return typedReduction(
-        ctx, "prod", *this, {axis}, false, [&](const Tensor& f) { return f.prod(ctx, axis); },
-        [](const double* s, int64_t len, double* d) {
-          double p = 1;
-          for (int64_t i = 0; i < len; ++i) p *= s[i];
-          *d = p;
-        });
+        ctx, "prod", *this, {axis}, [&](const Tensor& f) { return f.prod(ctx, axis); }, F64Line::prod);
   const RawTensor& a = value();
-  RawTensor out = kernels::prodAlong(ctx, a, axis);
+  RawTensor out = backend::kernelsOf(ctx).reduceAlong(ctx, AlongAxis::prod, a, axis).values;
   return ops::finishOp(ctx, "prod", out, {this}, [&] {
     return [a, axis](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
-      const RawTensor others = kernels::prodOthersAlong(c, a, axis);
+      const RawTensor others = backend::kernelsOf(c).reduceAlong(c, AlongAxis::prodOthers, a, axis).values;
       g[0] = kernels::map<2>(c, a.tags(), a.shape(), {&gy, &others},
                              [](float gv, float o) { return gv * o; });
     };
@@ -268,12 +211,7 @@ Tensor Tensor::norm(ExecContext& ctx, Tag axis) const {
   extentFor("norm", *this, axis, true);
   if (!ops::allF32({this}))
     return typedReduction(
-        ctx, "norm", *this, {axis}, false, [&](const Tensor& f) { return f.norm(ctx, axis); },
-        [](const double* s, int64_t len, double* d) {
-          double sq = 0;
-          for (int64_t i = 0; i < len; ++i) sq += s[i] * s[i];
-          *d = std::sqrt(sq);
-        });
+        ctx, "norm", *this, {axis}, [&](const Tensor& f) { return f.norm(ctx, axis); }, F64Line::norm);
   const RawTensor& a = value();
   RawTensor sq = kernels::map1(ctx, a, [](float x) { return x * x; });
   RawTensor out = kernels::map1(ctx, backend::kernelsOf(ctx).sumAxes(ctx, sq, {axis}), [](float s) { return std::sqrt(s); });
@@ -295,25 +233,6 @@ Tensor Tensor::sumMany(ExecContext& ctx, const Tags& axes) const {
   return sumScaled(ctx, "sumMany", *this, axes, 1.0);
 }
 
-namespace {
-
-// (Σ|x|^p)^(1/p) of n values, max |x| for p = infinity, in double.
-template <class T>
-double pNorm(const T* s, int64_t n, double p) {
-  double acc = 0;
-  if (std::isinf(p)) {
-    for (int64_t i = 0; i < n; ++i) acc = std::max(acc, std::fabs(static_cast<double>(s[i])));
-    return acc;
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    const double v = s[i];
-    acc += p == 2 ? v * v : p == 1 ? std::fabs(v) : std::pow(std::fabs(v), p);
-  }
-  return p == 2 ? std::sqrt(acc) : p == 1 ? acc : std::pow(acc, 1 / p);
-}
-
-}  // namespace
-
 // VJP: g·sign(x)·(|x|/N)^(p-1) (g·x/N for p = 2), 0 where x = 0 or N = 0; for infinity the
 // gradient goes to the elements with |x| = N, split evenly among them (torch's rule).
 Tensor Tensor::normAll(ExecContext& ctx, double p) const {
@@ -321,36 +240,12 @@ Tensor Tensor::normAll(ExecContext& ctx, double p) const {
     fail(ErrorCode::InvalidArgument, "normAll: p must be > 0 (or infinity), got " + std::to_string(p));
   if (!ops::allF32({this}))
     return typedReduction(
-        ctx, "normAll", *this, tags(), false, [&](const Tensor& f) { return f.normAll(ctx, p); },
-        [p](const double* s, int64_t n, double* d) { *d = pNorm(s, n, p); });
+        ctx, "normAll", *this, tags(), [&](const Tensor& f) { return f.normAll(ctx, p); }, F64Line::pNorm, p);
   const RawTensor& a = value();
-  const RawTensor in = a.contiguous(ctx);
-  const int64_t n = in.numel();
-  const double norm = pNorm(in.f32(), n, p);
-  RawTensor out = RawTensor::full(ctx, {}, {}, norm);
-  return ops::finishOp(ctx, "normAll", out, {this}, [&] {
-    return [in, norm, p](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
-      RawTensor gx = RawTensor::zeros(c, in.tags(), in.shape());
-      const int64_t n = in.numel();
-      const float* px = in.f32();
-      float* o = gx.f32();
-      const double gv = gy.contiguous(c).f32()[0];
-      if (norm > 0) {
-        if (std::isinf(p)) {
-          int64_t ties = 0;
-          for (int64_t i = 0; i < n; ++i) ties += std::fabs(px[i]) == norm;
-          for (int64_t i = 0; i < n; ++i)
-            if (std::fabs(px[i]) == norm) o[i] = static_cast<float>(gv * (px[i] > 0 ? 1 : -1) / double(ties));
-        } else {
-          for (int64_t i = 0; i < n; ++i) {
-            const double x = px[i];
-            if (x == 0) continue;
-            const double r = p == 2 ? x / norm : (x > 0 ? 1 : -1) * std::pow(std::fabs(x) / norm, p - 1);
-            o[i] = static_cast<float>(gv * r);
-          }
-        }
-      }
-      g[0] = std::move(gx);
+  const RawTensor norm = backend::kernelsOf(ctx).reduceF64(ctx, F64Line::pNorm, a, a.tags(), p);  // in f64
+  return ops::finishOp(ctx, "normAll", norm.to(ctx, DType::f32), {this}, [&] {
+    return [a, norm, p](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
+      g[0] = backend::kernelsOf(c).pNormVjp(c, a, norm, gy, p);
     };
   }, static_cast<size_t>(a.numel()));
 }

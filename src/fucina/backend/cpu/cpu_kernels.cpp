@@ -19,6 +19,7 @@
 #include "fucina/backend/cpu/softmax.h"
 #include "fucina/backend/cpu/sorting.h"
 #include "fucina/backend/cpu/spatial.h"
+#include "fucina/backend/f64_lines.h"
 #include "fucina/backend/kernels.h"
 #include "fucina/backend/scan_rows.h"
 #include "fucina/exec/context.h"
@@ -317,6 +318,17 @@ class CpuKernels final : public Kernels {
   void gatedVjp(ExecContext& ctx, const GateFn& fn, const RawTensor& gy, const RawTensor& up, const RawTensor& gate,
                 const RawTensor& gup, const RawTensor& ggate) const override {
     kernels::gatedVjp(ctx, fn, gy, up, gate, gup, ggate);
+  }
+  Along reduceAlong(ExecContext& ctx, AlongAxis op, const RawTensor& a, Tag axis) const override {
+    return kernels::reduceAlong(ctx, op, a, axis);
+  }
+  RawTensor reduceF64(ExecContext& ctx, F64Line op, const RawTensor& a, const Tags& axes,
+                      double param) const override {
+    return reduceF64Lines(ctx, op, a, axes, param);
+  }
+  RawTensor pNormVjp(ExecContext& ctx, const RawTensor& x, const RawTensor& norm, const RawTensor& gy,
+                     double p) const override {
+    return pNormVjpLoop(ctx, x, norm, gy, p);
   }
   Attention attention(ExecContext& ctx, const AttentionGeometry& g, const RawTensor& q, const RawTensor& k,
                       const RawTensor& v) const override {

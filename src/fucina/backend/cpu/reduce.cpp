@@ -226,4 +226,16 @@ RawTensor prodOthersAlong(ExecContext& ctx, const RawTensor& a, Tag axis) {
   return out;
 }
 
+backend::Kernels::Along reduceAlong(ExecContext& ctx, backend::Kernels::AlongAxis op, const RawTensor& a, Tag axis) {
+  using A = backend::Kernels::AlongAxis;
+  backend::Kernels::Along r;
+  switch (op) {
+    case A::max: case A::min: r.values = extremumAlong(ctx, a, axis, op == A::max, &r.index); break;
+    case A::prod: r.values = prodAlong(ctx, a, axis); break;
+    case A::prodOthers: r.values = prodOthersAlong(ctx, a, axis); break;
+    case A::cumsum: case A::cumsumReverse: r.values = cumsumAlong(ctx, a, axis, op == A::cumsumReverse); break;
+  }
+  return r;
+}
+
 }  // namespace fucina::kernels

@@ -1,7 +1,7 @@
 // Sum reductions over named axes (accumulated in f64, written as f32).
 #pragma once
 
-#include "fucina/core/raw_tensor.h"
+#include "fucina/backend/kernels.h"
 
 namespace fucina::kernels {
 
@@ -21,5 +21,9 @@ internal::RawTensor prodAlong(ExecContext& ctx, const internal::RawTensor& a, Ta
 // For each element, the product of the OTHER elements of its line along axis (exclusive prefix
 // times exclusive suffix, so zeros need no division). Same axes and order as a.
 internal::RawTensor prodOthersAlong(ExecContext& ctx, const internal::RawTensor& a, Tag axis);
+
+// Kernels::reduceAlong: the line kernel above that op names.
+backend::Kernels::Along reduceAlong(ExecContext& ctx, backend::Kernels::AlongAxis op, const internal::RawTensor& a,
+                                    Tag axis);
 
 }  // namespace fucina::kernels

@@ -9,10 +9,12 @@
 
 #include "fucina/backend/cpu/gemm.h"
 #include "fucina/backend/element_io.h"
+#include "fucina/backend/f64_lines.h"
 #include "fucina/backend/kernels.h"
 #include "fucina/backend/reference/attention.h"
 #include "fucina/backend/reference/indexing.h"
 #include "fucina/backend/reference/logic.h"
+#include "fucina/backend/reference/reduce_along.h"
 #include "fucina/backend/reference/row_kernels.h"
 #include "fucina/backend/reference/sampling.h"
 #include "fucina/backend/reference/sorting.h"
@@ -453,6 +455,17 @@ class ReferenceKernels final : public Kernels {
   void gatedVjp(ExecContext& ctx, const GateFn& fn, const RawTensor& gy, const RawTensor& up, const RawTensor& gate,
                 const RawTensor& gup, const RawTensor& ggate) const override {
     reference::gatedVjp(ctx, fn, gy, up, gate, gup, ggate);
+  }
+  Along reduceAlong(ExecContext& ctx, AlongAxis op, const RawTensor& a, Tag axis) const override {
+    return reference::reduceAlong(ctx, op, a, axis);
+  }
+  RawTensor reduceF64(ExecContext& ctx, F64Line op, const RawTensor& a, const Tags& axes,
+                      double param) const override {
+    return reduceF64Lines(ctx, op, a, axes, param);
+  }
+  RawTensor pNormVjp(ExecContext& ctx, const RawTensor& x, const RawTensor& norm, const RawTensor& gy,
+                     double p) const override {
+    return pNormVjpLoop(ctx, x, norm, gy, p);
   }
   Attention attention(ExecContext& ctx, const AttentionGeometry& g, const RawTensor& q, const RawTensor& k,
                       const RawTensor& v) const override {
