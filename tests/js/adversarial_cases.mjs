@@ -56,7 +56,7 @@ const packedBad = [null, 42, {}, 'x', '@w', '@packedGone', '@prep'];
 const unaryOps = ['neg', 'abs', 'exp', 'log', 'sqrt', 'tanh', 'sigmoid', 'relu', 'gelu', 'geluErf', 'quickGelu',
   'silu', 'log1p', 'rsqrt', 'reciprocal', 'sin', 'cos', 'floor', 'ceil', 'round', 'sign', 'fastTanh', 'softcap30', 'softcap15',
   'isnan', 'isinf', 'isfinite', 'logicalNot', 'anyAll', 'allAll', 'sumAll', 'meanAll', 'contiguous', 'grad', 'zeroGrad',
-  'detach', 'toArray', 'tags', 'shape', 'dtype', 'requiresGrad'];
+  'detach', 'toArray', 'tags', 'shape', 'dtype', 'device', 'requiresGrad'];
 const axisOps = ['sum', 'mean', 'max', 'min', 'logsumexp', 'cumsum', 'prod', 'norm', 'softmax', 'logSoftmax', 'cumprod',
   'argmax', 'argmin', 'any', 'all'];
 const poolOptions = { stride: 'pairPos', padding: 'nat', height: 'axis', width: 'axis' };
@@ -342,7 +342,8 @@ export const MODULE = {
   makeBatch: { args: [raw('@fc', [null, {}]), raw('@split', [null, {}, 'x']), raw([0], [[5], [-1], [NaN], [0.5], 'x', null]),
     nat(0), nat(1)] },
   init: { async: true, skipValid: true, args: [raw({ variant: 'simd' }, [{ variant: 'x' }, { thread: 1 }, 7, 'simd', null,
-    { variant: 'threaded-simd', threads: 0 }, { variant: 'threaded-simd', threads: 2.5 }, { variant: 'threaded-simd', threads: 2 ** 53 }])] },
+    { variant: 'threaded-simd', threads: 0 }, { variant: 'threaded-simd', threads: 2.5 }, { variant: 'threaded-simd', threads: 2 ** 53 },
+    { variant: 'simd', backend: 'gpu' }, { variant: 'simd', backend: null }])] },
 };
 export const MODULE_EXEMPT = { FucinaError: 'a class', Tensor: 'a class', Optimizer: 'a class', PackedRhs: 'a class' };
 

@@ -31,7 +31,7 @@ test('the tarball holds exactly the package files, within the size budget', () =
     ...['simd', 'threaded-simd'].flatMap((v) => [`wasm/fucina-${v}.wasm`, `wasm/fucina-${v}.mjs`, `wasm/fucina-${v}.node.mjs`]),
     'wasm/fucina-threaded-simd.node.worker.cjs', 'threaded-simd-worker.mjs'].sort();
   assert.deepEqual(files, expected);
-  // Budget: 1.9 MB compressed, 8.3 MB unpacked (measured 2026-12-01: 1.03 MB and 4.48 MB; 2026-12-02,
+  // Budget: 1.9 MB compressed, 9.0 MB unpacked (measured 2026-12-01: 1.03 MB and 4.48 MB; 2026-12-02,
   // with the dtype branches (f64, integer, 16-bit and q8_0 paths): 1.16 MB and 5.29 MB, each wasm
   // 0.33-0.44 MB larger; with GPT-2 and LoRA (nn::Gpt2 and its bindings): 1.26 MB and 5.64 MB, the
   // simd wasm 0.12 MB and the threaded one 0.19 MB larger; with the 38 ops that complete the
@@ -39,12 +39,15 @@ test('the tarball holds exactly the package files, within the size budget', () =
   // the op table: 1.54 MB and 6.92 MB, the simd wasm 2.75 MB and the threaded one 3.59 MB, whose
   // JS-based exceptions wrap every call that may throw; with the 6 in-place helpers, 13 views, flips
   // and shifts and 12 diagonal and indexing ops (154 -> 185 ops): 1.70 MB and 7.67 MB, the simd
-  // wasm 3.05 MB and the threaded one 4.01 MB, so 1.9 and 8.3 MB). Each op costs ~6 KB of simd
-  // wasm and ~9 KB of threaded wasm. Raising it is a decision: say why in the commit.
+  // wasm 3.05 MB and the threaded one 4.01 MB, so 1.9 and 8.3 MB; 2026-12-04, with the kernel
+  // primitives and the reference backend that init({ backend: 'reference' }) runs (every primitive
+  // twice, the elementwise rows instantiated per form and dtype in both backends): 1.8 MB and
+  // 8.68 MB, the simd wasm 3.47 MB and the threaded one 4.57 MB, so 9.0 MB). Each op costs ~6 KB of
+  // simd wasm and ~9 KB of threaded wasm. Raising it is a decision: say why in the commit.
   const packed = statSync(tarball).size;
   const unpacked = files.reduce((n, f) => n + statSync(join(dist, f)).size, 0);
   assert.ok(packed <= 1.9e6, `tarball is ${packed} bytes, over its 1.9 MB budget`);
-  assert.ok(unpacked <= 8.3e6, `unpacked package is ${unpacked} bytes, over its 8.3 MB budget`);
+  assert.ok(unpacked <= 9.0e6, `unpacked package is ${unpacked} bytes, over its 9.0 MB budget`);
 });
 
 test('the manifest: exports conditions, engines, sideEffects; the repository points into dist/', () => {

@@ -7,7 +7,19 @@
 #include <cmath>
 #include <cstdint>
 
+#include "fucina/core/raw_tensor.h"
+
 namespace fucina::backend::rope {
+
+// Rows of D elements: the last axis of x, row r at position r % T (T the extent of the axis
+// before the last).
+struct Geometry {
+  int64_t rows, T, D;
+};
+inline Geometry geometryOf(const internal::RawTensor& x) {
+  const int64_t D = x.shape().back(), T = x.shape()[x.rank() - 2];
+  return {D == 0 ? 0 : x.numel() / D, T, D};
+}
 
 // y = each pair of x rotated by sign·angle; pair i is (i, i + D/2) for halves, (2i, 2i + 1)
 // otherwise. x and y may alias.

@@ -12,14 +12,8 @@ using internal::RawTensor;
 
 namespace {
 
-// Rows of D elements: the last axis of x, T positions (the axis before it) per batch row.
-struct Geometry {
-  int64_t rows, T, D;
-};
-Geometry geometryOf(const RawTensor& x) {
-  const int64_t D = x.shape().back(), T = x.shape()[x.rank() - 2];
-  return {D == 0 ? 0 : x.numel() / D, T, D};
-}
+using backend::rope::Geometry;
+using backend::rope::geometryOf;
 
 // y = rotate(x) by sign·angle, row r at position r % T; x and y may alias.
 void rotate(ExecContext& ctx, const float* x, float* y, const float* cos, const float* sin, const Geometry& g,

@@ -8,14 +8,8 @@ namespace fucina::backend::reference {
 
 namespace {
 
-// Row r (of D elements) sits at position r % T, T the extent of the axis before the last.
-struct Geometry {
-  int64_t rows, T, D;
-};
-Geometry geometryOf(const RawTensor& x) {
-  const int64_t D = x.shape().back(), T = x.shape()[x.rank() - 2];
-  return {D == 0 ? 0 : x.numel() / D, T, D};
-}
+using rope::Geometry;
+using rope::geometryOf;
 
 void rotate(const float* x, float* y, const float* cos, const float* sin, const Geometry& g, bool halves, float sign) {
   const int64_t half = g.D / 2;
