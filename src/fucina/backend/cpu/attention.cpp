@@ -36,7 +36,8 @@ struct Tiles {
   bool trans() const { return ds != 1; }
   int64_t ld() const { return ds == 1 ? ts : ds; }
   bool transT() const { return ds == 1; }
-  float* at(int64_t n) const { return data + offset[static_cast<size_t>(n)]; }
+  // An empty operand has no buffer: no offset is added to null (UBSan; its GEMMs read nothing).
+  float* at(int64_t n) const { return data ? data + offset[static_cast<size_t>(n)] : nullptr; }
 };
 
 Tiles tilesOf(ExecContext& ctx, const RawTensor& t, const AttentionGeometry& g) {

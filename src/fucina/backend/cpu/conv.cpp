@@ -76,11 +76,15 @@ void im2col(const Conv2dGeometry& g, const float* x, float* cols) {
           // Whole rows: each but the last is copied in 16-byte pieces that run up to 3 floats on
           // into the next row's place (rewritten next) and read up to 3 floats past the run, no
           // further than the next input row's run reaches (row_step >= width >= ow >= 4).
-          const float* src = plane + (t.base + t.y_lo * t.row_step);
-          float* r = row + t.y_lo * ow;
-          for (int64_t oy = t.y_lo; oy + 1 < t.y_hi; ++oy, src += t.row_step, r += ow)
-            for (int64_t k = 0; k < ow; k += 4) std::memcpy(r + k, src + k, 4 * sizeof(float));
-          if (t.y_hi > t.y_lo) copyRun(src, ow, r);
+          // With no row inside the plane no pointer into it is formed: an empty plane has no
+          // buffer, and null plus a padding offset is UB (UBSan, the backend harness's empty image).
+          if (t.y_hi > t.y_lo) {
+            const float* src = plane + (t.base + t.y_lo * t.row_step);
+            float* r = row + t.y_lo * ow;
+            for (int64_t oy = t.y_lo; oy + 1 < t.y_hi; ++oy, src += t.row_step, r += ow)
+              for (int64_t k = 0; k < ow; k += 4) std::memcpy(r + k, src + k, 4 * sizeof(float));
+            copyRun(src, ow, r);
+          }
         } else {
           for (int64_t oy = t.y_lo; oy < t.y_hi; ++oy) {
             float* r = row + oy * ow;
