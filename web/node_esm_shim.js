@@ -1,5 +1,5 @@
 // Prepended to the Emscripten ES module (--extern-pre-js): its Node branch uses require and
-// __dirname, which ES modules lack (TOOLCHAIN.md §e). Browsers skip this block.
+// __dirname, which ES modules lack. Browsers skip this block.
 var require, __dirname, __filename;
 if (typeof process == 'object' && typeof process.versions == 'object' && typeof process.versions.node == 'string') {
   const { createRequire } = await import('module');

@@ -1,4 +1,4 @@
-// The autograd reference examples (spec §5.1-5.4) as a downstream program of the installed library.
+// The autograd reference examples (backward and grad, seeds, shared branches, accumulation, noGrad) as a downstream program of the installed library.
 // Prints one line per example and returns nonzero on the first mismatch.
 #include <fucina/fucina.h>
 
@@ -26,7 +26,7 @@ void checkValues(const std::optional<fucina::Tensor>& t, const std::vector<float
   check(t->toVector() == want, what);
 }
 
-// §5.1: backward and grad read
+// The reference example: backward and grad read
 void backwardAndGradRead(fucina::ExecContext& ctx) {
   auto x = fucina::Tensor::variableFromSlice(ctx, {"d"}, {3}, {1, 2, 3});
   auto c = fucina::Tensor::fromSlice(ctx, {"d"}, {3}, {10, 20, 30});  // constant: no grad state
@@ -36,7 +36,7 @@ void backwardAndGradRead(fucina::ExecContext& ctx) {
   check(!c.grad(ctx).has_value(), "constants never accumulate");
 }
 
-// §5.2: non-scalar output needs a seed
+// The reference example: non-scalar output needs a seed
 void nonScalarOutputNeedsSeed(fucina::ExecContext& ctx) {
   auto x = fucina::Tensor::variableFromSlice(ctx, {"d"}, {2}, {3, 4});
   auto y = x.scale(ctx, 2);
@@ -53,7 +53,7 @@ void nonScalarOutputNeedsSeed(fucina::ExecContext& ctx) {
   checkValues(x.grad(ctx), {2, 20}, "x.grad() == {2, 20}");
 }
 
-// §5.2: shared branch accumulates
+// The reference example: shared branch accumulates
 void sharedBranchAccumulates(fucina::ExecContext& ctx) {
   auto x = fucina::Tensor::variableFromSlice(ctx, {"d"}, {2}, {3, 5});
   auto sq = x.mul(ctx, x);    // x feeds the node twice
@@ -63,7 +63,7 @@ void sharedBranchAccumulates(fucina::ExecContext& ctx) {
   checkValues(x.grad(ctx), {10, 14}, "d/dx (x^2 + 4x) = 2x + 4 == {10, 14}");
 }
 
-// §5.3: micro-batch accumulation and zeroGrad
+// The reference example: micro-batch accumulation and zeroGrad
 void microBatchAccumulation(fucina::ExecContext& ctx) {
   auto w = fucina::Tensor::variableFromSlice(ctx, {"d"}, {2}, {1, 2});
   for (int i = 0; i < 2; ++i) {  // one fresh graph per micro-batch
@@ -74,7 +74,7 @@ void microBatchAccumulation(fucina::ExecContext& ctx) {
   check(!w.grad(ctx).has_value(), "zeroGrad drops the gradient");
 }
 
-// §5.4: noGrad suppresses recording
+// The reference example: noGrad suppresses recording
 void noGradSuppressesRecording(fucina::ExecContext& ctx) {
   auto x = fucina::Tensor::variableFromSlice(ctx, {"d"}, {2}, {1, 2});
   {

@@ -167,7 +167,7 @@ const indexing: Tensor[] = [a.gather('c', idx), a.takeAlongAxis('c', idx), a.sca
 // @ts-expect-error the axis comes first
 a.gather(idx, 'c');
 
-// ---------------------------------------------------------------- the rest of the inventory (issue 21)
+// ---------------------------------------------------------------- the rest of the inventory
 const even = fc.variable(['r', 'c'], [2, 4], [1, 2, 3, 4, 5, 6, 7, 8]);
 const [topValues, topIndices]: [Tensor, Tensor] = a.topK('c', 2);
 const [sortedValues]: [Tensor, Tensor] = a.sort('c', true);
@@ -556,7 +556,7 @@ makeBatch(split, order, 0, 4);
 // @ts-expect-error parseIdx takes bytes
 parseIdx('file.idx');
 
-// ---------------------------------------------------------------- views, flips and shifts (issue 22)
+// ---------------------------------------------------------------- views, flips and shifts
 const rowShifts = fc.constant(['r'], [2], [1, -1], 'i32');
 const unbound: Tensor[] = a.unbindInto('c');
 const viewsAndShifts: Tensor[] = [a.alignTo(['n', 'c', 'r']), a.viewWithStrides(['w', 'k'], [2, 3], [1, 1]),
@@ -567,7 +567,7 @@ const viewsAndShifts: Tensor[] = [a.alignTo(['n', 'c', 'r']), a.viewWithStrides(
 // @ts-expect-error the pads are four numbers, not an array
 a.zeroPad2d('r', 'c', [1, 1, 1, 1]);
 console.log(viewsAndShifts);
-// ---------------------------------------------------------------- diagonals, masked selection and indexed updates (issue 22)
+// ---------------------------------------------------------------- diagonals, masked selection and indexed updates
 const sq3 = fc.variable(['i', 'j'], [3, 3], [1, 2, 3, 4, 5, 6, 7, 8, 9]);
 const rowIdx = fc.constant(['k'], [2], [2, 0], 'i32');
 const mask3 = fc.constant(['c'], [3], [1, 0, 1], 'u8');
@@ -580,7 +580,7 @@ const indexingOps: Tensor[] = [sq3.diagonal('i', 'j', 1, 'd'), sq3.trace('i', 'j
 sq3.diag('i', 'j');
 void indexingOps;
 
-// ---------------------------------------------------------------- packed products (issue 23)
+// ---------------------------------------------------------------- packed products
 const packedW: PackedRhs = fc.packRhs(fc.ones(['o', 'e'], [3, 32]), 'e');
 const packedFields: [string, number, string[], number[], 'f32' | 'q8_0', string, number, boolean] = [packedW.axis, packedW.depth,
   packedW.tags, packedW.shape, packedW.dtype, packedW.sourceDtype, packedW.bytes, packedW.isDisposed];

@@ -40,7 +40,8 @@ int64_t PreparedConv2d::kernelW() const { return state().kw; }
 
 namespace {
 
-// §5.8: the prepared planes live outside the graph, so no operand may ask for a gradient.
+// The prepared planes live outside the graph (an inference path, intentionally without
+// gradient), so no operand may ask for a gradient.
 void refuseGrad(std::string_view op, const char* what, const Tensor& t) {
   if (t.requiresGrad() && isGradEnabled())
     fail(ErrorCode::GradientPreparedConv2dUnsupported,

@@ -1,4 +1,4 @@
-// Predicates and masks (reference §5.8, "Intentionally no-grad"): isnan, isinf, isfinite, the
+// Predicates and masks, intentionally without gradient: isnan, isinf, isfinite, the
 // logical ops, any/all and bandMask. Each result is a u8 constant, 1 for true and 0 for false;
 // an operand that requires gradients is fine, the result simply carries no graph. Operands of any
 // element type but q8_0 are read as double; a nonzero value (NaN included) is true, as in torch.

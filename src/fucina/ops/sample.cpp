@@ -1,7 +1,7 @@
 // multinomial: seeded sampling of indices from the non-negative weights along an axis (torch's
 // multinomial). Draw j of row r uses the uniform of index r·samples + j of the seed's stream
 // (core/random.h), so the result is the same in every build and on any thread count. An i64
-// constant: sampling has no gradient (reference §5.8, "Intentionally no-grad").
+// constant: sampling is intentionally without gradient.
 #include <string>
 
 #include "fucina/backend/cpu/softmax.h"
