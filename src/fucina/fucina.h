@@ -25,6 +25,7 @@
 #include "fucina/nn/lora.h"
 #include "fucina/nn/models.h"
 #include "fucina/nn/serialize.h"
+#include "fucina/ops/elemental.h"
 #include "fucina/ops/raw.h"
 #include "fucina/optim/adam.h"
 #include "fucina/optim/clip.h"

@@ -8,7 +8,6 @@
 #include "fucina/ag/engine.h"
 #include "fucina/core/error.h"
 #include "fucina/exec/scope.h"
-#include "fucina/ops/finish_op.h"
 
 namespace fucina {
 

@@ -16,7 +16,8 @@
 ///
 /// backward must fill out[i] for every true needs_grad[i] with a gradient shaped like input i
 /// (MissingBackwardGradient / ShapeMismatch otherwise). The raw ops in <fucina/ops/raw.h> are the
-/// usual building blocks. For elementwise functions, elementalUnary/elementalBinary need no raw code.
+/// usual building blocks. For elementwise functions, elementalUnary/elementalBinary
+/// (fucina/ops/elemental.h) need no raw code.
 #pragma once
 
 #include <functional>
@@ -27,7 +28,6 @@
 #include <vector>
 
 #include "fucina/ag/tensor.h"
-#include "fucina/ops/elementwise_op.h"
 
 namespace fucina {
 
@@ -59,24 +59,6 @@ Tensor customVjp(ExecContext& ctx, Extra extra, const In&... inputs) {
   };
   if constexpr (requires { Spec::output_rank; }) fns.output_rank = Spec::output_rank;
   return customVjpErased(ctx, std::move(fns), std::vector<Tensor>{inputs...});
-}
-
-/// y = f(x) per element, with dfdx(x) its derivative: a differentiable op from two scalar functions.
-template <class F, class DF>
-Tensor elementalUnary(ExecContext& ctx, const Tensor& x, F f, DF dfdx) {
-  auto da = [dfdx](float g, float a, float) { return g * dfdx(a); };
-  return ops::unaryOp(ctx, "elementalUnary", x,
-                      ops::LambdaMath<1, F, decltype(da), decltype(da)>{ops::reads::kA, 0, f, da, da});
-}
-
-/// y = f(a, b) per element (operands aligned by tag), with partials dfda(a, b) and dfdb(a, b).
-template <class F, class DA, class DB>
-Tensor elementalBinary(ExecContext& ctx, const Tensor& a, const Tensor& b, F f, DA dfda, DB dfdb) {
-  using namespace ops::reads;
-  auto da = [dfda](float g, float x, float y, float) { return g * dfda(x, y); };
-  auto db = [dfdb](float g, float x, float y, float) { return g * dfdb(x, y); };
-  return ops::binaryOp(ctx, "elementalBinary", a, b,
-                       ops::LambdaMath<2, F, decltype(da), decltype(db)>{kA | kB, kA | kB, f, da, db});
 }
 
 }  // namespace fucina

@@ -3,7 +3,6 @@
 
 #include <vector>
 
-#include "fucina/backend/cpu/elementwise.h"
 
 namespace fucina {
 

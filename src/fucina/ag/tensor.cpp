@@ -6,11 +6,27 @@
 #include "fucina/ag/engine.h"
 #include "fucina/core/error.h"
 #include "fucina/core/random.h"
-#include "fucina/backend/cpu/copy.h"
 
 namespace fucina {
 
 using internal::RawTensor;
+
+namespace ops {
+void requireF32(std::string_view op, const Tensor& t) {
+  if (t.dtype() != DType::f32)
+    fail(ErrorCode::DTypeMismatch, std::string(op) + " computes in f32, got a " +
+                                       std::string(name(t.dtype())) + " tensor " +
+                                       t.value().describe() + "; " +
+                                       (t.dtype() == DType::q8_0 ? "dequantize" : "convert") +
+                                       " with to(ctx, DType::f32)");
+}
+}  // namespace ops
+
+// The scope's keep for a Tensor handle (exec knows only what it releases).
+Tensor ExecScope::keep(const Tensor& t) {
+  if (t.defined()) keepOwned(t.impl());
+  return t;
+}
 
 // ---------------------------------------------------------------- TensorImpl
 

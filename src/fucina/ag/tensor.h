@@ -18,6 +18,7 @@
 #include "fucina/ag/grad_state.h"
 #include "fucina/core/raw_tensor.h"
 #include "fucina/exec/context.h"
+#include "fucina/exec/scope.h"
 
 namespace fucina {
 
@@ -192,7 +193,7 @@ class ValueSource {
 }  // namespace internal
 
 // Shared body of Tensor handles. Internal; reached through Tensor::impl().
-class TensorImpl {
+class TensorImpl final : public Releasable {
  public:
   TensorImpl(ExecContext& ctx, internal::RawTensor value, std::shared_ptr<GradState> state);
   // A pending value (Note [Checkpoint tail], ag/checkpoint.h): `meta` carries its tags, shape and
@@ -204,7 +205,7 @@ class TensorImpl {
   TensorImpl& operator=(const TensorImpl&) = delete;
 
   // Drops the value and gradient state (dispose / scope close). Idempotent.
-  void release();
+  void release() override;
   bool released() const { return released_; }
   const internal::RawTensor& value() const;  // throws TensorReleased after release()
   // Tags, shape and dtype (and nothing else: a pending value's storage is a placeholder), without
@@ -895,5 +896,11 @@ class PreparedConv2d {
 PreparedConv2d prepareConv2dWeights(ExecContext& ctx, const Tensor& weight, const Conv2dOptions& options = {});
 PreparedConv2d prepareConv2dWeights(ExecContext& ctx, const Tensor& weight, const Tensor& bias,
                                     const Conv2dOptions& options = {});
+
+namespace ops {
+// DTypeMismatch unless t is f32. Superseded by Note [Dtype rules] (ops/typed.h); kept for the ops
+// that do not apply the rule yet (contractions, attention, checkpoint and customVjp blocks).
+void requireF32(std::string_view op, const Tensor& t);
+}  // namespace ops
 
 }  // namespace fucina

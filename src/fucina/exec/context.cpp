@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <thread>
 
-#include "fucina/ag/tensor.h"
 #include "fucina/core/error.h"
 #include "fucina/exec/scope.h"
 #include "fucina/exec/trace.h"
@@ -54,7 +53,7 @@ void ExecContext::parallelFor(int64_t n, int64_t grain,
   }
 }
 
-void ExecContext::adopt(const std::shared_ptr<TensorImpl>& tensor) {
+void ExecContext::adopt(const std::shared_ptr<Releasable>& tensor) {
   std::lock_guard lock(scopes_mutex_);
   auto it = scopes_.find(std::this_thread::get_id());
   if (it != scopes_.end()) it->second.back()->owned_.push_back(tensor);

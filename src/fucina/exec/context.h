@@ -15,7 +15,7 @@
 
 namespace fucina {
 
-class TensorImpl;
+class Releasable;
 class ExecScope;
 
 struct ExecOptions {
@@ -55,7 +55,7 @@ class ExecContext {
   void parallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) const;
   /// Called for every Tensor made: the innermost ExecScope open on this thread (if any) takes
   /// ownership.
-  void adopt(const std::shared_ptr<TensorImpl>& tensor);
+  void adopt(const std::shared_ptr<Releasable>& tensor);
 
  private:
   friend class ExecScope;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "fucina/ag/tensor.h"
 #include "fucina/exec/context.h"
 
 namespace fucina {
@@ -12,11 +11,9 @@ ExecScope::ExecScope(ExecContext& ctx) : ctx_(ctx), thread_(std::this_thread::ge
   ctx_.scopes_[thread_].push_back(this);
 }
 
-Tensor ExecScope::keep(const Tensor& t) {
-  if (!t.defined()) return t;
+void ExecScope::keepOwned(const std::shared_ptr<Releasable>& impl) {
   std::lock_guard lock(ctx_.scopes_mutex_);
-  const auto& impl = t.impl();
-  auto it = std::find_if(owned_.begin(), owned_.end(), [&](const std::weak_ptr<TensorImpl>& w) {
+  auto it = std::find_if(owned_.begin(), owned_.end(), [&](const std::weak_ptr<Releasable>& w) {
     return !w.owner_before(impl) && !impl.owner_before(w);
   });
   if (it != owned_.end()) {
@@ -30,11 +27,10 @@ Tensor ExecScope::keep(const Tensor& t) {
         (*(self - 1))->owned_.push_back(impl);
     }
   }
-  return t;
 }
 
 void ExecScope::close() {
-  std::vector<std::weak_ptr<TensorImpl>> owned;
+  std::vector<std::weak_ptr<Releasable>> owned;
   std::vector<ExecScope*> inner;
   {
     std::lock_guard lock(ctx_.scopes_mutex_);

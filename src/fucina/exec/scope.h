@@ -13,7 +13,16 @@ namespace fucina {
 
 class ExecContext;
 class Tensor;
-class TensorImpl;
+
+/// What a scope owns: a handle's state, released when the scope closes (ag's TensorImpl). The
+/// scope holds it weakly, so a handle dropped before the scope closes is simply gone.
+class Releasable {
+ public:
+  virtual void release() = 0;
+
+ protected:
+  ~Releasable() = default;
+};
 
 class ExecScope {
  public:
@@ -23,7 +32,10 @@ class ExecScope {
   ExecScope& operator=(const ExecScope&) = delete;
 
   /// Lets t outlive this scope: it moves to the enclosing scope, or to the caller when none.
+  /// (Defined with Tensor, in ag/tensor.cpp, over keepOwned.)
   Tensor keep(const Tensor& t);
+  /// keep's work on a handle's state.
+  void keepOwned(const std::shared_ptr<Releasable>& owned);
   /// Releases every tensor made in this scope and not kept. Idempotent. Scopes close innermost
   /// first; closing an outer scope closes the inner ones still open.
   void close();
@@ -33,7 +45,7 @@ class ExecScope {
   friend class ExecContext;
   ExecContext& ctx_;
   std::thread::id thread_;  // the thread whose stack this scope is on
-  std::vector<std::weak_ptr<TensorImpl>> owned_;
+  std::vector<std::weak_ptr<Releasable>> owned_;
   bool open_ = true;
 };
 

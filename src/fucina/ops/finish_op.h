@@ -93,8 +93,4 @@ Tensor finishPending(ExecContext& ctx, std::string_view name, const Tags& tags, 
   return Tensor::makePending(ctx, pendingPlaceholder(ctx, tags, shape), std::move(compute), std::move(state));
 }
 
-// DTypeMismatch unless t is f32. Superseded by Note [Dtype rules] (ops/typed.h); kept for the ops
-// that do not apply the rule yet (contractions, attention, checkpoint and customVjp blocks).
-void requireF32(std::string_view op, const Tensor& t);
-
 }  // namespace fucina::ops

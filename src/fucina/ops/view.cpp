@@ -19,14 +19,6 @@ RawTensor pendingPlaceholder(ExecContext& ctx, const Tags& tags, const Extents& 
   return RawTensor::full(ctx, {}, {}, std::numeric_limits<double>::quiet_NaN()).broadcastView(tags, shape);
 }
 
-void requireF32(std::string_view op, const Tensor& t) {
-  if (t.dtype() != DType::f32)
-    fail(ErrorCode::DTypeMismatch, std::string(op) + " computes in f32, got a " +
-                                       std::string(name(t.dtype())) + " tensor " +
-                                       t.value().describe() + "; " +
-                                       (t.dtype() == DType::q8_0 ? "dequantize" : "convert") +
-                                       " with to(ctx, DType::f32)");
-}
 }  // namespace ops
 
 Tensor Tensor::broadcastTo(ExecContext& ctx, Tags tags, Extents shape) const {
