@@ -5,6 +5,7 @@
 // whether the harness runs it.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -357,6 +358,34 @@ std::vector<Case> cases() {
     return a.crossEntropy(x, labels(x, a), "j", {.reduction = Reduction::none, .label_smoothing = 0.1});
   });
   unary("crossEntropy", [=](C x, const Tensor& a) { return a.crossEntropy(x, labels(x, a), "j", {.label_smoothing = 0.2}); });
+  // Pointwise losses (their rows), and where, maskedFill and compare (select, logic).
+  for (Reduction r : {Reduction::mean, Reduction::sum, Reduction::none}) {
+    binary("huberLoss", [=](C x, const Tensor& a, const Tensor& b) {
+      return a.huberLoss(x, b.broadcastTo(x, a.tags(), a.shape()), 0.8, r);
+    });
+    binary("bceWithLogitsLoss", [=](C x, const Tensor& a, const Tensor& b) {
+      return a.bceWithLogitsLoss(x, b.broadcastTo(x, a.tags(), a.shape()).sigmoid(x), r);
+    });
+  }
+  binary("bceLoss", [](C x, const Tensor& a, const Tensor& b) {
+    return a.bceLoss(x, b.broadcastTo(x, a.tags(), a.shape()), Reduction::mean);
+  }, 0.05f, 0.95f);
+  for (bool log_target : {false, true})
+    binary("klDivLoss", [=](C x, const Tensor& a, const Tensor& b) {
+      const Tensor t = b.broadcastTo(x, a.tags(), a.shape());
+      return a.klDivLoss(x, log_target ? t.log(x) : t.subScalar(x, 0.5).relu(x), Reduction::sum, log_target);
+    }, 0.1f, 1.5f);
+  binary("where", [checker](C x, const Tensor& a, const Tensor& b) { return Tensor::where(x, checker(x, a), a, b); });
+  unary("maskedFill", [checker](C x, const Tensor& a) { return a.maskedFill(x, checker(x, a), 0.25); });
+  binary("compare", [](C x, const Tensor& a, const Tensor& b) { return a.compare(x, b, fucina::CompareOp::lt); });
+  binary("compare", [](C x, const Tensor& a, const Tensor& b) {
+    return a.floor(x).to(x, DType::i64).compare(x, b.floor(x).to(x, DType::i64), fucina::CompareOp::ge);
+  });
+  // In-place updates (updateInto): on a fresh copy, no gradient.
+  binary("addScaledInPlace", [](C x, const Tensor& a, const Tensor& b) {
+    return a.detach(x).scale(x, 1.0).addScaledInPlace(x, b.detach(x), 0.7);
+  });
+  unary("takeScaleNoGrad", [](C x, const Tensor& a) { return a.detach(x).scale(x, 1.0).takeScaleNoGrad(x, 1.3); });
   // Attention, reductions along an axis, packed and quantized products.
   // Reductions along an axis (reduceAlong), their f64 path and normAll (reduceF64, pNormVjp).
   unary("max", [](C x, const Tensor& a) { return a.max(x, "j"); });
@@ -365,6 +394,12 @@ std::vector<Case> cases() {
   unary("cumsum", [](C x, const Tensor& a) { return a.cumsum(x, "j"); });
   unary("cumsum", [](C x, const Tensor& a) { return a.cumsum(x, "i"); });
   unary("logsumexp", [](C x, const Tensor& a) { return a.logsumexp(x, "j"); });
+  unary("logsumexp", [ints](C x, const Tensor& a) {  // a first line of −∞ only: its gradient is 0
+    const Tensor first = ints(x, {"i"}, {a.extent("i")}, [](int64_t q) { return q == 0 ? 1 : 0; }).to(x, DType::u8);
+    return a.maskedFill(x, first, -std::numeric_limits<double>::infinity()).logsumexp(x, "j");
+  });
+  unary("variance", [](C x, const Tensor& a) { return a.variance(x, "j", 1); });
+  unary("norm", [](C x, const Tensor& a) { return a.norm(x, "j"); });
   for (double p : {1.0, 2.0, 3.0, std::numeric_limits<double>::infinity()})
     unary("normAll", [p](C x, const Tensor& a) { return a.normAll(x, p); });
   unary("variance", [](C x, const Tensor& a) { return a.detach(x).to(x, fucina::DType::f64).variance(x, "j", 0); });
@@ -463,6 +498,7 @@ void requireClose(const std::string& what, const std::vector<float>& got, const 
       CHECK(std::isnan(got[i]));
       continue;
     }
+    if (got[i] == want[i]) continue;  // infinities too
     CHECK(std::fabs(got[i] - want[i]) <= tol * (1 + std::fabs(want[i])));
   }
 }
@@ -563,6 +599,17 @@ TEST_CASE("backend harness: bad inputs are the same errors on every backend") {
     CHECK_FUCINA_ERROR(a.dot(ctx, c, "i"), ShapeMismatch);
     CHECK_FUCINA_ERROR(a.sum(ctx, "nope"), ShapeMismatch);
     CHECK_FUCINA_ERROR(a.to(ctx, DType::i32).exp(ctx), DTypeMismatch);
+    CHECK_FUCINA_ERROR(Tensor::fromSlice(ctx, {"i"}, {3}, {0.5f, 1.5f, 0.2f}).bceLoss(ctx, a.scale(ctx, 0.5)), InvalidArgument);
+    CHECK_FUCINA_ERROR(Tensor::fromSlice(ctx, {"i"}, {3}, {0.5f, NAN, 0.2f}).bceLoss(ctx, a.scale(ctx, 0.5)), InvalidArgument);
+    // firstValueOutside scans in row-major order of the view it is given.
+    const Tensor p = Tensor::fromSlice(ctx, {"r", "c"}, {2, 2}, {0.5f, 2.0f, -1.0f, 0.5f});
+    const auto fault = fucina::backend::kernelsFor(b).firstValueOutside(ctx, p.value().permuted({"c", "r"}), 0, 1);
+    CHECK(fault.position == 1);
+    CHECK(fault.value == -1.0);
+    // Only the rows marked in_place are computed in place.
+    const fucina::internal::RawTensor dst = fucina::internal::RawTensor::zeros(ctx, {"i"}, {3});
+    CHECK_FUCINA_ERROR(fucina::backend::kernelsFor(b).updateInto(ctx, fucina::backend::ElemOp::Exp, dst, nullptr, {}),
+                       InvalidArgument);
   }
   CHECK_FUCINA_ERROR(ExecContext(ExecOptions{.backend = static_cast<Backend>(7)}), InvalidArgument);
 }
@@ -616,6 +663,25 @@ TEST_CASE("ops reach host memory or start threads at no more sites than counted 
   std::printf("raw-memory and thread sites in src/fucina/ops: %zu (ceiling %zu)\n", sites, kCeiling);
   for (const auto& [file, n] : per_file) std::printf("  %-24s %zu\n", file.c_str(), n);
   CHECK(sites <= kCeiling);
+}
+
+TEST_CASE("each layer includes only the layers below it") {
+  // core < exec < backend < ag < ops: a tensor's memory, then the context that runs work, then the
+  // kernels, then autograd, then the ops (design notes, "Backends"). The layers above (nn, optim,
+  // io, data) may include any of these.
+  const std::vector<std::string> layers{"core", "exec", "backend", "ag", "ops"};
+  const std::regex include(R"re(#include "fucina/([a-z_]+)/)re");
+  for (size_t l = 0; l < layers.size(); ++l)
+    for (const auto& e : std::filesystem::recursive_directory_iterator(FUCINA_SOURCE_DIR "/src/fucina/" + layers[l])) {
+      if (!e.is_regular_file()) continue;
+      std::ifstream f(e.path());
+      const std::string text((std::istreambuf_iterator<char>(f)), {});
+      for (std::sregex_iterator m(text.begin(), text.end(), include), end; m != end; ++m) {
+        const auto to = std::find(layers.begin(), layers.end(), (*m)[1].str());
+        INFO(e.path().string() << " includes fucina/" << (*m)[1].str());
+        CHECK((to != layers.end() && static_cast<size_t>(to - layers.begin()) <= l));
+      }
+    }
 }
 
 TEST_CASE("tensors know their device and contexts know their backend") {

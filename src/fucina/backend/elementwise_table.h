@@ -5,14 +5,18 @@
 ///   - `da` (and `db` for binary rows): the partial derivative times the incoming gradient g,
 ///     in f32, over (g, a, y) for a unary row and (g, a, b, y) for a binary one;
 ///   - `da_reads` / `db_reads`: which of a, b, y a partial reads, so a VJP record saves only that;
-///   - `simd`: the cpu backend's SIMD twins of the forward and partials, where it has them.
+///   - `simd`: the cpu backend's SIMD twins of the forward and partials, where it has them;
+///   - `in_place`: whether backends also compute the forward in place (Kernels::updateInto); off
+///     unless an op needs it, as each such form is one more loop per backend in the binary.
 /// A scalar parameter (a scale factor, a slope, clamp's bounds) comes in ElemParams.
 /// A new elementwise op is one row here and one entry in FUCINA_ELEMENTWISE_ROWS; every backend
 /// then computes it.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "fucina/backend/cpu/vector_ops.h"
 #include "fucina/backend/activation.h"
@@ -51,11 +55,13 @@ using backend::act::logistic;
 struct Unary {
   static constexpr int arity = 1;
   static constexpr bool integer = false;
+  static constexpr bool in_place = false;  // Kernels::updateInto computes it
   static constexpr SimdForms simd{};
 };
 struct Binary {
   static constexpr int arity = 2;
   static constexpr bool integer = false;
+  static constexpr bool in_place = false;
   static constexpr unsigned da_reads = kA | kB, db_reads = kA | kB;
   static constexpr SimdForms simd{};
 };
@@ -133,6 +139,7 @@ struct Prelu : Binary {
 // ---------------------------------------------------------------- with a scalar (pointwise.cpp)
 // p.a is the scalar; the partials use it rounded to f32.
 struct Scale : Unary {
+  static constexpr bool in_place = true;
   static constexpr unsigned da_reads = kNone;
   static auto fwd(auto a, const P& p) { return a * static_cast<decltype(a)>(p.a); }
   static float da(float g, float, float, const P& p) { return g * static_cast<float>(p.a); }
@@ -331,6 +338,115 @@ struct Softcap : Unary {
   }
 };
 
+
+// ---------------------------------------------------------------- the rows of reductions' and in-place updates' steps
+// addScaled (p.a = α): a + α·b, the in-place axpy of addScaledInPlace.
+struct AddScaled : Binary {
+  static constexpr bool in_place = true;
+  static constexpr unsigned da_reads = kNone, db_reads = kNone;
+  static auto fwd(auto a, auto b, const P& p) { return a + static_cast<decltype(a)>(p.a) * b; }
+  static float da(float g, float, float, float, const P&) { return g; }
+  static float db(float g, float, float, float, const P& p) { return g * static_cast<float>(p.a); }
+};
+// (a − b)², variance's deviations from the mean.
+struct SquaredDiff : Binary {
+  static auto fwd(auto a, auto b, const P&) { return (a - b) * (a - b); }
+  static float da(float g, float a, float b, float, const P&) { return g * 2.0f * (a - b); }
+  static float db(float g, float a, float b, float, const P&) { return -(g * 2.0f * (a - b)); }
+};
+// exp(a − b), 0 where b = −∞: logsumexp's terms against a line's shift, and its VJP g·exp(x − y),
+// where an all −∞ line (y = −∞) has no gradient rather than NaN.
+struct ExpShifted : Binary {
+  static auto fwd(auto a, auto b, const P&) {
+    using T = decltype(a);
+    return b == -std::numeric_limits<T>::infinity() ? T(0) : std::exp(a - b);
+  }
+  static float da(float g, float a, float b, float, const P&) {
+    return b == -std::numeric_limits<float>::infinity() ? 0.0f : g * std::exp(a - b);
+  }
+  static float db(float g, float a, float b, float y, const P& p) { return -da(g, a, b, y, p); }
+};
+// log(a) + b: logsumexp's result from a line's sum and shift.
+struct LogAdd : Binary {
+  static constexpr unsigned da_reads = kA, db_reads = kNone;
+  static auto fwd(auto a, auto b, const P&) { return std::log(a) + b; }
+  static float da(float g, float a, float, float, const P&) { return g / a; }
+  static float db(float g, float, float, float, const P&) { return g; }
+};
+// a where finite, else 0: logsumexp's shift, so that ±∞ lines give ±∞ rather than NaN.
+struct FiniteOrZero : Unary {
+  static constexpr unsigned da_reads = kA;
+  static auto fwd(auto a, const P&) { return std::isfinite(a) ? a : decltype(a)(0); }
+  static float da(float g, float a, float, const P&) { return std::isfinite(a) ? g : 0.0f; }
+};
+// a / b where b > 0, else 0: the 2-norm's VJP g·x/y with torch's subgradient 0 at y = 0.
+struct DivPositive : Binary {
+  static constexpr unsigned da_reads = kB, db_reads = kB | kY;
+  static auto fwd(auto a, auto b, const P&) { return b > 0 ? a / b : decltype(a)(0); }
+  static float da(float g, float, float b, float, const P&) { return b > 0 ? g / b : 0.0f; }
+  static float db(float g, float, float b, float y, const P&) { return b > 0 ? -g * y / b : 0.0f; }
+};
+
+// ---------------------------------------------------------------- pointwise losses l(x, t) (loss.cpp)
+// Their partials are g·∂l/∂x and g·∂l/∂t; the mean's 1/n is applied to g beforehand.
+// huber (δ = p.a, rounded to f32): ½d² for |d| <= δ, else δ(|d| − ½δ); ∂/∂x = clamp(x − t, −δ, δ).
+struct HuberLoss : Binary {
+  static auto fwd(auto x, auto t, const P& p) {
+    using T = decltype(x);
+    const T dl = static_cast<T>(static_cast<float>(p.a));
+    const T d = std::fabs(x - t);
+    return d <= dl ? T(0.5) * d * d : dl * (d - T(0.5) * dl);
+  }
+  static float grad(float x, float t, const P& p) {
+    const auto dl = static_cast<float>(p.a);
+    return std::clamp(x - t, -dl, dl);
+  }
+  static float da(float g, float x, float t, float, const P& p) { return g * grad(x, t, p); }
+  static float db(float g, float x, float t, float, const P& p) { return g * -grad(x, t, p); }
+};
+// Binary cross-entropy on probabilities x, each log clamped at −100 as torch's BCELoss.
+struct BceLoss : Binary {
+  static auto clampedLog(auto v) { return std::max(std::log(v), decltype(v)(-100)); }
+  // d/dv of clampedLog: 1/v where the log is not clamped, else 0.
+  static float clampedLogGrad(float v) { return std::log(v) > -100.0f ? 1.0f / v : 0.0f; }
+  static auto fwd(auto x, auto t, const P&) {
+    using T = decltype(x);
+    return -(t * clampedLog(x) + (T(1) - t) * clampedLog(T(1) - x));
+  }
+  static float da(float g, float x, float t, float, const P&) {
+    return g * (-t * clampedLogGrad(x) + (1 - t) * clampedLogGrad(1 - x));
+  }
+  static float db(float g, float x, float, float, const P&) { return g * (clampedLog(1 - x) - clampedLog(x)); }
+};
+// Binary cross-entropy on logits: max(x, 0) − x·t + log1p(exp(−|x|)); ∂/∂x = sigmoid(x) − t (split
+// by sign so exp never overflows), ∂/∂t = −x.
+struct BceWithLogitsLoss : Binary {
+  static constexpr unsigned db_reads = kA;
+  static auto fwd(auto x, auto t, const P&) {
+    using T = decltype(x);
+    return std::max(x, T(0)) - x * t + std::log1p(std::exp(-std::fabs(x)));
+  }
+  static float da(float g, float x, float t, float, const P&) {
+    const float e = std::exp(-std::fabs(x));
+    return g * ((x >= 0 ? 1.0f / (1.0f + e) : e / (1.0f + e)) - t);
+  }
+  static float db(float g, float x, float, float, const P&) { return g * -x; }
+};
+// KL divergence of the target from the input's log-probabilities x: t·(log t − x), 0 where t = 0;
+// with p.a = 1 the target is a log-probability: exp(t)·(t − x).
+struct KlDivLoss : Binary {
+  static auto fwd(auto x, auto t, const P& p) {
+    using T = decltype(x);
+    if (p.a != 0) return std::exp(t) * (t - x);
+    return t > 0 ? t * (std::log(t) - x) : T(0);
+  }
+  static float da(float g, float, float t, float, const P& p) { return g * (p.a != 0 ? -std::exp(t) : -t); }
+  static float db(float g, float x, float t, float, const P& p) {
+    if (p.a != 0) return g * (std::exp(t) * (t - x + 1));
+    return g * (t > 0 ? std::log(t) + 1 - x : -x);
+  }
+};
+
 }  // namespace rows
 
 // Every row, once: the ElemOp enumerators and each backend's dispatch tables are made from it.
@@ -338,7 +454,9 @@ struct Softcap : Unary {
   X(Add) X(Sub) X(Mul) X(Div) X(Maximum) X(Minimum) X(Pow) X(Snake) X(Prelu) X(Scale) X(AddScalar)   \
   X(SubScalar) X(DivScalar) X(PowScalar) X(Neg) X(Abs) X(Exp) X(Log) X(Sqrt) X(Tanh) X(Sigmoid)      \
   X(Relu) X(LeakyRelu) X(Gelu) X(GeluErf) X(QuickGelu) X(Silu) X(Elu) X(Log1p) X(Rsqrt)              \
-  X(Reciprocal) X(Sin) X(Cos) X(Clamp) X(Rounding) X(FastTanh) X(Softcap)
+  X(Reciprocal) X(Sin) X(Cos) X(Clamp) X(Rounding) X(FastTanh) X(Softcap) X(AddScaled) X(SquaredDiff)   \
+  X(ExpShifted) X(LogAdd) X(FiniteOrZero) X(DivPositive) X(HuberLoss) X(BceLoss) X(BceWithLogitsLoss)   \
+  X(KlDivLoss)
 
 enum class ElemOp : uint16_t {
 #define FUCINA_ELEM_ENUM(row) row,

@@ -50,6 +50,10 @@ void failNoForm(ElemOp op, Form form) {
                                        std::to_string(static_cast<int>(form)));
 }
 
+void failNotInPlace(ElemOp op) {
+  fail(ErrorCode::InvalidArgument, std::string("elementwise row ") + name(op) + " is not computed in place");
+}
+
 void failNoDTypeForm(ElemOp op, DType dtype) {
   fail(ErrorCode::DTypeMismatch, std::string("elementwise row ") + name(op) + " has no forward in " +
                                      std::string(fucina::name(dtype)));

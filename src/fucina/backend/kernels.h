@@ -46,6 +46,15 @@ class Kernels {
   /// `integer` is true: two's-complement wrap-around); inputs of any dtype are converted to it.
   virtual RawTensor mapAs(ExecContext& ctx, ElemOp op, DType dtype, const Tags& tags, const Extents& shape,
                           Inputs ins, const ElemParams& p) const = 0;
+  /// dst[i] = fwd(dst[i]) for a unary row, fwd(dst[i], src[i]) for a binary one (src f32, aligned
+  /// to dst's axes by tag), in place: dst f32, any strides, exclusively owned. Only the rows whose
+  /// `in_place` is true (InvalidArgument for the others): addScaledInPlace's axpy, takeScaleNoGrad's
+  /// scale.
+  virtual void updateInto(ExecContext& ctx, ElemOp op, const RawTensor& dst, const RawTensor* src,
+                          const ElemParams& p) const = 0;
+  /// out[i] = ins[0][i] != 0 ? ins[1][i] : ins[2][i], f32 operands aligned to (tags, shape) as map's:
+  /// where, and maskedFill against a scalar, with their VJPs against a scalar 0.
+  virtual RawTensor select(ExecContext& ctx, const Tags& tags, const Extents& shape, Inputs ins) const = 0;
 
   /// dst[i] = src[i] converted to dst's dtype (backend/element_io.h) for every logical index:
   /// equal extents in the same axis order (tags not read), any strides; a q8_0 src (any view) is
@@ -113,6 +122,13 @@ class Kernels {
     int64_t position = -1, value = 0;
   };
   virtual IndexFault firstIndexOutside(ExecContext& ctx, const RawTensor& index, int64_t extent) const = 0;
+  /// The first element (row-major) of f32 x (any strides) outside [lo, hi], NaN included: its
+  /// position and value, or position -1 when there is none. bceLoss's probabilities.
+  struct ValueFault {
+    int64_t position = -1;
+    double value = 0;
+  };
+  virtual ValueFault firstValueOutside(ExecContext& ctx, const RawTensor& x, double lo, double hi) const = 0;
   /// out[p] = table[p with its `axis` coordinate replaced by index[p]], over index's positions
   /// (index: table's axes in table's order, extents <= table's off `axis`, any strides). f32.
   virtual RawTensor gatherAlong(ExecContext& ctx, const RawTensor& table, Tag axis, const RawTensor& index) const = 0;
@@ -144,9 +160,13 @@ class Kernels {
   /// counting as the extreme; rows are not empty.
   virtual RawTensor argExtremumRows(ExecContext& ctx, const RawTensor& rows, bool largest) const = 0;
 
-  // --- truth values: u8, 1 for true, 0 for false; operands of any dtype but q8_0 read as double ---
-  enum class Logic : uint8_t { isnan, isinf, isfinite, truth, logicalNot, logicalAnd, logicalOr, logicalXor };
-  /// out[i] = op over ins[k][i] aligned to (tags, shape) as map's (one operand; two for and/or/xor).
+  // --- truth values: u8, 1 for true, 0 for false; operands of any dtype but q8_0 read as double,
+  // except that two i64 operands are read as i64 (beyond 2^53 double is not exact) ---
+  enum class Logic : uint8_t {
+    isnan, isinf, isfinite, truth, logicalNot, logicalAnd, logicalOr, logicalXor, eq, ne, lt, le, gt, ge
+  };
+  /// out[i] = op over ins[k][i] aligned to (tags, shape) as map's (one operand; two for and/or/xor
+  /// and the comparisons, which are IEEE's: NaN is unordered, so only ne holds for it).
   virtual RawTensor logic(ExecContext& ctx, Logic op, const Tags& tags, const Extents& shape, Inputs ins) const = 0;
   /// any (or all, when !any) of each row of u8 truth values (contiguous, last axis dropped; the
   /// empty any is false, the empty all true).
@@ -341,6 +361,8 @@ RowLayout rowLayout(const RawTensor& t);
 RowLayout recurrenceLayout(const RawTensor& x, const RawTensor& h0);
 /// InvalidArgument: a unary row has no Form::db.
 [[noreturn]] void failNoForm(ElemOp op, Form form);
+/// InvalidArgument: the row is not computed in place (its `in_place` is false).
+[[noreturn]] void failNotInPlace(ElemOp op);
 /// DTypeMismatch: the row has no forward in dtype.
 [[noreturn]] void failNoDTypeForm(ElemOp op, DType dtype);
 

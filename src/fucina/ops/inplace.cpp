@@ -2,11 +2,11 @@
 // docs/design-notes.md): inference-loop conveniences that write into, or take over, a tensor's
 // buffer. None records a graph; an operand that requires grad is UnsupportedGradient.
 #include <algorithm>
+#include <array>
 #include <string>
 
 #include "fucina/backend/kernels.h"
-#include "fucina/backend/cpu/copy.h"
-#include "fucina/backend/cpu/elementwise.h"
+#include "fucina/backend/cpu/elementwise.h"  // alignShapes
 #include "fucina/ops/finish_op.h"
 
 namespace fucina {
@@ -89,7 +89,10 @@ Tensor Tensor::addAxisVectorUnaryInPlace(ExecContext& ctx, Tag axis, const Tenso
   // exactly add(v).unary(act)'s; an unknown name fails before anything is written. The biased
   // values go to a contiguous temporary, not into a strided this: the activation's SIMD and
   // scalar paths differ in the last bit (geluErf), and add's result is contiguous.
-  const Tensor biased = Tensor::make(ctx, kernels::map2(ctx, op, dst, vf, [](float a, float b) { return a + b; }), nullptr);
+  const kernels::AlignedShape s = kernels::alignShapes(op, dst, vf);
+  const std::array<const RawTensor*, 2> in{&dst, &vf};
+  const Tensor biased = Tensor::make(
+      ctx, backend::kernelsOf(ctx).map(ctx, backend::ElemOp::Add, backend::Form::fwd, s.tags, s.shape, in, {}), nullptr);
   const Tensor y = biased.unary(ctx, act);
   backend::kernelsOf(ctx).copy(ctx, y.value(), dst);
   written(*this);
@@ -103,7 +106,7 @@ Tensor Tensor::addScaledInPlace(ExecContext& ctx, const Tensor& y, double alpha)
   const RawTensor src = readable(ctx, op, *this, y);
   const float a = static_cast<float>(alpha);
   if (a == 1.0f) backend::kernelsOf(ctx).addInto(ctx, dst, src);
-  else kernels::updateInto(ctx, dst, src, [a](float d, float s) { return d + a * s; });
+  else backend::kernelsOf(ctx).updateInto(ctx, backend::ElemOp::AddScaled, dst, &src, {a});
   written(*this);
   return *this;
 }
@@ -142,7 +145,7 @@ Tensor Tensor::takeScaleNoGrad(ExecContext& ctx, double factor) const {
   refuseGrad("takeScaleNoGrad", {this});
   const float f = static_cast<float>(factor);
   return consume(ctx, *this, true,
-                 [&](const RawTensor& dst) { kernels::updateInto(ctx, dst, dst, [f](float d, float) { return d * f; }); },
+                 [&](const RawTensor& dst) { backend::kernelsOf(ctx).updateInto(ctx, backend::ElemOp::Scale, dst, nullptr, {f}); },
                  [&] { return scale(ctx, factor); });
 }
 

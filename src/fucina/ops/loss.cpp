@@ -155,91 +155,66 @@ void requireSameAxes(std::string_view op, const RawTensor& x, const RawTensor& t
                                        " must have the same axes and extents");
 }
 
-// A pointwise loss l(x, t) reduced as asked, fused: the forward is one map (plus a sum), the VJP
-// one map per operand that needs a gradient, dx(x, t) and dt(x, t) being the partials of l.
-template <class L, class Dx, class Dt>
+// A pointwise loss l(x, t) (a row of backend/elementwise_table.h) reduced as asked, fused: the
+// forward is one map (plus a sum), the VJP one map per operand that needs a gradient, the row's
+// partials applied to gy scaled by the mean's 1/n first (gy is then a scalar).
+template <class Row>
 Tensor pointwiseLoss(ExecContext& ctx, std::string_view op, const Tensor& input, const Tensor& target,
-                     Reduction reduction, L loss, Dx dx, Dt dt) {
+                     Reduction reduction, double param = 0) {
   if (!ops::allF32({&input, &target}))
-    return ops::viaF32(ctx, op, {&input, &target}, [&](std::span<const Tensor> f) { return pointwiseLoss(ctx, op, f[0], f[1], reduction, loss, dx, dt); });
+    return ops::viaF32(ctx, op, {&input, &target}, [&](std::span<const Tensor> f) {
+      return pointwiseLoss<Row>(ctx, op, f[0], f[1], reduction, param);
+    });
   const RawTensor& x = input.value();
   const RawTensor& t = target.value();
   requireSameAxes(op, x, t);
   if (x.numel() == 0 && reduction == Reduction::mean)
     fail(ErrorCode::InvalidArgument, std::string(op) + ": mean over zero elements");
-  RawTensor out = kernels::map2(ctx, op, x, t, loss);
-  if (reduction != Reduction::none)  // map2's result is contiguous
+  constexpr backend::ElemOp row = backend::elemOpOf<Row>();
+  const backend::ElemParams p{param};
+  const std::array<const RawTensor*, 2> in{&x, &t};
+  RawTensor out = backend::kernelsOf(ctx).map(ctx, row, backend::Form::fwd, x.tags(), x.shape(), in, p);
+  if (reduction != Reduction::none)  // map's result is contiguous
     out = backend::kernelsOf(ctx).reduceLoss(ctx, out, reduction == Reduction::mean ? static_cast<double>(x.numel()) : 1.0);
   return ops::finishOp(ctx, op, out, {&input, &target}, [&] {
     const float scale = reduction == Reduction::mean ? 1.0f / static_cast<float>(x.numel()) : 1.0f;
-    return [x, t, scale, dx, dt](ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads g) {
+    return [x, t, scale, p](ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads g) {
       // gy is a scalar (sum, mean) or has the loss's axes (none); map broadcasts the scalar.
-      const std::array<const RawTensor*, 3> ins{&gy, &x, &t};
-      if (needs[0])
-        g[0] = kernels::map<3>(c, x.tags(), x.shape(), ins,
-                               [=](float gv, float a, float b) { return gv * scale * dx(a, b); });
-      if (needs[1])
-        g[1] = kernels::map<3>(c, x.tags(), x.shape(), ins,
-                               [=](float gv, float a, float b) { return gv * scale * dt(a, b); });
+      const backend::Kernels& k = backend::kernelsOf(c);
+      const RawTensor gs =
+          scale == 1.0f ? gy : k.map(c, backend::ElemOp::Scale, backend::Form::fwd, gy.tags(), gy.shape(),
+                                     std::array<const RawTensor*, 1>{&gy}, {scale});
+      const std::array<const RawTensor*, 4> ins{&gs, &x, &t, &gs};
+      if (needs[0]) g[0] = k.map(c, row, backend::Form::da, x.tags(), x.shape(), ins, p);
+      if (needs[1]) g[1] = k.map(c, row, backend::Form::db, x.tags(), x.shape(), ins, p);
     };
   }, static_cast<size_t>(x.numel()) * 2);
 }
-
-constexpr float kLogFloor = -100.0f;  // torch's BCELoss clamp of each log term
-inline float clampedLog(float v) { return std::max(std::log(v), kLogFloor); }
-// d/dv of clampedLog: 1/v where the log is not clamped, else 0.
-inline float clampedLogGrad(float v) { return std::log(v) > kLogFloor ? 1.0f / v : 0.0f; }
 
 }  // namespace
 
 Tensor Tensor::huberLoss(ExecContext& ctx, const Tensor& target, double delta, Reduction reduction) const {
   if (!(delta > 0))
     fail(ErrorCode::InvalidArgument, "huberLoss: delta must be > 0, got " + std::to_string(delta));
-  const auto dl = static_cast<float>(delta);
-  // dl/dx = clamp(d, -delta, delta); dl/dt = -dl/dx.
-  auto grad = [dl](float x, float t) { return std::clamp(x - t, -dl, dl); };
-  return pointwiseLoss(ctx, "huberLoss", *this, target, reduction,
-                       [dl](float x, float t) {
-                         const float d = std::fabs(x - t);
-                         return d <= dl ? 0.5f * d * d : dl * (d - 0.5f * dl);
-                       },
-                       grad, [grad](float x, float t) { return -grad(x, t); });
+  return pointwiseLoss<backend::rows::HuberLoss>(ctx, "huberLoss", *this, target, reduction, delta);
 }
 
 Tensor Tensor::bceLoss(ExecContext& ctx, const Tensor& target, Reduction reduction) const {
   if (!ops::allF32({this, &target}))
     return ops::viaF32(ctx, "bceLoss", {this, &target}, [&](std::span<const Tensor> f) { return f[0].bceLoss(ctx, f[1], reduction); });
-  for (float v : dataConst())
-    if (!(v >= 0.0f && v <= 1.0f))
-      fail(ErrorCode::InvalidArgument, "bceLoss: every input must be a probability in [0, 1], got " +
-                                           std::to_string(v) + " in " + value().describe());
-  return pointwiseLoss(ctx, "bceLoss", *this, target, reduction,
-                       [](float x, float t) { return -(t * clampedLog(x) + (1 - t) * clampedLog(1 - x)); },
-                       [](float x, float t) { return -t * clampedLogGrad(x) + (1 - t) * clampedLogGrad(1 - x); },
-                       [](float x, float) { return clampedLog(1 - x) - clampedLog(x); });
+  const backend::Kernels::ValueFault f = backend::kernelsOf(ctx).firstValueOutside(ctx, value(), 0.0, 1.0);
+  if (f.position >= 0)
+    fail(ErrorCode::InvalidArgument, "bceLoss: every input must be a probability in [0, 1], got " +
+                                         std::to_string(static_cast<float>(f.value)) + " in " + value().describe());
+  return pointwiseLoss<backend::rows::BceLoss>(ctx, "bceLoss", *this, target, reduction);
 }
 
 Tensor Tensor::bceWithLogitsLoss(ExecContext& ctx, const Tensor& target, Reduction reduction) const {
-  // dl/dx = sigmoid(x) - t (sigmoid split by sign so exp never overflows); dl/dt = -x.
-  return pointwiseLoss(ctx, "bceWithLogitsLoss", *this, target, reduction,
-                       [](float x, float t) { return std::max(x, 0.0f) - x * t + std::log1p(std::exp(-std::fabs(x))); },
-                       [](float x, float t) {
-                         const float e = std::exp(-std::fabs(x));
-                         return (x >= 0 ? 1.0f / (1.0f + e) : e / (1.0f + e)) - t;
-                       },
-                       [](float x, float) { return -x; });
+  return pointwiseLoss<backend::rows::BceWithLogitsLoss>(ctx, "bceWithLogitsLoss", *this, target, reduction);
 }
 
 Tensor Tensor::klDivLoss(ExecContext& ctx, const Tensor& target, Reduction reduction, bool log_target) const {
-  if (log_target)
-    return pointwiseLoss(ctx, "klDivLoss", *this, target, reduction,
-                         [](float x, float t) { return std::exp(t) * (t - x); },
-                         [](float, float t) { return -std::exp(t); },
-                         [](float x, float t) { return std::exp(t) * (t - x + 1); });
-  return pointwiseLoss(ctx, "klDivLoss", *this, target, reduction,
-                       [](float x, float t) { return t > 0 ? t * (std::log(t) - x) : 0.0f; },
-                       [](float, float t) { return -t; },
-                       [](float x, float t) { return t > 0 ? std::log(t) + 1 - x : -x; });
+  return pointwiseLoss<backend::rows::KlDivLoss>(ctx, "klDivLoss", *this, target, reduction, log_target ? 1.0 : 0.0);
 }
 
 }  // namespace fucina

@@ -1,12 +1,12 @@
 // Reductions over named axes, each with its VJP (a broadcast of the gradient back). Sums compute
 // through Kernels::sumAxes, the other reductions along one axis through reduceAlong, the f64 path
 // and normAll through reduceF64.
+#include <array>
 #include <cmath>
 #include <limits>
 #include <string>
 
 #include "fucina/backend/kernels.h"
-#include "fucina/backend/cpu/elementwise.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/typed.h"
 
@@ -20,6 +20,19 @@ namespace {
 
 using F64Line = backend::Kernels::F64Line;
 using AlongAxis = backend::Kernels::AlongAxis;
+using backend::ElemOp;
+using backend::Form;
+
+// The forward (or a partial) of an elementwise row over (tags, shape), its operands aligned by tag.
+template <size_t K>
+RawTensor rowMap(ExecContext& ctx, ElemOp op, Form form, const Tags& tags, const Extents& shape,
+                 const std::array<const RawTensor*, K>& in, double param = 0) {
+  return backend::kernelsOf(ctx).map(ctx, op, form, tags, shape, in, {param});
+}
+// t times f (f32 multiplication, as the Scale row).
+RawTensor scaled(ExecContext& ctx, const RawTensor& t, float f) {
+  return rowMap<1>(ctx, ElemOp::Scale, Form::fwd, t.tags(), t.shape(), {&t}, f);
+}
 
 // A reduction of a non-f32 x: f64 computes `line` in double (Kernels::reduceF64; no gradient: f64
 // never requires one), 16-bit constants run f32op on an f32 copy (Note [Dtype rules]).
@@ -41,11 +54,11 @@ Tensor sumScaled(ExecContext& ctx, std::string_view name, const Tensor& x, const
   const RawTensor& a = x.value();
   RawTensor out = backend::kernelsOf(ctx).sumAxes(ctx, a, axes);
   const float f = static_cast<float>(factor);
-  if (f != 1.0f) out = kernels::map1(ctx, out, [f](float v) { return v * f; });
+  if (f != 1.0f) out = scaled(ctx, out, f);
   return ops::finishOp(ctx, name, out, {&x}, [&] {
     return [tags = a.tags(), shape = a.shape(), f](ExecContext& c, const RawTensor& gy, NeedsGrad,
                                                    Grads g) {
-      g[0] = kernels::map<1>(c, tags, shape, {&gy}, [f](float v) { return v * f; });
+      g[0] = rowMap<1>(c, ElemOp::Scale, Form::fwd, tags, shape, {&gy}, f);
     };
   }, static_cast<size_t>(a.numel()));
 }
@@ -122,14 +135,13 @@ Tensor Tensor::variance(ExecContext& ctx, Tag axis, int64_t correction) const {
   const RawTensor& a = value();
   const float inv_n = static_cast<float>(1.0 / static_cast<double>(n));
   const float inv_dof = static_cast<float>(1.0 / static_cast<double>(n - correction));
-  RawTensor mean = kernels::map1(ctx, backend::kernelsOf(ctx).sumAxes(ctx, a, {axis}), [inv_n](float v) { return v * inv_n; });
-  RawTensor sq = kernels::map<2>(ctx, a.tags(), a.shape(), {&a, &mean},
-                                 [](float x, float m) { return (x - m) * (x - m); });
-  RawTensor out = kernels::map1(ctx, backend::kernelsOf(ctx).sumAxes(ctx, sq, {axis}), [inv_dof](float v) { return v * inv_dof; });
+  const RawTensor mean = scaled(ctx, backend::kernelsOf(ctx).sumAxes(ctx, a, {axis}), inv_n);
+  const RawTensor sq = rowMap<2>(ctx, ElemOp::SquaredDiff, Form::fwd, a.tags(), a.shape(), {&a, &mean});
+  RawTensor out = scaled(ctx, backend::kernelsOf(ctx).sumAxes(ctx, sq, {axis}), inv_dof);
   return ops::finishOp(ctx, "variance", out, {this}, [&] {
     return [a, mean, inv_dof](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
-      g[0] = kernels::map<3>(c, a.tags(), a.shape(), {&gy, &a, &mean},
-                             [inv_dof](float gv, float x, float m) { return gv * 2.0f * (x - m) * inv_dof; });
+      const RawTensor gs = scaled(c, gy, inv_dof);  // on the reduced axes, before the broadcast
+      g[0] = rowMap<4>(c, ElemOp::SquaredDiff, Form::da, a.tags(), a.shape(), {&gs, &a, &mean, &gs});
     };
   }, static_cast<size_t>(a.numel()));
 }
@@ -159,17 +171,13 @@ Tensor Tensor::logsumexp(ExecContext& ctx, Tag axis) const {
   } else {
     m = backend::kernelsOf(ctx).reduceAlong(ctx, AlongAxis::max, a, axis).values;
   }
-  RawTensor shift = kernels::map1(ctx, m, [](float v) { return std::isfinite(v) ? v : 0.0f; });
-  RawTensor e = kernels::map<2>(ctx, a.tags(), a.shape(), {&a, &shift},
-                                [](float x, float s) { return std::exp(x - s); });
-  RawTensor sums = backend::kernelsOf(ctx).sumAxes(ctx, e, {axis});
-  RawTensor out = kernels::map<2>(ctx, sums.tags(), sums.shape(), {&sums, &shift},
-                                  [](float s, float sh) { return std::log(s) + sh; });
+  const RawTensor shift = rowMap<1>(ctx, ElemOp::FiniteOrZero, Form::fwd, m.tags(), m.shape(), {&m});
+  const RawTensor e = rowMap<2>(ctx, ElemOp::ExpShifted, Form::fwd, a.tags(), a.shape(), {&a, &shift});
+  const RawTensor sums = backend::kernelsOf(ctx).sumAxes(ctx, e, {axis});
+  RawTensor out = rowMap<2>(ctx, ElemOp::LogAdd, Form::fwd, sums.tags(), sums.shape(), {&sums, &shift});
   return ops::finishOp(ctx, "logsumexp", out, {this}, [&] {
     return [a, out](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
-      g[0] = kernels::map<3>(c, a.tags(), a.shape(), {&gy, &a, &out}, [](float gv, float x, float y) {
-        return y == -std::numeric_limits<float>::infinity() ? 0.0f : gv * std::exp(x - y);
-      });
+      g[0] = rowMap<4>(c, ElemOp::ExpShifted, Form::da, a.tags(), a.shape(), {&gy, &a, &out, &gy});
     };
   }, static_cast<size_t>(a.numel()));
 }
@@ -200,8 +208,7 @@ Tensor Tensor::prod(ExecContext& ctx, Tag axis) const {
   return ops::finishOp(ctx, "prod", out, {this}, [&] {
     return [a, axis](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
       const RawTensor others = backend::kernelsOf(c).reduceAlong(c, AlongAxis::prodOthers, a, axis).values;
-      g[0] = kernels::map<2>(c, a.tags(), a.shape(), {&gy, &others},
-                             [](float gv, float o) { return gv * o; });
+      g[0] = rowMap<2>(c, ElemOp::Mul, Form::fwd, a.tags(), a.shape(), {&gy, &others});
     };
   }, static_cast<size_t>(a.numel()));
 }
@@ -213,12 +220,13 @@ Tensor Tensor::norm(ExecContext& ctx, Tag axis) const {
     return typedReduction(
         ctx, "norm", *this, {axis}, [&](const Tensor& f) { return f.norm(ctx, axis); }, F64Line::norm);
   const RawTensor& a = value();
-  RawTensor sq = kernels::map1(ctx, a, [](float x) { return x * x; });
-  RawTensor out = kernels::map1(ctx, backend::kernelsOf(ctx).sumAxes(ctx, sq, {axis}), [](float s) { return std::sqrt(s); });
+  const RawTensor sq = rowMap<2>(ctx, ElemOp::Mul, Form::fwd, a.tags(), a.shape(), {&a, &a});
+  const RawTensor sums = backend::kernelsOf(ctx).sumAxes(ctx, sq, {axis});
+  RawTensor out = rowMap<1>(ctx, ElemOp::Sqrt, Form::fwd, sums.tags(), sums.shape(), {&sums});
   return ops::finishOp(ctx, "norm", out, {this}, [&] {
     return [a, out](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
-      g[0] = kernels::map<3>(c, a.tags(), a.shape(), {&gy, &a, &out},
-                             [](float gv, float x, float y) { return y > 0 ? gv * x / y : 0.0f; });
+      const RawTensor gx = rowMap<2>(c, ElemOp::Mul, Form::fwd, a.tags(), a.shape(), {&gy, &a});
+      g[0] = rowMap<2>(c, ElemOp::DivPositive, Form::fwd, a.tags(), a.shape(), {&gx, &out});
     };
   }, static_cast<size_t>(a.numel()));
 }

@@ -116,6 +116,14 @@ RawTensor maskOf(ExecContext& ctx, std::string_view op, const Tensor& m) {
   return r.dtype() == DType::f32 ? r : r.to(ctx, DType::f32);
 }
 
+// gy where the mask is set (`where_set`) or where it is not, 0 elsewhere: the VJPs of where and
+// maskedFill.
+RawTensor maskedGrad(ExecContext& ctx, const RawTensor& gy, const RawTensor& m, bool where_set) {
+  const RawTensor zero = RawTensor::full(ctx, {}, {}, 0.0);
+  const std::array<const RawTensor*, 3> in{&m, where_set ? &gy : &zero, where_set ? &zero : &gy};
+  return backend::kernelsOf(ctx).select(ctx, gy.tags(), gy.shape(), in);
+}
+
 }  // namespace
 
 Tensor Tensor::concat(ExecContext& ctx, std::span<const Tensor> tensors, Tag axis) {
@@ -156,21 +164,13 @@ Tensor Tensor::where(ExecContext& ctx, const Tensor& cond, const Tensor& a, cons
   const RawTensor& rb = b.value();
   const kernels::AlignedShape ab = kernels::alignShapes("where", ra, rb);
   const kernels::AlignedShape s = kernels::alignShapes("where", ra.broadcastView(ab.tags, ab.shape), m);
-  RawTensor out = kernels::map<3>(ctx, s.tags, s.shape, {&m, &ra, &rb},
-                                  [](float c, float x, float y) { return c != 0.0f ? x : y; });
+  const std::array<const RawTensor*, 3> in{&m, &ra, &rb};
+  RawTensor out = backend::kernelsOf(ctx).select(ctx, s.tags, s.shape, in);
   return ops::finishOp(ctx, "where", out, {&a, &b}, [&] {
     return [m, ta = ra.tags(), sa = ra.shape(), tb = rb.tags(), sb = rb.shape()](
                ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads g) {
-      if (needs[0]) {
-        RawTensor ga = kernels::map<2>(c, gy.tags(), gy.shape(), {&gy, &m},
-                                       [](float v, float k) { return k != 0.0f ? v : 0.0f; });
-        g[0] = backend::sumTo(c, ga, ta, sa);
-      }
-      if (needs[1]) {
-        RawTensor gb = kernels::map<2>(c, gy.tags(), gy.shape(), {&gy, &m},
-                                       [](float v, float k) { return k != 0.0f ? 0.0f : v; });
-        g[1] = backend::sumTo(c, gb, tb, sb);
-      }
+      if (needs[0]) g[0] = backend::sumTo(c, maskedGrad(c, gy, m, true), ta, sa);
+      if (needs[1]) g[1] = backend::sumTo(c, maskedGrad(c, gy, m, false), tb, sb);
     };
   }, static_cast<size_t>(out.numel()));
 }
@@ -185,13 +185,11 @@ Tensor Tensor::maskedFill(ExecContext& ctx, const Tensor& mask, double value) co
       fail(ErrorCode::ShapeMismatch, "maskedFill: mask " + m.describe() + " must broadcast to " +
                                          a.describe() + " (axis " + quoted(m.tags()[i]) + ")");
   const auto fill = static_cast<float>(value);
-  RawTensor out = kernels::map<2>(ctx, a.tags(), a.shape(), {&m, &a},
-                                  [fill](float k, float x) { return k != 0.0f ? fill : x; });
+  const RawTensor filler = RawTensor::full(ctx, {}, {}, fill);
+  const std::array<const RawTensor*, 3> in{&m, &filler, &a};
+  RawTensor out = backend::kernelsOf(ctx).select(ctx, a.tags(), a.shape(), in);
   return ops::finishOp(ctx, "maskedFill", out, {this}, [&] {
-    return [m](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
-      g[0] = kernels::map<2>(c, gy.tags(), gy.shape(), {&gy, &m},
-                             [](float v, float k) { return k != 0.0f ? 0.0f : v; });
-    };
+    return [m](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) { g[0] = maskedGrad(c, gy, m, false); };
   }, static_cast<size_t>(out.numel()));
 }
 

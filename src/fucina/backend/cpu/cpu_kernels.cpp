@@ -96,6 +96,24 @@ constexpr std::array<std::array<MapFn, 3>, kElemOpCount> kForms{FUCINA_ELEMENTWI
 constexpr std::array<MapAsFn, kElemOpCount> kAs{FUCINA_ELEMENTWISE_ROWS(FUCINA_CPU_AS)};
 #undef FUCINA_CPU_AS
 
+// The forward in place, for the rows that ask for it (nullptr for the others).
+using UpdateFn = void (*)(ExecContext&, const RawTensor&, const RawTensor*, const ElemParams&);
+template <class Row>
+void updateRow(ExecContext& ctx, const RawTensor& dst, const RawTensor* src, const ElemParams& p) {
+  if constexpr (Row::arity == 1)
+    kernels::updateInto(ctx, dst, dst, [p](float d, float) { return Row::fwd(d, p); });
+  else
+    kernels::updateInto(ctx, dst, *src, [p](float d, float s) { return Row::fwd(d, s, p); });
+}
+template <class Row>
+constexpr UpdateFn updateOf() {
+  if constexpr (Row::in_place) return &updateRow<Row>;
+  else return nullptr;
+}
+#define FUCINA_CPU_UPDATE(row) updateOf<rows::row>(),
+constexpr std::array<UpdateFn, kElemOpCount> kUpdates{FUCINA_ELEMENTWISE_ROWS(FUCINA_CPU_UPDATE)};
+#undef FUCINA_CPU_UPDATE
+
 // Rows of a scan: rows of n elements in parallel, about 4096 elements per task.
 template <class Fn>
 void forRows(ExecContext& ctx, int64_t rows, int64_t n, Fn&& fn) {
@@ -117,6 +135,26 @@ class CpuKernels final : public Kernels {
   RawTensor mapAs(ExecContext& ctx, ElemOp op, DType dtype, const Tags& tags, const Extents& shape, Inputs ins,
                   const ElemParams& p) const override {
     return kAs[static_cast<size_t>(op)](ctx, dtype, tags, shape, ins, p);
+  }
+  void updateInto(ExecContext& ctx, ElemOp op, const RawTensor& dst, const RawTensor* src,
+                  const ElemParams& p) const override {
+    const UpdateFn fn = kUpdates[static_cast<size_t>(op)];
+    if (!fn) failNotInPlace(op);
+    fn(ctx, dst, src, p);
+  }
+  // A scalar operand (maskedFill's value, the VJPs' 0) is captured, so the map keeps two unit-stride
+  // inputs and its vectorized loop.
+  RawTensor select(ExecContext& ctx, const Tags& tags, const Extents& shape, Inputs ins) const override {
+    if (ins[1]->rank() == 0) {
+      const float x = *ins[1]->f32();
+      return kernels::map<2>(ctx, tags, shape, {ins[0], ins[2]}, [x](float c, float y) { return c != 0.0f ? x : y; });
+    }
+    if (ins[2]->rank() == 0) {
+      const float y = *ins[2]->f32();
+      return kernels::map<2>(ctx, tags, shape, {ins[0], ins[1]}, [y](float c, float x) { return c != 0.0f ? x : y; });
+    }
+    return kernels::map<3>(ctx, tags, shape, {ins[0], ins[1], ins[2]},
+                           [](float c, float x, float y) { return c != 0.0f ? x : y; });
   }
 
   void copy(ExecContext& ctx, const RawTensor& src, const RawTensor& dst) const override {
@@ -182,6 +220,9 @@ class CpuKernels final : public Kernels {
 
   IndexFault firstIndexOutside(ExecContext&, const RawTensor& index, int64_t extent) const override {
     return kernels::firstIndexOutside(index, extent);
+  }
+  ValueFault firstValueOutside(ExecContext&, const RawTensor& x, double lo, double hi) const override {
+    return kernels::firstValueOutside(x, lo, hi);
   }
   RawTensor gatherAlong(ExecContext& ctx, const RawTensor& table, Tag axis, const RawTensor& index) const override {
     return kernels::gatherAlong(ctx, table, axis, index);

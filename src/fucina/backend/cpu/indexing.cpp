@@ -139,6 +139,21 @@ backend::Kernels::IndexFault firstIndexOutside(const RawTensor& index, int64_t e
   return fault;
 }
 
+backend::Kernels::ValueFault firstValueOutside(const RawTensor& x, double lo, double hi) {
+  backend::Kernels::ValueFault fault;
+  if (x.numel() == 0) return fault;
+  const auto plan = planStrided<1>(x.shape(), {&x.strides()});
+  const float* p = x.f32();
+  int64_t position = 0;
+  forEachRow(plan, 0, plan.outer(), [&](const auto& off, int64_t n, const auto& st) {
+    for (int64_t i = 0; i < n && fault.position < 0; ++i, ++position) {
+      const float v = p[off[0] + i * st[0]];
+      if (!(v >= lo && v <= hi)) fault = {position, v};
+    }
+  });
+  return fault;
+}
+
 RawTensor gatherAlong(ExecContext& ctx, const RawTensor& table, Tag axis, const RawTensor& index) {
   RawTensor out = RawTensor::empty(ctx, index.tags(), index.shape());
   indexLoop<Loop::gather>(&ctx, index, axis, table, out);

@@ -9,6 +9,7 @@ namespace fucina::kernels {
 using internal::RawTensor;
 
 backend::Kernels::IndexFault firstIndexOutside(const RawTensor& index, int64_t extent);
+backend::Kernels::ValueFault firstValueOutside(const RawTensor& x, double lo, double hi);
 RawTensor gatherAlong(ExecContext& ctx, const RawTensor& table, Tag axis, const RawTensor& index);
 void scatterAlong(const RawTensor& dst, Tag axis, const RawTensor& index, const RawTensor& src, bool add);
 RawTensor selectRows(ExecContext& ctx, const RawTensor& table, Tag axis, const RawTensor& index);

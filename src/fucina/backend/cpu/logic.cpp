@@ -17,6 +17,9 @@ RawTensor logic(ExecContext& ctx, backend::Kernels::Logic op, const Tags& tags, 
         return mapTo<uint8_t, double, 1>(ctx, tags, shape, {ins[0]}, [f](double v) { return uint8_t(f(v)); });
       },
       [&](auto f) {
+        if (backend::logic::readsI64(ins))
+          return mapTo<uint8_t, int64_t, 2>(ctx, tags, shape, {ins[0], ins[1]},
+                                            [f](int64_t p, int64_t q) { return uint8_t(f(p, q)); });
         return mapTo<uint8_t, double, 2>(ctx, tags, shape, {ins[0], ins[1]},
                                          [f](double p, double q) { return uint8_t(f(p, q)); });
       });

@@ -58,6 +58,15 @@ Kernels::IndexFault firstIndexOutside(ExecContext& ctx, const RawTensor& index, 
   return {};
 }
 
+Kernels::ValueFault firstValueOutside(ExecContext& ctx, const RawTensor& x, double lo, double hi) {
+  const RawTensor v = x.to(ctx, DType::f64);
+  for (int64_t i = 0; i < v.numel(); ++i) {
+    const double e = v.data<double>()[i];
+    if (!(e >= lo && e <= hi)) return {i, e};
+  }
+  return {};
+}
+
 RawTensor gatherAlong(ExecContext& ctx, const RawTensor& table, Tag axis, const RawTensor& index) {
   RawTensor out = RawTensor::empty(ctx, index.tags(), index.shape());
   int64_t i = 0;

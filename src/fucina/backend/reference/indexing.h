@@ -7,6 +7,7 @@
 namespace fucina::backend::reference {
 
 Kernels::IndexFault firstIndexOutside(ExecContext& ctx, const RawTensor& index, int64_t extent);
+Kernels::ValueFault firstValueOutside(ExecContext& ctx, const RawTensor& x, double lo, double hi);
 RawTensor gatherAlong(ExecContext& ctx, const RawTensor& table, Tag axis, const RawTensor& index);
 void scatterAlong(ExecContext& ctx, const RawTensor& dst, Tag axis, const RawTensor& index, const RawTensor& src,
                   bool add);

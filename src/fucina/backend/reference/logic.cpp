@@ -17,6 +17,12 @@ RawTensor logic(ExecContext& ctx, Kernels::Logic op, const Tags& tags, const Ext
         for (int64_t i = 0; i < out.numel(); ++i) out.data<uint8_t>()[i] = f(a.data<double>()[i]);
       },
       [&](auto f) {
+        if (logic::readsI64(ins)) {
+          const RawTensor a = ins[0]->broadcastView(tags, shape).contiguous(ctx);
+          const RawTensor b = ins[1]->broadcastView(tags, shape).contiguous(ctx);
+          for (int64_t i = 0; i < out.numel(); ++i) out.data<uint8_t>()[i] = f(a.data<int64_t>()[i], b.data<int64_t>()[i]);
+          return;
+        }
         const RawTensor a = read(0), b = read(1);
         for (int64_t i = 0; i < out.numel(); ++i) out.data<uint8_t>()[i] = f(a.data<double>()[i], b.data<double>()[i]);
       });

@@ -155,6 +155,32 @@ constexpr std::array<std::array<MapFn, 3>, kElemOpCount> kForms{FUCINA_ELEMENTWI
 constexpr std::array<MapAsFn, kElemOpCount> kAs{FUCINA_ELEMENTWISE_ROWS(FUCINA_REF_AS)};
 #undef FUCINA_REF_AS
 
+// The forward in place, element after element, for the rows that ask for it.
+using UpdateFn = void (*)(ExecContext&, const RawTensor&, const RawTensor*, const ElemParams&);
+template <class Row>
+void updateRow(ExecContext&, const RawTensor& dst, const RawTensor* src, const ElemParams& p) {
+  if (dst.numel() == 0) return;
+  float* d = dst.f32();
+  if constexpr (Row::arity == 1) {
+    Odometer<1> at(dst.shape(), {&dst.strides()});
+    for (int64_t i = 0, n = dst.numel(); i < n; ++i, at.next()) d[at.offsets()[0]] = Row::fwd(d[at.offsets()[0]], p);
+  } else {
+    const RawTensor s = src->broadcastView(dst.tags(), dst.shape());
+    const float* ps = s.f32();
+    Odometer<2> at(dst.shape(), {&s.strides(), &dst.strides()});
+    for (int64_t i = 0, n = dst.numel(); i < n; ++i, at.next())
+      d[at.offsets()[1]] = Row::fwd(d[at.offsets()[1]], ps[at.offsets()[0]], p);
+  }
+}
+template <class Row>
+constexpr UpdateFn updateOf() {
+  if constexpr (Row::in_place) return &updateRow<Row>;
+  else return nullptr;
+}
+#define FUCINA_REF_UPDATE(row) updateOf<rows::row>(),
+constexpr std::array<UpdateFn, kElemOpCount> kUpdates{FUCINA_ELEMENTWISE_ROWS(FUCINA_REF_UPDATE)};
+#undef FUCINA_REF_UPDATE
+
 // out[j] = Σ over the summed axes of a, in f64, in row-major order of a.
 RawTensor sumOver(ExecContext& ctx, const RawTensor& a, const Tags& axes) {
   Tags kept_tags;
@@ -198,6 +224,15 @@ class ReferenceKernels final : public Kernels {
   RawTensor mapAs(ExecContext& ctx, ElemOp op, DType dtype, const Tags& tags, const Extents& shape, Inputs ins,
                   const ElemParams& p) const override {
     return kAs[static_cast<size_t>(op)](ctx, dtype, tags, shape, ins, p);
+  }
+  void updateInto(ExecContext& ctx, ElemOp op, const RawTensor& dst, const RawTensor* src,
+                  const ElemParams& p) const override {
+    const UpdateFn fn = kUpdates[static_cast<size_t>(op)];
+    if (!fn) failNotInPlace(op);
+    fn(ctx, dst, src, p);
+  }
+  RawTensor select(ExecContext& ctx, const Tags& tags, const Extents& shape, Inputs ins) const override {
+    return mapScalar<float, float, 3>(ctx, tags, shape, ins, [](float c, float x, float y) { return c != 0.0f ? x : y; });
   }
 
   void copy(ExecContext&, const RawTensor& src, const RawTensor& dst) const override {
@@ -319,6 +354,10 @@ class ReferenceKernels final : public Kernels {
 
   IndexFault firstIndexOutside(ExecContext& ctx, const RawTensor& index, int64_t extent) const override {
     return reference::firstIndexOutside(ctx, index, extent);
+  }
+  ValueFault firstValueOutside(ExecContext& ctx, const RawTensor& x, double lo, double hi) const override {
+    x.f32();  // f32 only (DTypeMismatch), as the cpu backend
+    return reference::firstValueOutside(ctx, x, lo, hi);
   }
   RawTensor gatherAlong(ExecContext& ctx, const RawTensor& table, Tag axis, const RawTensor& index) const override {
     return reference::gatherAlong(ctx, table, axis, index);
