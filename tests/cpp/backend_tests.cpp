@@ -107,6 +107,9 @@ std::vector<Case> cases() {
   c.push_back({"addDot", 2, [](C x, V t) {
                  return t[0].addDot(x, t[1], "j", Tensor::full(x, {"i"}, {t[0].extent("i")}, 0.25));
                }, -2, 2, 1e-4});
+  binary("dot", [](C x, const Tensor& a, const Tensor& b) {  // the f64 path (contractF64)
+    return a.detach(x).to(x, DType::f64).dot(x, b.detach(x).to(x, DType::f64), "j");
+  });
   // Scans (cumprodRows, linearRecurrenceRows).
   unary("cumprod", [](C x, const Tensor& a) { return a.cumprod(x, "j"); }, 0.5f, 1.5f);
   binary("linearRecurrence", [](C x, const Tensor& a, const Tensor& d) {

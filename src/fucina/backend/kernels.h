@@ -75,6 +75,10 @@ class Kernels {
   /// then b's that a lacks. A valid `initial` (axes among the result's) is added to the product.
   virtual RawTensor contract(ExecContext& ctx, const RawTensor& a, const RawTensor& b, const Tags& contracted,
                              const RawTensor& initial) const = 0;
+  /// The same contraction in f64: operands of any dtype read as double, products accumulated in
+  /// double, a contiguous f64 result (the f64 path of dot, einsum and matmul).
+  virtual RawTensor contractF64(ExecContext& ctx, const RawTensor& a, const RawTensor& b,
+                                const Tags& contracted) const = 0;
 
   /// Reductions along `axis` of f32 a (any strides); results contiguous f32. max and min (the
   /// first extremum wins, NaN propagates; index: its position along the axis, as f32) and prod

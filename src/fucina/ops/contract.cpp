@@ -8,7 +8,6 @@
 
 #include "fucina/backend/kernels.h"
 #include "fucina/ag/control.h"
-#include "fucina/backend/cpu/contract_f64.h"
 #include "fucina/backend/cpu/gemm.h"
 #include "fucina/backend/cpu/reduce.h"
 #include "fucina/ops/finish_op.h"
@@ -111,7 +110,7 @@ bool f64Contraction(std::string_view op, const Tensor& x, const Tensor& y, const
 }
 Tensor f64Product(ExecContext& ctx, const Tensor& x, const Tensor& y, const Tags& contracted,
                    const Tensor* bias = nullptr) {
-  Tensor r = Tensor::fromRaw(ctx, kernels::contractF64(ctx, x.value(), y.value(), contracted));  // reads any dtype
+  Tensor r = Tensor::fromRaw(ctx, backend::kernelsOf(ctx).contractF64(ctx, x.value(), y.value(), contracted));  // reads any dtype
   return bias ? r.add(ctx, *bias) : r;
 }
 

@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "fucina/backend/cpu/attention.h"
+#include "fucina/backend/cpu/contract_f64.h"
 #include "fucina/backend/cpu/conv_core.h"
 #include "fucina/backend/cpu/copy.h"
 #include "fucina/backend/cpu/elementwise.h"
@@ -170,6 +171,9 @@ class CpuKernels final : public Kernels {
   RawTensor contract(ExecContext& ctx, const RawTensor& a, const RawTensor& b, const Tags& contracted,
                      const RawTensor& initial) const override {
     return kernels::contract(ctx, a, b, contracted, initial);
+  }
+  RawTensor contractF64(ExecContext& ctx, const RawTensor& a, const RawTensor& b, const Tags& contracted) const override {
+    return kernels::contractF64(ctx, a, b, contracted);
   }
 
   RawTensor cumprodRows(ExecContext& ctx, const RawTensor& x) const override {

@@ -211,6 +211,55 @@ RawTensor sumOver(ExecContext& ctx, const RawTensor& a, const Tags& axes) {
 // An f32 view of t: t itself, or its values converted (the typed right operands of contract).
 RawTensor asF32(ExecContext& ctx, const RawTensor& t) { return t.dtype() == DType::f32 ? t : t.to(ctx, DType::f32); }
 
+// C[batch, a_free, b_free] = Σ_k A·B in f64 per element, plus `initial`, then the result order;
+// a and b of element type T, the result too.
+template <class T>
+RawTensor contractIn(ExecContext& ctx, const RawTensor& a, const RawTensor& fb, const Tags& contracted,
+                   const RawTensor& initial) {
+  const kernels::ContractionAxes axes = kernels::contractionAxes(a, fb, contracted);
+  Tags out_tags;
+  Extents out_shape;
+  for (const Tags* group : {&axes.batch, &axes.a_free})
+    for (Tag t : *group) {
+      out_tags.push_back(t);
+      out_shape.push_back(a.extent(t));
+    }
+  for (Tag t : axes.b_free) {
+    out_tags.push_back(t);
+    out_shape.push_back(fb.extent(t));
+  }
+  Extents k_shape;
+  for (Tag t : contracted) k_shape.push_back(a.extent(t));
+  RawTensor out = RawTensor::empty(ctx, out_tags, out_shape, dtypeOf<T>());
+  // Every operand seen over the result's axes then the contracted ones (stride 0 where absent).
+  Tags all = out_tags;
+  all.insert(all.end(), contracted.begin(), contracted.end());
+  auto stridesOver = [&](const RawTensor& t) {
+    std::vector<int64_t> s(all.size(), 0);
+    for (size_t i = 0; i < all.size(); ++i)
+      if (auto j = findTag(t.tags(), all[i])) s[i] = t.strides()[*j];
+    return s;
+  };
+  const std::vector<int64_t> sa = stridesOver(a), sb = stridesOver(fb);
+  const size_t r = out_tags.size();
+  const std::vector<int64_t> oa(sa.begin(), sa.begin() + r), ob(sb.begin(), sb.begin() + r);
+  const std::vector<int64_t> ka(sa.begin() + r, sa.end()), kb(sb.begin() + r, sb.end());
+  const int64_t depth = numelOf(k_shape);
+  const RawTensor init = initial.valid() ? initial.broadcastView(out_tags, out_shape) : RawTensor();
+  const std::vector<int64_t> oi = init.valid() ? init.strides() : std::vector<int64_t>(r, 0);
+  const T *pa = a.data<T>(), *pb = fb.data<T>();
+  T* pc = out.data<T>();
+  Odometer<3> o(out_shape, {&oa, &ob, &oi});
+  for (int64_t i = 0, n = out.numel(); i < n; ++i, o.next()) {
+    double s = init.valid() ? load<double>(init, o.offsets()[2]) : 0.0;
+    Odometer<2> k(k_shape, {&ka, &kb});
+    for (int64_t p = 0; p < depth; ++p, k.next())
+      s += static_cast<double>(pa[o.offsets()[0] + k.offsets()[0]]) * pb[o.offsets()[1] + k.offsets()[1]];
+    pc[i] = static_cast<T>(s);
+  }
+  return kernels::inResultOrder(ctx, out, a, contracted, axes.b_free);
+}
+
 class ReferenceKernels final : public Kernels {
  public:
   Backend backend() const override { return Backend::reference; }
@@ -271,52 +320,15 @@ class ReferenceKernels final : public Kernels {
   // C[batch, a_free, b_free] = Σ_k A·B in f64 per element, plus `initial`, then the result order.
   RawTensor contract(ExecContext& ctx, const RawTensor& a, const RawTensor& b, const Tags& contracted,
                      const RawTensor& initial) const override {
-    const kernels::ContractionAxes axes = kernels::contractionAxes(a, b, contracted);
+    kernels::contractionAxes(a, b, contracted);  // ShapeMismatch first, as the cpu backend
     if (a.dtype() != DType::f32)
       fail(ErrorCode::DTypeMismatch, "contract: the left operand " + a.describe() + " must be f32, got " +
                                          std::string(fucina::name(a.dtype())));
-    const RawTensor fb = asF32(ctx, b);
-    Tags out_tags;
-    Extents out_shape;
-    for (const Tags* group : {&axes.batch, &axes.a_free})
-      for (Tag t : *group) {
-        out_tags.push_back(t);
-        out_shape.push_back(a.extent(t));
-      }
-    for (Tag t : axes.b_free) {
-      out_tags.push_back(t);
-      out_shape.push_back(b.extent(t));
-    }
-    Extents k_shape;
-    for (Tag t : contracted) k_shape.push_back(a.extent(t));
-    RawTensor out = RawTensor::empty(ctx, out_tags, out_shape, DType::f32);
-    // Every operand seen over the result's axes then the contracted ones (stride 0 where absent).
-    Tags all = out_tags;
-    all.insert(all.end(), contracted.begin(), contracted.end());
-    auto stridesOver = [&](const RawTensor& t) {
-      std::vector<int64_t> s(all.size(), 0);
-      for (size_t i = 0; i < all.size(); ++i)
-        if (auto j = findTag(t.tags(), all[i])) s[i] = t.strides()[*j];
-      return s;
-    };
-    const std::vector<int64_t> sa = stridesOver(a), sb = stridesOver(fb);
-    const size_t r = out_tags.size();
-    const std::vector<int64_t> oa(sa.begin(), sa.begin() + r), ob(sb.begin(), sb.begin() + r);
-    const std::vector<int64_t> ka(sa.begin() + r, sa.end()), kb(sb.begin() + r, sb.end());
-    const int64_t depth = numelOf(k_shape);
-    const RawTensor init = initial.valid() ? initial.broadcastView(out_tags, out_shape) : RawTensor();
-    const std::vector<int64_t> oi = init.valid() ? init.strides() : std::vector<int64_t>(r, 0);
-    const float *pa = a.f32(), *pb = fb.f32();
-    float* pc = out.f32();
-    Odometer<3> o(out_shape, {&oa, &ob, &oi});
-    for (int64_t i = 0, n = out.numel(); i < n; ++i, o.next()) {
-      double s = init.valid() ? load<double>(init, o.offsets()[2]) : 0.0;
-      Odometer<2> k(k_shape, {&ka, &kb});
-      for (int64_t p = 0; p < depth; ++p, k.next())
-        s += static_cast<double>(pa[o.offsets()[0] + k.offsets()[0]]) * pb[o.offsets()[1] + k.offsets()[1]];
-      pc[i] = static_cast<float>(s);
-    }
-    return kernels::inResultOrder(ctx, out, a, contracted, axes.b_free);
+    return contractIn<float>(ctx, a, asF32(ctx, b), contracted, initial);
+  }
+  RawTensor contractF64(ExecContext& ctx, const RawTensor& a, const RawTensor& b, const Tags& contracted) const override {
+    kernels::contractionAxes(a, b, contracted);  // ShapeMismatch before any conversion
+    return contractIn<double>(ctx, a.to(ctx, DType::f64), b.to(ctx, DType::f64), contracted, RawTensor());
   }
 
   RawTensor cumprodRows(ExecContext& ctx, const RawTensor& x) const override {
