@@ -15,6 +15,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "fucina/backend/attention_geometry.h"
 #include "fucina/backend/conv_geometry.h"
@@ -340,6 +341,46 @@ class Kernels {
   virtual RawTensor gated(ExecContext& ctx, const GateFn& fn, const RawTensor& up, const RawTensor& gate) const = 0;
   virtual void gatedVjp(ExecContext& ctx, const GateFn& fn, const RawTensor& gy, const RawTensor& up,
                         const RawTensor& gate, const RawTensor& gup, const RawTensor& ggate) const = 0;
+
+  // --- host reads, bands and strided scatters ---
+  /// The values of t (i32 or i64, any strides) as int64 on the host, in row-major order of its
+  /// axes: for the ops whose plan depends on them (rollBy's and shiftBy's per-slice shifts).
+  virtual std::vector<int64_t> readI64(ExecContext& ctx, const RawTensor& t) const = 0;
+  /// A contiguous copy of f32 a (a's axes in a's order) with 0 written, not multiplied (NaN and
+  /// inf outside the band become 0), where the index i along `row` and j along `col` have j - i
+  /// outside [lo, hi] (tril, triu and bandPart).
+  virtual RawTensor band(ExecContext& ctx, const RawTensor& a, Tag row, Tag col, int64_t lo, int64_t hi) const = 0;
+  /// dst[i] += src[i] for every logical index: dst an f32 view with any strides >= 0 whose elements
+  /// may coincide (such an element gets every src element that lands on it), src f32 with dst's
+  /// extents in the same axis order, any strides. viewWithStrides's VJP.
+  virtual void scatterAddView(ExecContext& ctx, const RawTensor& dst, const RawTensor& src) const = 0;
+
+  // --- quantization and packed right operands (ag/packed.h) ---
+  /// The q8_0 blocks (Note [q8_0 layout], backend/q8_blocks.h) of a (f32, f16 or bf16, any
+  /// strides) along block_axis, in emptyQ8's layout; every backend writes the same bytes.
+  virtual RawTensor quantizeQ8(ExecContext& ctx, const RawTensor& a, Tag block_axis) const = 0;
+  /// dotTernarySte's weights: s = mean |w| (in f64, over f32 w of any strides), then
+  /// q = round(clamp(w/s, -1, 1))·s (f32, half to even), all 0 when s is 0; contiguous over w's axes.
+  virtual RawTensor ternaryQuantize(ExecContext& ctx, const RawTensor& w) const = 0;
+  /// A dense weight packed by a backend, in a layout of its own (cpu: the GEMM's panels of Note
+  /// [Packed B], for this process's SIMD target; reference: Bᵀ as a plain {column, depth} matrix);
+  /// `layout` names it (packedLayout). A q8_0 weight is passed as its blocks
+  /// {columns..., depth} (contiguous, blocks along the depth), which every backend reads.
+  struct PackedB {
+    RawTensor storage;
+    int64_t layout = 0;
+  };
+  /// Packs b (f32, f16 or bf16, contiguous) read as the matrix B [k, n]: laid out {depth,
+  /// columns...}, or {columns..., depth} when depth_last; k the depth's extent, n the product of
+  /// the other extents.
+  virtual PackedB packRhs(ExecContext& ctx, const RawTensor& b, bool depth_last) const = 0;
+  /// The layout packRhs writes in this process: a PackedB of another layout is not this backend's.
+  virtual int64_t packedLayout() const = 0;
+  /// out = a·B (+ bias[j]): a contiguous f32 whose last axis is the depth (k) and whose other axes
+  /// are the m rows; b packed by this backend's packRhs in packedLayout(), or q8_0 blocks; bias contiguous f32 of n elements, or invalid. out (tags, shape), contiguous f32
+  /// m × n, is a's rows then B's columns.
+  virtual RawTensor packedProduct(ExecContext& ctx, const RawTensor& a, const PackedB& b, const RawTensor& bias,
+                                  const Tags& tags, const Extents& shape) const = 0;
 };
 
 /// The kernels of ctx's backend (ExecOptions::backend).

@@ -304,16 +304,7 @@ Tensor Tensor::dotTernarySte(ExecContext& ctx, const Tensor& w, Tag axis) const 
   requireAxis("dotTernarySte", value(), w.value(), axis);
   if (!ops::allF32({this, &w}))
     return ops::viaF32(ctx, "dotTernarySte", {this, &w}, [&](std::span<const Tensor> f) { return f[0].dotTernarySte(ctx, f[1], axis); });
-  const RawTensor wc = w.value().contiguous(ctx);
-  const float* pw = wc.f32();
-  const int64_t n = wc.numel();
-  double abs_sum = 0;
-  for (int64_t i = 0; i < n; ++i) abs_sum += std::fabs(pw[i]);
-  const auto s = static_cast<float>(n == 0 ? 0.0 : abs_sum / static_cast<double>(n));
-  RawTensor q = RawTensor::empty(ctx, wc.tags(), wc.shape());
-  float* pq = q.f32();
-  for (int64_t i = 0; i < n; ++i)
-    pq[i] = s == 0.0f ? 0.0f : std::nearbyint(std::clamp(pw[i] / s, -1.0f, 1.0f)) * s;
+  const RawTensor q = backend::kernelsOf(ctx).ternaryQuantize(ctx, w.value());
   return contractOp(ctx, "dotTernarySte", *this, w, {axis}, nullptr, &q);
 }
 

@@ -7,12 +7,10 @@
 #include <string>
 
 #include "fucina/ag/control.h"
+#include "fucina/backend/kernels.h"
 #include "fucina/core/error.h"
 #include "fucina/core/q8.h"
 #include "fucina/exec/context.h"
-#include "fucina/backend/cpu/gemm.h"
-#include "fucina/backend/cpu/gemm_simd.h"
-#include "fucina/backend/cpu/q8_gemv.h"
 
 namespace fucina {
 
@@ -36,17 +34,17 @@ ErrorCode gradErrorFor(const PackedRhs& p) {
   return quantized(p) ? ErrorCode::GradientQuantizedMatmulUnsupported : ErrorCode::GradientPackedMatmulUnsupported;
 }
 
-const PackedRhs& checkedPacked(std::string_view op, const PackedRhs& p) {
+// An empty handle is refused, and so is one packed under another backend: its storage is in the
+// packing backend's own layout.
+const PackedRhs& checkedPacked(ExecContext& ctx, std::string_view op, const PackedRhs& p) {
   if (!p.defined()) fail(ErrorCode::InvalidArgument, std::string(op) + ": the packed weight is empty (make it with packRhs)");
+  const Backend here = backend::kernelsOf(ctx).backend();
+  if (p.backend() != here)
+    fail(ErrorCode::DeviceMismatch, std::string(op) + ": " + p.describe() + " was packed by the " +
+                                        std::string(name(p.backend())) + " backend, this context computes on the " +
+                                        std::string(name(here)) + " backend (pack the weight again with this context)");
   return p;
 }
-
-// Rows of q8_0 blocks to a thread at a time in the few-rows path: ~64 K multiply-adds.
-int64_t columnGrain(int64_t m, int64_t k) { return std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(1, m * k)); }
-
-// At most this many rows of x use the q8_0 rows kernel; more convert the weight's blocks to f32
-// once per product in the GEMM's packing, which then costs less than converting per row group.
-constexpr int64_t kQ8FewRows = 16;
 
 }  // namespace
 
@@ -57,8 +55,10 @@ size_t PackedRhs::bytes() const {
 
 std::string PackedRhs::describe() const {
   if (!defined()) return "PackedRhs(empty)";
+  const std::string dense = backend_ == Backend::cpu ? " as f32 panels"
+                                                     : " as f32 for the " + std::string(name(backend_)) + " backend";
   return "PackedRhs(" + quoted(axis_) + " " + std::to_string(depth_) + " by " + fucina::describe(tags_, shape_) + ": " +
-         (quantized(*this) ? "q8_0 blocks" : std::string(name(source_)) + " as f32 panels") + ")";
+         (quantized(*this) ? "q8_0 blocks" : std::string(name(source_)) + dense) + ")";
 }
 
 PackedRhs packRhs(ExecContext& ctx, const Tensor& w, Tag axis) {
@@ -69,6 +69,7 @@ PackedRhs packRhs(ExecContext& ctx, const Tensor& w, Tag axis) {
     fail(ErrorCode::DTypeMismatch, "packRhs packs f32, f16, bf16 or q8_0 weights, got " + a.describe() + " " +
                                        std::string(name(dt)));
   PackedRhs p;
+  p.backend_ = backend::kernelsOf(ctx).backend();
   p.axis_ = axis;
   p.depth_ = a.extent(axis);  // ShapeMismatch when w lacks it
   p.source_ = dt;
@@ -97,19 +98,16 @@ PackedRhs packRhs(ExecContext& ctx, const Tensor& w, Tag axis) {
     b = src.permuted(depth_first).contiguous(ctx);
     trans_b = false;
   }
-  const int64_t k = p.depth_, n = p.columns_;
-  p.panel_cols_ = kernels::detail::gemmPanelCols();
-  p.storage_ = RawTensor::empty(ctx, {Tag("packed")}, {kernels::packedRhsFloats(k, n)});
-  const kernels::TypedB typed{b.dtype() == DType::f32 ? nullptr : b.storage()->data(), b.dtype(), b.offset()};
-  kernels::packRhs(ctx, trans_b, k, n, b.dtype() == DType::f32 ? b.data<float>() : nullptr, typed,
-                   trans_b ? k : n, p.storage_.data<float>());
+  backend::Kernels::PackedB packed = backend::kernelsOf(ctx).packRhs(ctx, b, trans_b);
+  p.storage_ = std::move(packed.storage);
+  p.layout_ = packed.layout;
   return p;
 }
 
 Tensor Tensor::dotPacked(ExecContext& ctx, const PackedRhs& packed) const { return dotPacked(ctx, packed, Tensor()); }
 
 Tensor Tensor::dotPacked(ExecContext& ctx, const PackedRhs& packed, const Tensor& bias) const {
-  const PackedRhs& p = checkedPacked("dotPacked", packed);
+  const PackedRhs& p = checkedPacked(ctx, "dotPacked", packed);
   const RawTensor& x = value();
   refuseGrad("dotPacked", gradErrorFor(p), {this, &bias});
   const DType dt = x.dtype();
@@ -131,7 +129,6 @@ Tensor Tensor::dotPacked(ExecContext& ctx, const PackedRhs& packed, const Tensor
     out_tags.push_back(t);
     out_shape.push_back(x.extent(t));
   }
-  const int64_t m = numelOf(out_shape), k = p.depth(), n = p.columns();
   out_tags.insert(out_tags.end(), p.tags().begin(), p.tags().end());
   out_shape.insert(out_shape.end(), p.shape().begin(), p.shape().end());
   RawTensor bias_row;  // the bias in the packed weight's column order
@@ -147,50 +144,34 @@ Tensor Tensor::dotPacked(ExecContext& ctx, const PackedRhs& packed, const Tensor
       fail(ErrorCode::DTypeMismatch, "dotPacked: the bias is f32, f16 or bf16, got " + std::string(name(bv.dtype())));
     bias_row = bv.permuted(p.tags()).to(ctx, DType::f32);
   }
-  RawTensor out = RawTensor::empty(ctx, std::move(out_tags), std::move(out_shape));
-  if (out.numel() == 0) return Tensor::fromRaw(ctx, std::move(out));
+  if (numelOf(out_shape) == 0) return Tensor::fromRaw(ctx, RawTensor::empty(ctx, std::move(out_tags), std::move(out_shape)));
   // A: rows × depth with the depth contiguous (f32, converted when 16-bit).
   Tags a_order = rows;
   a_order.push_back(p.axis());
   RawTensor av = x.permuted(a_order);
   if (dt != DType::f32) av = av.to(ctx, DType::f32);
   else if (!av.isContiguous()) av = av.contiguous(ctx);
-  const float* a = av.data<float>();
-  const float* b = bias_row.valid() ? bias_row.data<float>() : nullptr;
-  float* c = out.data<float>();
-  if (quantized(p)) {
-    const RawTensor& w = p.storage_;
-    const std::byte* base = w.storage()->data() + q8::bytesFor(w.offset());
-    if (m <= kQ8FewRows) {
-      ctx.parallelFor(n, columnGrain(m, k), [&](int64_t j0, int64_t j1) {
-        kernels::q8RowsDot(m, k, a, k, base, j0, j1, c, n, b);
-      });
-    } else {
-      kernels::gemm(ctx, false, true, m, n, k, a, k, kernels::TypedB{w.storage()->data(), DType::q8_0, w.offset()}, k, c,
-                    n, false, b);
-    }
-  } else {
-    if (p.panel_cols_ != kernels::detail::gemmPanelCols())
-      fail(ErrorCode::InvalidArgument, "dotPacked: " + p.describe() + " was packed for another SIMD target");
-    kernels::gemmPacked(ctx, m, n, k, a, k, p.storage_.data<float>(), c, n, b);
-  }
+  const backend::Kernels& kernels = backend::kernelsOf(ctx);
+  if (!quantized(p) && p.layout_ != kernels.packedLayout())
+    fail(ErrorCode::InvalidArgument, "dotPacked: " + p.describe() + " was packed for another SIMD target");
+  RawTensor out = kernels.packedProduct(ctx, av, {p.storage_, p.layout_}, bias_row, out_tags, out_shape);
   return Tensor::fromRaw(ctx, std::move(out));
 }
 
 Tensor Tensor::rmsNormMulDotPacked(ExecContext& ctx, const Tensor& weight, const PackedRhs& packed, double eps) const {
-  const PackedRhs& p = checkedPacked("rmsNormMulDotPacked", packed);
+  const PackedRhs& p = checkedPacked(ctx, "rmsNormMulDotPacked", packed);
   refuseGrad("rmsNormMulDotPacked", ErrorCode::GradientQuantizedMatmulUnsupported, {this, &weight});
   return rmsNormMul(ctx, p.axis(), weight, eps).dotPacked(ctx, p);
 }
 
 Tensor Tensor::splitSwiGluDotPacked(ExecContext& ctx, const PackedRhs& packed) const {
-  const PackedRhs& p = checkedPacked("splitSwiGluDotPacked", packed);
+  const PackedRhs& p = checkedPacked(ctx, "splitSwiGluDotPacked", packed);
   refuseGrad("splitSwiGluDotPacked", ErrorCode::GradientQuantizedMatmulUnsupported, {this});
   return swiglu(ctx, p.axis()).dotPacked(ctx, p);
 }
 
 Tensor Tensor::gegluQuantDotPacked(ExecContext& ctx, const PackedRhs& packed) const {
-  const PackedRhs& p = checkedPacked("gegluQuantDotPacked", packed);
+  const PackedRhs& p = checkedPacked(ctx, "gegluQuantDotPacked", packed);
   refuseGrad("gegluQuantDotPacked", ErrorCode::GradientQuantizedMatmulUnsupported, {this});
   if (!quantized(p))
     fail(ErrorCode::DTypeMismatch, "gegluQuantDotPacked multiplies by a quantized weight: " + p.describe() +

@@ -1,14 +1,12 @@
 // Copies that move elements along an axis: flip, roll, rollBy, shiftBy, relposShift
-// and repeatAxis. Each forward is a few strided copies (kernels::copyConvert, any dtype but
-// q8_0); each VJP is the adjoint move of the f32 gradient: flip and roll by the inverse
+// and repeatAxis. Each forward is a few strided copies (the backend's copy, any dtype but q8_0);
+// each VJP is the adjoint move of the f32 gradient: flip and roll by the inverse
 // permutation, shift the other way with zero fill, relposShift scattering back through the same
 // padded layout, repeatAxis summing the copies.
 #include <string>
 #include <vector>
 
 #include "fucina/backend/kernels.h"
-#include "fucina/backend/cpu/copy.h"
-#include "fucina/backend/cpu/reduce.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/typed.h"
 
@@ -22,7 +20,7 @@ using ops::refuseQ8;
 namespace {
 
 // a read backwards along position p: a transient view with a negative stride that only
-// copyConvert reads (Note at the top of ops/strided_views.cpp).
+// the backend's copy reads (Note at the top of ops/strided_views.cpp).
 RawTensor reversed(const RawTensor& a, size_t p) {
   std::vector<int64_t> strides = a.strides();
   const int64_t n = a.shape()[p];
@@ -32,18 +30,20 @@ RawTensor reversed(const RawTensor& a, size_t p) {
 }
 
 // dst = src rolled along `axis` by s in [0, extent): dst[(i + s) mod n] = src[i].
-void rollInto(const RawTensor& src, const RawTensor& dst, Tag axis, int64_t s, const ExecContext* ctx) {
+void rollInto(const RawTensor& src, const RawTensor& dst, Tag axis, int64_t s, ExecContext& ctx) {
   const int64_t n = src.extent(axis);
-  kernels::copyConvert(src.narrowed(axis, 0, n - s), dst.narrowed(axis, s, n - s), ctx);
-  kernels::copyConvert(src.narrowed(axis, n - s, s), dst.narrowed(axis, 0, s), ctx);
+  const backend::Kernels& k = backend::kernelsOf(ctx);
+  k.copy(ctx, src.narrowed(axis, 0, n - s), dst.narrowed(axis, s, n - s));
+  k.copy(ctx, src.narrowed(axis, n - s, s), dst.narrowed(axis, 0, s));
 }
 
 // dst = src shifted along `axis` by k in [-n, n], zero-filled: dst[i + k] = src[i] inside the axis.
-void shiftInto(const RawTensor& src, const RawTensor& dst, Tag axis, int64_t k, const ExecContext* ctx) {
+void shiftInto(const RawTensor& src, const RawTensor& dst, Tag axis, int64_t k, ExecContext& ctx) {
   const int64_t n = src.extent(axis);
   const int64_t kept = n - (k < 0 ? -k : k);
-  kernels::copyConvert(src.narrowed(axis, k < 0 ? -k : 0, kept), dst.narrowed(axis, k < 0 ? 0 : k, kept), ctx);
-  kernels::fill(dst.narrowed(axis, k < 0 ? kept : 0, n - kept), 0.0, ctx);
+  const backend::Kernels& kernels = backend::kernelsOf(ctx);
+  kernels.copy(ctx, src.narrowed(axis, k < 0 ? -k : 0, kept), dst.narrowed(axis, k < 0 ? 0 : k, kept));
+  kernels.fill(ctx, dst.narrowed(axis, k < 0 ? kept : 0, n - kept), 0.0);
 }
 
 // shift mod n in [0, n) (0 for an empty axis), for any int64 shift.
@@ -69,8 +69,7 @@ std::vector<int64_t> perSliceShifts(ExecContext& ctx, std::string_view op, const
   if (s.rank() != 1 || s.tags()[0] != by_axis || s.shape()[0] != b)
     fail(ErrorCode::ShapeMismatch, what + ": shifts " + s.describe() + " must have exactly the axis " + quoted(by_axis) +
                                        " with extent " + std::to_string(b));
-  const RawTensor v = s.to(ctx, DType::i64);
-  return {v.data<int64_t>(), v.data<int64_t>() + b};
+  return backend::kernelsOf(ctx).readI64(ctx, s);
 }
 
 // rollBy's and shiftBy's copies: slice b of by_axis moved by move(src_b, dst_b, shifts[b]).
@@ -92,12 +91,12 @@ Tensor perSliceOp(ExecContext& ctx, std::string_view op, const Tensor& x, Tag ax
   refuseQ8(op, a);
   const std::vector<int64_t> k = perSliceShifts(ctx, op, a, axis, by_axis, shifts);
   RawTensor out = perSlice(ctx, a, a.dtype(), by_axis, k, [&](const RawTensor& s, const RawTensor& d, int64_t v) {
-    move(s, d, v, false, &ctx);
+    move(s, d, v, false, ctx);
   });
   return ops::finishOp(ctx, op, out, {&x}, [&] {
     return [tags = a.tags(), by_axis, k, move](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
       g[0] = perSlice(c, gy.permuted(tags), DType::f32, by_axis, k,
-                      [&](const RawTensor& s, const RawTensor& d, int64_t v) { move(s, d, v, true, &c); });
+                      [&](const RawTensor& s, const RawTensor& d, int64_t v) { move(s, d, v, true, c); });
     };
   }, static_cast<size_t>(out.numel()));
 }
@@ -109,11 +108,11 @@ Tensor Tensor::flip(ExecContext& ctx, Tag axis) const {
   const size_t p = a.axis(axis);
   refuseQ8("flip", a);
   RawTensor out = RawTensor::empty(ctx, a.tags(), a.shape(), a.dtype());
-  kernels::copyConvert(reversed(a, p), out, &ctx);
+  backend::kernelsOf(ctx).copy(ctx, reversed(a, p), out);
   return ops::finishOp(ctx, "flip", out, {this}, [&] {
     return [tags = a.tags(), p](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
       RawTensor full = RawTensor::empty(c, tags, gy.permuted(tags).shape());
-      kernels::copyConvert(reversed(gy.permuted(tags), p), full, &c);
+      backend::kernelsOf(c).copy(c, reversed(gy.permuted(tags), p), full);
       g[0] = std::move(full);
     };
   }, static_cast<size_t>(out.numel()));
@@ -125,12 +124,12 @@ Tensor Tensor::roll(ExecContext& ctx, Tag axis, int64_t shift) const {
   refuseQ8("roll", a);
   const int64_t s = wrapShift(shift, n);
   RawTensor out = RawTensor::empty(ctx, a.tags(), a.shape(), a.dtype());
-  rollInto(a, out, axis, s, &ctx);
+  rollInto(a, out, axis, s, ctx);
   return ops::finishOp(ctx, "roll", out, {this}, [&] {
     return [tags = a.tags(), axis, back = wrapShift(n - s, n)](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
       const RawTensor src = gy.permuted(tags);
       RawTensor full = RawTensor::empty(c, tags, src.shape());
-      rollInto(src, full, axis, back, &c);
+      rollInto(src, full, axis, back, c);
       g[0] = std::move(full);
     };
   }, static_cast<size_t>(out.numel()));
@@ -138,7 +137,7 @@ Tensor Tensor::roll(ExecContext& ctx, Tag axis, int64_t shift) const {
 
 Tensor Tensor::rollBy(ExecContext& ctx, Tag axis, Tag by_axis, const Tensor& shifts) const {
   return perSliceOp(ctx, "rollBy", *this, axis, by_axis, shifts,
-                    [axis](const RawTensor& s, const RawTensor& d, int64_t k, bool adjoint, const ExecContext* c) {
+                    [axis](const RawTensor& s, const RawTensor& d, int64_t k, bool adjoint, ExecContext& c) {
                       const int64_t n = s.extent(axis), w = wrapShift(k, n);
                       rollInto(s, d, axis, adjoint ? wrapShift(n - w, n) : w, c);
                     });
@@ -146,7 +145,7 @@ Tensor Tensor::rollBy(ExecContext& ctx, Tag axis, Tag by_axis, const Tensor& shi
 
 Tensor Tensor::shiftBy(ExecContext& ctx, Tag axis, Tag by_axis, const Tensor& shifts) const {
   return perSliceOp(ctx, "shiftBy", *this, axis, by_axis, shifts,
-                    [axis](const RawTensor& s, const RawTensor& d, int64_t k, bool adjoint, const ExecContext* c) {
+                    [axis](const RawTensor& s, const RawTensor& d, int64_t k, bool adjoint, ExecContext& c) {
                       const int64_t m = clampShift(k, s.extent(axis));
                       shiftInto(s, d, axis, adjoint ? -m : m, c);
                     });
@@ -187,13 +186,13 @@ Tensor Tensor::relposShift(ExecContext& ctx, Tag query_axis, Tag key_axis) const
   padded_shape.back() = checkedAdd(k, 1, "relposShift");
   validateShape(order, padded_shape, "relposShift");
   RawTensor padded = RawTensor::zeros(ctx, order, padded_shape, a.dtype());
-  kernels::copyConvert(src, padded.narrowed(key_axis, 1, k), &ctx);
+  backend::kernelsOf(ctx).copy(ctx, src, padded.narrowed(key_axis, 1, k));
   RawTensor out = relposView(padded, q, k);
   return ops::finishOp(ctx, "relposShift", out, {this}, [&] {
     return [order, padded_shape, q, k, key_axis](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
       // Each result element reads a distinct padded element, so the adjoint is one copy back.
       RawTensor full = RawTensor::zeros(c, order, padded_shape);
-      kernels::copyConvert(gy.permuted(order), relposView(full, q, k), &c);
+      backend::kernelsOf(c).copy(c, gy.permuted(order), relposView(full, q, k));
       g[0] = full.narrowed(key_axis, 1, k);
     };
   }, static_cast<size_t>(out.numel()));
@@ -245,7 +244,7 @@ Tensor Tensor::repeatAxis(ExecContext& ctx, Tag axis, int64_t times, bool interl
     if (interleave) return splitView(t, p, n, times, source ? s : times * s, source ? 0 : s, copies, false);
     return splitView(t, p, times, n, source ? 0 : n * s, s, copies, true);
   };
-  kernels::copyConvert(layout(a, a.strides()[p], true), layout(out, out.strides()[p], false), &ctx);
+  backend::kernelsOf(ctx).copy(ctx, layout(a, a.strides()[p], true), layout(out, out.strides()[p], false));
   return ops::finishOp(ctx, "repeatAxis", out, {this}, [&] {
     return [tags = a.tags(), in_shape = a.shape(), p, n, times, interleave, copies](
                ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "fucina/backend/cpu/strided.h"
+#include "fucina/backend/kernels.h"
 #include "fucina/ops/finish_op.h"
 
 namespace fucina {
@@ -33,17 +33,6 @@ RawTensor withoutUnitAxes(const RawTensor& a, const Tags& drop) {
     strides.push_back(a.strides()[i]);
   }
   return RawTensor::view(a.storage(), a.dtype(), std::move(tags), std::move(shape), std::move(strides), a.offset());
-}
-
-// base[Σ i_k·strides[k]] += g[i] for every index i of g (f32, any layout): one thread, since the
-// strides may send several elements of g to one element of base.
-void scatterAddStrided(const RawTensor& g, float* base, const std::vector<int64_t>& strides) {
-  if (g.numel() == 0) return;
-  const auto plan = kernels::planStrided<2>(g.shape(), {&g.strides(), &strides});
-  const float* s = g.f32();
-  kernels::forEachRow(plan, 0, plan.outer(), [&](const auto& off, int64_t n, const auto& st) {
-    for (int64_t i = 0; i < n; ++i) base[off[1] + i * st[1]] += s[off[0] + i * st[0]];
-  });
 }
 
 }  // namespace
@@ -111,8 +100,13 @@ Tensor Tensor::viewWithStrides(ExecContext& ctx, Tags tags, Extents shape, std::
   return ops::finishOp(ctx, "viewWithStrides", out, {this}, [&] {
     return [in_tags = a.tags(), in_shape = a.shape(), tags, strides, offset](ExecContext& c, const RawTensor& gy,
                                                                                NeedsGrad, Grads g) {
+      // The view's elements may coincide (overlapping strides), so the adjoint scatter-adds.
       RawTensor full = RawTensor::zeros(c, in_tags, in_shape);
-      if (full.numel() > 0) scatterAddStrided(gy.permuted(tags), full.f32() + offset, strides);
+      if (full.numel() > 0) {
+        const RawTensor src = gy.permuted(tags);
+        const RawTensor dst = RawTensor::view(full.storage(), DType::f32, tags, src.shape(), strides, full.offset() + offset);
+        backend::kernelsOf(c).scatterAddView(c, dst, src);
+      }
       g[0] = std::move(full);
     };
   }, static_cast<size_t>(out.numel()));

@@ -2,11 +2,11 @@
 // (tril, triu, bandPart). Each forward is beside its VJP; concat/stack take any number of
 // operands, so they build their record here instead of through finishOp's fixed operand list.
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "fucina/backend/kernels.h"
-#include "fucina/backend/cpu/copy.h"
 #include "fucina/backend/cpu/elementwise.h"
 #include "fucina/backend/cpu/reduce.h"
 #include "fucina/ops/finish_op.h"
@@ -50,7 +50,7 @@ Tensor concatImpl(ExecContext& ctx, std::string_view op, std::span<const Tensor>
   RawTensor out = RawTensor::empty(ctx, first.tags(), shape, first.dtype());
   for (size_t k = 0; k < ts.size(); ++k) {
     const RawTensor& t = ts[k].value();
-    kernels::copyConvert(t.permuted(first.tags()), out.narrowed(axis, offsets[k], t.extent(axis)));
+    backend::kernelsOf(ctx).copy(ctx, t.permuted(first.tags()), out.narrowed(axis, offsets[k], t.extent(axis)));
   }
   bool record = isGradEnabled();
   if (record) {
@@ -75,35 +75,23 @@ Tensor concatImpl(ExecContext& ctx, std::string_view op, std::span<const Tensor>
   return Tensor::make(ctx, std::move(out), std::move(state));
 }
 
-// A copy of `a` (in a's axis order) with elements outside the band zeroed: keep(i, j) decides by
-// the row index i along `row` and the column index j along `col`.
-template <class Keep>
-RawTensor band(ExecContext& ctx, const RawTensor& a, Tag row, Tag col, Keep keep) {
-  RawTensor out = a.clone(ctx);
-  const size_t pr = out.axis(row), pc = out.axis(col);
-  const int64_t sr = out.strides()[pr], sc = out.strides()[pc];
-  const int64_t nr = out.shape()[pr], nc = out.shape()[pc];
-  float* o = out.f32();
-  for (int64_t lin = 0, n = out.numel(); lin < n; ++lin) {
-    const int64_t i = (lin / sr) % nr, j = (lin / sc) % nc;
-    if (!keep(i, j)) o[lin] = 0.0f;
-  }
-  return out;
-}
+// Unbounded sides of a band: j - i is never outside [kBelowAll, kAboveAll].
+constexpr int64_t kBelowAll = std::numeric_limits<int64_t>::min(), kAboveAll = std::numeric_limits<int64_t>::max();
 
-template <class Keep>
-Tensor bandOp(ExecContext& ctx, std::string_view op, const Tensor& x, Tag row, Tag col, Keep keep) {
+// A copy of x with the elements whose row index i along `row` and column index j along `col` have
+// j - i outside [lo, hi] zeroed (the backend's band); its VJP zeroes the same elements of gy.
+Tensor bandOp(ExecContext& ctx, std::string_view op, const Tensor& x, Tag row, Tag col, int64_t lo, int64_t hi) {
   if (!ops::allF32({&x}))
-    return ops::viaF32(ctx, op, {&x}, [&](std::span<const Tensor> f) { return bandOp(ctx, op, f[0], row, col, keep); });
+    return ops::viaF32(ctx, op, {&x}, [&](std::span<const Tensor> f) { return bandOp(ctx, op, f[0], row, col, lo, hi); });
   const RawTensor& a = x.value();
   a.axis(row);
   a.axis(col);
   if (row == col)
     fail(ErrorCode::InvalidArgument, std::string(op) + ": row and column are both " + quoted(row));
-  RawTensor out = band(ctx, a, row, col, keep);
+  RawTensor out = backend::kernelsOf(ctx).band(ctx, a, row, col, lo, hi);
   return ops::finishOp(ctx, op, out, {&x}, [&] {
-    return [tags = a.tags(), row, col, keep](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
-      g[0] = band(c, gy.permuted(tags), row, col, keep);
+    return [tags = a.tags(), row, col, lo, hi](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
+      g[0] = backend::kernelsOf(c).band(c, gy.permuted(tags), row, col, lo, hi);
     };
   }, static_cast<size_t>(out.numel()));
 }
@@ -148,7 +136,7 @@ Tensor Tensor::pad(ExecContext& ctx, Tag axis, int64_t before, int64_t after, do
   const int64_t n = shape[p];
   shape[p] = checkedAdd(n, checkedAdd(before, after, "pad"), "pad");
   RawTensor out = RawTensor::full(ctx, a.tags(), shape, value, a.dtype());
-  kernels::copyConvert(a, out.narrowed(axis, before, n));
+  backend::kernelsOf(ctx).copy(ctx, a, out.narrowed(axis, before, n));
   return ops::finishOp(ctx, "pad", out, {this}, [&] {
     return [tags = a.tags(), axis, before, n](ExecContext&, const RawTensor& gy, NeedsGrad, Grads g) {
       g[0] = gy.permuted(tags).narrowed(axis, before, n);
@@ -194,20 +182,19 @@ Tensor Tensor::maskedFill(ExecContext& ctx, const Tensor& mask, double value) co
 }
 
 Tensor Tensor::tril(ExecContext& ctx, Tag row, Tag col, int64_t diagonal) const {
-  return bandOp(ctx, "tril", *this, row, col, [diagonal](int64_t i, int64_t j) { return j - i <= diagonal; });
+  return bandOp(ctx, "tril", *this, row, col, kBelowAll, diagonal);  // kept: j - i <= diagonal
 }
 
 Tensor Tensor::triu(ExecContext& ctx, Tag row, Tag col, int64_t diagonal) const {
-  return bandOp(ctx, "triu", *this, row, col, [diagonal](int64_t i, int64_t j) { return j - i >= diagonal; });
+  return bandOp(ctx, "triu", *this, row, col, diagonal, kAboveAll);  // kept: j - i >= diagonal
 }
 
 Tensor Tensor::bandPart(ExecContext& ctx, Tag row, Tag col, int64_t lower, int64_t upper) const {
   if (lower < -1 || upper < -1)
     fail(ErrorCode::InvalidArgument, "bandPart: lower " + std::to_string(lower) + " and upper " +
                                          std::to_string(upper) + " must be -1 (unbounded) or >= 0");
-  return bandOp(ctx, "bandPart", *this, row, col, [lower, upper](int64_t i, int64_t j) {
-    return (lower < 0 || i - j <= lower) && (upper < 0 || j - i <= upper);
-  });
+  // Kept: (lower < 0 || i - j <= lower) && (upper < 0 || j - i <= upper).
+  return bandOp(ctx, "bandPart", *this, row, col, lower < 0 ? kBelowAll : -lower, upper < 0 ? kAboveAll : upper);
 }
 
 }  // namespace fucina

@@ -10,16 +10,20 @@
 #include "fucina/backend/cpu/elementwise.h"
 #include "fucina/backend/cpu/gated.h"
 #include "fucina/backend/cpu/gemm.h"
+#include "fucina/backend/cpu/gemm_simd.h"
 #include "fucina/backend/cpu/indexing.h"
 #include "fucina/backend/cpu/logic.h"
 #include "fucina/backend/cpu/loss.h"
 #include "fucina/backend/cpu/norm.h"
+#include "fucina/backend/cpu/packed_product.h"
+#include "fucina/backend/cpu/quantize.h"
 #include "fucina/backend/cpu/reduce.h"
 #include "fucina/backend/cpu/rope.h"
 #include "fucina/backend/cpu/sampling.h"
 #include "fucina/backend/cpu/softmax.h"
 #include "fucina/backend/cpu/sorting.h"
 #include "fucina/backend/cpu/spatial.h"
+#include "fucina/backend/cpu/strided.h"
 #include "fucina/backend/f64_lines.h"
 #include "fucina/backend/kernels.h"
 #include "fucina/backend/scan_rows.h"
@@ -383,6 +387,49 @@ class CpuKernels final : public Kernels {
                               const RawTensor& v, const RawTensor& probs, const RawTensor& gy, bool need_q,
                               bool need_k, bool need_v) const override {
     return kernels::attentionVjp(ctx, g, q, k, v, probs, gy, need_q, need_k, need_v);
+  }
+
+  std::vector<int64_t> readI64(ExecContext& ctx, const RawTensor& t) const override {
+    const RawTensor v = t.to(ctx, DType::i64);
+    const int64_t* p = v.data<int64_t>();
+    return {p, p + v.numel()};
+  }
+  // One pass over a copy, on the calling thread.
+  RawTensor band(ExecContext& ctx, const RawTensor& a, Tag row, Tag col, int64_t lo, int64_t hi) const override {
+    RawTensor out = a.clone(ctx);
+    const size_t pr = out.axis(row), pc = out.axis(col);
+    const int64_t sr = out.strides()[pr], sc = out.strides()[pc];
+    const int64_t nr = out.shape()[pr], nc = out.shape()[pc];
+    float* o = out.f32();
+    for (int64_t lin = 0, n = out.numel(); lin < n; ++lin) {
+      const int64_t i = (lin / sr) % nr, j = (lin / sc) % nc;
+      if (j - i < lo || j - i > hi) o[lin] = 0.0f;
+    }
+    return out;
+  }
+  // One thread, since the strides may send several elements of src to one element of dst.
+  void scatterAddView(ExecContext&, const RawTensor& dst, const RawTensor& src) const override {
+    if (src.numel() == 0) return;
+    const auto plan = kernels::planStrided<2>(src.shape(), {&src.strides(), &dst.strides()});
+    const float* s = src.f32();
+    float* d = dst.f32();
+    kernels::forEachRow(plan, 0, plan.outer(), [&](const auto& off, int64_t n, const auto& st) {
+      for (int64_t i = 0; i < n; ++i) d[off[1] + i * st[1]] += s[off[0] + i * st[0]];
+    });
+  }
+  RawTensor quantizeQ8(ExecContext& ctx, const RawTensor& a, Tag block_axis) const override {
+    return kernels::quantizeQ8(ctx, a, block_axis);
+  }
+  RawTensor ternaryQuantize(ExecContext& ctx, const RawTensor& w) const override {
+    return kernels::ternaryQuantize(ctx, w);
+  }
+  PackedB packRhs(ExecContext& ctx, const RawTensor& b, bool depth_last) const override {
+    return kernels::packRhs(ctx, b, depth_last);
+  }
+  int64_t packedLayout() const override { return kernels::detail::gemmPanelCols(); }
+  RawTensor packedProduct(ExecContext& ctx, const RawTensor& a, const PackedB& b, const RawTensor& bias,
+                          const Tags& tags, const Extents& shape) const override {
+    return kernels::packedProduct(ctx, a, b, bias, tags, shape);
   }
 };
 

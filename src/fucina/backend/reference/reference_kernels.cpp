@@ -18,6 +18,7 @@
 #include "fucina/backend/reference/row_kernels.h"
 #include "fucina/backend/reference/sampling.h"
 #include "fucina/backend/reference/sorting.h"
+#include "fucina/backend/reference/weights.h"
 #include "fucina/backend/reference/spatial.h"
 #include "fucina/backend/scalar_loop.h"
 #include "fucina/backend/scan_rows.h"
@@ -526,6 +527,55 @@ class ReferenceKernels final : public Kernels {
                               const RawTensor& v, const RawTensor& probs, const RawTensor& gy, bool need_q,
                               bool need_k, bool need_v) const override {
     return reference::attentionVjp(ctx, g, q, k, v, probs, gy, need_q, need_k, need_v);
+  }
+
+  std::vector<int64_t> readI64(ExecContext&, const RawTensor& t) const override {
+    if (t.dtype() != DType::i32 && t.dtype() != DType::i64)
+      fail(ErrorCode::DTypeMismatch, "readI64 reads i32 or i64, got " + t.describe());
+    std::vector<int64_t> out(static_cast<size_t>(t.numel()));
+    if (out.empty()) return out;
+    Odometer<1> at(t.shape(), {&t.strides()});
+    for (size_t i = 0; i < out.size(); ++i, at.next()) out[i] = load<int64_t>(t, at.offsets()[0]);
+    return out;
+  }
+  RawTensor band(ExecContext& ctx, const RawTensor& a, Tag row, Tag col, int64_t lo, int64_t hi) const override {
+    const size_t pr = a.axis(row), pc = a.axis(col);
+    RawTensor out = RawTensor::empty(ctx, a.tags(), a.shape(), DType::f32);
+    if (out.numel() == 0) return out;
+    const float* src = a.f32();
+    float* o = out.f32();
+    std::vector<int64_t> index(a.rank(), 0);
+    Odometer<1> at(a.shape(), {&a.strides()});
+    for (int64_t lin = 0, n = out.numel(); lin < n; ++lin, at.next()) {
+      const int64_t d = index[pc] - index[pr];
+      o[lin] = d < lo || d > hi ? 0.0f : src[at.offsets()[0]];
+      for (size_t k = a.rank(); k-- > 0;) {  // the logical index of the next element
+        if (++index[k] < a.shape()[k]) break;
+        index[k] = 0;
+      }
+    }
+    return out;
+  }
+  void scatterAddView(ExecContext&, const RawTensor& dst, const RawTensor& src) const override {
+    if (src.numel() == 0) return;
+    const float* s = src.f32();
+    float* d = dst.f32();
+    Odometer<2> at(src.shape(), {&src.strides(), &dst.strides()});
+    for (int64_t i = 0, n = src.numel(); i < n; ++i, at.next()) d[at.offsets()[1]] += s[at.offsets()[0]];
+  }
+  RawTensor quantizeQ8(ExecContext& ctx, const RawTensor& a, Tag block_axis) const override {
+    return reference::quantizeQ8(ctx, a, block_axis);
+  }
+  RawTensor ternaryQuantize(ExecContext& ctx, const RawTensor& w) const override {
+    return reference::ternaryQuantize(ctx, w);
+  }
+  PackedB packRhs(ExecContext& ctx, const RawTensor& b, bool depth_last) const override {
+    return reference::packRhs(ctx, b, depth_last);
+  }
+  int64_t packedLayout() const override { return 0; }  // Bᵀ {column, depth}, the same everywhere
+  RawTensor packedProduct(ExecContext& ctx, const RawTensor& a, const PackedB& b, const RawTensor& bias,
+                          const Tags& tags, const Extents& shape) const override {
+    return reference::packedProduct(ctx, a, b, bias, tags, shape);
   }
 };
 
