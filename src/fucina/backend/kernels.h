@@ -312,6 +312,65 @@ class Kernels {
   /// order in f64: a loss's sum or mean.
   virtual RawTensor reduceLoss(ExecContext& ctx, const RawTensor& loss, double denom) const = 0;
 
+  // --- cross-entropy rows (crossEntropyExt, linearCrossEntropyExt): x the logits, rows-last and
+  // contiguous f32 [rows..., C] ---
+  /// One call's targets and constants (CrossEntropyExtOptions): target holds i64 labels (the rows'
+  /// axes, contiguous; a row labelled `ignore` does not count) or f32 soft targets t (x's layout,
+  /// contiguous); weights the class weights w (f32 {C}, contiguous) or invalid for all 1; label
+  /// smoothing s and z-loss z. t' = (1 - s)·t + s/C.
+  struct CrossEntropy {
+    RawTensor target, weights;
+    double smoothing = 0, z_loss = 0;
+    int64_t ignore = -100;
+  };
+  /// The mean's denominator with labels (i64, contiguous): Σ w[y] over the labels that are not
+  /// `ignore` (their count when weights is invalid), in order in f64.
+  virtual double labelWeightSum(ExecContext& ctx, const RawTensor& labels, const RawTensor& weights,
+                                int64_t ignore) const = 0;
+  /// Per row: lp = log_softmax(x), lse its logsumexp (f64, the rows' axes) and the loss (f64, the
+  /// rows' axes): with labels -(1 - s)·w[y]·lp[y] - (s/C)·Σ w·lp + z·lse² (0 for ignored rows),
+  /// soft -Σ w·t'·lp + z·lse². When in_place, lp is written over x (exclusively owned): the linear
+  /// heads' chunks of logits, which nothing else reads.
+  struct CrossEntropyRows {
+    RawTensor logp, lse, loss;
+  };
+  virtual CrossEntropyRows crossEntropyRows(ExecContext& ctx, const RawTensor& x, const CrossEntropy& ce,
+                                            bool in_place) const = 0;
+  /// Their VJP, f the row's upstream factor: gy[r] when gy has the rows' axes (contiguous), else
+  /// gy/denom (gy a scalar); 0 for ignored rows. gx = f·(a·exp(lp) - b), 0 on rows where f is 0;
+  /// with labels a = (1 - s)·w[y] + (s/C)·Σ w + 2z·lse and b = (s/C)·w + (1 - s)·w[y] at y, soft
+  /// a = Σ w·t' + 2z·lse and b = w·t'. gt = -f·(1 - s)·w·lp (soft targets). Each only where asked
+  /// for (else invalid). When lse is invalid, lp holds the logits themselves and each row's
+  /// log-softmax is computed first (the linear heads recompute their chunks); when in_place, gx is
+  /// written over lp (exclusively owned).
+  struct CrossEntropyGrads {
+    RawTensor x, target;
+  };
+  virtual CrossEntropyGrads crossEntropyRowsVjp(ExecContext& ctx, const RawTensor& lp, const RawTensor& lse,
+                                                const CrossEntropy& ce, const RawTensor& gy, double denom,
+                                                bool need_x, bool need_target, bool in_place) const = 0;
+  /// The teacher's distribution at temperature T = 1/inv_t of each row of x: exp(inv_t·x - lse),
+  /// lse the logsumexp of inv_t·x (max subtracted, the sum in f64).
+  virtual RawTensor temperatureSoftmaxRows(ExecContext& ctx, const RawTensor& x, float inv_t) const = 0;
+  /// Distillation rows (linearDistillExt) of student logits x against the teacher's probabilities
+  /// p (x's layout, contiguous) at temperature T, mixed with the hard-label loss when labels (i64,
+  /// the rows' axes, contiguous) are valid: loss = (1 - α)·KD/kd_div + α·CE/ce_div per row (f64,
+  /// the rows' axes), KD = T²·Σ_{p > 0} p·(log p - log_softmax(x/T)), CE = lse(x) - x[y] (0 for
+  /// ignored rows and without labels).
+  struct Distill {
+    RawTensor probs, labels;
+    double temperature = 1, alpha = 0;
+    int64_t ignore = -100;
+    double kd_div = 1, ce_div = 1;
+  };
+  virtual RawTensor distillRows(ExecContext& ctx, const RawTensor& x, const Distill& d) const = 0;
+  /// Its VJP, written over x (exclusively owned) and returned: gx = k·(softmax(x/T) - p) +
+  /// a·(softmax(x) - onehot(y)) with k = (1 - α)·T·fk and a = α·fc, fk and fc the row's upstream
+  /// factors: gy[r] when gy has the rows' axes (contiguous), else gy/kd_div and gy/ce_div (gy a
+  /// scalar); fc is 0 for ignored rows and without labels.
+  virtual RawTensor distillRowsVjp(ExecContext& ctx, const RawTensor& x, const Distill& d,
+                                   const RawTensor& gy) const = 0;
+
   // --- attention: f32 q, k and v of g's axes, any strides ---
   /// Per query tile n, P = softmax(scale·q·kᵀ) over the keys each row sees (all, or the first
   /// i + Tk - Tq + 1 when causal; P is 0 past them) and out = P·v of kv tile g.kvTile(n). out has

@@ -7,6 +7,7 @@
 #include "fucina/backend/cpu/contract_f64.h"
 #include "fucina/backend/cpu/conv_core.h"
 #include "fucina/backend/cpu/copy.h"
+#include "fucina/backend/cpu/cross_entropy_rows.h"
 #include "fucina/backend/cpu/elementwise.h"
 #include "fucina/backend/cpu/gated.h"
 #include "fucina/backend/cpu/gemm.h"
@@ -344,6 +345,29 @@ class CpuKernels final : public Kernels {
   }
   RawTensor reduceLoss(ExecContext& ctx, const RawTensor& loss, double denom) const override {
     return kernels::reduceLoss(ctx, loss, denom);
+  }
+  double labelWeightSum(ExecContext&, const RawTensor& labels, const RawTensor& weights,
+                        int64_t ignore) const override {
+    return kernels::labelWeightSum(labels, weights, ignore);
+  }
+  CrossEntropyRows crossEntropyRows(ExecContext& ctx, const RawTensor& x, const CrossEntropy& ce,
+                                    bool in_place) const override {
+    return kernels::crossEntropyRows(ctx, x, ce, in_place);
+  }
+  CrossEntropyGrads crossEntropyRowsVjp(ExecContext& ctx, const RawTensor& lp, const RawTensor& lse,
+                                        const CrossEntropy& ce, const RawTensor& gy, double denom, bool need_x,
+                                        bool need_target, bool in_place) const override {
+    return kernels::crossEntropyRowsVjp(ctx, lp, lse, ce, gy, denom, need_x, need_target, in_place);
+  }
+  RawTensor temperatureSoftmaxRows(ExecContext& ctx, const RawTensor& x, float inv_t) const override {
+    return kernels::temperatureSoftmaxRows(ctx, x, inv_t);
+  }
+  RawTensor distillRows(ExecContext& ctx, const RawTensor& x, const Distill& d) const override {
+    return kernels::distillRows(ctx, x, d);
+  }
+  RawTensor distillRowsVjp(ExecContext& ctx, const RawTensor& x, const Distill& d,
+                           const RawTensor& gy) const override {
+    return kernels::distillRowsVjp(ctx, x, d, gy);
   }
   RawTensor ropeRows(ExecContext& ctx, const RawTensor& x, const RawTensor& cos, const RawTensor& sin, RopePairs pairs,
                      bool inverse) const override {

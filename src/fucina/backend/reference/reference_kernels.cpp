@@ -485,6 +485,29 @@ class ReferenceKernels final : public Kernels {
   RawTensor reduceLoss(ExecContext& ctx, const RawTensor& loss, double denom) const override {
     return reference::reduceLoss(ctx, loss, denom);
   }
+  double labelWeightSum(ExecContext& ctx, const RawTensor& labels, const RawTensor& weights,
+                        int64_t ignore) const override {
+    return reference::labelWeightSum(ctx, labels, weights, ignore);
+  }
+  CrossEntropyRows crossEntropyRows(ExecContext& ctx, const RawTensor& x, const CrossEntropy& ce,
+                                    bool in_place) const override {
+    return reference::crossEntropyRows(ctx, x, ce, in_place);
+  }
+  CrossEntropyGrads crossEntropyRowsVjp(ExecContext& ctx, const RawTensor& lp, const RawTensor& lse,
+                                        const CrossEntropy& ce, const RawTensor& gy, double denom, bool need_x,
+                                        bool need_target, bool in_place) const override {
+    return reference::crossEntropyRowsVjp(ctx, lp, lse, ce, gy, denom, need_x, need_target, in_place);
+  }
+  RawTensor temperatureSoftmaxRows(ExecContext& ctx, const RawTensor& x, float inv_t) const override {
+    return reference::temperatureSoftmaxRows(ctx, x, inv_t);
+  }
+  RawTensor distillRows(ExecContext& ctx, const RawTensor& x, const Distill& d) const override {
+    return reference::distillRows(ctx, x, d);
+  }
+  RawTensor distillRowsVjp(ExecContext& ctx, const RawTensor& x, const Distill& d,
+                           const RawTensor& gy) const override {
+    return reference::distillRowsVjp(ctx, x, d, gy);
+  }
   RawTensor ropeRows(ExecContext& ctx, const RawTensor& x, const RawTensor& cos, const RawTensor& sin, RopePairs pairs,
                      bool inverse) const override {
     return reference::ropeRows(ctx, x, cos, sin, pairs, inverse);

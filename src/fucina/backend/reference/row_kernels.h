@@ -30,6 +30,15 @@ RawTensor labelLossRows(ExecContext& ctx, const RawTensor& lp, const RawTensor& 
 RawTensor labelLossRowsVjp(ExecContext& ctx, const RawTensor& lp, const RawTensor& labels, const RawTensor& gy,
                            float scale, double smoothing, bool plain);
 RawTensor reduceLoss(ExecContext& ctx, const RawTensor& loss, double denom);
+double labelWeightSum(ExecContext& ctx, const RawTensor& labels, const RawTensor& weights, int64_t ignore);
+Kernels::CrossEntropyRows crossEntropyRows(ExecContext& ctx, const RawTensor& x, const Kernels::CrossEntropy& ce,
+                                           bool in_place);
+Kernels::CrossEntropyGrads crossEntropyRowsVjp(ExecContext& ctx, const RawTensor& lp, const RawTensor& lse,
+                                               const Kernels::CrossEntropy& ce, const RawTensor& gy, double denom,
+                                               bool need_x, bool need_target, bool in_place);
+RawTensor temperatureSoftmaxRows(ExecContext& ctx, const RawTensor& x, float inv_t);
+RawTensor distillRows(ExecContext& ctx, const RawTensor& x, const Kernels::Distill& d);
+RawTensor distillRowsVjp(ExecContext& ctx, const RawTensor& x, const Kernels::Distill& d, const RawTensor& gy);
 
 RawTensor gated(ExecContext& ctx, const GateFn& fn, const RawTensor& up, const RawTensor& gate);
 void gatedVjp(ExecContext& ctx, const GateFn& fn, const RawTensor& gy, const RawTensor& up, const RawTensor& gate,
