@@ -16,6 +16,16 @@ int64_t numelOf(const Extents& extents) {
   return n;
 }
 
+int64_t numelExcept(const Extents& extents, size_t skip) {
+  int64_t n = 1;
+  for (size_t i = 0; i < extents.size(); ++i)
+    if (i != skip) {
+      if (extents[i] == 0) return 0;  // as numelOf: an empty shape is 0 before any product
+      n *= extents[i];
+    }
+  return n;
+}
+
 std::optional<size_t> findTag(const Tags& tags, Tag tag) {
   for (size_t i = 0; i < tags.size(); ++i)
     if (tags[i] == tag) return i;

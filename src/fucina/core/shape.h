@@ -17,6 +17,8 @@ using Tags = std::vector<Tag>;
 using Extents = std::vector<int64_t>;
 
 int64_t numelOf(const Extents& extents);
+/// The product of the extents but the one at `skip` (the rows of a matrix seen along one axis).
+int64_t numelExcept(const Extents& extents, size_t skip);
 /// Position of tag in tags, or nullopt.
 std::optional<size_t> findTag(const Tags& tags, Tag tag);
 bool hasTag(const Tags& tags, Tag tag);

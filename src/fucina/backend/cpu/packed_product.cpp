@@ -22,19 +22,12 @@ int64_t columnGrain(int64_t m, int64_t k) { return std::max<int64_t>(1, (int64_t
 // once per product in the GEMM's packing, which then costs less than converting per row group.
 constexpr int64_t kQ8FewRows = 16;
 
-// The product of the extents but the one at `skip`.
-int64_t othersOf(const Extents& shape, size_t skip) {
-  int64_t n = 1;
-  for (size_t i = 0; i < shape.size(); ++i)
-    if (i != skip) n *= shape[i];
-  return n;
-}
 
 }  // namespace
 
 backend::Kernels::PackedB packRhs(ExecContext& ctx, const RawTensor& b, bool depth_last) {
   const size_t d = depth_last ? b.rank() - 1 : 0;
-  const int64_t k = b.shape()[d], n = othersOf(b.shape(), d);
+  const int64_t k = b.shape()[d], n = numelExcept(b.shape(), d);
   backend::Kernels::PackedB p{RawTensor::empty(ctx, {Tag("packed")}, {packedRhsFloats(k, n)}), detail::gemmPanelCols()};
   const TypedB typed{b.dtype() == DType::f32 ? nullptr : b.storage()->data(), b.dtype(), b.offset()};
   kernels::packRhs(ctx, depth_last, k, n, b.dtype() == DType::f32 ? b.data<float>() : nullptr, typed,
@@ -46,7 +39,7 @@ RawTensor packedProduct(ExecContext& ctx, const RawTensor& a, const backend::Ker
                         const RawTensor& bias, const Tags& tags, const Extents& shape) {
   RawTensor out = RawTensor::empty(ctx, tags, shape);
   if (out.numel() == 0) return out;
-  const int64_t k = a.shape().back(), m = othersOf(a.shape(), a.rank() - 1), n = out.numel() / m;
+  const int64_t k = a.shape().back(), m = numelExcept(a.shape(), a.rank() - 1), n = out.numel() / m;
   const float* pa = a.data<float>();
   const float* pb = bias.valid() ? bias.data<float>() : nullptr;
   float* c = out.data<float>();

@@ -6,21 +6,9 @@
 
 namespace fucina::backend::reference {
 
-namespace {
-
-// The product of b's extents but the one at `skip`.
-int64_t othersOf(const Extents& shape, size_t skip) {
-  int64_t n = 1;
-  for (size_t i = 0; i < shape.size(); ++i)
-    if (i != skip) n *= shape[i];
-  return n;
-}
-
-}  // namespace
-
 Kernels::PackedB packRhs(ExecContext& ctx, const RawTensor& b, bool depth_last) {
   const size_t d = depth_last ? b.rank() - 1 : 0;
-  const int64_t k = b.shape()[d], n = othersOf(b.shape(), d);
+  const int64_t k = b.shape()[d], n = numelExcept(b.shape(), d);
   const std::vector<float> v = b.toVector();  // row-major over b's axes
   RawTensor bt = RawTensor::empty(ctx, {Tag("column"), Tag("depth")}, {n, k});
   float* o = bt.f32();
@@ -34,7 +22,7 @@ RawTensor packedProduct(ExecContext& ctx, const RawTensor& a, const Kernels::Pac
                         const Tags& tags, const Extents& shape) {
   RawTensor out = RawTensor::empty(ctx, tags, shape);
   if (out.numel() == 0) return out;
-  const int64_t k = a.shape().back(), m = othersOf(a.shape(), a.rank() - 1), n = out.numel() / m;
+  const int64_t k = a.shape().back(), m = numelExcept(a.shape(), a.rank() - 1), n = out.numel() / m;
   // Bᵀ row j: column j's depth, the q8_0 rows {columns..., depth} dequantized in the same order.
   const std::vector<float> w = b.storage.toVector();
   const std::vector<float> x = a.toVector();
