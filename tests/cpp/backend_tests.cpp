@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -863,6 +864,14 @@ TEST_CASE("backend harness: bad inputs are the same errors on every backend") {
     const fucina::internal::RawTensor dst = fucina::internal::RawTensor::zeros(ctx, {"i"}, {3});
     CHECK_FUCINA_ERROR(fucina::backend::kernelsFor(b).updateInto(ctx, fucina::backend::ElemOp::Exp, dst, nullptr, {}),
                        InvalidArgument);
+    // Nor are the forms a row turns off (a step's partials, its f64 forward).
+    const std::array<const fucina::internal::RawTensor*, 4> four{&dst, &dst, &dst, &dst};
+    CHECK_FUCINA_ERROR(fucina::backend::kernelsFor(b).map(ctx, fucina::backend::ElemOp::LogAdd, fucina::backend::Form::da,
+                                                          dst.tags(), dst.shape(), four, {}),
+                       InvalidArgument);
+    CHECK_FUCINA_ERROR(fucina::backend::kernelsFor(b).mapAs(ctx, fucina::backend::ElemOp::FiniteOrZero, DType::f64,
+                                                            dst.tags(), dst.shape(), std::span(four).first(1), {}),
+                       DTypeMismatch);
   }
   CHECK_FUCINA_ERROR(ExecContext(ExecOptions{.backend = static_cast<Backend>(7)}), InvalidArgument);
 }

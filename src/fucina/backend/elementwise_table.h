@@ -7,7 +7,10 @@
 ///   - `da_reads` / `db_reads`: which of a, b, y a partial reads, so a VJP record saves only that;
 ///   - `simd`: the cpu backend's SIMD twins of the forward and partials, where it has them;
 ///   - `in_place`: whether backends also compute the forward in place (Kernels::updateInto); off
-///     unless an op needs it, as each such form is one more loop per backend in the binary.
+///     unless an op needs it, as each such form is one more loop per backend in the binary;
+///   - `f64` and `partials`: whether backends instantiate the f64 forward and the partials. The
+///     rows that only serve a step inside another op (a reduction's, a loss's) turn off what no op
+///     calls, for the same reason.
 /// A scalar parameter (a scale factor, a slope, clamp's bounds) comes in ElemParams.
 /// A new elementwise op is one row here and one entry in FUCINA_ELEMENTWISE_ROWS; every backend
 /// then computes it.
@@ -56,12 +59,16 @@ struct Unary {
   static constexpr int arity = 1;
   static constexpr bool integer = false;
   static constexpr bool in_place = false;  // Kernels::updateInto computes it
+  static constexpr bool f64 = true;        // mapAs computes the forward in f64
+  static constexpr bool partials = true;   // da (and db) exist
   static constexpr SimdForms simd{};
 };
 struct Binary {
   static constexpr int arity = 2;
   static constexpr bool integer = false;
   static constexpr bool in_place = false;
+  static constexpr bool f64 = true;
+  static constexpr bool partials = true;
   static constexpr unsigned da_reads = kA | kB, db_reads = kA | kB;
   static constexpr SimdForms simd{};
 };
@@ -340,23 +347,26 @@ struct Softcap : Unary {
 
 
 // ---------------------------------------------------------------- the rows of reductions' and in-place updates' steps
-// addScaled (p.a = α): a + α·b, the in-place axpy of addScaledInPlace.
-struct AddScaled : Binary {
-  static constexpr bool in_place = true;
-  static constexpr unsigned da_reads = kNone, db_reads = kNone;
-  static auto fwd(auto a, auto b, const P& p) { return a + static_cast<decltype(a)>(p.a) * b; }
-  static float da(float g, float, float, float, const P&) { return g; }
-  static float db(float g, float, float, float, const P& p) { return g * static_cast<float>(p.a); }
+// Steps of other ops: no f64 forward, and partials only where a VJP reads them.
+struct Step : Binary {
+  static constexpr bool f64 = false, partials = false;
 };
-// (a − b)², variance's deviations from the mean.
-struct SquaredDiff : Binary {
+// addScaled (p.a = α): a + α·b, the in-place axpy of addScaledInPlace.
+struct AddScaled : Step {
+  static constexpr bool in_place = true;
+  static auto fwd(auto a, auto b, const P& p) { return a + static_cast<decltype(a)>(p.a) * b; }
+};
+// (a − b)², variance's deviations from the mean; its da is variance's VJP.
+struct SquaredDiff : Step {
+  static constexpr bool partials = true;
   static auto fwd(auto a, auto b, const P&) { return (a - b) * (a - b); }
   static float da(float g, float a, float b, float, const P&) { return g * 2.0f * (a - b); }
   static float db(float g, float a, float b, float, const P&) { return -(g * 2.0f * (a - b)); }
 };
-// exp(a − b), 0 where b = −∞: logsumexp's terms against a line's shift, and its VJP g·exp(x − y),
-// where an all −∞ line (y = −∞) has no gradient rather than NaN.
-struct ExpShifted : Binary {
+// exp(a − b), 0 where b = −∞: logsumexp's terms against a line's shift; its da is logsumexp's VJP
+// g·exp(x − y), where an all −∞ line (y = −∞) has no gradient rather than NaN.
+struct ExpShifted : Step {
+  static constexpr bool partials = true;
   static auto fwd(auto a, auto b, const P&) {
     using T = decltype(a);
     return b == -std::numeric_limits<T>::infinity() ? T(0) : std::exp(a - b);
@@ -367,30 +377,27 @@ struct ExpShifted : Binary {
   static float db(float g, float a, float b, float y, const P& p) { return -da(g, a, b, y, p); }
 };
 // log(a) + b: logsumexp's result from a line's sum and shift.
-struct LogAdd : Binary {
-  static constexpr unsigned da_reads = kA, db_reads = kNone;
+struct LogAdd : Step {
   static auto fwd(auto a, auto b, const P&) { return std::log(a) + b; }
-  static float da(float g, float a, float, float, const P&) { return g / a; }
-  static float db(float g, float, float, float, const P&) { return g; }
 };
 // a where finite, else 0: logsumexp's shift, so that ±∞ lines give ±∞ rather than NaN.
 struct FiniteOrZero : Unary {
-  static constexpr unsigned da_reads = kA;
+  static constexpr bool f64 = false, partials = false;
   static auto fwd(auto a, const P&) { return std::isfinite(a) ? a : decltype(a)(0); }
-  static float da(float g, float a, float, const P&) { return std::isfinite(a) ? g : 0.0f; }
 };
 // a / b where b > 0, else 0: the 2-norm's VJP g·x/y with torch's subgradient 0 at y = 0.
-struct DivPositive : Binary {
-  static constexpr unsigned da_reads = kB, db_reads = kB | kY;
+struct DivPositive : Step {
   static auto fwd(auto a, auto b, const P&) { return b > 0 ? a / b : decltype(a)(0); }
-  static float da(float g, float, float b, float, const P&) { return b > 0 ? g / b : 0.0f; }
-  static float db(float g, float, float b, float y, const P&) { return b > 0 ? -g * y / b : 0.0f; }
 };
 
 // ---------------------------------------------------------------- pointwise losses l(x, t) (loss.cpp)
-// Their partials are g·∂l/∂x and g·∂l/∂t; the mean's 1/n is applied to g beforehand.
+// Their partials are g·∂l/∂x and g·∂l/∂t; the mean's 1/n is applied to g beforehand. f32 only (a
+// loss of other dtypes computes through f32).
+struct Loss : Binary {
+  static constexpr bool f64 = false;
+};
 // huber (δ = p.a, rounded to f32): ½d² for |d| <= δ, else δ(|d| − ½δ); ∂/∂x = clamp(x − t, −δ, δ).
-struct HuberLoss : Binary {
+struct HuberLoss : Loss {
   static auto fwd(auto x, auto t, const P& p) {
     using T = decltype(x);
     const T dl = static_cast<T>(static_cast<float>(p.a));
@@ -405,7 +412,7 @@ struct HuberLoss : Binary {
   static float db(float g, float x, float t, float, const P& p) { return g * -grad(x, t, p); }
 };
 // Binary cross-entropy on probabilities x, each log clamped at −100 as torch's BCELoss.
-struct BceLoss : Binary {
+struct BceLoss : Loss {
   static auto clampedLog(auto v) { return std::max(std::log(v), decltype(v)(-100)); }
   // d/dv of clampedLog: 1/v where the log is not clamped, else 0.
   static float clampedLogGrad(float v) { return std::log(v) > -100.0f ? 1.0f / v : 0.0f; }
@@ -420,7 +427,7 @@ struct BceLoss : Binary {
 };
 // Binary cross-entropy on logits: max(x, 0) − x·t + log1p(exp(−|x|)); ∂/∂x = sigmoid(x) − t (split
 // by sign so exp never overflows), ∂/∂t = −x.
-struct BceWithLogitsLoss : Binary {
+struct BceWithLogitsLoss : Loss {
   static constexpr unsigned db_reads = kA;
   static auto fwd(auto x, auto t, const P&) {
     using T = decltype(x);
@@ -434,7 +441,7 @@ struct BceWithLogitsLoss : Binary {
 };
 // KL divergence of the target from the input's log-probabilities x: t·(log t − x), 0 where t = 0;
 // with p.a = 1 the target is a log-probability: exp(t)·(t − x).
-struct KlDivLoss : Binary {
+struct KlDivLoss : Loss {
   static auto fwd(auto x, auto t, const P& p) {
     using T = decltype(x);
     if (p.a != 0) return std::exp(t) * (t - x);

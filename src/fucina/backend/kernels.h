@@ -436,8 +436,9 @@ class Kernels {
   /// The layout packRhs writes in this process: a PackedB of another layout is not this backend's.
   virtual int64_t packedLayout() const = 0;
   /// out = a·B (+ bias[j]): a contiguous f32 whose last axis is the depth (k) and whose other axes
-  /// are the m rows; b packed by this backend's packRhs in packedLayout(), or q8_0 blocks; bias contiguous f32 of n elements, or invalid. out (tags, shape), contiguous f32
-  /// m × n, is a's rows then B's columns.
+  /// are the m rows; b packed by this backend's packRhs in packedLayout(), or q8_0 blocks; bias
+  /// contiguous f32 of n elements, or invalid. out (tags, shape), contiguous f32 m × n, is a's rows
+  /// then B's columns.
   virtual RawTensor packedProduct(ExecContext& ctx, const RawTensor& a, const PackedB& b, const RawTensor& bias,
                                   const Tags& tags, const Extents& shape) const = 0;
 };
@@ -463,7 +464,7 @@ struct RowLayout {
 RowLayout rowLayout(const RawTensor& t);
 /// A recurrence's rows: one per element of h0, even when the time axis is empty (gh0 is then 0).
 RowLayout recurrenceLayout(const RawTensor& x, const RawTensor& h0);
-/// InvalidArgument: a unary row has no Form::db.
+/// InvalidArgument: the row has no such form (a unary row's db, the partials a row turns off).
 [[noreturn]] void failNoForm(ElemOp op, Form form);
 /// InvalidArgument: the row is not computed in place (its `in_place` is false).
 [[noreturn]] void failNotInPlace(ElemOp op);

@@ -81,7 +81,8 @@ RawTensor mapIn(ExecContext& ctx, const Tags& tags, const Extents& shape, Inputs
 template <class Row>
 RawTensor mapAsRow(ExecContext& ctx, DType dtype, const Tags& tags, const Extents& shape, Inputs in,
                    const ElemParams& p) {
-  if (dtype == DType::f64) return mapIn<Row, double>(ctx, tags, shape, in, p);
+  if constexpr (Row::f64)
+    if (dtype == DType::f64) return mapIn<Row, double>(ctx, tags, shape, in, p);
   if constexpr (Row::integer) {
     if (dtype == DType::i32) return mapIn<Row, int32_t>(ctx, tags, shape, in, p);
     if (dtype == DType::i64) return mapIn<Row, int64_t>(ctx, tags, shape, in, p);
@@ -92,7 +93,8 @@ RawTensor mapAsRow(ExecContext& ctx, DType dtype, const Tags& tags, const Extent
 
 template <class Row>
 constexpr std::array<MapFn, 3> formsOf() {
-  if constexpr (Row::arity == 2) return {&mapForm<Row, Form::fwd>, &mapForm<Row, Form::da>, &mapForm<Row, Form::db>};
+  if constexpr (!Row::partials) return {&mapForm<Row, Form::fwd>, nullptr, nullptr};
+  else if constexpr (Row::arity == 2) return {&mapForm<Row, Form::fwd>, &mapForm<Row, Form::da>, &mapForm<Row, Form::db>};
   else return {&mapForm<Row, Form::fwd>, &mapForm<Row, Form::da>, nullptr};
 }
 #define FUCINA_CPU_FORMS(row) formsOf<rows::row>(),
