@@ -4,6 +4,7 @@
 // every tensor with a graph. A fucina::Error is a fine answer to anything; any other exception, a
 // crash, a sanitizer report, or a tensor or byte still live once every handle is dropped is a bug.
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <iterator>
@@ -144,6 +145,7 @@ class Run {
 
   // Backward through a scalar reduction of every tensor that has a graph.
   void finish() {
+    for (const Tensor& t : pool_) roundTrip(t);
     for (const Tensor& t : pool_) {
       try {
         if (t.defined() && t.requiresGrad()) {
@@ -468,6 +470,23 @@ class Run {
     std::vector<Tensor> parts;
     for (size_t i = 0, n = in_.below(4); i < n; ++i) parts.push_back(pick());
     return in_.byte() & 1 ? Tensor::concat(ctx_, parts, in_.tag()) : Tensor::stack(ctx_, parts, in_.tag());
+  }
+
+  // Every tensor kept (views of empty buffers, q8_0 blocks and all) encodes to safetensors and
+  // decodes to the same axes, dtype and values.
+  void roundTrip(const Tensor& t) {
+    if (!t.defined()) return;
+    try {
+      const auto back = fucina::io::decodeSafetensors(ctx_, fucina::io::encodeSafetensors(ctx_, {{"t", t}}));
+      if (back.size() != 1) bug("safetensors: one tensor encoded, another count decoded");
+      const Tensor& u = back[0].second;
+      if (u.dtype() != t.dtype() || u.tags() != t.tags() || u.shape() != t.shape())
+        bug("safetensors: a round trip changed the dtype, the axes or the extents");
+      const std::vector<float> a = t.toVector(), b = u.toVector();
+      if (a.size() != b.size() || (!a.empty() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) != 0))
+        bug("safetensors: a round trip changed the values");
+    } catch (const fucina::Error&) {  // refused (a q8_0 view that splits blocks): not a bug
+    }
   }
 
   void backward(const Tensor& t) {

@@ -173,3 +173,23 @@ TEST_CASE("safetensors: malformed strings and numbers are fucina errors", "[io]"
   CHECK(io::decodeSafetensors(ctx, header("\\u0041\\u00e9")).empty());
   REQUIRE_FUCINA_ERROR(io::decodeSafetensors(ctx, withHeader(R"({"a":{"dtype":"F32","shape":[99999999999999999999],"data_offsets":[0,0]}})", {})), InvalidArgument);
 }
+
+TEST_CASE("safetensors: empty views of empty buffers encode and decode (no offset on a null buffer)", "[io]") {
+  // Under UBSan, encoding a narrowed view of an empty tensor applied its offset to the empty
+  // storage's null pointer; RawTensor::bytes() is null there instead.
+  ExecContext ctx;
+  const Tensor empty = Tensor::zeros(ctx, {"a", "b"}, {0, 4});
+  const io::NamedTensors tensors = {
+      {"x", empty.narrow(ctx, "b", 1, 2)},
+      {"h", empty.to(ctx, DType::f16).narrow(ctx, "b", 2, 2)},
+      {"q", Tensor::zeros(ctx, {"a", "k"}, {0, 64}).quantize(ctx, DType::q8_0, "k")}};
+  const auto decoded = io::decodeSafetensors(ctx, io::encodeSafetensors(ctx, tensors));
+  REQUIRE(decoded.size() == tensors.size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    INFO(tensors[i].first);
+    CHECK(decoded[i].second.dtype() == tensors[i].second.dtype());
+    CHECK(decoded[i].second.shape() == tensors[i].second.shape());
+    CHECK(decoded[i].second.numel() == 0);
+  }
+  CHECK(empty.narrow(ctx, "b", 1, 2).value().bytes() == nullptr);
+}

@@ -62,7 +62,7 @@ inline Plan plan(const internal::RawTensor& a, const internal::RawTensor& out, T
   p.per_row = a.extent(block_axis) / q8::kBlock;
   p.stride = a.strides()[a.axis(block_axis)];
   p.dtype = a.dtype();
-  p.src = a.storage()->data() + a.offset() * static_cast<int64_t>(elementSize(a.dtype()));
+  p.src = a.bytes();
   p.dst = out.storage()->data();
   return p;
 }

@@ -73,6 +73,12 @@ bool RawTensor::isContiguous() const {
   return true;
 }
 
+std::byte* RawTensor::bytes() const {
+  std::byte* base = storage_->data();
+  if (!base) return nullptr;
+  return dtype_ == DType::q8_0 ? base + q8::bytesFor(offset_) : base + offset_ * static_cast<int64_t>(elementSize(dtype_));
+}
+
 float* RawTensor::f32() const {
   if (!valid()) fail(ErrorCode::InvalidArgument, "empty tensor");
   if (dtype_ != DType::f32)

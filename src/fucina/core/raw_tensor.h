@@ -68,6 +68,9 @@ class RawTensor {
     return base ? reinterpret_cast<T*>(base) + offset_ : nullptr;
   }
   float* f32() const;  ///< data<float>() after checking dtype == f32
+  /// The first element's bytes (a q8_0 view's: its block's), or nullptr when the storage is empty:
+  /// an empty view's offset is never applied to a null buffer (undefined behaviour).
+  std::byte* bytes() const;
 
   /// Values in logical row-major order, converted to f32 (q8_0 dequantized).
   std::vector<float> toVector() const;

@@ -45,7 +45,6 @@ const json::Value& member(const json::Value& object, const std::string& key, jso
   bad("tensor '" + tensor + "' has no '" + key + "'");
 }
 
-std::byte* bytesOf(const RawTensor& v) { return v.storage()->data() + v.offset() * static_cast<int64_t>(elementSize(v.dtype())); }
 
 // Axis names are stored comma-joined ("axes.w" = "out,in", what other tools and older files
 // expect), unless a name holds a comma or the first starts with '[': then as a JSON array of
@@ -245,7 +244,7 @@ std::vector<uint8_t> encodeSafetensors(ExecContext& ctx, const NamedTensors& ten
     for (const RawTensor& v : bodies) {
       const bool q8 = v.dtype() == DType::q8_0;
       const size_t bytes = q8 ? q8::bytesFor(v.numel()) : static_cast<size_t>(v.numel()) * elementSize(v.dtype());
-      const std::byte* from = q8 ? v.storage()->data() + q8::bytesFor(v.offset()) : bytesOf(v);
+      const std::byte* from = v.bytes();
       if (bytes) std::memcpy(body, from, bytes);
       body += bytes;
     }

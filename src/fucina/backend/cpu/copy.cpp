@@ -19,9 +19,7 @@ using internal::RawTensor;
 using backend::io::load;
 using backend::io::store;
 
-std::byte* bytesAt(const RawTensor& t) {
-  return t.storage()->data() + t.offset() * static_cast<int64_t>(elementSize(t.dtype()));
-}
+std::byte* bytesAt(const RawTensor& t) { return t.bytes(); }
 
 constexpr int64_t kCopyGrain = 64 * 1024;  // elements per parallel chunk
 

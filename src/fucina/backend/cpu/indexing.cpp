@@ -172,7 +172,7 @@ RawTensor selectRows(ExecContext& ctx, const RawTensor& table, Tag axis, const R
   if (table.dtype() == DType::q8_0) {
     RawTensor out = RawTensor::emptyQ8(ctx, tags, shape, internal::blockAxisOf(table));
     if (out.numel() > 0)
-      copyRows(q8::blockOf(table.storage()->data(), table.offset()), out.storage()->data(),
+      copyRows(table.bytes(), out.storage()->data(),
                extentsProduct(table.shape(), 0, p), table.shape()[p], idx,
                q8::bytesFor(extentsProduct(table.shape(), p + 1, table.rank())));
     return out;

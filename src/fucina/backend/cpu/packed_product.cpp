@@ -45,7 +45,7 @@ RawTensor packedProduct(ExecContext& ctx, const RawTensor& a, const backend::Ker
   float* c = out.data<float>();
   const RawTensor& w = b.storage;
   if (w.dtype() == DType::q8_0) {
-    const std::byte* base = w.storage()->data() + q8::bytesFor(w.offset());
+    const std::byte* base = w.bytes();
     if (m <= kQ8FewRows) {
       ctx.parallelFor(n, columnGrain(m, k), [&](int64_t j0, int64_t j1) {
         kernels::q8RowsDot(m, k, pa, k, base, j0, j1, c, n, pb);

@@ -106,8 +106,7 @@ RawTensor selectRows(ExecContext& ctx, const RawTensor& table, Tag axis, const R
   const int64_t outer = product(table.shape(), 0, p), n = table.shape()[p], k = index.numel();
   const int64_t inner = product(table.shape(), p + 1, table.rank());
   const size_t row = q8 ? q8::bytesFor(inner) : static_cast<size_t>(inner) * elementSize(table.dtype());
-  const std::byte* s = q8 ? q8::blockOf(table.storage()->data(), table.offset())
-                          : table.storage()->data() + table.offset() * static_cast<int64_t>(elementSize(table.dtype()));
+  const std::byte* s = table.bytes();
   std::byte* o = out.storage()->data();
   for (int64_t u = 0; u < outer; ++u)
     for (int64_t j = 0; j < k; ++j)
