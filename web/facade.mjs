@@ -399,8 +399,10 @@ class Fucina {
     const forward = this.#callback((ins) => this.#release(spec.forward(ins, extra), 'customVjp forward'));
     const backward = this.#callback((ins, output, gy, needs) => {
       const grads = spec.backward(ins, output, gy, needs, extra);
-      if (!Array.isArray(grads) || grads.length !== ins.length)
-        throw invalid(`customVjp backward must return an array of ${ins.length} (Tensor | null), one per input, got ${Array.isArray(grads) ? `${grads.length} entries` : typeName(grads)}`);
+      // Fewer entries than inputs leave the rest empty: the engine then says MissingBackwardGradient
+      // for a slot that needs a gradient, as for a null.
+      if (!Array.isArray(grads) || grads.length > ins.length)
+        throw invalid(`customVjp backward must return an array of at most ${ins.length} (Tensor | null), one per input, got ${Array.isArray(grads) ? `${grads.length} entries` : typeName(grads)}`);
       // Every entry is checked before any handle is made, so a bad one leaks nothing.
       grads.forEach((g, i) => { if (g != null) this._operand(g, `customVjp backward's gradient [${i}]`); });
       return grads.map((g) => (g == null ? null : g._handle.clone()));
@@ -411,11 +413,19 @@ class Fucina {
 
   gradcheck(lossFn, inputs, options = {}) {
     if (typeof lossFn !== 'function') throw invalid('gradcheck: lossFn must be a function');
-    const { eps = 1e-3, absTol = 1e-3, relTol = 1e-2 } = checkOptions(options, ['eps', 'absTol', 'relTol'], 'gradcheck');
+    const { eps = 1e-3, absTol = 1e-3, relTol = 1e-2, printMismatch = true } =
+      checkOptions(options, ['eps', 'absTol', 'relTol', 'printMismatch'], 'gradcheck');
+    checkBoolean(printMismatch, 'gradcheck: printMismatch');
     const hs = handlesOf(this, inputs, 'gradcheck: inputs');
     const loss = this.#callback((ins) => this.#release(lossFn(...ins), 'the gradcheck loss'));
-    return this._call((M) => M.gradcheck(loss, hs, checkNumber(eps, 'gradcheck: eps'),
-      checkNumber(absTol, 'gradcheck: absTol'), checkNumber(relTol, 'gradcheck: relTol')));
+    try {
+      return this._call((M) => M.gradcheck(loss, hs, checkNumber(eps, 'gradcheck: eps'),
+        checkNumber(absTol, 'gradcheck: absTol'), checkNumber(relTol, 'gradcheck: relTol')));
+    } catch (e) {
+      // The first failing element, where the platform prints (the C++ side prints to stderr).
+      if (printMismatch && e instanceof FucinaError && e.code === 'GradientMismatch') console.error(e.message);
+      throw e;
+    }
   }
 }
 

@@ -173,6 +173,9 @@ export interface GradcheckOptions {
   absTol?: number;
   /** Relative tolerance, >= 0 (default 1e-2). */
   relTol?: number;
+  /** Print the first failing element with console.error before throwing GradientMismatch
+   * (default true). */
+  printMismatch?: boolean;
 }
 
 /** What {@link Fucina.gradcheck} found when every element agreed. */
@@ -197,7 +200,8 @@ export interface CustomVjpSpec<A extends readonly Tensor[] = Tensor[], E = undef
   name?: string;
   /** Computes the output from the inputs (and the extra value given to customVjp). */
   forward(inputs: A, extra: E): Tensor;
-  /** Returns one gradient per input, shaped like it (null where needsGrad[i] is false), given
+  /** Returns one gradient per input, shaped like it (null, or left out at the end, where
+   * needsGrad[i] is false; an input that needs one and gets none is MissingBackwardGradient), given
    * the output and its gradient gy. */
   backward(inputs: A, output: Tensor, gy: Tensor, needsGrad: boolean[], extra: E): InputGradients<A>;
 }

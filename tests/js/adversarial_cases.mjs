@@ -238,7 +238,8 @@ export const FC = {
   checkpoint: { args: [fn((a) => a.exp()), tensors('x')] },
   checkpointTail: { args: [fn('@tail')] },
   customVjp: { args: [raw(vjp, [null, 7, {}, { forward: () => 1 }, { backward: () => [] }]), tensors('x')] },
-  gradcheck: { args: [fn((a) => a.mul(a).sumAll()), tensors('x'), options({}, { eps: 'number', absTol: 'number', relTol: 'number' })] },
+  gradcheck: { args: [fn((a) => a.mul(a).sumAll()), tensors('x'),
+    options({}, { eps: 'number', absTol: 'number', relTol: 'number', printMismatch: 'bool' })] },
   prepareConv2dWeights: { args: [tensor('wconv'), options({ padding: 1 }, convOptions)] },
   packRhs: { args: [tensor('w'), axis('c')] },
 };

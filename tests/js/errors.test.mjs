@@ -112,6 +112,13 @@ for (const variant of VARIANTS) {
       const spec = (grad) => ({ forward: ([a]) => a.scale(3), backward: () => grad() });
       throwsCode(() => fc.customVjp(spec(() => [fc.ones(['d'], [3])]), [x]).sumAll().backward(), 'ShapeMismatch');
       throwsCode(() => fc.customVjp(spec(() => [null]), [x]).sumAll().backward(), 'MissingBackwardGradient');
+      // Too few gradients leave the rest empty: a slot that needs one is MissingBackwardGradient
+      // (the reference's code), and one that needs none may be left out.
+      throwsCode(() => fc.customVjp(spec(() => []), [x]).sumAll().backward(), 'MissingBackwardGradient');
+      const x2 = fc.variable(['d'], [2], [1, 2]), c = fc.full(['d'], [2], 5);
+      const two = { forward: ([a, b]) => a.mul(b), backward: ([, b], _y, gy) => [gy.mul(b)] };
+      fc.customVjp(two, [x2, c]).sumAll().backward();
+      assert.deepEqual(values(x2.grad()), [5, 5]);
       throwsCode(() => fc.customVjp(spec(() => 'nope'), [x]).sumAll().backward(), 'InvalidArgument');
       assert.throws(() => fc.customVjp(spec(() => { throw new SyntaxError('vjp'); }), [x]).sumAll().backward(),
         { name: 'SyntaxError' });
@@ -129,7 +136,22 @@ for (const variant of VARIANTS) {
       throwsCode(() => fc.gradcheck((a) => a.sumAll(), [c]), 'NoVariableInputs');
       throwsCode(() => fc.gradcheck((a) => a.sumAll(), [x], { eps: -1 }), 'InvalidGradcheckOptions');
       const wrong = { forward: ([a]) => a.mul(a), backward: ([a], _o, gy) => [gy.mul(a)] };  // missing factor 2
-      throwsCode(() => fc.gradcheck((a) => fc.customVjp(wrong, [a]).sumAll(), [x]), 'GradientMismatch');
+      // printMismatch (the reference's print_mismatch, default true) prints the first failing
+      // element with console.error before the error is thrown; false prints nothing.
+      const printed = [];
+      const consoleError = console.error;
+      console.error = (...a) => printed.push(a.join(' '));
+      try {
+        throwsCode(() => fc.gradcheck((a) => fc.customVjp(wrong, [a]).sumAll(), [x]), 'GradientMismatch');
+        assert.equal(printed.length, 1);
+        assert.match(printed[0], /element 0: numerical .* vs analytical/);
+        throwsCode(() => fc.gradcheck((a) => fc.customVjp(wrong, [a]).sumAll(), [x], { printMismatch: false }), 'GradientMismatch');
+        assert.equal(printed.length, 1);
+      } finally {
+        console.error = consoleError;
+      }
+      fc.gradcheck((a) => a.mul(a).sumAll(), [x], { printMismatch: false });
+      throwsCode(() => fc.gradcheck((a) => a.sumAll(), [x], { printMismatch: 1 }), 'InvalidArgument');
       assert.equal(x.grad(), null);  // gradcheck leaves gradients zeroed
       await stillWorks(fc);
     });
