@@ -97,6 +97,8 @@ export function makeBatch(fc, split, order, begin, size) {
   if (typeof fc?.constant !== 'function') throw invalid('makeBatch: fc must be an engine from init()');
   if (!split || !(split.images instanceof Float32Array) || !(split.labels instanceof Int32Array))
     throw invalid('makeBatch: split must come from loadFashionMnist');
+  if (split.labels.length !== split.count || split.images.length !== split.count * split.h * split.w)
+    throw invalid(`makeBatch: the split has ${split.images.length / (split.h * split.w)} images and ${split.labels.length} labels for its count of ${split.count}`);
   if (!ArrayBuffer.isView(order) && !Array.isArray(order))
     throw invalid(`makeBatch: order must be an array of sample indices, got ${typeName(order)}`);
   checkInt(begin, 'makeBatch: begin', 0);

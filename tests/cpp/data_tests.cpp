@@ -100,6 +100,9 @@ TEST_CASE("makeSplit scales pixels and batch gathers samples in the given order"
   CHECK(b.labels.toVector() == std::vector<float>{9, 7});
   CHECK(data::batch(ctx, s, order, 2, 5).labels.toVector() == std::vector<float>{1});  // clipped
   REQUIRE_FUCINA_ERROR(data::makeSplit(ctx, images, data::parseIdx(idxBytes({2}, {1, 2}))), InvalidArgument);
+  // A split whose labels are fewer than its images is refused, naming both counts.
+  const data::Split short_labels{s.images, s.labels.narrow(ctx, "sample", 0, 2)};
+  REQUIRE_FUCINA_ERROR(data::batch(ctx, short_labels, order, 0, 1), InvalidArgument);
 }
 
 TEST_CASE("shuffledIndices is a seeded permutation, pinned for the JS reader") {

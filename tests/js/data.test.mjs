@@ -47,6 +47,11 @@ test('makeBatch gathers samples in order into tensors', async () => {
   assert.deepEqual(values(b.labels), [9, 7]);
   assert.deepEqual(values(makeBatch(fc, split, [2, 0, 1], 2, 5).labels), [1]);
   throwsCode(() => makeBatch(fc, split, [5], 0, 1), 'IndexOutOfRange');
+  // Labels shorter than the images (or images short of the count) are refused, naming both.
+  const short = { ...split, labels: Int32Array.from([7, 1]) };
+  throwsCode(() => makeBatch(fc, short, [0], 0, 1), 'InvalidArgument');
+  assert.throws(() => makeBatch(fc, short, [0], 0, 1), /3 images and 2 labels/);
+  throwsCode(() => makeBatch(fc, { ...split, images: split.images.subarray(0, 4) }, [0], 0, 1), 'InvalidArgument');
 });
 
 test('Fashion-MNIST test split loads when the dataset is installed', async (t) => {

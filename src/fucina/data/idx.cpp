@@ -198,6 +198,9 @@ Split loadFashionMnist(ExecContext& ctx, const std::string& dir, bool train) {
 
 Split batch(ExecContext& ctx, const Split& split, std::span<const int64_t> order, int64_t begin, int64_t size) {
   const int64_t n = split.labels.numel();
+  if (split.images.extent("sample") != n)
+    fail(ErrorCode::InvalidArgument, "batch: the split has " + std::to_string(split.images.extent("sample")) +
+                                         " images and " + std::to_string(n) + " labels");
   if (begin < 0 || size < 0 || begin > static_cast<int64_t>(order.size()))
     fail(ErrorCode::IndexOutOfRange, "batch: begin " + std::to_string(begin) + " outside the order");
   const int64_t count = std::min<int64_t>(size, static_cast<int64_t>(order.size()) - begin);
