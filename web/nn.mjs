@@ -20,21 +20,23 @@ export function makeNn(fc) {
   // layer's terms ("nn.Gpt.loss: tokens ...") rather than by whichever op meets it first:
   // where = 'Layer.method', name = the argument; axes: { axis: extent (or null for any) } it
   // must have; dtypes: those allowed; forbid: axes the layer makes itself, which would collide.
+  // Each mistake has the code the op would have thrown: DTypeMismatch, ShapeMismatch.
   const input = (x, where, name, { axes = {}, dtypes = ['f32'], forbid = [] } = {}) => {
     const what = `nn.${where}: ${name}`;
     fc._operand(x, what);
     const [tags, shape, dtype] = [x.tags, x.shape, x.dtype];
     const got = () => `got {${tags.map((t, i) => `${t}=${shape[i]}`).join(', ')}} ${dtype}`;
+    const error = (code, message) => new FucinaError(code, `${code}: ${message}`);
     if (!dtypes.includes(dtype))
-      throw invalid(`${what} must be an ${dtypes.join(' or ')} tensor, ${got()}`);
+      throw error('DTypeMismatch', `${what} must be an ${dtypes.join(' or ')} tensor, ${got()}`);
     for (const [axis, extent] of Object.entries(axes)) {
       const i = tags.indexOf(axis);
-      if (i < 0) throw invalid(`${what} must have an axis '${axis}'${extent === null ? '' : ` of extent ${extent}`}, ${got()}`);
-      if (extent !== null && shape[i] !== extent) throw invalid(`${what}: axis '${axis}' must have extent ${extent}, ${got()}`);
+      if (i < 0) throw error('ShapeMismatch', `${what} must have an axis '${axis}'${extent === null ? '' : ` of extent ${extent}`}, ${got()}`);
+      if (extent !== null && shape[i] !== extent) throw error('ShapeMismatch', `${what}: axis '${axis}' must have extent ${extent}, ${got()}`);
     }
     const clash = tags.filter((t) => forbid.includes(t));
     if (clash.length)
-      throw invalid(`${what} must not have ${clash.map((t) => `'${t}'`).join(', ')}: the layer makes ${clash.length > 1 ? 'those axes' : 'that axis'} itself, ${got()}`);
+      throw error('ShapeMismatch', `${what} must not have ${clash.map((t) => `'${t}'`).join(', ')}: the layer makes ${clash.length > 1 ? 'those axes' : 'that axis'} itself, ${got()}`);
     return x;
   };
   const INDEX_DTYPES = ['i32', 'i64'];
