@@ -95,4 +95,4 @@ console.log(CLASSES.map((c, i) => `  ${c.padEnd(12)} ${(100 * correctByClass[i] 
 const peak = fc.memory().peakBytes;
 console.log(`peak tensor memory ${(peak / 2 ** 20).toFixed(1)} MiB`);
 console.log('\nThe same engine trains in a browser: `npm run demos`, then open http://127.0.0.1:8080/ ' +
-  '(Fashion-MNIST MLP/CNN, a tiny GPT, a 2-D playground; demos/web/README.md).');
+  '(Fashion-MNIST MLP/CNN, a tiny GPT, LoRA fine-tuning, a 2-D playground; demos/web/README.md).');

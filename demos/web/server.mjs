@@ -28,7 +28,15 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
     console.error(`usage: npm run demos [-- PORT]   (got port '${arg}')`);
     process.exit(2);
   }
-  const { url } = await startDemosServer({ port });
+  let url;
+  try {
+    ({ url } = await startDemosServer({ port }));
+  } catch (e) {
+    if (e?.code !== 'EADDRINUSE') throw e;
+    console.error(`npm run demos: port ${port} is taken (another server, or demos already running); ` +
+      `pick another: npm run demos -- 9000   (or PORT=9000 npm run demos)`);
+    process.exit(1);
+  }
   const pages = [['', 'all demos'], ['fashion/', 'Fashion-MNIST classifier'], ['gpt/', 'Tiny GPT'],
     ['finetune/', 'Fine-tune (LoRA)'], ['playground/', '2-D playground']].map(([path, what]) => `  ${`${url}demos/web/${path}`.padEnd(48)} ${what}`);
   console.log(['fucina demos (Ctrl-C to stop):', ...pages].join('\n'));

@@ -231,8 +231,32 @@ test('2-D playground: the MLP separates the spirals', { skip: skipReason }, asyn
     assert.equal(demo.steps, steps);
     assertLossFell(demo.losses, steps, 0.5);
     assert.ok(demo.accuracy > 0.6, `train accuracy ${demo.accuracy}`);
+    // Stopped, the page keeps showing the last rate it measured rather than 0.
+    assert.ok(Number(await page.textContent('#rate')) > 0, `rate after the stop: ${await page.textContent('#rate')}`);
     await page.screenshot({ path: join(OUT, 'playground.png'), fullPage: true });
   } finally {
     await context.close();
   }
+});
+
+test('a demo page opened from a file says it needs the server instead of staying at "loading…"', { skip: skipReason }, async () => {
+  const { context, page } = await openPage(browser);
+  try {
+    for (const demo of ['fashion', 'gpt', 'finetune', 'playground']) {
+      await page.goto(`file://${join(ROOT, 'demos', 'web', demo, 'index.html')}`, { waitUntil: 'load' });
+      assert.match(await page.textContent('#errors'), /needs a web server.*npm run demos/s, demo);
+      assert.equal(await page.isHidden('#errors'), false, demo);
+      assert.equal(await page.textContent('#variant'), 'not loaded (file://)', demo);
+    }
+  } finally {
+    await context.close();
+  }
+});
+
+test('npm run demos on a busy port says the port is taken and how to pick another', async () => {
+  const { spawnSync } = await import('node:child_process');
+  const r = spawnSync(process.execPath, [join(ROOT, 'demos', 'web', 'server.mjs'), String(server.port)], { encoding: 'utf8' });
+  assert.equal(r.status, 1);
+  assert.match(r.stderr, new RegExp(`port ${server.port} is taken.*npm run demos -- 9000`));
+  assert.doesNotMatch(r.stderr, /at Server\.|EADDRINUSE/);
 });

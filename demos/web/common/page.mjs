@@ -24,18 +24,20 @@ export function showError(message) {
 window.addEventListener('error', (e) => showError(e.error?.stack || e.message || 'error event'));
 window.addEventListener('unhandledrejection', (e) => showError(e.reason?.stack || e.reason?.message || e.reason));
 
-/** Steps per second over the last few seconds of (time, step) samples. */
+/** Steps per second over the last few seconds of (time, step) samples. Until two samples of a
+ * new run arrive (and after a stop) it keeps the last rate measured, rather than showing 0. */
 export class RateMeter {
-  constructor(windowMs = 3000) { this.windowMs = windowMs; this.samples = []; }
+  constructor(windowMs = 3000) { this.windowMs = windowMs; this.samples = []; this.last = 0; }
   reset() { this.samples = []; }
   add(step, now = performance.now()) {
     this.samples.push([now, step]);
     while (this.samples.length > 2 && now - this.samples[0][0] > this.windowMs) this.samples.shift();
   }
   get perSecond() {
-    if (this.samples.length < 2) return 0;
+    if (this.samples.length < 2) return this.last;
     const [[t0, s0], [t1, s1]] = [this.samples[0], this.samples.at(-1)];
-    return t1 > t0 ? (1000 * (s1 - s0)) / (t1 - t0) : 0;
+    if (t1 > t0) this.last = (1000 * (s1 - s0)) / (t1 - t0);
+    return this.last;
   }
 }
 

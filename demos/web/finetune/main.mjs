@@ -37,9 +37,9 @@ if (Number.isFinite(stepLimit) && ![...$('steps').options].some((o) => Number(o.
 if (Number.isFinite(stepLimit)) $('steps').value = String(stepLimit);
 
 // ---- formatting
-const KB = 1024, MB = 1024 * 1024;
-const bytes = (n) => (n === null || n === undefined ? '–' : n >= MB ? `${(n / MB).toFixed(2)} MB`
-  : `${(n / KB).toFixed(n >= 100 * KB ? 0 : 1)} KB`);
+const KiB = 1024, MiB = 1024 * 1024;
+const bytes = (n) => (n === null || n === undefined ? '–' : n >= MiB ? `${(n / MiB).toFixed(2)} MiB`
+  : `${(n / KiB).toFixed(n >= 100 * KiB ? 0 : 1)} KiB`);
 const count = (n) => (n >= 1e6 ? `${(n / 1e6).toFixed(2)}M` : n >= 1e4 ? `${(n / 1e3).toFixed(1)}k` : n.toLocaleString('en'));
 const choiceLabel = (c) => `${c.dtype} · r${c.rank} · ${c.targets === 'all' ? 'all projections' : 'c_attn'}` +
   `${c.checkpointBlocks ? ' · checkpointed' : ''}`;

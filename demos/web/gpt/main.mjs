@@ -6,12 +6,12 @@ import { autostart, stepLimit, params, demo, showError, RateMeter, setText, show
 
 const SMOOTHING = 0.9;       // the smoothed curve: an exponential moving average, bias-corrected
 const MAX_SAMPLES = 6;       // samples kept on the page, newest first
-const MB = 1024 * 1024;
+const MiB = 1024 * 1024;
 
 const $ = (id) => document.getElementById(id);
 const lossChart = new LineChart($('loss'), { series: [{ name: 'per step', color: '#41679e' }, { name: 'smoothed', color: '#ffb454' }], yLabel: 'cross-entropy' });
 const memoryChart = new LineChart($('memory'), {
-  series: [{ name: 'off', color: '#5b9cff' }, { name: 'on', color: '#4cd08a' }], yLabel: 'peak MB', yMin: 0 });
+  series: [{ name: 'off', color: '#5b9cff' }, { name: 'on', color: '#4cd08a' }], yLabel: 'peak MiB', yMin: 0 });
 const rate = new RateMeter();
 const engine = new Engine(new URL('./worker.mjs', import.meta.url));
 let running = false, ready = false, ema = 0, emaWeight = 0, stepMs = null, batchTokens = 0;
@@ -72,7 +72,7 @@ function showPeaks() {
     const row = $(`mem-${key}`);
     row.querySelector('.base').style.width = p ? `${(100 * p.liveBytes) / top}%` : '0';
     row.querySelector('.step').style.width = p ? `${(100 * (p.peakBytes - p.liveBytes)) / top}%` : '0';
-    row.querySelector('b').textContent = p ? `${(p.peakBytes / MB).toFixed(1)} MB` : '–';
+    row.querySelector('b').textContent = p ? `${(p.peakBytes / MiB).toFixed(1)} MiB` : '–';
   }
   if (peaks.off && peaks.on) {
     const saved = 1 - peaks.on.peakBytes / peaks.off.peakBytes;
@@ -139,7 +139,7 @@ engine.on('ready', (m) => {
   setText('tokens', '–');
   setText('model', `${c.layers} blocks · d ${c.dModel} · ${c.heads} heads · MLP ${c.mlp} · context ${c.context} bytes · ` +
     `${(parameters / 1000).toFixed(0)}k parameters · batches of ${t.batch} random windows · AdamW, lr ${t.lr} ` +
-    `(warm-up ${t.warmupSteps} steps) · text ${(m.info.textBytes / 1024).toFixed(0)} KB`);
+    `(warm-up ${t.warmupSteps} steps) · text ${(m.info.textBytes / 1024).toFixed(0)} KiB`);
   setText('status', 'ready');
   addSample(m.info.sample);
   ready = true;
@@ -161,7 +161,7 @@ engine.on('progress', (m) => {
   lossChart.append('smoothed', m.step, smoothed);
   const key = m.checkpointing ? 'on' : 'off';
   peaks[key] = { peakBytes: m.peakBytes, liveBytes: m.liveBytes };
-  memoryChart.append(key, m.step, m.peakBytes / MB);
+  memoryChart.append(key, m.step, m.peakBytes / MiB);
   showPeaks();
   rate.add(m.step);
   setText('step', m.step);
