@@ -68,8 +68,10 @@ test('Tiny GPT: trains, samples, and checkpointing lowers the peak memory', { sk
     const { off, on } = d.peaks;
     assert.ok(off && on, `peaks ${JSON.stringify(d.peaks)}`);
     assert.ok(on.peakBytes < off.peakBytes, `peak with checkpointing on ${on.peakBytes} >= off ${off.peakBytes}`);
-    console.log(`peak tensor memory per step: checkpointing off ${(off.peakBytes / 2 ** 20).toFixed(1)} MB, ` +
-      `on ${(on.peakBytes / 2 ** 20).toFixed(1)} MB (parameters and optimizer state ${(on.liveBytes / 2 ** 20).toFixed(1)} MB); ` +
+    // The figures README.md and demos/web/README.md quote (and test-output/demos/gpt.png, the
+    // screenshot docs/img/gpt.png is copied from).
+    console.log(`peak tensor memory per step: checkpointing off ${(off.peakBytes / 2 ** 20).toFixed(1)} MiB, ` +
+      `on ${(on.peakBytes / 2 ** 20).toFixed(1)} MiB (parameters and optimizer state ${(on.liveBytes / 2 ** 20).toFixed(1)} MiB); ` +
       `median step ${[...d.stepMs].sort((a, b) => a - b)[STEPS].toFixed(0)} ms, samples ${d.samples.map((s) => s.ms.toFixed(0)).join(", ")} ms`);
 
     // Samples at step 0 (on ready), STEPS and 2·STEPS, each a continuation of the prompt.
