@@ -32,18 +32,18 @@ RawTensor reversed(const RawTensor& a, size_t p) {
 // dst = src rolled along `axis` by s in [0, extent): dst[(i + s) mod n] = src[i].
 void rollInto(const RawTensor& src, const RawTensor& dst, Tag axis, int64_t s, ExecContext& ctx) {
   const int64_t n = src.extent(axis);
-  const backend::Kernels& k = backend::kernelsOf(ctx);
-  k.copy(ctx, src.narrowed(axis, 0, n - s), dst.narrowed(axis, s, n - s));
-  k.copy(ctx, src.narrowed(axis, n - s, s), dst.narrowed(axis, 0, s));
+  const backend::Kernels& b = backend::kernelsOf(ctx);
+  b.copy(ctx, src.narrowed(axis, 0, n - s), dst.narrowed(axis, s, n - s));
+  b.copy(ctx, src.narrowed(axis, n - s, s), dst.narrowed(axis, 0, s));
 }
 
 // dst = src shifted along `axis` by k in [-n, n], zero-filled: dst[i + k] = src[i] inside the axis.
 void shiftInto(const RawTensor& src, const RawTensor& dst, Tag axis, int64_t k, ExecContext& ctx) {
   const int64_t n = src.extent(axis);
   const int64_t kept = n - (k < 0 ? -k : k);
-  const backend::Kernels& kernels = backend::kernelsOf(ctx);
-  kernels.copy(ctx, src.narrowed(axis, k < 0 ? -k : 0, kept), dst.narrowed(axis, k < 0 ? 0 : k, kept));
-  kernels.fill(ctx, dst.narrowed(axis, k < 0 ? kept : 0, n - kept), 0.0);
+  const backend::Kernels& b = backend::kernelsOf(ctx);
+  b.copy(ctx, src.narrowed(axis, k < 0 ? -k : 0, kept), dst.narrowed(axis, k < 0 ? 0 : k, kept));
+  b.fill(ctx, dst.narrowed(axis, k < 0 ? kept : 0, n - kept), 0.0);
 }
 
 // shift mod n in [0, n) (0 for an empty axis), for any int64 shift.
