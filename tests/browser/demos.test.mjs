@@ -172,6 +172,8 @@ test('Fine-tune: LoRA on the shipped base trains, the memory readout follows the
       assert.ok(f32.samples.before.text.length > 0 && f32.samples.after.text.length > 0, JSON.stringify(f32.samples));
       assert.notEqual(f32.samples.after.text, f32.samples.before.text, 'the same seed gave the same text after training');
       assert.ok(f32.liveTensors.slice(1).every((n) => n === f32.liveTensors[1]), `live tensors per step ${f32.liveTensors}`);
+      // Stopped, the page shows the last rate it measured, not 0.
+      assert.ok(Number(await page.textContent('#rate')) > 0, `steps/s after the stop: ${await page.textContent('#rate')}`);
 
       await page.evaluate((n) => window.__demo.run({ dtype: 'q8_0' }, n), steps);
       const q8 = await waitDone(opened);

@@ -378,8 +378,7 @@ engine.on('progress', (m) => {
 });
 engine.on('stopped', () => {
   setRunning(false);
-  rate.reset();
-  setText('rate', '0');
+  rate.reset();  // the badge keeps the last rate (RateMeter)
   if (!ready) return;
   setText('status', 'sampling…');
   requestSample('after');
