@@ -102,6 +102,10 @@ Kernels::CrossEntropyGrads crossEntropyRowsVjp(ExecContext& ctx, const RawTensor
       for (int64_t c = 0; c < C; ++c)
         g.target.f32()[r * C + c] = static_cast<float>(-f * (1 - s) * weightOf(ce.weights, c) * row[c]);
     if (!need_x) continue;
+    if (f == 0) {  // an ignored row (its label need not be a class) or a zero upstream factor
+      for (int64_t c = 0; c < C; ++c) g.x.f32()[r * C + c] = 0.0f;
+      continue;
+    }
     double a = 2 * ce.z_loss * lse_r;
     if (soft) {
       for (int64_t c = 0; c < C; ++c) a += weightOf(ce.weights, c) * ((1 - s) * ce.target.f32()[r * C + c] + s / C);
@@ -112,7 +116,7 @@ Kernels::CrossEntropyGrads crossEntropyRowsVjp(ExecContext& ctx, const RawTensor
       const double tc = soft ? (1 - s) * ce.target.f32()[r * C + c] + s / C : s / C + (c == y ? 1 - s : 0.0);
       const double b = soft || c != y ? weightOf(ce.weights, c) * tc
                                       : s / C * weightOf(ce.weights, c) + (1 - s) * weightOf(ce.weights, y);
-      g.x.f32()[r * C + c] = f == 0 ? 0.0f : static_cast<float>(f * (a * std::exp(row[c]) - b));
+      g.x.f32()[r * C + c] = static_cast<float>(f * (a * std::exp(row[c]) - b));
     }
   }
   return g;
