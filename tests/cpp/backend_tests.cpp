@@ -231,6 +231,20 @@ std::vector<Case> cases() {
   spatial("conv2dRelu", [=](C x, const Tensor& a, const Tensor& b) {
     return images(x, a, b).conv2dRelu(x, weight(x, kernel2d(x, b), "out", 3, "c", 2), padded);
   }, 1e-4);
+  // Channels last (Note [Channels last]): the images as {n, i, j, c}, the weight {out, kh, kw, c}.
+  auto last = [images](C x, const Tensor& a, const Tensor& b) { return images(x, a, b).permuteTo(x, {"n", "i", "j", "c"}); };
+  spatial("conv2d", [=](C x, const Tensor& a, const Tensor& b) {
+    const Tensor bias = Tensor::fromSlice(x, {"out"}, {3}, {0.1f, -0.2f, 0.3f});
+    return last(x, a, b).conv2d(x, weight(x, kernel2d(x, b), "out", 3, "c", 2), bias, padded);
+  }, 1e-4);
+  spatial("conv2d", [=](C x, const Tensor& a, const Tensor& b) {
+    const fucina::Conv2dOptions o{.channels = "c", .height = "i", .width = "j", .stride_h = 2, .stride_w = 1,
+                                  .pad_h = 1, .pad_w = 2, .dilation_h = 1, .dilation_w = 2, .groups = 2};
+    return last(x, a, b).conv2d(x, weight(x, kernel2d(x, b), "out", 4, "c", 1).permuteTo(x, {"out", "kh", "kw", "c"}), o);
+  }, 1e-4);
+  spatial("conv2dRelu", [=](C x, const Tensor& a, const Tensor& b) {
+    return last(x, a, b).conv2dRelu(x, weight(x, kernel2d(x, b), "out", 3, "c", 2), padded);
+  }, 1e-4);
   spatial("conv1d", [=](C x, const Tensor& a, const Tensor& b) {
     const fucina::Conv1dOptions o{.length = "j", .stride = 2, .padding = 1, .dilation = 2, .groups = 2};
     return signals(x, a, b).conv1d(x, weight(x, taps(x, b, "k"), "out", 2, "c", 1), o);
@@ -268,6 +282,16 @@ std::vector<Case> cases() {
   }, 1e-5);
   spatial("avgPool2d", [=](C x, const Tensor& a, const Tensor& b) {
     return planes(x, a, b).avgPool2d(x, 2, 3, 1, 2, 1, "h", "j");
+  }, 1e-5);
+  // Channels last: i after both pooled axes.
+  spatial("maxPool2d", [=](C x, const Tensor& a, const Tensor& b) {
+    return planes(x, a, b).permuteTo(x, {"h", "j", "i"}).maxPool2d(x, 2, 3, 1, 2, 1, "h", "j");
+  }, 1e-5);
+  spatial("maxPool2d", [=](C x, const Tensor& a, const Tensor& b) {
+    return planes(x, a, b).permuteTo(x, {"h", "j", "i"}).maxPool2d(x, 2, 1, 1, 1, 0, "h", "j");
+  }, 1e-5);
+  spatial("avgPool2d", [=](C x, const Tensor& a, const Tensor& b) {
+    return planes(x, a, b).permuteTo(x, {"h", "j", "i"}).avgPool2d(x, 2, 3, 1, 2, 1, "h", "j");
   }, 1e-5);
   spatial("upsample2xNearest", [=](C x, const Tensor& a, const Tensor& b) {
     return planes(x, a, b).upsample2xNearest(x, "h", "j");

@@ -18,13 +18,16 @@ struct Conv2dGeometry {
 // Output extent of one axis, or a value < 1 when the kernel does not fit the padded input.
 int64_t convOutExtent(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation);
 
-// A convolution of N images in G groups to OC output channels (Note [Convolution core]): the
-// weight is [OC, C/G, kh, kw]. A 1-D convolution has height, kh and out_h 1.
+// A convolution of N images in G groups to OC output channels (Note [Convolution core]): images
+// [N, C, H, W], outputs [N, OC, out_h, out_w] and the weight [OC, C/G, kh, kw]; or, channels last
+// (Note [Channels last]), images [N, H, W, C], outputs [N, out_h, out_w, OC] and the weight [OC,
+// kh, kw, C/G]. A 1-D convolution has height, kh and out_h 1 and is never channels last.
 struct ConvPlan {
   Conv2dGeometry g;  // one image
   int64_t N, G, OC;  // images, groups, output channels
+  bool channels_last = false;
   bool depthwise() const {
-    return g.height == 1 && g.kh == 1 && g.out_h == 1 && G == g.channels && OC == g.channels;
+    return !channels_last && g.height == 1 && g.kh == 1 && g.out_h == 1 && G == g.channels && OC == g.channels;
   }
   int64_t positions() const { return g.out_h * g.out_w; }
   int64_t groupDepth() const { return g.channels / G * g.kh * g.kw; }  // columns of W_g

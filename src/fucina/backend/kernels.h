@@ -194,6 +194,8 @@ class Kernels {
   using Conv2dGeometry = kernels::Conv2dGeometry;
   /// y [N, OC, out_h, out_w] = Σ_{c,i,j} w[o, c, i, j]·x[n, g(o)·C/G + c, oy·sh - ph + i·dh,
   /// ox·sw - pw + j·dw] (0 outside), plus bias[o] (f32 {OC}) when valid, then relu when `relu`.
+  /// With p.channels_last the same sums over x [N, H, W, C] and w [OC, kh, kw, C/G] to y [N, out_h,
+  /// out_w, OC], and the two adjoints below in those layouts.
   virtual RawTensor conv2d(ExecContext& ctx, const RawTensor& x, const RawTensor& w, const ConvPlan& p,
                            const Tags& tags, const Extents& shape, const RawTensor& bias, bool relu) const = 0;
   /// The adjoint of conv2d in x: gx [N, C, H, W] from gy [N, OC, out_h, out_w] (also a transposed
@@ -218,19 +220,22 @@ class Kernels {
   virtual RawTensor col2im(ExecContext& ctx, const RawTensor& cols, const Conv2dGeometry& g, const Tags& tags,
                            const Extents& shape) const = 0;
 
-  /// Pooling of the g.channels planes x [..., H, W] over g's windows (dilation 1) to y [..., out_h,
-  /// out_w] (x's axes): the window's maximum, padding never winning, NaN propagating; or its mean
-  /// over kh·kw taps, padding counted as 0. For max with `argmax`, also the flat in-plane index
-  /// (i64) of each window's first maximum, which its VJP routes the gradient to.
+  /// Pooling of the g.channels planes x [..., H, W, trailing...] over g's windows (dilation 1) to
+  /// y [..., out_h, out_w, trailing...] (x's axes; `trailing` axes after the plane's two, 0 or
+  /// more: channels last, Note [Channels last]): each lane's window maximum, padding never
+  /// winning, NaN propagating; or its mean over kh·kw taps, padding counted as 0. For max with
+  /// `argmax`, also the flat in-plane index (i64) of each window's first maximum, which its VJP
+  /// routes the gradient to.
   enum class Pool { max, avg };
   struct Pooled {
     RawTensor y, argmax;
   };
-  virtual Pooled pool2d(ExecContext& ctx, Pool kind, const RawTensor& x, const Conv2dGeometry& g,
+  virtual Pooled pool2d(ExecContext& ctx, Pool kind, const RawTensor& x, const Conv2dGeometry& g, size_t trailing,
                         bool argmax) const = 0;
-  /// gx [..., H, W] (gy's axes) of pool2d from gy [..., out_h, out_w] (and, for max, its argmax).
+  /// gx [..., H, W, trailing...] (gy's axes) of pool2d from gy [..., out_h, out_w, trailing...]
+  /// (and, for max, its argmax).
   virtual RawTensor pool2dVjp(ExecContext& ctx, Pool kind, const RawTensor& gy, const RawTensor& argmax,
-                              const Conv2dGeometry& g) const = 0;
+                              const Conv2dGeometry& g, size_t trailing) const = 0;
   /// y [..., 2H, 2W] = x [..., H, W] with each element repeated in a 2x2 block; the VJP sums each
   /// block of gy.
   virtual RawTensor upsample2x(ExecContext& ctx, const RawTensor& x) const = 0;

@@ -1,8 +1,9 @@
 // Convolutions over named axes: conv2d, conv1d and its causal forms, convTranspose1d and
 // conv2dRelu on the backend's three convolution primitives (conv2d and its two adjoints, Note
 // [Convolution core] in backend/cpu/conv_core.cpp), unfold/fold (im2col/col2im themselves) and
-// channelAffine. Every op copies its input into a layout [other axes...,
-// channels, spatial...] (no copy when it already is) and returns a view in the input's axis
+// channelAffine. Every op copies its input into a layout [other axes..., channels, spatial...],
+// or for a 2-D input that names its channels last [other axes..., spatial..., channels] (Note
+// [Channels last]), with no copy when it already is, and returns a view in the input's axis
 // order; VJPs return gradients in that layout and let the engine permute them back (as the
 // axis-last row-wise ops do). Pooling lives in ops/pool.cpp.
 #include <algorithm>
@@ -82,7 +83,13 @@ Tensor convolve(ExecContext& ctx, const Tensor& input, const Tensor& weight, con
   requireAxes(op, "input", a, x_axes);
   if (hasTag(a.tags(), s.out_channels))
     fail(ErrorCode::ShapeMismatch, op + ": the input " + a.describe() + " already has the output axis " + quoted(s.out_channels));
-  const Tags w_order = joinTags({s.transposed ? Tags{s.channels, s.out_channels} : Tags{s.out_channels, s.channels}, kernel});
+  // Note [Channels last]: a 2-D input that names its channels after both spatial axes is
+  // convolved in that layout, its weight read as [out, kh, kw, c].
+  const bool channels_last = two_d && !s.transposed && a.axis(s.channels) > a.axis(*s.height) &&
+                             a.axis(s.channels) > a.axis(s.width);
+  const Tags w_order = s.transposed     ? joinTags({{s.channels, s.out_channels}, kernel})
+                       : channels_last ? joinTags({{s.out_channels}, kernel, {s.channels}})
+                                       : joinTags({{s.out_channels, s.channels}, kernel});
   bool weight_ok = wv.rank() == w_order.size();
   for (Tag t : w_order) weight_ok = weight_ok && hasTag(wv.tags(), t);
   if (!weight_ok)
@@ -146,23 +153,32 @@ Tensor convolve(ExecContext& ctx, const Tensor& input, const Tensor& weight, con
   Extents batch_shape;
   int64_t N = 0;
   const Tags batch = otherAxes(a, x_axes, &batch_shape, &N);
-  const ConvPlan plan{g, N, G, OC};
+  const ConvPlan plan{g, N, G, OC, channels_last};
   // OH and OW grow with the pads: every product below is checked (Note [Extent products fit]).
   const int64_t P = checkedMul(OH, OW, op), CgK = checkedMul(C / G, KH * KW, op);
   checkedMul(checkedMul(C, KH * KW, op), P, op);  // im2col's columns
   const auto work = static_cast<size_t>(checkedMul(checkedMul(checkedMul(2 * N, OC, op), P, op), CgK, op));
   // The input [batch..., channels, spatial...] and the result [batch..., out_channels, spatial...]:
   // the core's images and outputs, or for a transposed convolution its outputs and images.
-  const Tags x_tags = joinTags({batch, {s.channels}, spatial}), y_tags = joinTags({batch, {s.out_channels}, spatial});
+  // Channels last: [batch..., spatial..., channels] and [batch..., spatial..., out_channels].
+  const Tags x_tags = channels_last ? joinTags({batch, spatial, {s.channels}}) : joinTags({batch, {s.channels}, spatial});
+  const Tags y_tags =
+      channels_last ? joinTags({batch, spatial, {s.out_channels}}) : joinTags({batch, {s.out_channels}, spatial});
   Extents x_shape = batch_shape, y_shape = batch_shape;
-  x_shape.push_back(Cx);
-  y_shape.push_back(s.transposed ? C : OC);
+  if (!channels_last) {
+    x_shape.push_back(Cx);
+    y_shape.push_back(s.transposed ? C : OC);
+  }
   if (two_d) {
     x_shape.insert(x_shape.end(), {H, Lx});
     y_shape.insert(y_shape.end(), {OH, OW});
   } else {
     x_shape.push_back(Lx);
     y_shape.push_back(s.transposed ? W : OW);
+  }
+  if (channels_last) {
+    x_shape.push_back(Cx);
+    y_shape.push_back(OC);
   }
   const RawTensor x = a.permuted(x_tags).contiguous(ctx);
   const RawTensor w = wv.permuted(w_order).contiguous(ctx);

@@ -1,8 +1,9 @@
 // Pooling and upsampling over two named spatial axes. Every op copies its input into a layout
-// [other axes..., h, w] (no copy when it already is), computes with the backend's plane-wise
-// primitives (pool2d, upsample2x and their VJPs) and returns a view in the input's axis order;
-// VJPs return gradients in that layout and let the engine permute them back (as the axis-last
-// row-wise ops do).
+// [other axes..., h, w], pooling into [other axes..., h, w, axes after both] when some come after
+// both (channels last, Note [Channels last]), with no copy when it already is; computes with the
+// backend's plane-wise primitives (pool2d, upsample2x and their VJPs) and returns a view in the
+// input's axis order; VJPs return gradients in that layout and let the engine permute them back
+// (as the axis-last row-wise ops do).
 #include <algorithm>
 #include <string>
 
@@ -22,7 +23,8 @@ using namespace ops::spatial;
 namespace {
 
 struct PoolSetup {
-  Tags order;            // internal layout: other axes, then h, w
+  Tags order;            // internal layout: other axes, then h, w, then the axes after both
+  size_t trailing = 0;   // the axes after h and w (channels last: Note [Channels last])
   Conv2dGeometry g;      // channels = number of planes
   RawTensor x;           // the input in the internal layout, contiguous
 };
@@ -41,9 +43,20 @@ PoolSetup poolSetup(ExecContext& ctx, std::string_view op, const Tensor& t, int6
     fail(ErrorCode::InvalidArgument, std::string(op) + ": pad " + num(pad) + " must be at most half the kernel " +
                                          num(kh) + "x" + num(kw));
   PoolSetup s;
-  Extents other_shape;
-  int64_t planes = 0;
-  s.order = otherAxes(a, {h, w}, &other_shape, &planes);
+  // The other axes before h or w lead (their product is the planes); those after both trail.
+  const size_t last = std::max(a.axis(h), a.axis(w));
+  Tags trailing;
+  int64_t planes = 1;
+  for (size_t i = 0; i < a.rank(); ++i) {
+    const Tag t = a.tags()[i];
+    if (t == h || t == w) continue;
+    if (i > last) {
+      trailing.push_back(t);
+    } else {
+      s.order.push_back(t);
+      planes *= a.shape()[i];
+    }
+  }
   const int64_t H = a.extent(h), W = a.extent(w);
   // With pad <= kernel / 2 alone a kernel could be any size (a window of 2^40 x 2^40 taps); a
   // pad within the input bounds it by 3x the input.
@@ -57,6 +70,8 @@ PoolSetup poolSetup(ExecContext& ctx, std::string_view op, const Tensor& t, int6
                                        quoted(h) + "=" + num(H) + "+2*" + num(pad) + ", " + quoted(w) + "=" + num(W) + "+2*" + num(pad));
   s.order.push_back(h);
   s.order.push_back(w);
+  s.order.insert(s.order.end(), trailing.begin(), trailing.end());
+  s.trailing = trailing.size();
   s.g = Conv2dGeometry{planes, H, W, kh, kw, sh, sw, pad, pad, 1, 1, oh, ow};
   s.x = a.permuted(s.order).contiguous(ctx);
   return s;
@@ -69,11 +84,13 @@ Tensor pool(ExecContext& ctx, std::string_view op, backend::Kernels::Pool kind, 
   using Pool = backend::Kernels::Pool;
   const PoolSetup s = poolSetup(ctx, op, t, kernel_h, kernel_w, stride_h, stride_w, pad, h, w);
   const bool records = isGradEnabled() && ops::anyRequiresGrad({&t});
-  backend::Kernels::Pooled r = backend::kernelsOf(ctx).pool2d(ctx, kind, s.x, s.g, kind == Pool::max && records);
+  backend::Kernels::Pooled r =
+      backend::kernelsOf(ctx).pool2d(ctx, kind, s.x, s.g, s.trailing, kind == Pool::max && records);
   const size_t work = static_cast<size_t>(r.y.numel() * kernel_h * kernel_w);
   return ops::finishOp(ctx, op, r.y.permuted(t.value().tags()), {&t}, [&] {
-    return [kind, g = s.g, argmax = r.argmax, order = s.order](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads out) {
-      out[0] = backend::kernelsOf(c).pool2dVjp(c, kind, gy.permuted(order).contiguous(c), argmax, g);
+    return [kind, g = s.g, trailing = s.trailing, argmax = r.argmax, order = s.order](ExecContext& c, const RawTensor& gy,
+                                                                                       NeedsGrad, Grads out) {
+      out[0] = backend::kernelsOf(c).pool2dVjp(c, kind, gy.permuted(order).contiguous(c), argmax, g, trailing);
     };
   }, work);
 }

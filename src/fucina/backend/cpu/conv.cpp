@@ -128,6 +128,45 @@ void col2imAdd(const Conv2dGeometry& g, const float* cols, float* x) {
   }
 }
 
+namespace {
+// The channels-last loops' shared walk: f(column offset, pixel offset, or -1 where the tap reads
+// padding) for every (position, tap, group), each the start of a run of Cg floats.
+template <class F>
+void forEachPixelRun(const Conv2dGeometry& g, int64_t groups, F f) {
+  const int64_t C = g.channels, Cg = C / groups, K = g.kh * g.kw * C;
+  for (int64_t oy = 0; oy < g.out_h; ++oy) {
+    for (int64_t i = 0; i < g.kh; ++i) {
+      // In range: (out_h - 1)·stride_h + (kh - 1)·dilation_h stays within the padded height.
+      const int64_t iy = oy * g.stride_h - g.pad_h + i * g.dilation_h;
+      const bool row_in = iy >= 0 && iy < g.height;
+      for (int64_t ox = 0; ox < g.out_w; ++ox) {
+        int64_t col = (oy * g.out_w + ox) * K + i * g.kw * Cg;
+        for (int64_t j = 0; j < g.kw; ++j, col += Cg) {
+          const int64_t ix = ox * g.stride_w - g.pad_w + j * g.dilation_w;
+          const int64_t pixel = row_in && ix >= 0 && ix < g.width ? (iy * g.width + ix) * C : -1;
+          for (int64_t gi = 0; gi < groups; ++gi) f(col + gi * g.kh * g.kw * Cg, pixel < 0 ? -1 : pixel + gi * Cg);
+        }
+      }
+    }
+  }
+}
+}  // namespace
+
+void im2colChannelsLast(const Conv2dGeometry& g, int64_t groups, const float* x, float* cols) {
+  const int64_t Cg = g.channels / groups;
+  forEachPixelRun(g, groups, [&](int64_t col, int64_t pixel) {
+    if (pixel < 0) std::fill(cols + col, cols + col + Cg, 0.0f);
+    else copyRun(x + pixel, Cg, cols + col);
+  });
+}
+
+void col2imChannelsLastAdd(const Conv2dGeometry& g, int64_t groups, const float* cols, float* x) {
+  const int64_t Cg = g.channels / groups;
+  forEachPixelRun(g, groups, [&](int64_t col, int64_t pixel) {
+    if (pixel >= 0) addRun(cols + col, Cg, x + pixel);
+  });
+}
+
 // Tap-major: each tap's in-bounds outputs [lo, hi) are worked out once, then one strided loop.
 void depthwiseConv1dRow(const Conv2dGeometry& g, const float* x, const float* w, float* y) {
   std::fill(y, y + g.out_w, 0.0f);
@@ -158,84 +197,93 @@ void depthwiseConv1dRowWeightGrad(const Conv2dGeometry& g, const float* x, const
   }
 }
 
-void maxPool2dPlanes(const Conv2dGeometry& g, const float* x, float* y, int64_t* argmax) {
+namespace {
+// f(in-plane index) for every element of output (oy, ox)'s window that lies inside the plane, row
+// by row.
+template <class F>
+void forWindow(const Conv2dGeometry& g, int64_t oy, int64_t ox, F f) {
+  for (int64_t i = 0; i < g.kh; ++i) {
+    const int64_t yy = oy * g.stride_h - g.pad_h + i;
+    if (yy < 0 || yy >= g.height) continue;
+    for (int64_t j = 0; j < g.kw; ++j) {
+      const int64_t xx = ox * g.stride_w - g.pad_w + j;
+      if (xx >= 0 && xx < g.width) f(yy * g.width + xx);
+    }
+  }
+}
+}  // namespace
+
+void maxPool2dPlanes(const Conv2dGeometry& g, int64_t lanes, const float* x, float* y, int64_t* argmax) {
   // Without padding every window lies inside its plane: the SIMD twin needs no bounds checks.
   // The loop below is the scalar reference it is tested against (vec::setEnabled(false)).
-  if (g.pad_h == 0 && g.pad_w == 0 && vec::enabled() && g.height * g.width < (int64_t{1} << 31))
+  if (lanes == 1 && g.pad_h == 0 && g.pad_w == 0 && vec::enabled() && g.height * g.width < (int64_t{1} << 31))
     return vec::maxPoolPlanes(x, g.channels, g.height, g.width, g.out_h, g.out_w, g.kh, g.kw, g.stride_h, g.stride_w,
                               y, argmax);
+  const int64_t L = lanes;
   for (int64_t p = 0; p < g.channels; ++p) {
-    const float* plane = x + p * g.height * g.width;
+    const float* plane = x + p * g.height * g.width * L;
     for (int64_t oy = 0; oy < g.out_h; ++oy) {
       for (int64_t ox = 0; ox < g.out_w; ++ox) {
-        float best = -std::numeric_limits<float>::infinity();
-        int64_t at = -1;
-        for (int64_t i = 0; i < g.kh; ++i) {
-          const int64_t yy = oy * g.stride_h - g.pad_h + i;
-          if (yy < 0 || yy >= g.height) continue;
-          for (int64_t j = 0; j < g.kw; ++j) {
-            const int64_t xx = ox * g.stride_w - g.pad_w + j;
-            if (xx < 0 || xx >= g.width) continue;
-            const float v = plane[yy * g.width + xx];
-            if (at < 0 || v > best || (v != v && best == best)) {  // NaN propagates, as torch
-              best = v;
-              at = yy * g.width + xx;
+        const int64_t o = ((p * g.out_h + oy) * g.out_w + ox) * L;
+        float* best = y + o;
+        int64_t* at = argmax != nullptr ? argmax + o : nullptr;
+        std::fill(best, best + L, -std::numeric_limits<float>::infinity());
+        if (at != nullptr) std::fill(at, at + L, int64_t{-1});
+        bool first = true;  // the window's bounds, and so its first element, are the same in every lane
+        forWindow(g, oy, ox, [&](int64_t k) {
+          const float* v = plane + k * L;
+          for (int64_t l = 0; l < L; ++l)
+            if (first || v[l] > best[l] || (v[l] != v[l] && best[l] == best[l])) {  // NaN propagates, as torch
+              best[l] = v[l];
+              if (at != nullptr) at[l] = k;
             }
-          }
-        }
-        const int64_t o = (p * g.out_h + oy) * g.out_w + ox;
-        y[o] = best;
-        if (argmax) argmax[o] = at;
+          first = false;
+        });
       }
     }
   }
 }
 
-void maxPool2dBackward(const Conv2dGeometry& g, const float* gy, const int64_t* argmax, float* gx) {
-  const int64_t outs = g.out_h * g.out_w;
+void maxPool2dBackward(const Conv2dGeometry& g, int64_t lanes, const float* gy, const int64_t* argmax, float* gx) {
+  const int64_t outs = g.out_h * g.out_w * lanes;
   for (int64_t p = 0; p < g.channels; ++p) {
-    float* plane = gx + p * g.height * g.width;
+    float* plane = gx + p * g.height * g.width * lanes;
     for (int64_t o = 0; o < outs; ++o)
-      if (argmax[p * outs + o] >= 0) plane[argmax[p * outs + o]] += gy[p * outs + o];
+      if (argmax[p * outs + o] >= 0) plane[argmax[p * outs + o] * lanes + o % lanes] += gy[p * outs + o];
   }
 }
 
-void avgPool2dPlanes(const Conv2dGeometry& g, const float* x, float* y) {
+void avgPool2dPlanes(const Conv2dGeometry& g, int64_t lanes, const float* x, float* y) {
   const double inv = 1.0 / static_cast<double>(g.kh * g.kw);
+  constexpr int64_t kBlock = 64;  // lanes summed at once, in f64 as one lane is
   for (int64_t p = 0; p < g.channels; ++p) {
-    const float* plane = x + p * g.height * g.width;
+    const float* plane = x + p * g.height * g.width * lanes;
     for (int64_t oy = 0; oy < g.out_h; ++oy) {
       for (int64_t ox = 0; ox < g.out_w; ++ox) {
-        double s = 0;
-        for (int64_t i = 0; i < g.kh; ++i) {
-          const int64_t yy = oy * g.stride_h - g.pad_h + i;
-          if (yy < 0 || yy >= g.height) continue;
-          for (int64_t j = 0; j < g.kw; ++j) {
-            const int64_t xx = ox * g.stride_w - g.pad_w + j;
-            if (xx >= 0 && xx < g.width) s += plane[yy * g.width + xx];
-          }
+        for (int64_t l0 = 0; l0 < lanes; l0 += kBlock) {
+          const int64_t n = std::min(kBlock, lanes - l0);
+          double s[kBlock] = {};
+          forWindow(g, oy, ox, [&](int64_t k) {
+            for (int64_t l = 0; l < n; ++l) s[l] += plane[k * lanes + l0 + l];
+          });
+          float* out = y + ((p * g.out_h + oy) * g.out_w + ox) * lanes + l0;
+          for (int64_t l = 0; l < n; ++l) out[l] = static_cast<float>(s[l] * inv);
         }
-        y[(p * g.out_h + oy) * g.out_w + ox] = static_cast<float>(s * inv);
       }
     }
   }
 }
 
-void avgPool2dBackward(const Conv2dGeometry& g, const float* gy, float* gx) {
+void avgPool2dBackward(const Conv2dGeometry& g, int64_t lanes, const float* gy, float* gx) {
   const float inv = 1.0f / static_cast<float>(g.kh * g.kw);
   for (int64_t p = 0; p < g.channels; ++p) {
-    float* plane = gx + p * g.height * g.width;
+    float* plane = gx + p * g.height * g.width * lanes;
     for (int64_t oy = 0; oy < g.out_h; ++oy) {
       for (int64_t ox = 0; ox < g.out_w; ++ox) {
-        const float v = gy[(p * g.out_h + oy) * g.out_w + ox] * inv;
-        for (int64_t i = 0; i < g.kh; ++i) {
-          const int64_t yy = oy * g.stride_h - g.pad_h + i;
-          if (yy < 0 || yy >= g.height) continue;
-          for (int64_t j = 0; j < g.kw; ++j) {
-            const int64_t xx = ox * g.stride_w - g.pad_w + j;
-            if (xx >= 0 && xx < g.width) plane[yy * g.width + xx] += v;
-          }
-        }
+        const float* v = gy + ((p * g.out_h + oy) * g.out_w + ox) * lanes;
+        forWindow(g, oy, ox, [&](int64_t k) {
+          for (int64_t l = 0; l < lanes; ++l) plane[k * lanes + l] += v[l] * inv;
+        });
       }
     }
   }

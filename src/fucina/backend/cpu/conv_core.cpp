@@ -48,6 +48,23 @@ void convGemm(ExecContext& ctx, bool serial, bool trans_a, bool trans_b, int64_t
   else kernels::gemm(ctx, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 }
 
+// One GEMM operand or result: element (r, c) at data[r·ld + c], or at data[c·ld + r] when `t`
+// (stored transposed).
+struct Mat {
+  const float* data;
+  int64_t ld;
+  bool t;
+  Mat transposed() const { return {data, ld, !t}; }
+};
+
+// c (m x n) = a (m x k)·b (k x n), added to c when `accumulate`; a c stored transposed is
+// computed as cᵀ = bᵀ·aᵀ.
+void product(ExecContext& ctx, bool serial, int64_t m, int64_t n, int64_t k, Mat a, Mat b, Mat c, bool accumulate) {
+  float* out = const_cast<float*>(c.data);  // Mat views operands and results alike
+  if (c.t) convGemm(ctx, serial, !b.t, !a.t, n, m, k, b.data, b.ld, a.data, a.ld, out, c.ld, accumulate);
+  else convGemm(ctx, serial, a.t, b.t, m, n, k, a.data, a.ld, b.data, b.ld, out, c.ld, accumulate);
+}
+
 // Note [Convolution core]: every GEMM convolution runs on three loops over N images [C, H, W]
 // (a 1-D image has height 1) that share one geometry, with W [OC, C/G · kh·kw] per group g and
 // P = out_h·out_w output positions:
@@ -59,16 +76,40 @@ void convGemm(ExecContext& ctx, bool serial, bool trans_a, bool trans_b, int64_t
 // convWeightGrad with the roles of input and output swapped. A 1-D depthwise convolution (groups
 // = channels = output channels) runs the same three as row loops (kernels::depthwiseConv1dRow...)
 // instead of im2col and one-row GEMMs, each row on one thread, so its results do not depend on
-// the thread count either.
+// the thread count either. Channels last (Note [Channels last]) the same products read the
+// columns [P, C·kh·kw] and the outputs [P, OC] transposed in place: one GEMM call each, its
+// operands swapped (Mat).
+
+// Image n's matrices for group gi in p's layout: its columns [C/G·kh·kw, P] (cols holds the
+// image's), its outputs [OC/G, P] (y holds them all) and W_g [OC/G, C/G·kh·kw].
+struct GroupMats {
+  Mat cols, y, w;
+};
+GroupMats groupMats(const ConvPlan& p, int64_t n, int64_t gi, const float* cols, const float* y, const float* w) {
+  const int64_t P = p.positions(), Kg = p.groupDepth(), OCg = p.OC / p.G;
+  const float* yn = y + n * p.OC * P;
+  const Mat wg{w + gi * OCg * Kg, Kg, false};
+  if (p.channels_last) return {{cols + gi * Kg, Kg * p.G, true}, {yn + gi * OCg, p.OC, true}, wg};
+  return {{cols + gi * Kg * P, P, false}, {yn + gi * OCg * P, P, false}, wg};
+}
+
+void imageToColumns(const ConvPlan& p, const float* image, float* cols) {
+  if (p.channels_last) kernels::im2colChannelsLast(p.g, p.G, image, cols);
+  else kernels::im2col(p.g, image, cols);
+}
+void addColumnsToImage(const ConvPlan& p, const float* cols, float* image) {
+  if (p.channels_last) kernels::col2imChannelsLastAdd(p.g, p.G, cols, image);
+  else kernels::col2imAdd(p.g, cols, image);
+}
 
 // y = conv(x, w); with a bias (per output channel) and/or relu, applied to each image while it is
 // in cache (conv2dRelu's fused inference path).
 void convForward(ExecContext& ctx, const ConvPlan& p, const float* x, const float* w, float* y,
                  const float* bias = nullptr, bool relu = false) {
   const int64_t P = p.positions(), CgK = p.groupDepth(), OCg = p.OC / p.G;
-  auto epilogue = [&](float* row, int64_t o) {
+  auto epilogue = [&](float& v, int64_t o) {
     const float b = bias != nullptr ? bias[o] : 0.0f;
-    for (int64_t i = 0; i < P; ++i) row[i] = relu ? std::max(row[i] + b, 0.0f) : row[i] + b;
+    v = relu ? std::max(v + b, 0.0f) : v + b;
   };
   const bool plain = bias == nullptr && !relu;
   if (p.depthwise()) {
@@ -76,18 +117,23 @@ void convForward(ExecContext& ctx, const ConvPlan& p, const float* x, const floa
     forPlaneChunks(ctx, p.N * p.OC, W + P, [&](int64_t first, int64_t count) {
       for (int64_t r = first; r < first + count; ++r) {
         kernels::depthwiseConv1dRow(p.g, x + r * W, w + r % p.OC * K, y + r * P);
-        if (!plain) epilogue(y + r * P, r % p.OC);
+        const int64_t o = r % p.OC;
+        for (int64_t i = 0; i < P && !plain; ++i) epilogue(y[r * P + i], o);
       }
     });
     return;
   }
   forEachImage(ctx, p.N, p.colsFloats(), [&](int64_t, int64_t n, float* cols, bool serial) {
-    kernels::im2col(p.g, x + n * p.imageFloats(), cols);
+    imageToColumns(p, x + n * p.imageFloats(), cols);
+    for (int64_t gi = 0; gi < p.G; ++gi) {
+      const GroupMats m = groupMats(p, n, gi, cols, y, w);
+      product(ctx, serial, OCg, P, CgK, m.w, m.cols, m.y, false);
+    }
+    if (plain) return;
     float* yn = y + n * p.OC * P;
-    for (int64_t gi = 0; gi < p.G; ++gi)
-      convGemm(ctx, serial, false, false, OCg, P, CgK, w + gi * OCg * CgK, CgK, cols + gi * CgK * P, P,
-               yn + gi * OCg * P, P, false);
-    for (int64_t o = 0; o < p.OC && !plain; ++o) epilogue(yn + o * P, o);
+    const int64_t rows = p.channels_last ? P : p.OC, row_length = p.channels_last ? p.OC : P;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t i = 0; i < row_length; ++i) epilogue(yn[r * row_length + i], p.channels_last ? i : r);
   });
 }
 
@@ -104,12 +150,13 @@ void convInputGrad(ExecContext& ctx, const ConvPlan& p, const float* gy, const f
     return;
   }
   forEachImage(ctx, p.N, p.colsFloats(), [&](int64_t, int64_t n, float* dcols, bool serial) {
-    for (int64_t gi = 0; gi < p.G; ++gi)  // W_g is [OCg, CgK]: read transposed in place
-      convGemm(ctx, serial, true, false, CgK, P, OCg, w + gi * OCg * CgK, CgK, gy + (n * p.OC + gi * OCg) * P, P,
-               dcols + gi * CgK * P, P, false);
+    for (int64_t gi = 0; gi < p.G; ++gi) {  // W_g read transposed in place
+      const GroupMats m = groupMats(p, n, gi, dcols, gy, w);
+      product(ctx, serial, CgK, P, OCg, m.w.transposed(), m.y, m.cols, false);
+    }
     float* gxn = gx + n * p.imageFloats();
     std::fill(gxn, gxn + p.imageFloats(), 0.0f);
-    kernels::col2imAdd(p.g, dcols, gxn);
+    addColumnsToImage(p, dcols, gxn);
   });
 }
 
@@ -131,10 +178,11 @@ void convWeightGrad(ExecContext& ctx, const ConvPlan& p, const float* x, const f
   RawTensor partial = chunks <= 1 ? RawTensor() : RawTensor::zeros(ctx, {"chunk", "w"}, {chunks, size});
   forEachImage(ctx, p.N, p.colsFloats(), [&](int64_t chunk, int64_t n, float* cols, bool serial) {
     float* acc = chunks == 1 ? gw : partial.f32() + chunk * size;
-    kernels::im2col(p.g, x + n * p.imageFloats(), cols);
-    for (int64_t gi = 0; gi < p.G; ++gi)  // cols_g is [CgK, P]: read transposed in place
-      convGemm(ctx, serial, false, true, OCg, CgK, P, gy + (n * p.OC + gi * OCg) * P, P, cols + gi * CgK * P, P,
-               acc + gi * OCg * CgK, CgK, true);
+    imageToColumns(p, x + n * p.imageFloats(), cols);
+    for (int64_t gi = 0; gi < p.G; ++gi) {  // the columns read transposed in place
+      const GroupMats m = groupMats(p, n, gi, cols, gy, acc);
+      product(ctx, serial, OCg, CgK, P, m.y, m.cols.transposed(), m.w, true);
+    }
   });
   for (int64_t chunk = 0; chunks > 1 && chunk < chunks; ++chunk) {
     const float* src = partial.f32() + chunk * size;

@@ -10,10 +10,11 @@ namespace fucina::kernels {
 
 namespace {
 
-// forPlaneChunks over g's planes, with body(sub-geometry of those planes, first plane).
+// forPlaneChunks over g's planes of `plane` elements, with body(sub-geometry of those planes,
+// first plane).
 template <class Body>
-void forGeometryChunks(ExecContext& ctx, const Conv2dGeometry& g, const Body& body) {
-  forPlaneChunks(ctx, g.channels, g.height * g.width, [&](int64_t first, int64_t count) {
+void forGeometryChunks(ExecContext& ctx, const Conv2dGeometry& g, int64_t plane, const Body& body) {
+  forPlaneChunks(ctx, g.channels, plane, [&](int64_t first, int64_t count) {
     Conv2dGeometry sub = g;
     sub.channels = count;
     body(sub, first);
@@ -23,11 +24,11 @@ void forGeometryChunks(ExecContext& ctx, const Conv2dGeometry& g, const Body& bo
 // A pooling VJP's input gradient: body(sub-geometry, first plane, that plane's gradient) adds
 // into planes its chunk has just zeroed, while they are in cache.
 template <class Body>
-RawTensor poolGradient(ExecContext& c, const Conv2dGeometry& g, const Tags& order, const Extents& x_shape,
+RawTensor poolGradient(ExecContext& c, const Conv2dGeometry& g, int64_t lanes, const Tags& order, const Extents& x_shape,
                        const Body& body) {
   RawTensor gx = RawTensor::empty(c, order, x_shape);
-  const int64_t in_plane = g.height * g.width;
-  forGeometryChunks(c, g, [&](const Conv2dGeometry& sub, int64_t p) {
+  const int64_t in_plane = g.height * g.width * lanes;
+  forGeometryChunks(c, g, in_plane, [&](const Conv2dGeometry& sub, int64_t p) {
     float* gxp = gx.f32() + p * in_plane;
     std::fill(gxp, gxp + sub.channels * in_plane, 0.0f);
     body(sub, p, gxp);
@@ -35,12 +36,19 @@ RawTensor poolGradient(ExecContext& c, const Conv2dGeometry& g, const Tags& orde
   return gx;
 }
 
-// t's extents with the last two (the plane's) replaced.
-Extents withPlane(const RawTensor& t, int64_t h, int64_t w) {
+// t's extents with the plane's two (followed by `trailing` axes) replaced.
+Extents withPlane(const RawTensor& t, int64_t h, int64_t w, size_t trailing = 0) {
   Extents shape = t.shape();
-  shape.end()[-2] = h;
-  shape.back() = w;
+  shape.end()[-2 - static_cast<std::ptrdiff_t>(trailing)] = h;
+  shape.end()[-1 - static_cast<std::ptrdiff_t>(trailing)] = w;
   return shape;
+}
+
+// The product of the last `trailing` extents: the lanes interleaved in each plane.
+int64_t trailingCount(const Extents& shape, size_t trailing) {
+  int64_t n = 1;
+  for (size_t i = shape.size() - trailing; i < shape.size(); ++i) n *= shape[i];
+  return n;
 }
 
 // The product of shape's extents but the last `trailing` (the images before a plane's axes).
@@ -84,24 +92,28 @@ RawTensor col2imImages(ExecContext& ctx, const RawTensor& cols, const Conv2dGeom
   return images;
 }
 
-backend::Kernels::Pooled pool2d(ExecContext& ctx, Pool kind, const RawTensor& x, const Conv2dGeometry& g, bool argmax) {
-  const Extents out_shape = withPlane(x, g.out_h, g.out_w);
+backend::Kernels::Pooled pool2d(ExecContext& ctx, Pool kind, const RawTensor& x, const Conv2dGeometry& g, size_t trailing,
+                                bool argmax) {
+  const Extents out_shape = withPlane(x, g.out_h, g.out_w, trailing);
   backend::Kernels::Pooled r{RawTensor::empty(ctx, x.tags(), out_shape), RawTensor()};
   if (kind == Pool::max && argmax) r.argmax = RawTensor::empty(ctx, x.tags(), out_shape, DType::i64);
-  const int64_t in_plane = g.height * g.width, out_plane = g.out_h * g.out_w;
-  forGeometryChunks(ctx, g, [&](const Conv2dGeometry& sub, int64_t p) {
-    if (kind == Pool::avg) return avgPool2dPlanes(sub, x.f32() + p * in_plane, r.y.f32() + p * out_plane);
-    maxPool2dPlanes(sub, x.f32() + p * in_plane, r.y.f32() + p * out_plane,
+  const int64_t lanes = trailingCount(x.shape(), trailing);
+  const int64_t in_plane = g.height * g.width * lanes, out_plane = g.out_h * g.out_w * lanes;
+  forGeometryChunks(ctx, g, in_plane, [&](const Conv2dGeometry& sub, int64_t p) {
+    if (kind == Pool::avg) return avgPool2dPlanes(sub, lanes, x.f32() + p * in_plane, r.y.f32() + p * out_plane);
+    maxPool2dPlanes(sub, lanes, x.f32() + p * in_plane, r.y.f32() + p * out_plane,
                     r.argmax.valid() ? r.argmax.data<int64_t>() + p * out_plane : nullptr);
   });
   return r;
 }
 
-RawTensor pool2dVjp(ExecContext& ctx, Pool kind, const RawTensor& gy, const RawTensor& argmax, const Conv2dGeometry& g) {
-  const int64_t out_plane = g.out_h * g.out_w;
-  return poolGradient(ctx, g, gy.tags(), withPlane(gy, g.height, g.width), [&](const Conv2dGeometry& sub, int64_t p, float* gxp) {
-    if (kind == Pool::avg) return avgPool2dBackward(sub, gy.f32() + p * out_plane, gxp);
-    maxPool2dBackward(sub, gy.f32() + p * out_plane, argmax.data<int64_t>() + p * out_plane, gxp);
+RawTensor pool2dVjp(ExecContext& ctx, Pool kind, const RawTensor& gy, const RawTensor& argmax, const Conv2dGeometry& g,
+                    size_t trailing) {
+  const int64_t lanes = trailingCount(gy.shape(), trailing), out_plane = g.out_h * g.out_w * lanes;
+  return poolGradient(ctx, g, lanes, gy.tags(), withPlane(gy, g.height, g.width, trailing),
+                      [&](const Conv2dGeometry& sub, int64_t p, float* gxp) {
+    if (kind == Pool::avg) return avgPool2dBackward(sub, lanes, gy.f32() + p * out_plane, gxp);
+    maxPool2dBackward(sub, lanes, gy.f32() + p * out_plane, argmax.data<int64_t>() + p * out_plane, gxp);
   });
 }
 

@@ -15,8 +15,10 @@ RawTensor im2colImages(ExecContext& ctx, const RawTensor& images, const Conv2dGe
 RawTensor col2imImages(ExecContext& ctx, const RawTensor& cols, const Conv2dGeometry& g, const Tags& tags,
                        const Extents& shape);
 
-backend::Kernels::Pooled pool2d(ExecContext& ctx, Pool kind, const RawTensor& x, const Conv2dGeometry& g, bool argmax);
-RawTensor pool2dVjp(ExecContext& ctx, Pool kind, const RawTensor& gy, const RawTensor& argmax, const Conv2dGeometry& g);
+backend::Kernels::Pooled pool2d(ExecContext& ctx, Pool kind, const RawTensor& x, const Conv2dGeometry& g, size_t trailing,
+                                bool argmax);
+RawTensor pool2dVjp(ExecContext& ctx, Pool kind, const RawTensor& gy, const RawTensor& argmax, const Conv2dGeometry& g,
+                    size_t trailing);
 
 RawTensor upsample2x(ExecContext& ctx, const RawTensor& x);
 RawTensor upsample2xVjp(ExecContext& ctx, const RawTensor& gy);

@@ -20,7 +20,7 @@ TapAt tapAt(const Conv2dGeometry& g, int64_t oy, int64_t ox, int64_t i, int64_t 
 }
 
 // Calls f(x offset, w offset, y offset) for every tap of every output of p that reads inside its
-// image: the 7-deep loop nest of a grouped convolution.
+// image: the 7-deep loop nest of a grouped convolution, in p's layout.
 template <class F>
 void forEachTap(const ConvPlan& p, F f) {
   const Conv2dGeometry& g = p.g;
@@ -35,8 +35,12 @@ void forEachTap(const ConvPlan& p, F f) {
                 const TapAt t = tapAt(g, oy, ox, i, j);
                 if (!t.in) continue;
                 const int64_t xc = o / OCg * Cg + c;
-                f(((n * C + xc) * g.height + t.iy) * g.width + t.ix, ((o * Cg + c) * g.kh + i) * g.kw + j,
-                  ((n * p.OC + o) * g.out_h + oy) * g.out_w + ox);
+                if (p.channels_last)
+                  f(((n * g.height + t.iy) * g.width + t.ix) * C + xc, ((o * g.kh + i) * g.kw + j) * Cg + c,
+                    ((n * g.out_h + oy) * g.out_w + ox) * p.OC + o);
+                else
+                  f(((n * C + xc) * g.height + t.iy) * g.width + t.ix, ((o * Cg + c) * g.kh + i) * g.kw + j,
+                    ((n * p.OC + o) * g.out_h + oy) * g.out_w + ox);
               }
 }
 
@@ -54,7 +58,8 @@ RawTensor conv2d(ExecContext& ctx, const RawTensor& x, const RawTensor& w, const
   forEachTap(p, [&](int64_t xo, int64_t wo, int64_t yo) { y[yo] += static_cast<double>(w.f32()[wo]) * x.f32()[xo]; });
   const int64_t P = p.g.out_h * p.g.out_w;
   for (size_t k = 0; k < y.size(); ++k) {
-    if (bias.valid()) y[k] += bias.f32()[static_cast<int64_t>(k) / P % p.OC];
+    const int64_t o = p.channels_last ? static_cast<int64_t>(k) % p.OC : static_cast<int64_t>(k) / P % p.OC;
+    if (bias.valid()) y[k] += bias.f32()[o];
     if (relu) y[k] = std::max(y[k], 0.0);
   }
   return fromSums(ctx, tags, shape, y);

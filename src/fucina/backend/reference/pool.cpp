@@ -19,59 +19,68 @@ void forWindow(const Conv2dGeometry& g, int64_t oy, int64_t ox, F f) {
     }
 }
 
-Extents withPlane(const RawTensor& t, int64_t h, int64_t w) {
+Extents withPlane(const RawTensor& t, int64_t h, int64_t w, size_t trailing = 0) {
   Extents shape = t.shape();
-  shape.end()[-2] = h;
-  shape.back() = w;
+  shape[shape.size() - 2 - trailing] = h;
+  shape[shape.size() - 1 - trailing] = w;
   return shape;
+}
+
+int64_t lanesOf(const Extents& shape, size_t trailing) {
+  return numelOf(Extents(shape.end() - static_cast<std::ptrdiff_t>(trailing), shape.end()));
 }
 
 }  // namespace
 
-Kernels::Pooled pool2d(ExecContext& ctx, Kernels::Pool kind, const RawTensor& x, const Conv2dGeometry& g, bool argmax) {
-  const Extents shape = withPlane(x, g.out_h, g.out_w);
+Kernels::Pooled pool2d(ExecContext& ctx, Kernels::Pool kind, const RawTensor& x, const Conv2dGeometry& g, size_t trailing,
+                       bool argmax) {
+  const Extents shape = withPlane(x, g.out_h, g.out_w, trailing);
   Kernels::Pooled r{RawTensor::empty(ctx, x.tags(), shape), RawTensor()};
   if (kind == Kernels::Pool::max && argmax) r.argmax = RawTensor::empty(ctx, x.tags(), shape, DType::i64);
-  const int64_t in_plane = g.height * g.width;
+  const int64_t L = lanesOf(x.shape(), trailing), in_plane = g.height * g.width;
   for (int64_t p = 0, o = 0; p < g.channels; ++p)
     for (int64_t oy = 0; oy < g.out_h; ++oy)
-      for (int64_t ox = 0; ox < g.out_w; ++ox, ++o) {
-        const float* plane = x.f32() + p * in_plane;
-        if (kind == Kernels::Pool::avg) {
-          double s = 0;
-          forWindow(g, oy, ox, [&](int64_t k) { s += plane[k]; });
-          r.y.f32()[o] = static_cast<float>(s / static_cast<double>(g.kh * g.kw));
-          continue;
+      for (int64_t ox = 0; ox < g.out_w; ++ox)
+        for (int64_t l = 0; l < L; ++l, ++o) {
+          // Element k of lane l's plane.
+          auto at_k = [&](int64_t k) { return x.f32()[(p * in_plane + k) * L + l]; };
+          if (kind == Kernels::Pool::avg) {
+            double s = 0;
+            forWindow(g, oy, ox, [&](int64_t k) { s += at_k(k); });
+            r.y.f32()[o] = static_cast<float>(s / static_cast<double>(g.kh * g.kw));
+            continue;
+          }
+          float best = -std::numeric_limits<float>::infinity();
+          int64_t at = -1;
+          forWindow(g, oy, ox, [&](int64_t k) {
+            // The first maximum; a NaN wins over numbers and stays.
+            const float v = at_k(k);
+            if (at < 0 || v > best || (std::isnan(v) && !std::isnan(best))) best = v, at = k;
+          });
+          r.y.f32()[o] = best;
+          if (r.argmax.valid()) r.argmax.data<int64_t>()[o] = at;
         }
-        float best = -std::numeric_limits<float>::infinity();
-        int64_t at = -1;
-        forWindow(g, oy, ox, [&](int64_t k) {
-          // The first maximum; a NaN wins over numbers and stays.
-          if (at < 0 || plane[k] > best || (std::isnan(plane[k]) && !std::isnan(best))) best = plane[k], at = k;
-        });
-        r.y.f32()[o] = best;
-        if (r.argmax.valid()) r.argmax.data<int64_t>()[o] = at;
-      }
   return r;
 }
 
 RawTensor pool2dVjp(ExecContext& ctx, Kernels::Pool kind, const RawTensor& gy, const RawTensor& argmax,
-                    const Conv2dGeometry& g) {
-  const Extents shape = withPlane(gy, g.height, g.width);
+                    const Conv2dGeometry& g, size_t trailing) {
+  const Extents shape = withPlane(gy, g.height, g.width, trailing);
   std::vector<double> gx(static_cast<size_t>(numelOf(shape)), 0.0);
-  const int64_t in_plane = g.height * g.width;
+  const int64_t L = lanesOf(gy.shape(), trailing), in_plane = g.height * g.width;
   for (int64_t p = 0, o = 0; p < g.channels; ++p)
     for (int64_t oy = 0; oy < g.out_h; ++oy)
-      for (int64_t ox = 0; ox < g.out_w; ++ox, ++o) {
-        double* plane = gx.data() + p * in_plane;
-        if (kind == Kernels::Pool::max) {
-          const int64_t at = argmax.data<int64_t>()[o];
-          if (at >= 0) plane[at] += gy.f32()[o];
-          continue;
+      for (int64_t ox = 0; ox < g.out_w; ++ox)
+        for (int64_t l = 0; l < L; ++l, ++o) {
+          auto add = [&](int64_t k, double v) { gx[static_cast<size_t>((p * in_plane + k) * L + l)] += v; };
+          if (kind == Kernels::Pool::max) {
+            const int64_t at = argmax.data<int64_t>()[o];
+            if (at >= 0) add(at, gy.f32()[o]);
+            continue;
+          }
+          const double share = gy.f32()[o] / static_cast<double>(g.kh * g.kw);
+          forWindow(g, oy, ox, [&](int64_t k) { add(k, share); });
         }
-        const double share = gy.f32()[o] / static_cast<double>(g.kh * g.kw);
-        forWindow(g, oy, ox, [&](int64_t k) { plane[k] += share; });
-      }
   return fromSums(ctx, gy.tags(), shape, gx);
 }
 

@@ -441,12 +441,13 @@ class ReferenceKernels final : public Kernels {
                    const Extents& shape) const override {
     return reference::col2im(ctx, cols, g, tags, shape);
   }
-  Pooled pool2d(ExecContext& ctx, Pool kind, const RawTensor& x, const Conv2dGeometry& g, bool argmax) const override {
-    return reference::pool2d(ctx, kind, x, g, argmax);
+  Pooled pool2d(ExecContext& ctx, Pool kind, const RawTensor& x, const Conv2dGeometry& g, size_t trailing,
+                bool argmax) const override {
+    return reference::pool2d(ctx, kind, x, g, trailing, argmax);
   }
   RawTensor pool2dVjp(ExecContext& ctx, Pool kind, const RawTensor& gy, const RawTensor& argmax,
-                      const Conv2dGeometry& g) const override {
-    return reference::pool2dVjp(ctx, kind, gy, argmax, g);
+                      const Conv2dGeometry& g, size_t trailing) const override {
+    return reference::pool2dVjp(ctx, kind, gy, argmax, g, trailing);
   }
   RawTensor upsample2x(ExecContext& ctx, const RawTensor& x) const override { return reference::upsample2x(ctx, x); }
   RawTensor upsample2xVjp(ExecContext& ctx, const RawTensor& gy) const override {

@@ -25,9 +25,10 @@ RawTensor im2col(ExecContext& ctx, const RawTensor& images, const Conv2dGeometry
 RawTensor col2im(ExecContext& ctx, const RawTensor& cols, const Conv2dGeometry& g, const Tags& tags,
                  const Extents& shape);
 
-Kernels::Pooled pool2d(ExecContext& ctx, Kernels::Pool kind, const RawTensor& x, const Conv2dGeometry& g, bool argmax);
+Kernels::Pooled pool2d(ExecContext& ctx, Kernels::Pool kind, const RawTensor& x, const Conv2dGeometry& g, size_t trailing,
+                       bool argmax);
 RawTensor pool2dVjp(ExecContext& ctx, Kernels::Pool kind, const RawTensor& gy, const RawTensor& argmax,
-                    const Conv2dGeometry& g);
+                    const Conv2dGeometry& g, size_t trailing);
 RawTensor upsample2x(ExecContext& ctx, const RawTensor& x);
 RawTensor upsample2xVjp(ExecContext& ctx, const RawTensor& gy);
 
