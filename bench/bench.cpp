@@ -2,9 +2,9 @@
 // protocol, and prints a table line or (--json) one JSON object. bench/run.mjs runs every
 // configuration in a fresh process; this program never loops over configurations itself.
 //
-//   fucina_bench --workload w1|w2|w3|w3-ckpt|w3-frozen-f32|w3-frozen-f16|w3-frozen-q8|w4-1024|w4-fc|
-//                           w5-f32|w5-f16|w5-q8|w5-f32-ckpt|w5-f16-ckpt|w5-q8-ckpt|w6-b1|w6-b64|w7|
-//                           w3-d<D>-l<L>
+//   fucina_bench --workload w1|w2|w2-nhwc|w3|w3-ckpt|w3-frozen-f32|w3-frozen-f16|w3-frozen-q8|w4-1024|
+//                           w4-fc|w5-f32|w5-f16|w5-q8|w5-f32-ckpt|w5-f16-ckpt|w5-q8-ckpt|w6-b1|w6-b64|
+//                           w6-b1-nhwc|w6-b64-nhwc|w7|w3-d<D>-l<L>
 //                --threads N [--json] [--quick] [--gemm-layout kn|nk] [--rhs-dtype f32|f16|bf16|q8_0]
 //                [--steps N]
 //   fucina_bench --peak [--json]
@@ -18,6 +18,9 @@
 // w3-frozen-<dtype>: W3 with the blocks' projections frozen (Gpt::freezeProjections) as f32, f16
 // or q8_0 constants, training the embeddings and LayerNorms (forward + backward through the
 // frozen weights). --rhs-dtype: W4's b stored as that dtype (q8_0 needs --gemm-layout nk).
+//
+// w2-nhwc, w6-*-nhwc: the same CNN channels last (CnnConfig::channels_last, images {batch, h, w,
+// c}): every convolution and pool computes in that layout (Note [Channels last]).
 //
 // w6-b<batch>: inference of W2's CNN on a batch of 1 or 64 images, both convolutions prepared
 // once (prepareConv2dWeights, conv2dPreparedRelu) and both Linears packed once (packRhs,
@@ -78,7 +81,8 @@ struct Args {
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr,
                "fucina_bench: %s\nusage: fucina_bench --workload w1|w2|w3|w3-ckpt|w3-frozen-f32|"
-               "w3-frozen-f16|w3-frozen-q8|w4-1024|w4-fc|w5-f32|w5-f16|w5-q8|w5-*-ckpt|w6-b1|w6-b64|w7|w3-d<D>-l<L> --threads N [--json] [--quick] [--gemm-layout kn|nk] "
+               "w3-frozen-f16|w3-frozen-q8|w4-1024|w4-fc|w5-f32|w5-f16|w5-q8|w5-*-ckpt|w6-b1|w6-b64|w2-nhwc|w6-b1-nhwc|"
+               "w6-b64-nhwc|w7|w3-d<D>-l<L> --threads N [--json] [--quick] [--gemm-layout kn|nk] "
                "[--rhs-dtype f32|f16|bf16|q8_0] [--steps N]\n       fucina_bench --peak [--json]\n"
                "       fucina_bench --coherence [--json]\n",
                why.c_str());
@@ -246,15 +250,16 @@ Result run(const Args& a, ExecContext& ctx) {
     r.gflop = 6.0 * kBatch * (784 * 512 + 512 * 256 + 256 * 10) / 1e9;
     return r;
   }
-  if (w == "w2") {
+  if (w == "w2" || w == "w2-nhwc") {
     constexpr int64_t kBatch = 64;
-    const nn::Cnn model(ctx, nn::CnnConfig{}, 1);
+    const bool nhwc = w == "w2-nhwc";
+    const nn::Cnn model(ctx, nn::CnnConfig{.channels_last = nhwc}, 1);
     optim::Sgd opt(model.parameters(), {.lr = 0.01});
     const Tensor x = Tensor::normal(ctx, {"batch", "h", "w"}, {kBatch, 28, 28}, 0, 1, 2);
     const Tensor y = Tensor::fromInts(ctx, {"batch"}, {kBatch}, labelPattern(kBatch, 10));
     Result r = measureTraining(ctx, opt, [&] { return model(ctx, x).crossEntropy(ctx, y, "class"); }, a);
     r.gflop = 3.0 * kBatch * 2 * (26 * 26 * 32 * 9 + 11 * 11 * 64 * 288 + 1600 * 128 + 128 * 10) / 1e9;
-    r.note = "NCHW";
+    r.note = nhwc ? "NHWC (channels last)" : "NCHW";
     return r;
   }
   if (w == "w3" || w == "w3-ckpt" || w.rfind("w3-frozen-", 0) == 0 || scaleShape(w)) {
@@ -320,13 +325,15 @@ Result run(const Args& a, ExecContext& ctx) {
              (ckpt ? ", checkpointed" : "");
     return r;
   }
-  if (w == "w6-b1" || w == "w6-b64") {
+  if (w == "w6-b1" || w == "w6-b64" || w == "w6-b1-nhwc" || w == "w6-b64-nhwc") {
     // W2's CNN (nn::Cnn) for inference through nn::PreparedCnn: both convolutions prepared and
     // both Linears packed once, here, so that a step only runs them.
-    const int64_t batch = w == "w6-b1" ? 1 : 64;
-    const nn::Cnn model(ctx, {}, 1);
+    const int64_t batch = w == "w6-b1" || w == "w6-b1-nhwc" ? 1 : 64;
+    const bool nhwc = w.ends_with("-nhwc");
+    const nn::Cnn model(ctx, {.channels_last = nhwc}, 1);
     const nn::PreparedCnn prepared(ctx, model);
-    const Tensor x = Tensor::normal(ctx, {"batch", "c", "h", "w"}, {batch, 1, 28, 28}, 0, 1, 2);
+    const Tensor x = nhwc ? Tensor::normal(ctx, {"batch", "h", "w", "c"}, {batch, 28, 28, 1}, 0, 1, 2)
+                          : Tensor::normal(ctx, {"batch", "c", "h", "w"}, {batch, 1, 28, 28}, 0, 1, 2);
     Result r = measure(ctx, [&] {
       ExecScope scope(ctx);
       const Tensor logits = prepared(ctx, x);
@@ -335,8 +342,8 @@ Result run(const Args& a, ExecContext& ctx) {
     }, a);
     r.gflop = batch * 2.0 * (26 * 26 * 32 * 9 + 11 * 11 * 64 * 288 + 1600 * 128 + 128 * 10) / 1e9;
     r.rate = "images_per_s", r.items_per_step = static_cast<double>(batch);
-    r.note = std::string("NCHW, convolutions prepared (") + (prepared.conv(1).winograd() ? "conv2 Winograd" : "im2col GEMM") +
-             "), Linears packed";
+    r.note = std::string(nhwc ? "NHWC" : "NCHW") + ", convolutions prepared (" +
+             (prepared.conv(1).winograd() ? "conv2 Winograd" : "im2col GEMM") + "), Linears packed";
     return r;
   }
   if (w == "w7") {

@@ -40,6 +40,7 @@ int64_t afterConvPool(int64_t size) { return (size - 2) / 2; }  // valid 3x3 con
 
 Cnn::Cnn(ExecContext& ctx, const CnnConfig& c, uint64_t seed)
     : flat_(c.conv2 * afterConvPool(afterConvPool(c.image)) * afterConvPool(afterConvPool(c.image))),
+      channels_last_(c.channels_last),
       conv1_(ctx, "c", "c1", c.channels, c.conv1, 3, subSeed(seed, 0)),
       conv2_(ctx, "c1", "c2", c.conv1, c.conv2, 3, subSeed(seed, 1)),
       fc1_(ctx, "feature", "hidden", flat_, c.hidden, subSeed(seed, 2)),
@@ -52,18 +53,21 @@ namespace {
 // The Cnn's layers, training or prepared: convRelu(i, x) is convolution i (0 or 1) and its relu,
 // linear(i, x) linear layer i.
 template <class ConvRelu, class Linear>
-Tensor cnnLayers(ExecContext& ctx, const Tensor& images, const ConvRelu& convRelu, const Linear& linear) {
-  const Tensor x = hasTag(images.tags(), "c") ? images : images.insertAxis(ctx, "c", images.rank() - 2);
+Tensor cnnLayers(ExecContext& ctx, const Tensor& images, bool channels_last, const ConvRelu& convRelu,
+                 const Linear& linear) {
+  const Tensor x =
+      hasTag(images.tags(), "c") ? images : images.insertAxis(ctx, "c", channels_last ? images.rank() : images.rank() - 2);
   Tensor h = convRelu(0, x).maxPool2d(ctx, 2, 2, 2, 2);
   h = convRelu(1, h).maxPool2d(ctx, 2, 2, 2, 2);
-  h = h.merge(ctx, {"c2", "h", "w"}, "feature");
+  h = h.merge(ctx, channels_last ? Tags{"h", "w", "c2"} : Tags{"c2", "h", "w"}, "feature");
   return linear(1, linear(0, h).relu(ctx));
 }
 }  // namespace
 
 Tensor Cnn::operator()(ExecContext& ctx, const Tensor& images) const {
-  return cnnLayers(ctx, images, [&](int i, const Tensor& x) { return (i == 0 ? conv1_ : conv2_)(ctx, x).relu(ctx); },
-                   [&](int i, const Tensor& x) { return (i == 0 ? fc1_ : fc2_)(ctx, x); });
+  return cnnLayers(
+      ctx, images, channels_last_, [&](int i, const Tensor& x) { return (i == 0 ? conv1_ : conv2_)(ctx, x).relu(ctx); },
+      [&](int i, const Tensor& x) { return (i == 0 ? fc1_ : fc2_)(ctx, x); });
 }
 
 namespace {
@@ -81,11 +85,13 @@ PreparedCnn::PackedLinear::PackedLinear(ExecContext& ctx, const Linear& layer) {
 }
 
 PreparedCnn::PreparedCnn(ExecContext& ctx, const Cnn& model)
-    : conv1_(prepared(ctx, model.conv1_)), conv2_(prepared(ctx, model.conv2_)), fc1_(ctx, model.fc1_), fc2_(ctx, model.fc2_) {}
+    : channels_last_(model.channels_last_), conv1_(prepared(ctx, model.conv1_)), conv2_(prepared(ctx, model.conv2_)),
+      fc1_(ctx, model.fc1_), fc2_(ctx, model.fc2_) {}
 
 Tensor PreparedCnn::operator()(ExecContext& ctx, const Tensor& images) const {
   auto off = noGrad();
-  return cnnLayers(ctx, images, [&](int i, const Tensor& x) { return x.conv2dPreparedRelu(ctx, i == 0 ? conv1_ : conv2_); },
+  return cnnLayers(ctx, images, channels_last_,
+                   [&](int i, const Tensor& x) { return x.conv2dPreparedRelu(ctx, i == 0 ? conv1_ : conv2_); },
                    [&](int i, const Tensor& x) {
                      const PackedLinear& l = i == 0 ? fc1_ : fc2_;
                      return l.bias.defined() ? x.dotPacked(ctx, l.weight, l.bias) : x.dotPacked(ctx, l.weight);

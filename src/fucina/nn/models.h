@@ -35,6 +35,10 @@ class Mlp {
 /// logits{batch, "class"}. Valid convolutions, stride 1.
 struct CnnConfig {
   int64_t image = 28, channels = 1, conv1 = 32, conv2 = 64, hidden = 128, classes = 10;
+  /// Channels last: a one-channel image gets its "c" axis last, and flatten reads (h, w, c2), so
+  /// images{batch, "h", "w", "c"} run every convolution and pool channels last without a copy
+  /// (Note [Channels last]). The parameters are the same; only the features' order differs.
+  bool channels_last = false;
 };
 
 class Cnn {
@@ -47,6 +51,7 @@ class Cnn {
  private:
   friend class PreparedCnn;
   int64_t flat_;
+  bool channels_last_;
   Conv2d conv1_, conv2_;
   Linear fc1_, fc2_;
 };
@@ -68,6 +73,7 @@ class PreparedCnn {
     PackedRhs weight;
     Tensor bias;  ///< a copy of the layer's bias, or empty
   };
+  bool channels_last_;
   PreparedConv2d conv1_, conv2_;
   PackedLinear fc1_, fc2_;
 };

@@ -129,22 +129,35 @@ void col2imAdd(const Conv2dGeometry& g, const float* cols, float* x) {
 }
 
 namespace {
-// The channels-last loops' shared walk: f(column offset, pixel offset, or -1 where the tap reads
-// padding) for every (position, tap, group), each the start of a run of Cg floats.
+// The channels-last loops' shared walk: f(column offset, pixel offset or -1 where the taps read
+// padding, run length) over every (position, tap, group). With one group and taps one column
+// apart, a row of taps reads one contiguous run of pixels (kw·C floats): one call per row of
+// taps and per padding run; otherwise one call per tap and group, C/G floats each.
 template <class F>
 void forEachPixelRun(const Conv2dGeometry& g, int64_t groups, F f) {
   const int64_t C = g.channels, Cg = C / groups, K = g.kh * g.kw * C;
+  const bool rows = groups == 1 && g.dilation_w == 1;
   for (int64_t oy = 0; oy < g.out_h; ++oy) {
     for (int64_t i = 0; i < g.kh; ++i) {
       // In range: (out_h - 1)·stride_h + (kh - 1)·dilation_h stays within the padded height.
       const int64_t iy = oy * g.stride_h - g.pad_h + i * g.dilation_h;
       const bool row_in = iy >= 0 && iy < g.height;
       for (int64_t ox = 0; ox < g.out_w; ++ox) {
-        int64_t col = (oy * g.out_w + ox) * K + i * g.kw * Cg;
-        for (int64_t j = 0; j < g.kw; ++j, col += Cg) {
-          const int64_t ix = ox * g.stride_w - g.pad_w + j * g.dilation_w;
+        const int64_t col = (oy * g.out_w + ox) * K + i * g.kw * Cg;
+        const int64_t ix0 = ox * g.stride_w - g.pad_w;
+        if (rows) {  // taps [lo, hi) read inside the row
+          const int64_t lo = row_in ? std::clamp<int64_t>(-ix0, 0, g.kw) : g.kw;
+          const int64_t hi = row_in ? std::clamp<int64_t>(g.width - ix0, lo, g.kw) : g.kw;
+          if (lo > 0) f(col, -1, lo * C);
+          if (hi > lo) f(col + lo * C, (iy * g.width + ix0 + lo) * C, (hi - lo) * C);
+          if (hi < g.kw) f(col + hi * C, -1, (g.kw - hi) * C);
+          continue;
+        }
+        for (int64_t j = 0; j < g.kw; ++j) {
+          const int64_t ix = ix0 + j * g.dilation_w;
           const int64_t pixel = row_in && ix >= 0 && ix < g.width ? (iy * g.width + ix) * C : -1;
-          for (int64_t gi = 0; gi < groups; ++gi) f(col + gi * g.kh * g.kw * Cg, pixel < 0 ? -1 : pixel + gi * Cg);
+          for (int64_t gi = 0; gi < groups; ++gi)
+            f(col + gi * g.kh * g.kw * Cg + j * Cg, pixel < 0 ? -1 : pixel + gi * Cg, Cg);
         }
       }
     }
@@ -153,17 +166,15 @@ void forEachPixelRun(const Conv2dGeometry& g, int64_t groups, F f) {
 }  // namespace
 
 void im2colChannelsLast(const Conv2dGeometry& g, int64_t groups, const float* x, float* cols) {
-  const int64_t Cg = g.channels / groups;
-  forEachPixelRun(g, groups, [&](int64_t col, int64_t pixel) {
-    if (pixel < 0) std::fill(cols + col, cols + col + Cg, 0.0f);
-    else copyRun(x + pixel, Cg, cols + col);
+  forEachPixelRun(g, groups, [&](int64_t col, int64_t pixel, int64_t n) {
+    if (pixel < 0) std::fill(cols + col, cols + col + n, 0.0f);
+    else copyRun(x + pixel, n, cols + col);
   });
 }
 
 void col2imChannelsLastAdd(const Conv2dGeometry& g, int64_t groups, const float* cols, float* x) {
-  const int64_t Cg = g.channels / groups;
-  forEachPixelRun(g, groups, [&](int64_t col, int64_t pixel) {
-    if (pixel >= 0) addRun(cols + col, Cg, x + pixel);
+  forEachPixelRun(g, groups, [&](int64_t col, int64_t pixel, int64_t n) {
+    if (pixel >= 0) addRun(cols + col, n, x + pixel);
   });
 }
 
@@ -213,43 +224,66 @@ void forWindow(const Conv2dGeometry& g, int64_t oy, int64_t ox, F f) {
 }
 }  // namespace
 
+namespace {
+// maxPool2dPlanes' loops, over blocks of lanes: branch-free selects of values and `Index`
+// positions (32-bit where a plane allows, so that both vectorize at one width), widened to the
+// i64 argmax per block.
+template <class Index>
+void maxPoolLanes(const Conv2dGeometry& g, int64_t lanes, const float* x, float* y, int64_t* argmax) {
+  constexpr int64_t kBlock = 64;
+  Index at[kBlock];
+  for (int64_t p = 0; p < g.channels; ++p) {
+    const float* plane = x + p * g.height * g.width * lanes;
+    for (int64_t oy = 0; oy < g.out_h; ++oy) {
+      for (int64_t ox = 0; ox < g.out_w; ++ox) {
+        const int64_t o = ((p * g.out_h + oy) * g.out_w + ox) * lanes;
+        for (int64_t l0 = 0; l0 < lanes; l0 += kBlock) {
+          const int64_t n = std::min(kBlock, lanes - l0);
+          float* __restrict best = y + o + l0;
+          std::fill(best, best + n, -std::numeric_limits<float>::infinity());
+          std::fill(at, at + n, Index{-1});
+          bool first = true;  // the window's bounds, and so its first element, are the same in every lane
+          forWindow(g, oy, ox, [&](int64_t k) {
+            const float* __restrict v = plane + k * lanes + l0;
+            const Index kk = static_cast<Index>(k);
+            if (first) {
+              std::copy(v, v + n, best);
+              std::fill(at, at + n, kk);
+              first = false;
+              return;
+            }
+            for (int64_t l = 0; l < n; ++l) {  // bitwise, not ||: a branch per lane would not vectorize
+              const float a = v[l], b = best[l];
+              const bool take = (a > b) | ((a != a) & (b == b));  // NaN propagates, as torch
+              best[l] = take ? a : b;
+              at[l] = take ? kk : at[l];
+            }
+          });
+          if (argmax != nullptr) std::copy(at, at + n, argmax + o + l0);
+        }
+      }
+    }
+  }
+}
+}  // namespace
+
 void maxPool2dPlanes(const Conv2dGeometry& g, int64_t lanes, const float* x, float* y, int64_t* argmax) {
   // Without padding every window lies inside its plane: the SIMD twin needs no bounds checks.
   // The loop below is the scalar reference it is tested against (vec::setEnabled(false)).
   if (lanes == 1 && g.pad_h == 0 && g.pad_w == 0 && vec::enabled() && g.height * g.width < (int64_t{1} << 31))
     return vec::maxPoolPlanes(x, g.channels, g.height, g.width, g.out_h, g.out_w, g.kh, g.kw, g.stride_h, g.stride_w,
                               y, argmax);
-  const int64_t L = lanes;
-  for (int64_t p = 0; p < g.channels; ++p) {
-    const float* plane = x + p * g.height * g.width * L;
-    for (int64_t oy = 0; oy < g.out_h; ++oy) {
-      for (int64_t ox = 0; ox < g.out_w; ++ox) {
-        const int64_t o = ((p * g.out_h + oy) * g.out_w + ox) * L;
-        float* best = y + o;
-        int64_t* at = argmax != nullptr ? argmax + o : nullptr;
-        std::fill(best, best + L, -std::numeric_limits<float>::infinity());
-        if (at != nullptr) std::fill(at, at + L, int64_t{-1});
-        bool first = true;  // the window's bounds, and so its first element, are the same in every lane
-        forWindow(g, oy, ox, [&](int64_t k) {
-          const float* v = plane + k * L;
-          for (int64_t l = 0; l < L; ++l)
-            if (first || v[l] > best[l] || (v[l] != v[l] && best[l] == best[l])) {  // NaN propagates, as torch
-              best[l] = v[l];
-              if (at != nullptr) at[l] = k;
-            }
-          first = false;
-        });
-      }
-    }
-  }
+  if (g.height * g.width < (int64_t{1} << 31)) return maxPoolLanes<int32_t>(g, lanes, x, y, argmax);
+  maxPoolLanes<int64_t>(g, lanes, x, y, argmax);
 }
 
 void maxPool2dBackward(const Conv2dGeometry& g, int64_t lanes, const float* gy, const int64_t* argmax, float* gx) {
-  const int64_t outs = g.out_h * g.out_w * lanes;
+  const int64_t outs = g.out_h * g.out_w;
   for (int64_t p = 0; p < g.channels; ++p) {
     float* plane = gx + p * g.height * g.width * lanes;
-    for (int64_t o = 0; o < outs; ++o)
-      if (argmax[p * outs + o] >= 0) plane[argmax[p * outs + o] * lanes + o % lanes] += gy[p * outs + o];
+    for (int64_t o = (p * outs) * lanes; o < (p + 1) * outs * lanes; o += lanes)
+      for (int64_t l = 0; l < lanes; ++l)
+        if (argmax[o + l] >= 0) plane[argmax[o + l] * lanes + l] += gy[o + l];
   }
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "fucina/backend/cpu/conv.h"
+#include "fucina/backend/cpu/conv_xnnpack.h"
 #include "fucina/backend/cpu/gemm.h"
 #include "fucina/backend/cpu/planes.h"
 #include "fucina/backend/cpu/winograd.h"
@@ -102,23 +103,30 @@ void addColumnsToImage(const ConvPlan& p, const float* cols, float* image) {
   else kernels::col2imAdd(p.g, cols, image);
 }
 
-// y = conv(x, w); with a bias (per output channel) and/or relu, applied to each image while it is
-// in cache (conv2dRelu's fused inference path).
+// y_n += bias (per output channel), then relu, for image n: conv2dRelu's fused inference path.
+void epilogue(const ConvPlan& p, float* y, int64_t n, const float* bias, bool relu) {
+  const int64_t P = p.positions();
+  float* yn = y + n * p.OC * P;
+  const int64_t rows = p.channels_last ? P : p.OC, row_length = p.channels_last ? p.OC : P;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < row_length; ++i) {
+      const float b = bias != nullptr ? bias[p.channels_last ? i : r] : 0.0f;
+      float& v = yn[r * row_length + i];
+      v = relu ? std::max(v + b, 0.0f) : v + b;
+    }
+}
+
+// y = conv(x, w); with a bias and/or relu applied to each image while it is in cache.
 void convForward(ExecContext& ctx, const ConvPlan& p, const float* x, const float* w, float* y,
                  const float* bias = nullptr, bool relu = false) {
   const int64_t P = p.positions(), CgK = p.groupDepth(), OCg = p.OC / p.G;
-  auto epilogue = [&](float& v, int64_t o) {
-    const float b = bias != nullptr ? bias[o] : 0.0f;
-    v = relu ? std::max(v + b, 0.0f) : v + b;
-  };
   const bool plain = bias == nullptr && !relu;
-  if (p.depthwise()) {
+  if (p.depthwise()) {  // rows of one image and channel: the epilogue's rows
     const int64_t W = p.g.width, K = p.g.kw;
     forPlaneChunks(ctx, p.N * p.OC, W + P, [&](int64_t first, int64_t count) {
       for (int64_t r = first; r < first + count; ++r) {
         kernels::depthwiseConv1dRow(p.g, x + r * W, w + r % p.OC * K, y + r * P);
-        const int64_t o = r % p.OC;
-        for (int64_t i = 0; i < P && !plain; ++i) epilogue(y[r * P + i], o);
+        if (!plain) epilogue(ConvPlan{p.g, 1, 1, 1}, y + r * P, 0, bias != nullptr ? bias + r % p.OC : nullptr, relu);
       }
     });
     return;
@@ -129,11 +137,7 @@ void convForward(ExecContext& ctx, const ConvPlan& p, const float* x, const floa
       const GroupMats m = groupMats(p, n, gi, cols, y, w);
       product(ctx, serial, OCg, P, CgK, m.w, m.cols, m.y, false);
     }
-    if (plain) return;
-    float* yn = y + n * p.OC * P;
-    const int64_t rows = p.channels_last ? P : p.OC, row_length = p.channels_last ? p.OC : P;
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t i = 0; i < row_length; ++i) epilogue(yn[r * row_length + i], p.channels_last ? i : r);
+    if (!plain) epilogue(p, y, n, bias, relu);
   });
 }
 
@@ -195,7 +199,16 @@ void convWeightGrad(ExecContext& ctx, const ConvPlan& p, const float* x, const f
 RawTensor conv2d(ExecContext& ctx, const RawTensor& x, const RawTensor& w, const ConvPlan& p, const Tags& tags,
                  const Extents& shape, const RawTensor& bias, bool relu) {
   RawTensor y = RawTensor::empty(ctx, tags, shape);
-  convForward(ctx, p, x.f32(), w.f32(), y.f32(), bias.valid() ? bias.f32() : nullptr, relu);
+  const float* b = bias.valid() ? bias.f32() : nullptr;
+  // XNNPACK computes the sums only: the bias and relu are added as the GEMM path adds them, so
+  // conv2dRelu's fused result stays exactly relu(conv2d + bias).
+  if (p.channels_last && xnnpackConv2d(ctx, p, x.f32(), w.f32(), y.f32())) {
+    if (b != nullptr || relu) forPlaneChunks(ctx, p.N, p.OC * p.positions(), [&](int64_t first, int64_t count) {
+      for (int64_t n = first; n < first + count; ++n) epilogue(p, y.f32(), n, b, relu);
+    });
+    return y;
+  }
+  convForward(ctx, p, x.f32(), w.f32(), y.f32(), b, relu);
   return y;
 }
 

@@ -1,0 +1,18 @@
+// XNNPACK's convolution operator as the channels-last conv2d forward (Note [Channels last]), in
+// native builds that found it (FUCINA_XNNPACK).
+#pragma once
+
+#include "fucina/backend/conv_geometry.h"
+
+namespace fucina {
+class ExecContext;
+}
+
+namespace fucina::kernels {
+
+// y = conv2d(x, w) for a channels-last plan: true when XNNPACK computed it; false, having computed nothing, when it is not built in or does not
+// take the plan (the caller then runs the GEMM path). On ctx's thread count: a second thread runs
+// on a pthreadpool of ctx.threads() workers kept for the process.
+bool xnnpackConv2d(ExecContext& ctx, const ConvPlan& p, const float* x, const float* w, float* y);
+
+}  // namespace fucina::kernels
