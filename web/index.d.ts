@@ -1296,6 +1296,10 @@ export interface CnnConfig {
   hidden?: number;
   /** Classes (default 10). */
   classes?: number;
+  /** Channels last (default false): a one-channel image gets its "c" axis last and the features
+   * are read (h, w, c2), so images{batch, "h", "w", "c"} compute every convolution and pool
+   * channels last without a copy. */
+  channelsLast?: boolean;
 }
 
 /** W2: images{batch, "c"?, "h", "w"} -> two conv + ReLU + 2x2 max-pool blocks -> two Linear

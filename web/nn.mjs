@@ -210,14 +210,17 @@ export function makeNn(fc) {
 
   const afterConvPool = (size) => Math.floor((size - 2) / 2);
 
-  /** W2: images{batch, "c", "h", "w"} (or {batch, "h", "w"}) -> logits{batch, "class"}. */
+  /** W2: images{batch, "c", "h", "w"} (or {batch, "h", "w"}) -> logits{batch, "class"}; with
+   * channelsLast, images{batch, "h", "w", "c"} computed channels last (C++'s CnnConfig). */
   class Cnn {
     constructor(options, seed = 0) {
-      const { image, channels, conv1, conv2, hidden, classes } =
-        config(options, { image: 28, channels: 1, conv1: 32, conv2: 64, hidden: 128, classes: 10 }, 'nn.Cnn');
+      const { image, channels, conv1, conv2, hidden, classes, channelsLast } = config(options,
+        { image: 28, channels: 1, conv1: 32, conv2: 64, hidden: 128, classes: 10, channelsLast: false }, 'nn.Cnn',
+        ['channelsLast']);
+      if (typeof channelsLast !== 'boolean') throw invalid('nn.Cnn: channelsLast must be a boolean');
       const side = afterConvPool(afterConvPool(image));
       if (side < 1) throw invalid(`nn.Cnn: images of ${image} pixels are too small (need >= 10)`);
-      this.config = { image, channels, conv1, conv2, hidden, classes };
+      this.config = { image, channels, conv1, conv2, hidden, classes, channelsLast };
       this.flatFeatures = conv2 * side * side;
       layered(this, () => {
         this.conv1 = new Conv2d('c', 'c1', channels, conv1, 3, subSeed(seed, 0));
@@ -232,12 +235,15 @@ export function makeNn(fc) {
       const forbid = ['c1', 'c2', 'kh', 'kw', 'feature', 'hidden', 'class'];
       input(images, where, 'images', { axes: { h: image, w: image }, forbid });
       if (channels !== 1 || images.tags.includes('c')) input(images, where, 'images', { axes: { c: channels } });
-      return images.tags.includes('c') ? images : images.insertAxis('c', images.tags.length - 2);
+      if (images.tags.includes('c')) return images;
+      return images.insertAxis('c', this.config.channelsLast ? images.tags.length : images.tags.length - 2);
     }
+    // The features' order: channels last reads (h, w, c2), a view of its layout.
+    get #flatOrder() { return this.config.channelsLast ? ['h', 'w', 'c2'] : ['c2', 'h', 'w']; }
     forward(images) {
       return fc.scope(() => {
         let h = this.conv1.forward(this.#images(images, 'Cnn.forward')).relu().maxPool2d(2);
-        h = this.conv2.forward(h).relu().maxPool2d(2).merge(['c2', 'h', 'w'], 'feature');
+        h = this.conv2.forward(h).relu().maxPool2d(2).merge(this.#flatOrder, 'feature');
         return this.fc2.forward(this.fc1.forward(h).relu());
       });
     }
@@ -248,7 +254,7 @@ export function makeNn(fc) {
       return {
         forward: (images) => fc.scope(() => {
           let h = this.#images(images, 'Cnn.pack().forward').conv2dPreparedRelu(conv1).maxPool2d(2);
-          h = h.conv2dPreparedRelu(conv2).maxPool2d(2).merge(['c2', 'h', 'w'], 'feature');
+          h = h.conv2dPreparedRelu(conv2).maxPool2d(2).merge(this.#flatOrder, 'feature');
           return fc2.forward(fc1.forward(h).relu());
         }),
         dispose: () => [conv1, conv2, fc1, fc2].forEach((p) => p.dispose()),

@@ -161,3 +161,27 @@ TEST_CASE("maxPool2d and avgPool2d channels last: the planar values, first maxim
     CHECK(y.value().isContiguous());
   }
 }
+
+TEST_CASE("conv2d channels last on XNNPACK's sizes: channels first's values and gradients, 1 and 2 threads alike") {
+  // Above kernels::kXnnpackMinWork multiply-adds, so a native build with XNNPACK runs its
+  // operator for the forward (the GEMM path elsewhere); either way the same values.
+  std::vector<std::vector<float>> runs;
+  for (int threads : {1, 2}) {
+    ExecContext ctx(fucina::ExecOptions{.threads = threads});
+    const Tensor x = Tensor::normal(ctx, kFirst, {9, 16, 19, 18}, 0, 1, 21);
+    const Tensor w = Tensor::normal(ctx, {"out", "c", "kh", "kw"}, {34, 8, 3, 3}, 0, 1, 22);
+    const Tensor b = Tensor::normal(ctx, {"out"}, {34}, 0, 1, 23);
+    const Conv2dOptions o{.pad_w = 1, .groups = 2};
+    const ConvRun first = runConv(ctx, x, w, b, o, kFirst, {"out", "c", "kh", "kw"});
+    const ConvRun last = runConv(ctx, x, w, b, o, kLast, {"out", "kh", "kw", "c"});
+    requireClose(last.y, first.y, 1e-3f);
+    requireClose(last.gx, first.gx, 1e-3f);
+    requireClose(last.gw, first.gw, 1e-2f);
+    // The fused inference path adds the bias and clamps after the sums, as conv2d + bias + relu.
+    fucina::NoGradScope off = fucina::noGrad();
+    const Tensor xl = x.permuteTo(ctx, kLast).contiguous(ctx);
+    CHECK(xl.conv2dRelu(ctx, w, b, o).toVector() == xl.conv2d(ctx, w, b, o).relu(ctx).toVector());
+    runs.push_back(last.y);
+  }
+  CHECK(runs[0] == runs[1]);
+}

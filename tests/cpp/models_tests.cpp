@@ -87,7 +87,9 @@ TEST_CASE("W1 mlp learns a teacher's classes", "[models]") {
   requireLearned(losses, 0.35f);
 }
 
-TEST_CASE("W2 cnn learns bar orientations", "[models]") {
+TEST_CASE("W2 cnn learns bar orientations, channels first and last", "[models]") {
+  const bool channels_last = GENERATE(false, true);
+  INFO("channels last " << channels_last);
   ExecContext ctx;
   const int64_t samples = 256, image = 14, batch = 16;
   // Class 0: a horizontal bar, 1: a vertical bar, 2: the diagonal, 3: the anti-diagonal; plus
@@ -105,7 +107,7 @@ TEST_CASE("W2 cnn learns bar orientations", "[models]") {
                        .add(ctx, Tensor::normal(ctx, {"sample", "h", "w"}, {samples, image, image}, 0, 0.3, 5));
   const Tensor y = Tensor::fromInts(ctx, {"sample"}, {samples}, labels);
 
-  nn::Cnn model(ctx, nn::CnnConfig{.image = image, .conv1 = 4, .conv2 = 8, .hidden = 16, .classes = 4}, 4);
+  nn::Cnn model(ctx, {.image = image, .conv1 = 4, .conv2 = 8, .hidden = 16, .classes = 4, .channels_last = channels_last}, 4);
   CHECK(model.flatFeatures() == 8 * 2 * 2);
   optim::Sgd opt(model.parameters(), {.lr = 0.05, .momentum = 0.9});
   const auto losses = train(ctx, opt, 200, [&](int step) {

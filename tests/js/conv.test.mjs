@@ -45,6 +45,10 @@ for (const variant of VARIANTS) {
         const yp = x.permuteTo(['w', 'c', 'n', 'h']).conv2d(w.permuteTo(['kw', 'out', 'kh', 'c']), opts);
         assert.deepEqual(yp.tags, ['w', 'out', 'n', 'h']);
         close(values(yp.permuteTo(['n', 'out', 'h', 'w'])), want.y);
+        // Channels last (the channels after both spatial axes) computes in that layout.
+        const yl = x.permuteTo(['n', 'h', 'w', 'c']).contiguous().conv2d(w.permuteTo(['out', 'kh', 'kw', 'c']), opts);
+        assert.deepEqual(yl.tags, ['n', 'h', 'w', 'out']);
+        close(values(yl.permuteTo(['n', 'out', 'h', 'w'])), want.y);
       }
       // Bias, [h, w] pairs and renamed axes.
       const x = fc.constant(['ch', 'y', 'x'], [1, 3, 4], wave(12));
@@ -66,6 +70,13 @@ for (const variant of VARIANTS) {
       assert.deepEqual(values(x.grad()), [0, 1, 0, 0, 0, 0, 1, 0]);
       close(values(x.avgPool2d([2, 2], { stride: 2 })), [13 / 4, 17 / 4]);
       close(values(fc.ones(['h', 'w'], [2, 2]).avgPool2d(3, { stride: 1, padding: 1 })), [4 / 9, 4 / 9, 4 / 9, 4 / 9]);
+      // Channels last: c after both pooled axes, the same maxima and gradients per channel.
+      const xl = fc.variable(['h', 'w', 'c'], [2, 4, 2], [1, -1, 5, -5, 2, -2, 0, 0, 3, -3, 4, -4, 8, -8, 7, -7]);
+      const ml = xl.maxPool2d(2);
+      assert.deepEqual(ml.tags, ['h', 'w', 'c']);
+      assert.deepEqual(values(ml), [5, -1, 8, 0]);
+      ml.sumAll().backward();
+      assert.deepEqual(values(xl.grad()), [0, 1, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0]);
       const u = fc.variable(['c', 'h', 'w'], [1, 1, 2], [1, 2]);
       assert.deepEqual(values(u.upsample2xNearest()), [1, 1, 2, 2, 1, 1, 2, 2]);
       u.upsample2xNearest().mul(fc.constant(['h', 'w'], [2, 4], [1, 2, 3, 4, 5, 6, 7, 8])).sumAll().backward();

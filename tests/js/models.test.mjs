@@ -61,7 +61,7 @@ for (const variant of VARIANTS) {
       assertLearned(losses, 0.35);
     });
 
-    test('W2 cnn learns bar orientations', async () => {
+    for (const channelsLast of [false, true]) test(`W2 cnn learns bar orientations${channelsLast ? ', channels last' : ''}`, async () => {
       const fc = await engine(variant);
       const [samples, image, batch] = [256, 14, 16];
       const bars = [], labels = [];
@@ -75,14 +75,16 @@ for (const variant of VARIANTS) {
       const x = fc.scope(() => fc.constant(['sample', 'h', 'w'], [samples, image, image], bars)
         .add(fc.normal(['sample', 'h', 'w'], [samples, image, image], 0, 0.3, 5)));
       const y = fc.constant(['sample'], [samples], labels, 'i32');
-      const model = new fc.nn.Cnn({ image, conv1: 4, conv2: 8, hidden: 16, classes: 4 }, 4);
+      const model = new fc.nn.Cnn({ image, conv1: 4, conv2: 8, hidden: 16, classes: 4, channelsLast }, 4);
       assert.equal(model.flatFeatures, 8 * 2 * 2);
+      assert.equal(model.config.channelsLast, channelsLast);
       const opt = fc.optim.sgd(model.parameters(), { lr: 0.05, momentum: 0.9 });
       const losses = train(fc, opt, 200, (step) => {
         const start = (step * batch) % samples;
         return model.forward(x.narrow('sample', start, batch)).crossEntropy(y.narrow('sample', start, batch), 'class');
       });
       assertLearned(losses, 0.35);
+      throwsCode(() => new fc.nn.Cnn({ channelsLast: 1 }), 'InvalidArgument');
     });
 
     test('W3 gpt: the benchmark\'s parameter count, learning a repeating text, checkpointed blocks agree', async () => {

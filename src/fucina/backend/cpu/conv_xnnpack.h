@@ -10,9 +10,12 @@ class ExecContext;
 
 namespace fucina::kernels {
 
-// y = conv2d(x, w) for a channels-last plan: true when XNNPACK computed it; false, having computed nothing, when it is not built in or does not
-// take the plan (the caller then runs the GEMM path). On ctx's thread count: a second thread runs
-// on a pthreadpool of ctx.threads() workers kept for the process.
+// y = conv2d(x, w) for a channels-last plan: true when XNNPACK computed it; false, having
+// computed nothing, when it is not built in or does not take the plan (the caller then runs the
+// GEMM path). Its threads are ctx's pool's.
 bool xnnpackConv2d(ExecContext& ctx, const ConvPlan& p, const float* x, const float* w, float* y);
+
+// The fewest multiply-adds (N·P·OC·C/G·kh·kw) a convolution needs to run on XNNPACK.
+inline constexpr double kXnnpackMinWork = 4e6;
 
 }  // namespace fucina::kernels
