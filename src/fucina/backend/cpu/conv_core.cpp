@@ -103,17 +103,21 @@ void addColumnsToImage(const ConvPlan& p, const float* cols, float* image) {
   else kernels::col2imAdd(p.g, cols, image);
 }
 
-// y_n += bias (per output channel), then relu, for image n: conv2dRelu's fused inference path.
-void epilogue(const ConvPlan& p, float* y, int64_t n, const float* bias, bool relu) {
-  const int64_t P = p.positions();
-  float* yn = y + n * p.OC * P;
-  const int64_t rows = p.channels_last ? P : p.OC, row_length = p.channels_last ? p.OC : P;
+// y [rows, row_length] += the bias of each value's output channel (its row's when `by_row`, else
+// its column's; no bias: null), then relu: conv2dRelu's fused inference path.
+void epilogue(float* y, int64_t rows, int64_t row_length, bool by_row, const float* bias, bool relu) {
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t i = 0; i < row_length; ++i) {
-      const float b = bias != nullptr ? bias[p.channels_last ? i : r] : 0.0f;
-      float& v = yn[r * row_length + i];
+      const float b = bias != nullptr ? bias[by_row ? r : i] : 0.0f;
+      float& v = y[r * row_length + i];
       v = relu ? std::max(v + b, 0.0f) : v + b;
     }
+}
+// Image n's epilogue in p's layout.
+void imageEpilogue(const ConvPlan& p, float* y, int64_t n, const float* bias, bool relu) {
+  const int64_t P = p.positions();
+  if (p.channels_last) epilogue(y + n * p.OC * P, P, p.OC, false, bias, relu);
+  else epilogue(y + n * p.OC * P, p.OC, P, true, bias, relu);
 }
 
 // y = conv(x, w); with a bias and/or relu applied to each image while it is in cache.
@@ -126,7 +130,7 @@ void convForward(ExecContext& ctx, const ConvPlan& p, const float* x, const floa
     forPlaneChunks(ctx, p.N * p.OC, W + P, [&](int64_t first, int64_t count) {
       for (int64_t r = first; r < first + count; ++r) {
         kernels::depthwiseConv1dRow(p.g, x + r * W, w + r % p.OC * K, y + r * P);
-        if (!plain) epilogue(ConvPlan{p.g, 1, 1, 1}, y + r * P, 0, bias != nullptr ? bias + r % p.OC : nullptr, relu);
+        if (!plain) epilogue(y + r * P, 1, P, true, bias != nullptr ? bias + r % p.OC : nullptr, relu);
       }
     });
     return;
@@ -137,7 +141,7 @@ void convForward(ExecContext& ctx, const ConvPlan& p, const float* x, const floa
       const GroupMats m = groupMats(p, n, gi, cols, y, w);
       product(ctx, serial, OCg, P, CgK, m.w, m.cols, m.y, false);
     }
-    if (!plain) epilogue(p, y, n, bias, relu);
+    if (!plain) imageEpilogue(p, y, n, bias, relu);
   });
 }
 
@@ -204,7 +208,7 @@ RawTensor conv2d(ExecContext& ctx, const RawTensor& x, const RawTensor& w, const
   // conv2dRelu's fused result stays exactly relu(conv2d + bias).
   if (p.channels_last && xnnpackConv2d(ctx, p, x.f32(), w.f32(), y.f32())) {
     if (b != nullptr || relu) forPlaneChunks(ctx, p.N, p.OC * p.positions(), [&](int64_t first, int64_t count) {
-      for (int64_t n = first; n < first + count; ++n) epilogue(p, y.f32(), n, b, relu);
+      for (int64_t n = first; n < first + count; ++n) imageEpilogue(p, y.f32(), n, b, relu);
     });
     return y;
   }
