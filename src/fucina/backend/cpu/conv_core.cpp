@@ -206,7 +206,7 @@ RawTensor conv2d(ExecContext& ctx, const RawTensor& x, const RawTensor& w, const
   const float* b = bias.valid() ? bias.f32() : nullptr;
   // XNNPACK computes the sums only: the bias and relu are added as the GEMM path adds them, so
   // conv2dRelu's fused result stays exactly relu(conv2d + bias).
-  if (p.channels_last && xnnpackConv2d(ctx, p, x.f32(), w.f32(), y.f32())) {
+  if (p.channels_last && xnnpackConv2d(ctx, p, x, w.f32(), y.f32())) {
     if (b != nullptr || relu) forPlaneChunks(ctx, p.N, p.OC * p.positions(), [&](int64_t first, int64_t count) {
       for (int64_t n = first; n < first + count; ++n) imageEpilogue(p, y.f32(), n, b, relu);
     });

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "fucina/core/error.h"
+#include "fucina/core/storage.h"
 #include "fucina/exec/claims.h"
 #endif
 
@@ -58,9 +59,12 @@ bool runImages(const ConvPlan& p, xnn_operator_t op, const float* x, float* y, i
 // chunk on an operator of its own: an operator's setup binds its batch, so one cannot serve two
 // threads at once. Every output is one sum in XNNPACK's order whatever the chunk holding its
 // image, so the cut (which depends on the thread count) changes no bit.
-bool xnnpackConv2d(ExecContext& ctx, const ConvPlan& p, const float* x, const float* w, float* y) {
+bool xnnpackConv2d(ExecContext& ctx, const ConvPlan& p, const internal::RawTensor& images, const float* w, float* y) {
   const Conv2dGeometry& g = p.g;
   if (!p.channels_last || p.G < 1 || g.channels == 0 || p.N == 0 || !initialized()) return false;
+  const size_t end = static_cast<size_t>(images.offset() + images.numel()) * sizeof(float);
+  if (MemoryAccount::blockSize(images.storage()->bytes()) < end + XNN_EXTRA_BYTES) return false;
+  const float* x = images.f32();
   // Each call packs the weight into a new operator (a training step changes it): below ~4M
   // multiply-adds that costs more than XNNPACK saves (W6 at batch 1: 0.123 against 0.117 ms).
   if (static_cast<double>(p.N) * static_cast<double>(p.positions()) * static_cast<double>(p.OC) *
@@ -89,7 +93,7 @@ bool xnnpackConv2d(ExecContext& ctx, const ConvPlan& p, const float* x, const fl
 
 #else
 
-bool xnnpackConv2d(ExecContext&, const ConvPlan&, const float*, const float*, float*) { return false; }
+bool xnnpackConv2d(ExecContext&, const ConvPlan&, const internal::RawTensor&, const float*, float*) { return false; }
 
 #endif
 
