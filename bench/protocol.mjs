@@ -12,8 +12,12 @@ export const WORKLOADS = ['w1', 'w2', 'w3', 'w3-ckpt', 'w3-frozen-f32', 'w3-froz
  * of long steps; bench/scale.mjs runs the grid. */
 export const SCALE_D = [128, 256, 512], SCALE_LAYERS = [2, 4, 8];
 export const SCALE_WORKLOADS = SCALE_D.flatMap((d) => SCALE_LAYERS.map((l) => `w3-d${d}-l${l}`));
-/** fucina's own variants (the frozen-base W3, and Scale's above), which the peers do not run. */
-export const OWN_WORKLOADS = ['w3-frozen-f32', 'w3-frozen-f16', 'w3-frozen-q8', ...SCALE_WORKLOADS];
+/** W2 channels last (Note [Channels last]): nn.Cnn's channelsLast, images {batch, h, w, c}; run
+ * on request (--workloads). */
+export const LAYOUT_WORKLOADS = ['w2-nhwc'];
+/** fucina's own variants (the frozen-base W3, W2 channels last, and Scale's above), which the
+ * peers do not run. */
+export const OWN_WORKLOADS = ['w3-frozen-f32', 'w3-frozen-f16', 'w3-frozen-q8', ...LAYOUT_WORKLOADS, ...SCALE_WORKLOADS];
 /** W5 (bench/README.md): LoRA fine-tuning of a GPT-2-small-shaped model, base f32/f16/q8_0, with
  * and without checkpointed blocks. Seconds a step: run on request (--workloads), not by default. */
 export const W5_WORKLOADS = ['w5-f32', 'w5-f16', 'w5-q8', 'w5-f32-ckpt', 'w5-f16-ckpt', 'w5-q8-ckpt'];
@@ -21,7 +25,7 @@ export const W5_WORKLOADS = ['w5-f32', 'w5-f16', 'w5-q8', 'w5-f32-ckpt', 'w5-f16
  * generation of 128 tokens after a 64-token prompt by W3's model (tokens/s). Not in
  * BENCHMARKS.md; run on request (--workloads). */
 export const INFERENCE_WORKLOADS = ['w6-b1', 'w6-b64', 'w7'];
-export const ALL_WORKLOADS = [...WORKLOADS, ...W5_WORKLOADS, ...INFERENCE_WORKLOADS, ...SCALE_WORKLOADS];
+export const ALL_WORKLOADS = [...WORKLOADS, ...LAYOUT_WORKLOADS, ...W5_WORKLOADS, ...INFERENCE_WORKLOADS, ...SCALE_WORKLOADS];
 /** { d, layers } of a w3-d<D>-l<L> workload, else undefined. */
 export function scaleShape(workload) {
   const m = /^w3-d(\d+)-l(\d+)$/.exec(workload);
@@ -55,7 +59,7 @@ export function rates(workload, medianMs) {
 /** FLOPs of one step, in GFLOP (as BENCHMARKS.md counts them). */
 export function gflopPerStep(workload) {
   if (workload === 'w1') return (6 * 128 * (784 * 512 + 512 * 256 + 256 * 10)) / 1e9;
-  if (workload === 'w2') return (3 * 64 * CNN_FORWARD) / 1e9;
+  if (workload === 'w2' || workload === 'w2-nhwc') return (3 * 64 * CNN_FORWARD) / 1e9;
   if (workload in W6_BATCH) return (W6_BATCH[workload] * CNN_FORWARD) / 1e9;
   if (workload === 'w7') {  // nominal: one position per token through the projections and the tied
     // head (attention and the reruns past the context left out): compare it only as a time
@@ -81,7 +85,7 @@ export function gflopPerStep(workload) {
  * fractions of peak are quoted on it: the nominal count makes W1 run above the FMA peak. */
 export function requiredGflopPerStep(workload) {
   if (workload === 'w1') return gflopPerStep(workload) - (2 * 128 * 784 * 512) / 1e9;
-  if (workload === 'w2') return gflopPerStep(workload) - (64 * 2 * 26 * 26 * 32 * 9) / 1e9;
+  if (workload === 'w2' || workload === 'w2-nhwc') return gflopPerStep(workload) - (64 * 2 * 26 * 26 * 32 * 9) / 1e9;
   return gflopPerStep(workload);
 }
 

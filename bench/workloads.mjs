@@ -23,12 +23,14 @@ export function setUp(fc, workload) {
     const y = fc.constant(['batch'], [128], labelPattern(128, 10), 'i32');
     return { step: trainingStep(fc, opt, () => model.forward(x).crossEntropy(y, 'class')) };
   }
-  if (workload === 'w2') {
-    const model = new fc.nn.Cnn({}, 1);
+  if (workload === 'w2' || workload === 'w2-nhwc') {
+    const channelsLast = workload === 'w2-nhwc';
+    const model = new fc.nn.Cnn({ channelsLast }, 1);
     const opt = fc.optim.sgd(model.parameters(), { lr: 0.01 });
     const x = fc.normal(['batch', 'h', 'w'], [64, 28, 28], 0, 1, 2);
     const y = fc.constant(['batch'], [64], labelPattern(64, 10), 'i32');
-    return { step: trainingStep(fc, opt, () => model.forward(x).crossEntropy(y, 'class')), note: 'NCHW' };
+    return { step: trainingStep(fc, opt, () => model.forward(x).crossEntropy(y, 'class')),
+      note: channelsLast ? 'NHWC (channels last)' : 'NCHW' };
   }
   const frozen = { 'w3-frozen-f32': 'f32', 'w3-frozen-f16': 'f16', 'w3-frozen-q8': 'q8_0' }[workload];
   const scale = scaleShape(workload);

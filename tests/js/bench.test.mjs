@@ -65,6 +65,19 @@ test('run.mjs runs the inference workloads W6 and W7, natively and in wasm, with
   }
 });
 
+test('run.mjs runs W2 channels last (w2-nhwc), natively and in wasm', () => {
+  const script = fileURLToPath(new URL('../../bench/run.mjs', import.meta.url));
+  const out = execFileSync(process.execPath, [script, '--workloads', 'w2-nhwc', '--quick', '--rounds', '1', '--json',
+    '--configs', 'fucina-native:1,fucina-wasm-st:1'], { encoding: 'utf8' });
+  const runs = out.trim().split('\n').map((l) => JSON.parse(l)).filter((r) => r.round === 1 && !r.peaks);
+  assert.deepEqual(runs.map((r) => `${r.workload}:${r.impl}`), ['w2-nhwc:fucina-native', 'w2-nhwc:fucina-wasm-st']);
+  for (const r of runs) {
+    assert.equal(r.error, undefined, JSON.stringify(r));
+    assert.equal(r.note, 'NHWC (channels last)');
+    assert.ok(r.median_ms > 0 && r.gflops_median > 0, JSON.stringify(r));
+  }
+});
+
 test('the multiply-add ceilings: fucina_bench --peak, bench/peak.mjs, and run.mjs quoting each run against its own', async () => {
   const { simd128MulAddPeakGflops, relaxedSimdSupported } = await import('../../bench/peak.mjs');
   const wasmPeak = simd128MulAddPeakGflops({ iterations: 200_000, tries: 2 });
