@@ -241,10 +241,12 @@ TEST_CASE("pooling, convolution and sums match the scalar path on awkward geomet
   };
   // 2x2 windows with stride 2 (Note [2x2 pooling without gathers]) on rows of fewer, exactly and
   // more than a vector of outputs (4 lanes in wasm, 8 or 16 natively) with a ragged rest and odd
-  // widths; each also runs without a gradient (no indices kept).
+  // widths; each also runs without a gradient (no indices kept). The images are pooled as {h, n,
+  // w, c}: c after both pooled axes, so channels last (vec::takeLarger over the c lanes; 70 of them
+  // cross a block of 64).
   for (const Case& g : {Case{1, 1, 2, 2, 2, 2, 0}, Case{2, 3, 7, 9, 2, 2, 0}, Case{3, 5, 11, 13, 3, 2, 1},
                         Case{2, 4, 6, 5, 3, 1, 1}, Case{16, 8, 26, 26, 2, 2, 0}, Case{2, 2, 4, 8, 2, 2, 0},
-                        Case{1, 2, 5, 33, 2, 2, 0}, Case{2, 3, 9, 70, 2, 2, 0}}) {
+                        Case{1, 2, 5, 33, 2, 2, 0}, Case{2, 3, 9, 70, 2, 2, 0}, Case{2, 70, 5, 4, 3, 1, 1}}) {
     INFO("pool " << g.n << "x" << g.c << "x" << g.h << "x" << g.w << " k" << g.k << " s" << g.stride << " p" << g.pad);
     compareKernels([&](ExecContext& ctx) {
       const auto count = static_cast<size_t>(g.n * g.c * g.h * g.w);

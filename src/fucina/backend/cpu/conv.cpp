@@ -225,11 +225,12 @@ void forWindow(const Conv2dGeometry& g, int64_t oy, int64_t ox, F f) {
 }  // namespace
 
 namespace {
-// maxPool2dPlanes' loops, over blocks of lanes: branch-free selects of values and `Index`
-// positions (32-bit where a plane allows, so that both vectorize at one width), widened to the
-// i64 argmax per block.
-template <class Index>
-void maxPoolLanes(const Conv2dGeometry& g, int64_t lanes, const float* x, float* y, int64_t* argmax) {
+// maxPool2dPlanes' loops over lanes, a block of them at a time: the first tap of a window copied,
+// each other one merged by take(v, n, k, best, at): vec::takeLarger where the in-plane positions
+// fit in 32 bits (clang's cost model leaves a plain loop scalar in wasm, 7x slower there), else
+// (and as the scalar reference) the same selects on 64-bit positions.
+template <class Index, class Take>
+void maxPoolLanes(const Conv2dGeometry& g, int64_t lanes, const float* x, float* y, int64_t* argmax, Take take) {
   constexpr int64_t kBlock = 64;
   Index at[kBlock];
   for (int64_t p = 0; p < g.channels; ++p) {
@@ -239,25 +240,19 @@ void maxPoolLanes(const Conv2dGeometry& g, int64_t lanes, const float* x, float*
         const int64_t o = ((p * g.out_h + oy) * g.out_w + ox) * lanes;
         for (int64_t l0 = 0; l0 < lanes; l0 += kBlock) {
           const int64_t n = std::min(kBlock, lanes - l0);
-          float* __restrict best = y + o + l0;
+          float* best = y + o + l0;
           std::fill(best, best + n, -std::numeric_limits<float>::infinity());
           std::fill(at, at + n, Index{-1});
           bool first = true;  // the window's bounds, and so its first element, are the same in every lane
           forWindow(g, oy, ox, [&](int64_t k) {
-            const float* __restrict v = plane + k * lanes + l0;
-            const Index kk = static_cast<Index>(k);
+            const float* v = plane + k * lanes + l0;
             if (first) {
               std::copy(v, v + n, best);
-              std::fill(at, at + n, kk);
+              std::fill(at, at + n, static_cast<Index>(k));
               first = false;
               return;
             }
-            for (int64_t l = 0; l < n; ++l) {  // bitwise, not ||: a branch per lane would not vectorize
-              const float a = v[l], b = best[l];
-              const bool take = (a > b) | ((a != a) & (b == b));  // NaN propagates, as torch
-              best[l] = take ? a : b;
-              at[l] = take ? kk : at[l];
-            }
+            take(v, n, static_cast<Index>(k), best, at);
           });
           if (argmax != nullptr) std::copy(at, at + n, argmax + o + l0);
         }
@@ -273,8 +268,12 @@ void maxPool2dPlanes(const Conv2dGeometry& g, int64_t lanes, const float* x, flo
   if (lanes == 1 && g.pad_h == 0 && g.pad_w == 0 && vec::enabled() && g.height * g.width < (int64_t{1} << 31))
     return vec::maxPoolPlanes(x, g.channels, g.height, g.width, g.out_h, g.out_w, g.kh, g.kw, g.stride_h, g.stride_w,
                               y, argmax);
-  if (g.height * g.width < (int64_t{1} << 31)) return maxPoolLanes<int32_t>(g, lanes, x, y, argmax);
-  maxPoolLanes<int64_t>(g, lanes, x, y, argmax);
+  if (vec::enabled() && g.height * g.width < (int64_t{1} << 31))
+    return maxPoolLanes<int32_t>(g, lanes, x, y, argmax, vec::takeLarger);
+  maxPoolLanes<int64_t>(g, lanes, x, y, argmax, [](const float* v, int64_t n, int64_t k, float* best, int64_t* at) {
+    for (int64_t l = 0; l < n; ++l)
+      if (v[l] > best[l] || (v[l] != v[l] && best[l] == best[l])) best[l] = v[l], at[l] = k;  // NaN propagates
+  });
 }
 
 void maxPool2dBackward(const Conv2dGeometry& g, int64_t lanes, const float* gy, const int64_t* argmax, float* gx) {

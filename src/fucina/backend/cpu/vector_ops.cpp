@@ -439,6 +439,23 @@ void MaxPoolPlanes(const float* x, int64_t planes, int64_t height, int64_t width
   else MaxPoolPlanesT<false>(x, planes, height, width, out_h, out_w, kh, kw, sh, sw, y, nullptr);
 }
 
+void TakeLarger(const float* v, int64_t n, int32_t k, float* best, int32_t* at) {
+  const D d;
+  const hn::RebindToSigned<D> di;
+  const auto kv = hn::Set(di, k);
+  const int64_t L = Lanes();
+  int64_t l = 0;
+  for (; l + L <= n; l += L) {
+    V b = hn::LoadU(d, best + l);
+    auto a = hn::LoadU(di, at + l);
+    PoolTap<true>(hn::LoadU(d, v + l), kv, b, a);
+    hn::StoreU(b, d, best + l);
+    hn::StoreU(a, di, at + l);
+  }
+  for (; l < n; ++l)
+    if (v[l] > best[l] || (std::isnan(v[l]) && !std::isnan(best[l]))) best[l] = v[l], at[l] = k;
+}
+
 void Adam(const AdamStep& s, float* p, const float* g, float* m, float* v, int64_t n) {
   const D d;
   const V b1 = hn::Set(d, s.b1), b2 = hn::Set(d, s.b2), one_b1 = hn::Set(d, s.one_b1), one_b2 = hn::Set(d, s.one_b2);
@@ -492,6 +509,7 @@ HWY_EXPORT(NormGradRow);
 HWY_EXPORT(ExpShiftScaleRow);
 HWY_EXPORT(AddToF64);
 HWY_EXPORT(MaxPoolPlanes);
+HWY_EXPORT(TakeLarger);
 HWY_EXPORT(Adam);
 
 void run(Op op, int64_t n, const float* x, int64_t sx, const float* y, int64_t sy, float* out) {
@@ -521,6 +539,9 @@ void addToF64(const float* x, int64_t n, double* acc) { HWY_DYNAMIC_DISPATCH(Add
 void maxPoolPlanes(const float* x, int64_t planes, int64_t height, int64_t width, int64_t out_h, int64_t out_w,
                    int64_t kh, int64_t kw, int64_t sh, int64_t sw, float* y, int64_t* argmax) {
   HWY_DYNAMIC_DISPATCH(MaxPoolPlanes)(x, planes, height, width, out_h, out_w, kh, kw, sh, sw, y, argmax);
+}
+void takeLarger(const float* v, int64_t n, int32_t k, float* best, int32_t* at) {
+  if (n > 0) HWY_DYNAMIC_DISPATCH(TakeLarger)(v, n, k, best, at);
 }
 void adam(const AdamStep& s, float* p, const float* g, float* m, float* v, int64_t n) {
   if (n > 0) HWY_DYNAMIC_DISPATCH(Adam)(s, p, g, m, v, n);
