@@ -951,7 +951,7 @@ TEST_CASE("ops reach no host memory and start no threads") {
   CHECK(sites == 0);
 }
 
-TEST_CASE("each layer includes only the layers below it") {
+TEST_CASE("each layer includes only the layers below it and no backend's own headers") {
   // core < exec < backend < ag < ops: a tensor's memory, then the context that runs work, then the
   // kernels, then autograd, then the ops (design notes, "Backends"). The layers above (nn, optim,
   // io, data) may include any of these.
@@ -967,6 +967,18 @@ TEST_CASE("each layer includes only the layers below it") {
         INFO(e.path().string() << " includes fucina/" << (*m)[1].str());
         CHECK((to != layers.end() && static_cast<size_t>(to - layers.begin()) <= l));
       }
+    }
+  // Above the backends, only their common headers (backend/*.h): no backend's own folder. The one
+  // exception is a user's C++ lambda (elementalUnary, elementalBinary), which only the host's maps
+  // can run (ops/elementwise_op.h).
+  const std::regex backend_folder(R"re(#include "fucina/backend/(cpu|reference)/)re");
+  for (const char* layer : {"ag", "ops", "nn", "io", "data", "optim"})
+    for (const auto& e : std::filesystem::recursive_directory_iterator(FUCINA_SOURCE_DIR "/src/fucina/" + std::string(layer))) {
+      if (!e.is_regular_file() || e.path().filename() == "elementwise_op.h") continue;
+      std::ifstream f(e.path());
+      const std::string text((std::istreambuf_iterator<char>(f)), {});
+      INFO(e.path().string() << " includes a backend's own header");
+      CHECK_FALSE(std::regex_search(text, backend_folder));
     }
 }
 

@@ -410,3 +410,54 @@ TEST_CASE("updates build no graph and allocate only their state once", "[optim]"
   heavy.step(ctx);
   CHECK(ctx.memory().live_bytes == m1 + 3 * sizeof(float));
 }
+
+TEST_CASE("every optimizer and clipGradNorm give the cpu backend's values on the reference backend", "[optim]") {
+  // The updates are backend primitives (sgdUpdate, adamUpdate, sumSquares): a parameter of odd
+  // size, so the cpu backend's SIMD Adam runs whole vectors and a tail and its pool splits the
+  // elements, and a 16-bit parameter with master weights.
+  constexpr int64_t kN = 70001;
+  auto run = [&](fucina::Backend backend, auto make, fucina::DType dtype) {
+    ExecContext ctx(ExecOptions{.threads = 2, .backend = backend});
+    Tensor p = Tensor::variable(ctx, Tensor::normal(ctx, {"d"}, {kN}, 0, 1, 1).to(ctx, dtype));
+    auto opt = make(std::vector<Tensor>{p});
+    std::vector<Floats> out;
+    for (uint64_t step = 0; step < 3; ++step) {
+      p.gradState()->setGrad(Tensor::normal(ctx, {"d"}, {kN}, 0, 1, 10 + step).value());
+      out.push_back({optim::clipGradNorm(ctx, std::vector<Tensor>{p}, 200.0)});  // clips: ‖g‖ ≈ 265
+      opt->step(ctx);
+      out.push_back(p.toVector());
+    }
+    return out;
+  };
+  using Make = std::function<std::unique_ptr<optim::Optimizer>(std::vector<Tensor>)>;
+  const std::vector<std::pair<const char*, Make>> cases = {
+      {"sgd", [](std::vector<Tensor> ps) { return std::make_unique<optim::Sgd>(ps, optim::SgdOptions{.lr = 0.1}); }},
+      {"sgd momentum dampening decay",
+       [](std::vector<Tensor> ps) {
+         return std::make_unique<optim::Sgd>(
+             ps, optim::SgdOptions{.lr = 0.1, .momentum = 0.9, .dampening = 0.2, .weight_decay = 0.01});
+       }},
+      {"sgd nesterov",
+       [](std::vector<Tensor> ps) {
+         return std::make_unique<optim::Sgd>(ps, optim::SgdOptions{.lr = 0.05, .momentum = 0.8, .nesterov = true});
+       }},
+      {"adam decay",
+       [](std::vector<Tensor> ps) { return std::make_unique<optim::Adam>(ps, optim::AdamOptions{.lr = 1e-2, .weight_decay = 0.1}); }},
+      {"adamw master weights",
+       [](std::vector<Tensor> ps) {
+         return std::make_unique<optim::AdamW>(ps, optim::AdamOptions{.lr = 1e-3, .weight_decay = 0.01, .master_weights = true});
+       }},
+  };
+  for (const auto& [name, make] : cases) {
+    for (fucina::DType dtype : {fucina::DType::f32, fucina::DType::bf16}) {
+      INFO(name << " " << fucina::name(dtype));
+      const auto cpu = run(fucina::Backend::cpu, make, dtype), ref = run(fucina::Backend::reference, make, dtype);
+      REQUIRE(cpu.size() == ref.size());
+      for (size_t s = 0; s < cpu.size(); ++s)
+        for (size_t i = 0; i < cpu[s].size(); ++i) {
+          INFO("entry " << s << " element " << i);
+          REQUIRE(ref[s][i] == Approx(cpu[s][i]).epsilon(1e-6).margin(1e-7));
+        }
+    }
+  }
+}

@@ -35,4 +35,11 @@ struct ConvPlan {
   int64_t imageFloats() const { return g.channels * g.height * g.width; }
 };
 
+// Winograd pays only when its 16 GEMMs run over enough channels to outweigh the tile transforms:
+// prepareConv2dWeights takes it from 64 input channels a group. Measured natively against im2col
+// + GEMM (one thread, batches of 3x3 convolutions, bench/conv.cpp and bench/README.md): 0.43x at
+// 16 channels, 0.72-0.88x at 32 (the Fashion-MNIST CNN's second convolution), 0.97-1.05x at 64,
+// 1.1-1.25x at 128 and 256.
+inline constexpr int64_t kWinogradMinChannels = 64;
+
 }  // namespace fucina::kernels

@@ -19,6 +19,7 @@
 
 #include "fucina/backend/attention_geometry.h"
 #include "fucina/backend/conv_geometry.h"
+#include "fucina/backend/optim_steps.h"
 #include "fucina/backend/elementwise_table.h"
 #include "fucina/backend/gates.h"
 #include "fucina/core/device.h"
@@ -446,6 +447,17 @@ class Kernels {
   /// then B's columns.
   virtual RawTensor packedProduct(ExecContext& ctx, const RawTensor& a, const PackedB& b, const RawTensor& bias,
                                   const Tags& tags, const Extents& shape) const = 0;
+
+  // --- optimizer updates: in place, element by element, on a contiguous f32 parameter p and its
+  // state buffers from the contiguous f32 gradient g, all of p's shape (backend/optim_steps.h) ---
+  /// SGD; buf (the momentum buffer) is invalid without momentum.
+  virtual void sgdUpdate(ExecContext& ctx, const SgdStep& s, const RawTensor& p, const RawTensor& g,
+                         const RawTensor& buf) const = 0;
+  /// Adam and AdamW with their moment buffers m and v.
+  virtual void adamUpdate(ExecContext& ctx, const AdamStep& s, const RawTensor& p, const RawTensor& g,
+                          const RawTensor& m, const RawTensor& v) const = 0;
+  /// Σ x² in f64, in element order, of a contiguous f32 x (clipGradNorm's norm).
+  virtual double sumSquares(ExecContext& ctx, const RawTensor& x) const = 0;
 };
 
 /// The kernels of ctx's backend (ExecOptions::backend).

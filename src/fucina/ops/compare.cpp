@@ -4,10 +4,10 @@
 #include <array>
 #include <string>
 
-#include "fucina/backend/cpu/elementwise.h"  // alignShapes
 #include "fucina/backend/kernels.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/typed.h"
+#include "fucina/ops/layout.h"
 
 namespace fucina {
 
@@ -33,7 +33,7 @@ backend::Kernels::Logic relation(CompareOp op) {
 Tensor Tensor::compare(ExecContext& ctx, const Tensor& y, CompareOp op) const {
   const RawTensor& a = ops::elementwiseValue("compare", *this);
   const RawTensor& b = ops::elementwiseValue("compare", y);
-  const kernels::AlignedShape s = kernels::alignShapes("compare", a, b);
+  const ops::AlignedShape s = ops::alignShapes("compare", a, b);
   const std::array<const RawTensor*, 2> in{&a, &b};
   return Tensor::make(ctx, backend::kernelsOf(ctx).logic(ctx, relation(op), s.tags, s.shape, in), nullptr);
 }

@@ -8,8 +8,6 @@
 
 #include "fucina/backend/kernels.h"
 #include "fucina/ag/control.h"
-#include "fucina/backend/cpu/gemm.h"
-#include "fucina/backend/cpu/reduce.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/typed.h"
 

@@ -1,13 +1,13 @@
 // The prepared convolution (Note [Prepared convolution], docs/design-notes.md): inference-only
 // conv2d with the weight transformed once by prepareConv2dWeights. A 3x3 kernel with stride 1
 // and dilation 1 and at least kWinogradMinChannels input channels a group runs Winograd F(2x2,
-// 3x3) (backend/cpu/winograd.h: below that it measured slower); every other weight runs conv2d's own
-// im2col + GEMM core (ops/conv_core.h) on the weight stored once in the layout that GEMM reads in
-// place, so a call neither permutes, converts nor copies the weight.
+// 3x3) (backend/conv_geometry.h: below that it measured slower); every other weight runs conv2d's
+// own im2col + GEMM core (ops/conv_core.h) on the weight stored once in the layout that GEMM reads
+// in place, so a channels-first call neither permutes, converts nor copies the weight (a
+// channels-last one reads it as [out, kh, kw, c], a copy: Note [Channels last]).
 #include <string>
 
 #include "fucina/ag/control.h"
-#include "fucina/backend/cpu/winograd.h"
 #include "fucina/backend/kernels.h"
 #include "fucina/ops/conv_core.h"
 #include "fucina/ops/spatial.h"

@@ -10,11 +10,11 @@
 #include <limits>
 #include <string>
 
-#include "fucina/backend/cpu/softmax.h"
 #include "fucina/backend/kernels.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/labels.h"
 #include "fucina/ops/typed.h"
+#include "fucina/ops/layout.h"
 
 namespace fucina {
 
@@ -97,7 +97,7 @@ Tensor Tensor::crossEntropyExt(ExecContext& ctx, const Tensor& target, Tag class
     return ops::viaF32(ctx, op, {this, &target}, [&](std::span<const Tensor> f) { return f[0].crossEntropyExt(ctx, f[1], class_axis, o); });
   if (!ops::allF32({this}))
     return ops::viaF32(ctx, op, {this}, [&](std::span<const Tensor> f) { return f[0].crossEntropyExt(ctx, target, class_axis, o); });
-  const RawTensor in = kernels::axisLast(ctx, value(), class_axis);
+  const RawTensor in = ops::axisLast(ctx, value(), class_axis);
   const int64_t C = in.extent(class_axis);
   CrossEntropy ce = ceRows(ctx, op, o, class_axis, C);
   const int64_t rows = in.numel() / C;

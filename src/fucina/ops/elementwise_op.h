@@ -12,6 +12,7 @@
 #include "fucina/backend/kernels.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/typed.h"
+#include "fucina/ops/layout.h"
 
 namespace fucina::ops {
 
@@ -124,7 +125,7 @@ Tensor binaryOp(ExecContext& ctx, std::string_view name, const Tensor& x, const 
   if (!allF32({&x, &y})) {
     if (promotesToF64(name, {&x, &y})) {
       const RawTensor &a = x.value(), &b = y.value();
-      const kernels::AlignedShape s = kernels::alignShapes(name, a, b);
+      const ops::AlignedShape s = ops::alignShapes(name, a, b);
       const std::array<const RawTensor*, 2> in{&a, &b};
       return Tensor::make(ctx, math.fwdAs(ctx, DType::f64, s.tags, s.shape, in), nullptr);
     }
@@ -154,12 +155,12 @@ Tensor binaryOp(ExecContext& ctx, std::string_view name, const Tensor& x, const 
     };
   };
   auto compute = [&ctx, name, math](const RawTensor& va, const RawTensor& vb) {
-    const kernels::AlignedShape s = kernels::alignShapes(name, va, vb);
+    const ops::AlignedShape s = ops::alignShapes(name, va, vb);
     const std::array<const RawTensor*, 2> in{&va, &vb};
     return math.fwd(ctx, s.tags, s.shape, in);
   };
   if (internal::deferringValues() && !(need & reads::kY)) {
-    const kernels::AlignedShape s = kernels::alignShapes(name, a, b);
+    const ops::AlignedShape s = ops::alignShapes(name, a, b);
     return finishPending(
         ctx, name, s.tags, s.shape,
         [compute, pa = x.impl()->source(), pb = y.impl()->source()] { return compute(pa.get(), pb.get()); },
@@ -189,7 +190,7 @@ Tensor integerOp(ExecContext& ctx, std::string_view name, const Tensor& x, const
     return Tensor::make(ctx, RowMath<Row>{}.fwdAs(ctx, x.dtype(), a.tags(), a.shape(), in), nullptr);
   }
   const RawTensor& b = y->value();
-  const kernels::AlignedShape s = kernels::alignShapes(name, a, b);
+  const ops::AlignedShape s = ops::alignShapes(name, a, b);
   const std::array<const RawTensor*, 2> in{&a, &b};
   return Tensor::make(ctx, RowMath<Row>{}.fwdAs(ctx, x.dtype(), s.tags, s.shape, in), nullptr);
 }

@@ -6,8 +6,8 @@
 #include <string>
 
 #include "fucina/backend/kernels.h"
-#include "fucina/backend/cpu/elementwise.h"  // alignShapes
 #include "fucina/ops/finish_op.h"
+#include "fucina/ops/layout.h"
 
 namespace fucina {
 
@@ -89,7 +89,7 @@ Tensor Tensor::addAxisVectorUnaryInPlace(ExecContext& ctx, Tag axis, const Tenso
   // exactly add(v).unary(act)'s; an unknown name fails before anything is written. The biased
   // values go to a contiguous temporary, not into a strided this: the activation's SIMD and
   // scalar paths differ in the last bit (geluErf), and add's result is contiguous.
-  const kernels::AlignedShape s = kernels::alignShapes(op, dst, vf);
+  const ops::AlignedShape s = ops::alignShapes(op, dst, vf);
   const std::array<const RawTensor*, 2> in{&dst, &vf};
   const Tensor biased = Tensor::make(
       ctx, backend::kernelsOf(ctx).map(ctx, backend::ElemOp::Add, backend::Form::fwd, s.tags, s.shape, in, {}), nullptr);

@@ -5,11 +5,10 @@
 #include <cstdint>
 #include <string>
 
-#include "fucina/backend/cpu/elementwise.h"
-#include "fucina/backend/cpu/softmax.h"
 #include "fucina/backend/kernels.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/typed.h"
+#include "fucina/ops/layout.h"
 
 namespace fucina {
 
@@ -28,13 +27,13 @@ Tensor predicate(ExecContext& ctx, const char* op, const Tensor& x, Logic f) {
 Tensor logical(ExecContext& ctx, const char* op, const Tensor& x, const Tensor& y, Logic f) {
   const RawTensor& a = ops::elementwiseValue(op, x);
   const RawTensor& b = ops::elementwiseValue(op, y);
-  const kernels::AlignedShape s = kernels::alignShapes(op, a, b);
+  const ops::AlignedShape s = ops::alignShapes(op, a, b);
   const RawTensor* in[] = {&a, &b};
   return Tensor::make(ctx, backend::kernelsOf(ctx).logic(ctx, f, s.tags, s.shape, in), nullptr);
 }
 
 // any (or, with any = false, all) of the truth values along one axis (dropped), or of every
-// element when axis is null (seen as one row). kernels::axisLast keeps the other axes in x's order.
+// element when axis is null (seen as one row). ops::axisLast keeps the other axes in x's order.
 Tensor anyOrAll(ExecContext& ctx, const char* op, const Tensor& x, const Tag* axis, bool any) {
   const RawTensor& a = ops::elementwiseValue(op, x);
   const backend::Kernels& k = backend::kernelsOf(ctx);
@@ -42,7 +41,7 @@ Tensor anyOrAll(ExecContext& ctx, const char* op, const Tensor& x, const Tag* ax
   const RawTensor truth = k.logic(ctx, Logic::truth, a.tags(), a.shape(), in);
   RawTensor rows;
   if (axis) {
-    rows = kernels::axisLast(ctx, truth, *axis);
+    rows = ops::axisLast(ctx, truth, *axis);
   } else {
     const RawTensor flat = truth.contiguous(ctx);
     rows = RawTensor::view(flat.storage(), DType::u8, {"elements"}, {flat.numel()}, {1}, flat.offset());

@@ -6,12 +6,11 @@
 #include <cmath>
 #include <string>
 
-#include "fucina/backend/cpu/elementwise.h"
-#include "fucina/backend/cpu/softmax.h"
 #include "fucina/backend/kernels.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/labels.h"
 #include "fucina/ops/typed.h"
+#include "fucina/ops/layout.h"
 
 namespace fucina {
 
@@ -88,7 +87,7 @@ Tensor Tensor::crossEntropy(ExecContext& ctx, const Tensor& labels, Tag class_ax
   const double eps = options.label_smoothing;
   if (!(eps >= 0.0 && eps < 1.0))
     fail(ErrorCode::InvalidArgument, "crossEntropy: label_smoothing must be in [0, 1), got " + std::to_string(eps));
-  const RawTensor in = kernels::axisLast(ctx, value(), class_axis);
+  const RawTensor in = ops::axisLast(ctx, value(), class_axis);
   const int64_t classes = in.extent(class_axis);
   if (classes == 0) fail(ErrorCode::InvalidArgument, "crossEntropy: the class axis is empty");
   Labels lab = readLabels(ctx, "crossEntropy", value(), labels, class_axis);
@@ -112,7 +111,7 @@ Tensor Tensor::crossEntropy(ExecContext& ctx, const Tensor& labels, Tag class_ax
 Tensor Tensor::nllLoss(ExecContext& ctx, const Tensor& labels, Tag class_axis, Reduction reduction) const {
   if (!ops::allF32({this}))
     return ops::viaF32(ctx, "nllLoss", {this}, [&](std::span<const Tensor> f) { return f[0].nllLoss(ctx, labels, class_axis, reduction); });
-  const RawTensor in = kernels::axisLast(ctx, value(), class_axis);
+  const RawTensor in = ops::axisLast(ctx, value(), class_axis);
   Labels lab = readLabels(ctx, "nllLoss", value(), labels, class_axis);
   const int64_t rows = lab.rows();
   requireRows("nllLoss", rows, reduction);

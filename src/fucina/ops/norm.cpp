@@ -4,10 +4,10 @@
 #include <cmath>
 #include <string>
 
-#include "fucina/backend/cpu/softmax.h"
 #include "fucina/backend/kernels.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/typed.h"
+#include "fucina/ops/layout.h"
 
 namespace fucina {
 
@@ -32,11 +32,11 @@ Tensor normalize(ExecContext& ctx, const char* name, const Tensor& x, Tag axis, 
   const RawTensor& a = x.value();
   if (a.extent(axis) == 0)
     fail(ErrorCode::InvalidArgument, std::string(name) + ": the axis '" + std::string(axis.name()) + "' is empty");
-  backend::Kernels::NormRows saved = backend::kernelsOf(ctx).normRows(ctx, kernels::axisLast(ctx, a, axis), kind, eps);
+  backend::Kernels::NormRows saved = backend::kernelsOf(ctx).normRows(ctx, ops::axisLast(ctx, a, axis), kind, eps);
   const RawTensor y = saved.y;
   return ops::finishOp(ctx, name, y.permuted(a.tags()), {&x}, [&] {
     return [saved = std::move(saved), axis, kind](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
-      g[0] = backend::kernelsOf(c).normRowsVjp(c, kind, saved, kernels::axisLast(c, gy, axis));
+      g[0] = backend::kernelsOf(c).normRowsVjp(c, kind, saved, ops::axisLast(c, gy, axis));
     };
   }, static_cast<size_t>(a.numel()) * 8);
 }

@@ -3,7 +3,6 @@
 
 #include "fucina/ag/control.h"
 #include "fucina/ag/tensor.h"
-#include "fucina/backend/cpu/reduce.h"
 
 namespace fucina::raw {
 namespace {

@@ -4,9 +4,9 @@
 // constant: sampling is intentionally without gradient.
 #include <string>
 
-#include "fucina/backend/cpu/softmax.h"
 #include "fucina/backend/kernels.h"
 #include "fucina/ops/finish_op.h"
+#include "fucina/ops/layout.h"
 
 namespace fucina {
 
@@ -21,7 +21,7 @@ Tensor Tensor::multinomial(ExecContext& ctx, Tag axis, int64_t samples, uint64_t
   if (!replacement && samples > n)
     fail(ErrorCode::InvalidArgument, "multinomial: " + std::to_string(samples) + " samples without replacement from " +
                                          std::to_string(n) + " categories along '" + std::string(axis.name()) + "'");
-  const RawTensor rows = kernels::axisLastAs(ctx, a, axis, DType::f64);
+  const RawTensor rows = ops::axisLastAs(ctx, a, axis, DType::f64);
   const RawTensor out = backend::kernelsOf(ctx).multinomialRows(ctx, rows, samples, seed, replacement, a.describe());
   return Tensor::make(ctx, out.permuted(a.tags()), nullptr);
 }

@@ -1,12 +1,12 @@
 // Scans along a named axis that keep it: cumprod and linearRecurrence. Each lays its rows out with
-// the axis last (kernels::axisLast) and scans them with the backend's row kernels (in f64
+// the axis last (ops::axisLast) and scans them with the backend's row kernels (in f64
 // accumulators; the VJPs are one reverse scan per row and never divide, so zeros are exact).
 #include <string>
 
-#include "fucina/backend/cpu/softmax.h"
 #include "fucina/backend/kernels.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/typed.h"
+#include "fucina/ops/layout.h"
 
 namespace fucina {
 
@@ -20,11 +20,11 @@ Tensor Tensor::cumprod(ExecContext& ctx, Tag axis) const {
   if (!ops::allF32({this}))
     return ops::viaF32(ctx, "cumprod", {this}, [&](std::span<const Tensor> f) { return f[0].cumprod(ctx, axis); });
   const RawTensor& a = value();
-  const RawTensor in = kernels::axisLast(ctx, a, axis);
+  const RawTensor in = ops::axisLast(ctx, a, axis);
   RawTensor y = backend::kernelsOf(ctx).cumprodRows(ctx, in);
   return ops::finishOp(ctx, "cumprod", y.permuted(a.tags()), {this}, [&] {
     return [in, y, axis](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
-      g[0] = backend::kernelsOf(c).cumprodRowsVjp(c, in, y, kernels::axisLast(c, gy, axis));
+      g[0] = backend::kernelsOf(c).cumprodRowsVjp(c, in, y, ops::axisLast(c, gy, axis));
     };
   }, static_cast<size_t>(a.numel()) * 2);
 }
@@ -65,15 +65,15 @@ Tensor Tensor::linearRecurrence(ExecContext& ctx, const Tensor& decay, const Ten
   if (!sameAxes(h0.value(), true))
     fail(ErrorCode::ShapeMismatch, "linearRecurrence: h0 " + h0.value().describe() + " must have the input's axes " +
                                        a.describe() + " without '" + std::string(time_axis.name()) + "'");
-  const RawTensor x = kernels::axisLast(ctx, a, time_axis);
-  const RawTensor d = kernels::axisLast(ctx, decay.value().permuted(a.tags()), time_axis);
+  const RawTensor x = ops::axisLast(ctx, a, time_axis);
+  const RawTensor d = ops::axisLast(ctx, decay.value().permuted(a.tags()), time_axis);
   Tags row_tags(x.tags().begin(), x.tags().end() - 1);
   const RawTensor h = h0.value().permuted(row_tags).contiguous(ctx);
   RawTensor y = backend::kernelsOf(ctx).linearRecurrenceRows(ctx, x, d, h);
   return ops::finishOp(ctx, "linearRecurrence", y.permuted(a.tags()), {this, &decay, &h0}, [&] {
     return [d, h, y, time_axis, decay_tags = decay.value().tags(), h0_tags = h0.value().tags()](
                ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
-      auto grads = backend::kernelsOf(c).linearRecurrenceRowsVjp(c, d, h, y, kernels::axisLast(c, gy, time_axis));
+      auto grads = backend::kernelsOf(c).linearRecurrenceRowsVjp(c, d, h, y, ops::axisLast(c, gy, time_axis));
       g[0] = std::move(grads.x);
       g[1] = grads.d.permuted(decay_tags);
       g[2] = grads.h0.permuted(h0_tags);

@@ -4,10 +4,10 @@
 // (torch's order). The VJP scatters each value's gradient back to the index it came from.
 #include <string>
 
-#include "fucina/backend/cpu/softmax.h"
 #include "fucina/backend/kernels.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/typed.h"
+#include "fucina/ops/layout.h"
 
 namespace fucina {
 
@@ -29,7 +29,7 @@ SortResult ordered(ExecContext& ctx, const char* op, const Tensor& x, Tag axis, 
     fail(ErrorCode::InvalidArgument, std::string(op) + ": k = " + std::to_string(k) + " must be in [0, " +
                                          std::to_string(n) + "] (the extent of '" + std::string(axis.name()) +
                                          "' in " + a.describe() + ")");
-  const RawTensor in = kernels::axisLast(ctx, a, axis);
+  const RawTensor in = ops::axisLast(ctx, a, axis);
   backend::Kernels::SortedRows sorted = backend::kernelsOf(ctx).sortRows(ctx, in, k, largest);
   Tensor idx = Tensor::fromRaw(ctx, sorted.indices.permuted(a.tags()));
   Tensor val = ops::finishOp(ctx, op, sorted.values.permuted(a.tags()), {&x}, [&] {
@@ -37,7 +37,7 @@ SortResult ordered(ExecContext& ctx, const char* op, const Tensor& x, Tag axis, 
     return [indices = sorted.indices, in_tags = in.tags(), in_shape = in.shape(), a_tags = a.tags(), axis](
                ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
       RawTensor gx = RawTensor::zeros(c, in_tags, in_shape);
-      backend::kernelsOf(c).scatterAlong(c, gx, axis, indices, kernels::axisLast(c, gy, axis), false);
+      backend::kernelsOf(c).scatterAlong(c, gx, axis, indices, ops::axisLast(c, gy, axis), false);
       g[0] = gx.permuted(a_tags);
     };
   }, static_cast<size_t>(a.numel()));
@@ -62,7 +62,7 @@ Tensor argExtremum(ExecContext& ctx, const char* op, const Tensor& x, Tag axis, 
   const RawTensor& a = ops::elementwiseValue(op, x);
   const int64_t n = a.extent(axis);
   if (n == 0) fail(ErrorCode::InvalidArgument, std::string(op) + " over the empty axis '" + std::string(axis.name()) + "' of " + a.describe());
-  const RawTensor rows = kernels::axisLastAs(ctx, a, axis, DType::f64);
+  const RawTensor rows = ops::axisLastAs(ctx, a, axis, DType::f64);
   return Tensor::make(ctx, backend::kernelsOf(ctx).argExtremumRows(ctx, rows, largest), nullptr);
 }
 

@@ -7,10 +7,9 @@
 #include <vector>
 
 #include "fucina/backend/kernels.h"
-#include "fucina/backend/cpu/elementwise.h"
-#include "fucina/backend/cpu/reduce.h"
 #include "fucina/ops/finish_op.h"
 #include "fucina/ops/typed.h"
+#include "fucina/ops/layout.h"
 
 namespace fucina {
 
@@ -150,8 +149,8 @@ Tensor Tensor::where(ExecContext& ctx, const Tensor& cond, const Tensor& a, cons
   const RawTensor m = maskOf(ctx, "where", cond);
   const RawTensor& ra = a.value();
   const RawTensor& rb = b.value();
-  const kernels::AlignedShape ab = kernels::alignShapes("where", ra, rb);
-  const kernels::AlignedShape s = kernels::alignShapes("where", ra.broadcastView(ab.tags, ab.shape), m);
+  const ops::AlignedShape ab = ops::alignShapes("where", ra, rb);
+  const ops::AlignedShape s = ops::alignShapes("where", ra.broadcastView(ab.tags, ab.shape), m);
   const std::array<const RawTensor*, 3> in{&m, &ra, &rb};
   RawTensor out = backend::kernelsOf(ctx).select(ctx, s.tags, s.shape, in);
   return ops::finishOp(ctx, "where", out, {&a, &b}, [&] {

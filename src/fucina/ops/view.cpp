@@ -5,7 +5,6 @@
 #include <string>
 
 #include "fucina/backend/kernels.h"
-#include "fucina/backend/cpu/reduce.h"
 #include "fucina/ops/finish_op.h"
 
 namespace fucina {

@@ -5,7 +5,7 @@
 
 #include "fucina/core/error.h"
 #include "fucina/exec/context.h"
-#include "fucina/backend/cpu/vector_ops.h"
+#include "fucina/backend/kernels.h"
 
 namespace fucina::optim {
 
@@ -38,9 +38,7 @@ Adam::Adam(AdamOptions options, bool decoupled)
 AdamW::AdamW(AdamOptions options) : Adam(options, true) {}
 AdamW::AdamW(std::span<const Tensor> params, AdamOptions options) : Adam(options, true) { add(params); }
 
-void Adam::update(ExecContext& ctx, size_t index, int64_t t, float* p, const float* g, int64_t n) {
-  float* m = stateBuffer(ctx, index, 0);
-  float* v = stateBuffer(ctx, index, 1);
+void Adam::update(ExecContext& ctx, size_t index, int64_t t, const internal::RawTensor& p, const internal::RawTensor& g) {
   // Scalars in double (as torch's Python floats), elements in f32.
   const double lr = this->lr();
   const double bc1 = 1.0 - std::pow(options_.beta1, static_cast<double>(t));
@@ -53,19 +51,8 @@ void Adam::update(ExecContext& ctx, size_t index, int64_t t, float* p, const flo
   const float eps = static_cast<float>(options_.eps);
   const float l2 = decoupled_ ? 0.0f : static_cast<float>(options_.weight_decay);
   const float shrink = decoupled_ ? static_cast<float>(1.0 - lr * options_.weight_decay) : 1.0f;
-  const kernels::vec::AdamStep s{b1, b2, one_b1, one_b2, step_size, inv_sqrt_bc2, eps, l2, shrink};
-  const bool simd = kernels::vec::enabled();
-  ctx.parallelFor(n, kParallelGrain, [&](int64_t begin, int64_t end) {
-    if (simd) return kernels::vec::adam(s, p + begin, g + begin, m + begin, v + begin, end - begin);
-    for (int64_t i = begin; i < end; ++i) {
-      const float gi = g[i] + l2 * p[i];
-      const float pi = p[i] * shrink;
-      m[i] = b1 * m[i] + one_b1 * gi;
-      v[i] = b2 * v[i] + one_b2 * gi * gi;
-      const float denom = std::sqrt(v[i]) * inv_sqrt_bc2 + eps;
-      p[i] = pi - step_size * (m[i] / denom);
-    }
-  });
+  const backend::AdamStep s{b1, b2, one_b1, one_b2, step_size, inv_sqrt_bc2, eps, l2, shrink};
+  backend::kernelsOf(ctx).adamUpdate(ctx, s, p, g, stateBuffer(ctx, index, 0), stateBuffer(ctx, index, 1));
 }
 
 }  // namespace fucina::optim

@@ -30,7 +30,8 @@ class Adam : public Optimizer {
 
  protected:
   Adam(AdamOptions options, bool decoupled);
-  void update(ExecContext& ctx, size_t index, int64_t t, float* p, const float* g, int64_t n) override;
+  void update(ExecContext& ctx, size_t index, int64_t t, const internal::RawTensor& p,
+              const internal::RawTensor& g) override;
 
  private:
   AdamOptions options_;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "fucina/ag/grad_state.h"
+#include "fucina/backend/kernels.h"
 #include "fucina/core/error.h"
 
 namespace fucina::optim {
@@ -29,19 +30,18 @@ double clipGradNorm(ExecContext& ctx, std::span<const Tensor> params, double max
     std::optional<RawTensor> g = state->gradView();
     if (!g) continue;
     RawTensor c = g->dtype() == DType::f32 ? g->contiguous(ctx) : g->to(ctx, DType::f32);
-    const float* d = c.f32();
-    for (int64_t i = 0, n = c.numel(); i < n; ++i) sum_sq += static_cast<double>(d[i]) * d[i];
+    sum_sq += backend::kernelsOf(ctx).sumSquares(ctx, c);
     entries.push_back({state, std::move(c)});
   }
   const double total = std::sqrt(sum_sq);
   if (!(total > max_norm) || !std::isfinite(total)) return total;
-  const float coef = static_cast<float>(max_norm / (total + 1e-6));
+  // coef in f32, as the product is: each gradient element times the same float.
+  const auto coef = static_cast<double>(static_cast<float>(max_norm / (total + 1e-6)));
+  const backend::Kernels& k = backend::kernelsOf(ctx);
   for (Entry& e : entries) {
-    RawTensor scaled = RawTensor::empty(ctx, e.grad.tags(), e.grad.shape());
-    const float* src = e.grad.f32();
-    float* dst = scaled.f32();
-    for (int64_t i = 0, n = scaled.numel(); i < n; ++i) dst[i] = src[i] * coef;
-    e.state->setGrad(std::move(scaled));
+    const RawTensor* in[] = {&e.grad};
+    e.state->setGrad(k.map(ctx, backend::elemOpOf<backend::rows::Scale>(), backend::Form::fwd, e.grad.tags(),
+                           e.grad.shape(), in, backend::ElemParams{coef}));
   }
   return total;
 }

@@ -67,14 +67,14 @@ void Optimizer::step(ExecContext& ctx) {
     const int64_t t = ++states_[i].steps;
     const RawTensor& value = param.value();
     if (value.dtype() == DType::f32) {
-      update(ctx, i, t, value.f32(), g.f32(), param.numel());
+      update(ctx, i, t, value, g);
       continue;
     }
     // Note [16-bit parameters]: the update runs on f32 values, then is rounded into the parameter.
     RawTensor& master = states_[i].master;
     if (master_weights_ && !master.valid()) master = value.to(ctx, DType::f32);
     RawTensor work = master_weights_ ? master : value.to(ctx, DType::f32);
-    update(ctx, i, t, work.f32(), g.f32(), param.numel());
+    update(ctx, i, t, work, g);
     backend::kernelsOf(ctx).copy(ctx, work, value);
     param.impl()->dropF32Cache();  // dataConst's f32 copy of the old values
   }
@@ -84,14 +84,14 @@ void Optimizer::zeroGrad() {
   for (const Tensor& p : params_) p.zeroGrad();
 }
 
-float* Optimizer::stateBuffer(ExecContext& ctx, size_t index, size_t slot) {
+const RawTensor& Optimizer::stateBuffer(ExecContext& ctx, size_t index, size_t slot) {
   std::vector<RawTensor>& buffers = states_.at(index).buffers;
   if (buffers.size() <= slot) buffers.resize(slot + 1);
   if (!buffers[slot].valid()) {
     const Tensor& p = params_[index];
     buffers[slot] = RawTensor::zeros(ctx, p.tags(), p.shape());
   }
-  return buffers[slot].f32();
+  return buffers[slot];
 }
 
 // ---------------------------------------------------------------- OptimizerSet

@@ -45,16 +45,15 @@ class Optimizer {
 
  protected:
   explicit Optimizer(double lr, bool master_weights = false);
-  /// Applies one update to n floats at p given the gradient g (contiguous, same layout).
-  /// `index` names the parameter; `t` is its update count including this one (1 on the first).
-  virtual void update(ExecContext& ctx, size_t index, int64_t t, float* p, const float* g,
-                      int64_t n) = 0;
+  /// Applies one update, in place, to the values p given the gradient g: both contiguous f32 of
+  /// the parameter's shape, computed through ctx's backend (its update primitives,
+  /// backend/kernels.h). `index` names the parameter; `t` is its update count including this one
+  /// (1 on the first).
+  virtual void update(ExecContext& ctx, size_t index, int64_t t, const internal::RawTensor& p,
+                      const internal::RawTensor& g) = 0;
   /// The slot-th state buffer of parameter index: zeros shaped like the parameter, made on first
   /// use through ctx (so ctx.memory() accounts it).
-  float* stateBuffer(ExecContext& ctx, size_t index, size_t slot);
-  /// Elements per pool task in update(): elements are independent, so any split over threads
-  /// gives the same values.
-  static constexpr int64_t kParallelGrain = 32 * 1024;
+  const internal::RawTensor& stateBuffer(ExecContext& ctx, size_t index, size_t slot);
 
  private:
   struct ParamState {

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "fucina/backend/kernels.h"
 #include "fucina/core/error.h"
 #include "fucina/exec/context.h"
 
@@ -33,31 +34,15 @@ Sgd::Sgd(SgdOptions options)
 
 Sgd::Sgd(std::span<const Tensor> params, SgdOptions options) : Sgd(options) { add(params); }
 
-void Sgd::update(ExecContext& ctx, size_t index, int64_t t, float* p, const float* g, int64_t n) {
-  const float lr = static_cast<float>(this->lr());
-  const float wd = static_cast<float>(options_.weight_decay);
-  const float mu = static_cast<float>(options_.momentum);
-  const float keep = static_cast<float>(1.0 - options_.dampening);
-  if (options_.momentum == 0) {
-    ctx.parallelFor(n, kParallelGrain, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        const float d = g[i] + wd * p[i];
-        p[i] -= lr * d;
-      }
-    });
-    return;
-  }
-  float* buf = stateBuffer(ctx, index, 0);
-  const bool first = t == 1;  // torch: the buffer starts as a copy of the first gradient
-  const bool nesterov = options_.nesterov;
-  ctx.parallelFor(n, kParallelGrain, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      float d = g[i] + wd * p[i];
-      buf[i] = first ? d : mu * buf[i] + keep * d;
-      d = nesterov ? d + mu * buf[i] : buf[i];
-      p[i] -= lr * d;
-    }
-  });
+void Sgd::update(ExecContext& ctx, size_t index, int64_t t, const internal::RawTensor& p, const internal::RawTensor& g) {
+  const backend::SgdStep s{.lr = static_cast<float>(this->lr()),
+                           .weight_decay = static_cast<float>(options_.weight_decay),
+                           .momentum = static_cast<float>(options_.momentum),
+                           .keep = static_cast<float>(1.0 - options_.dampening),
+                           .first = t == 1,  // torch: the buffer starts as a copy of the first gradient
+                           .nesterov = options_.nesterov};
+  const internal::RawTensor none;
+  backend::kernelsOf(ctx).sgdUpdate(ctx, s, p, g, options_.momentum == 0 ? none : stateBuffer(ctx, index, 0));
 }
 
 }  // namespace fucina::optim

@@ -28,7 +28,8 @@ class Sgd : public Optimizer {
   const SgdOptions& options() const { return options_; }
 
  protected:
-  void update(ExecContext& ctx, size_t index, int64_t t, float* p, const float* g, int64_t n) override;
+  void update(ExecContext& ctx, size_t index, int64_t t, const internal::RawTensor& p,
+              const internal::RawTensor& g) override;
 
  private:
   SgdOptions options_;

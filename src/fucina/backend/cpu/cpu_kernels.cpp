@@ -16,6 +16,7 @@
 #include "fucina/backend/cpu/logic.h"
 #include "fucina/backend/cpu/loss.h"
 #include "fucina/backend/cpu/norm.h"
+#include "fucina/backend/cpu/optim.h"
 #include "fucina/backend/cpu/packed_product.h"
 #include "fucina/backend/cpu/quantize.h"
 #include "fucina/backend/cpu/reduce.h"
@@ -458,6 +459,15 @@ class CpuKernels final : public Kernels {
                           const Tags& tags, const Extents& shape) const override {
     return kernels::packedProduct(ctx, a, b, bias, tags, shape);
   }
+  void sgdUpdate(ExecContext& ctx, const SgdStep& s, const RawTensor& p, const RawTensor& g,
+                 const RawTensor& buf) const override {
+    kernels::sgdUpdate(ctx, s, p, g, buf);
+  }
+  void adamUpdate(ExecContext& ctx, const AdamStep& s, const RawTensor& p, const RawTensor& g, const RawTensor& m,
+                  const RawTensor& v) const override {
+    kernels::adamUpdate(ctx, s, p, g, m, v);
+  }
+  double sumSquares(ExecContext&, const RawTensor& x) const override { return kernels::sumSquares(x); }
 };
 
 }  // namespace

@@ -4,23 +4,6 @@ namespace fucina::kernels {
 
 using internal::RawTensor;
 
-AlignedShape alignShapes(std::string_view op, const RawTensor& a, const RawTensor& b) {
-  AlignedShape s{a.tags(), a.shape()};
-  for (size_t j = 0; j < b.rank(); ++j) {
-    if (auto i = findTag(a.tags(), b.tags()[j])) {
-      if (a.shape()[*i] != b.shape()[j])
-        fail(ErrorCode::ShapeMismatch,
-             std::string(op) + ": axis '" + std::string(b.tags()[j].name()) + "' has extent " +
-                 std::to_string(a.shape()[*i]) + " in " + a.describe() + " but " +
-                 std::to_string(b.shape()[j]) + " in " + b.describe());
-    } else {
-      s.tags.push_back(b.tags()[j]);
-      s.shape.push_back(b.shape()[j]);
-    }
-  }
-  return s;
-}
-
 void addInto(ExecContext& ctx, const RawTensor& dst, const RawTensor& src) {
   if (dst.numel() == 0) return;
   const RawTensor view = src.broadcastView(dst.tags(), dst.shape());

@@ -21,16 +21,6 @@
 
 namespace fucina::kernels {
 
-struct AlignedShape {
-  Tags tags;
-  Extents shape;
-};
-
-// Output axes of a binary op: a's axes, then b's axes that a lacks. Shared axes must agree in
-// extent, else ShapeMismatch naming both shapes and the axis.
-AlignedShape alignShapes(std::string_view op, const internal::RawTensor& a,
-                         const internal::RawTensor& b);
-
 // Elements per parallel chunk: below this, threads cost more than they save.
 inline constexpr int64_t kElementwiseGrain = 32 * 1024;
 
@@ -120,14 +110,6 @@ internal::RawTensor mapAs(ExecContext& ctx, const Tags& tags, const Extents& sha
 template <class F>
 internal::RawTensor map1(ExecContext& ctx, const internal::RawTensor& a, F f, backend::SimdForm simd = {}) {
   return map<1>(ctx, a.tags(), a.shape(), {&a}, f, simd);
-}
-
-// Binary convenience: axes aligned by tag (see alignShapes).
-template <class F>
-internal::RawTensor map2(ExecContext& ctx, std::string_view op, const internal::RawTensor& a,
-                         const internal::RawTensor& b, F f, backend::SimdForm simd = {}) {
-  const AlignedShape s = alignShapes(op, a, b);
-  return map<2>(ctx, s.tags, s.shape, {&a, &b}, f, simd);
 }
 
 // dst[i] = f(dst[i], src[i]) for f32 dst (any strides, written in place) and src broadcast to its

@@ -60,21 +60,4 @@ RawTensor softmaxRowsVjp(ExecContext& ctx, const RawTensor& y, const RawTensor& 
   return gx;
 }
 
-namespace {
-RawTensor withAxisLast(const RawTensor& a, Tag axis) {
-  Tags order;
-  for (Tag t : a.tags())
-    if (!(t == axis)) order.push_back(t);
-  a.axis(axis);  // ShapeMismatch naming the axes when absent
-  order.push_back(axis);
-  return a.permuted(order);
-}
-}  // namespace
-
-RawTensor axisLast(ExecContext& ctx, const RawTensor& a, Tag axis) { return withAxisLast(a, axis).contiguous(ctx); }
-
-RawTensor axisLastAs(ExecContext& ctx, const RawTensor& a, Tag axis, DType dtype) {
-  return withAxisLast(a, axis).to(ctx, dtype);
-}
-
 }  // namespace fucina::kernels

@@ -15,10 +15,4 @@ internal::RawTensor softmaxRows(ExecContext& ctx, const internal::RawTensor& x, 
 internal::RawTensor softmaxRowsVjp(ExecContext& ctx, const internal::RawTensor& y, const internal::RawTensor& gy,
                                    bool log);
 
-// a laid out with `axis` last and contiguous (a copy unless it already is), so row-wise kernels
-// can run over it; the result's axes are a's other axes in order, then axis.
-internal::RawTensor axisLast(ExecContext& ctx, const internal::RawTensor& a, Tag axis);
-// The same layout converted to dtype in one copy (argmax and multinomial read rows as f64).
-internal::RawTensor axisLastAs(ExecContext& ctx, const internal::RawTensor& a, Tag axis, DType dtype);
-
 }  // namespace fucina::kernels

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "fucina/backend/optim_steps.h"
+
 namespace fucina::kernels::vec {
 
 // Whether ops use these kernels (default on). Off, every op runs its scalar reference loop: for
@@ -61,10 +63,8 @@ void maxPoolPlanes(const float* x, int64_t planes, int64_t height, int64_t width
 void takeLarger(const float* v, int64_t n, int32_t k, float* best, int32_t* at);
 
 // --- optimizer ---
-struct AdamStep {
-  float b1, b2, one_b1, one_b2, step_size, inv_sqrt_bc2, eps, l2, shrink;
-};
-// The Adam/AdamW update of n parameters, as optim::Adam::update's scalar loop.
+using AdamStep = backend::AdamStep;
+// The Adam/AdamW update of n parameters, as the cpu backend's scalar loop (cpu/optim.cpp).
 void adam(const AdamStep& s, float* p, const float* g, float* m, float* v, int64_t n);
 
 }  // namespace fucina::kernels::vec

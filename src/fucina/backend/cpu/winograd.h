@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "fucina/backend/conv_geometry.h"
 #include "fucina/exec/context.h"
 
 namespace fucina::kernels {
@@ -17,12 +18,6 @@ struct WinogradShape {
   int64_t N, C, H, W, OC, G, pad_h, pad_w, OH, OW;
 };
 
-// Winograd pays only when its 16 GEMMs run over enough channels to outweigh the tile transforms:
-// prepareConv2dWeights takes it from 64 input channels a group. Measured natively against im2col
-// + GEMM (one thread, batches of 3x3 convolutions, bench/conv.cpp and bench/README.md): 0.43x at
-// 16 channels, 0.72-0.88x at 32 (the Fashion-MNIST CNN's second convolution), 0.97-1.05x at 64,
-// 1.1-1.25x at 128 and 256.
-constexpr int64_t kWinogradMinChannels = 64;
 
 // The 16 transformed planes of a weight w [OC, Cg = C/G, 3, 3] (contiguous), per group g as the
 // right operand [Cg, OC/G] of its GEMMs: u[((ξ·G + g)·Cg + c)·(OC/G) + o'] is element ξ

@@ -603,6 +603,15 @@ class ReferenceKernels final : public Kernels {
                           const Tags& tags, const Extents& shape) const override {
     return reference::packedProduct(ctx, a, b, bias, tags, shape);
   }
+  void sgdUpdate(ExecContext&, const SgdStep& s, const RawTensor& p, const RawTensor& g,
+                 const RawTensor& buf) const override {
+    reference::sgdUpdate(s, p, g, buf);
+  }
+  void adamUpdate(ExecContext&, const AdamStep& s, const RawTensor& p, const RawTensor& g, const RawTensor& m,
+                  const RawTensor& v) const override {
+    reference::adamUpdate(s, p, g, m, v);
+  }
+  double sumSquares(ExecContext&, const RawTensor& x) const override { return reference::sumSquares(x); }
 };
 
 }  // namespace

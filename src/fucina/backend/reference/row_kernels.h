@@ -44,4 +44,9 @@ RawTensor gated(ExecContext& ctx, const GateFn& fn, const RawTensor& up, const R
 void gatedVjp(ExecContext& ctx, const GateFn& fn, const RawTensor& gy, const RawTensor& up, const RawTensor& gate,
               const RawTensor& gup, const RawTensor& ggate);
 
+// Optimizer updates (reference/optim.cpp).
+void sgdUpdate(const SgdStep& s, const RawTensor& p, const RawTensor& g, const RawTensor& buf);
+void adamUpdate(const AdamStep& s, const RawTensor& p, const RawTensor& g, const RawTensor& m, const RawTensor& v);
+double sumSquares(const RawTensor& x);
+
 }  // namespace fucina::backend::reference
