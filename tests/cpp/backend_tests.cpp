@@ -929,23 +929,25 @@ TEST_CASE("a context on the reference backend trains an MLP to the cpu backend's
   requireClose("losses", reference, cpu, 1e-4);
 }
 
-TEST_CASE("ops reach no host memory and start no threads") {
+TEST_CASE("ops and optimizers reach no host memory and start no threads") {
   // Note [Backends]: ops do shape logic, dtype rules and VJP records and compute only through the
   // kernel primitives, so src/fucina/ops/ holds no raw buffer access (.f32(), .data<T>(), the host
   // copies dataConst and toVector) and starts no threads (parallelFor): a backend whose buffers
-  // are not host memory computes every op.
+  // are not host memory computes every op. So does src/fucina/optim/: the updates are primitives.
   const std::regex site(
       R"(\.(f32|data|mutableData)<?[a-z0-9_]*>?\(\)|\.(dataConst|toVector)\(|parallelFor\(|parallelChunks\()");
   size_t sites = 0;
-  for (const auto& e : std::filesystem::directory_iterator(FUCINA_SOURCE_DIR "/src/fucina/ops")) {
-    const std::string ext = e.path().extension().string();
-    if (ext != ".cpp" && ext != ".h") continue;
-    std::ifstream f(e.path());
-    const std::string text((std::istreambuf_iterator<char>(f)), {});
-    for (std::sregex_iterator m(text.begin(), text.end(), site), end; m != end; ++m) {
-      INFO(e.path().filename().string() << ": " << m->str());
-      CHECK(false);
-      ++sites;
+  for (const char* dir : {"/src/fucina/ops", "/src/fucina/optim"}) {
+    for (const auto& e : std::filesystem::directory_iterator(std::string(FUCINA_SOURCE_DIR) + dir)) {
+      const std::string ext = e.path().extension().string();
+      if (ext != ".cpp" && ext != ".h") continue;
+      std::ifstream f(e.path());
+      const std::string text((std::istreambuf_iterator<char>(f)), {});
+      for (std::sregex_iterator m(text.begin(), text.end(), site), end; m != end; ++m) {
+        INFO(e.path().filename().string() << ": " << m->str());
+        CHECK(false);
+        ++sites;
+      }
     }
   }
   CHECK(sites == 0);
