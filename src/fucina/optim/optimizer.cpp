@@ -84,7 +84,7 @@ void Optimizer::zeroGrad() {
   for (const Tensor& p : params_) p.zeroGrad();
 }
 
-const RawTensor& Optimizer::stateBuffer(ExecContext& ctx, size_t index, size_t slot) {
+RawTensor Optimizer::stateBuffer(ExecContext& ctx, size_t index, size_t slot) {
   std::vector<RawTensor>& buffers = states_.at(index).buffers;
   if (buffers.size() <= slot) buffers.resize(slot + 1);
   if (!buffers[slot].valid()) {

@@ -52,8 +52,9 @@ class Optimizer {
   virtual void update(ExecContext& ctx, size_t index, int64_t t, const internal::RawTensor& p,
                       const internal::RawTensor& g) = 0;
   /// The slot-th state buffer of parameter index: zeros shaped like the parameter, made on first
-  /// use through ctx (so ctx.memory() accounts it).
-  const internal::RawTensor& stateBuffer(ExecContext& ctx, size_t index, size_t slot);
+  /// use through ctx (so ctx.memory() accounts it). A handle on it, not a reference: making
+  /// another slot may move the handles it holds.
+  internal::RawTensor stateBuffer(ExecContext& ctx, size_t index, size_t slot);
 
  private:
   struct ParamState {
