@@ -102,7 +102,7 @@ for (const variant of VARIANTS) {
       shapeWith(() => cnn.forward(fc.ones(['b', 'h', 'w'], [1, 12, 11])), /nn\.Cnn\.forward: images: axis 'w' must have extent 12/);
       shapeWith(() => cnn.forward(fc.ones(['b', 'c', 'h', 'w'], [1, 2, 12, 12])), /nn\.Cnn\.forward: images: axis 'c' must have extent 1/);
       assert.deepEqual(cnn.forward(fc.ones(['b', 'h', 'w'], [1, 12, 12])).shape, [1, 10]);
-      assert.deepEqual(cnn.config, { image: 12, channels: 1, conv1: 2, conv2: 2, hidden: 4, classes: 10 });
+      assert.deepEqual(cnn.config, { image: 12, channels: 1, conv1: 2, conv2: 2, hidden: 4, classes: 10, channelsLast: false });
     });
   });
 
