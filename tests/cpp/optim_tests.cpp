@@ -423,7 +423,7 @@ TEST_CASE("every optimizer and clipGradNorm give the cpu backend's values on the
     std::vector<Floats> out;
     for (uint64_t step = 0; step < 3; ++step) {
       p.gradState()->setGrad(Tensor::normal(ctx, {"d"}, {kN}, 0, 1, 10 + step).value());
-      out.push_back({optim::clipGradNorm(ctx, std::vector<Tensor>{p}, 200.0)});  // clips: ‖g‖ ≈ 265
+      out.push_back({static_cast<float>(optim::clipGradNorm(ctx, std::vector<Tensor>{p}, 200.0))});  // clips: ‖g‖ ≈ 265
       opt->step(ctx);
       out.push_back(p.toVector());
     }
