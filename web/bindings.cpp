@@ -26,6 +26,7 @@
 #include <fucina/nn/generate.h>
 #include <fucina/nn/gpt2.h>
 #include <fucina/nn/lora.h>
+#include <fucina/backend/webgpu/gpu.h>
 
 using emscripten::val;
 using fucina::ErrorCode;
@@ -66,11 +67,25 @@ auto guard(F&& f) -> decltype(f()) {
 
 // ---------------------------------------------------------------- context and handles
 
-std::unique_ptr<ExecContext> g_ctx;
+std::unique_ptr<ExecContext> g_ctx;  // the cpu's; the webgpu device's context is attached to it
+fucina::Device g_default_device = fucina::Device::cpu;
 
-ExecContext& ctx() {
+ExecContext& hostCtx() {
   if (!g_ctx) invalid("fucina is not initialized: call init() first");
   return *g_ctx;
+}
+
+// The context of the default device (fc.defaultDevice): where creation functions put tensors.
+ExecContext& ctx() { return hostCtx().on(g_default_device); }
+
+// The context of a tensor's device: ops compute where their operands live.
+ExecContext& ctxOf(const Tensor& t) { return hostCtx().on(t.device()); }
+ExecContext& ctxOf(const std::vector<Tensor>& ts) { return ts.empty() ? ctx() : ctxOf(ts.front()); }
+
+fucina::Device toDevice(const std::string& name) {
+  if (name == "cpu") return fucina::Device::cpu;
+  if (name == "webgpu") return fucina::Device::webgpu;
+  invalid("unknown device '" + name + "' (use cpu or webgpu)");
 }
 
 struct Handle {
@@ -203,8 +218,16 @@ HandlePtr full(val tags, val shape, double value, std::string dtype) {
   return guard([&] { return wrap(Tensor::full(ctx(), toTags(tags, "tags"), toExtents(shape), value, toDType(dtype))); });
 }
 
+// toArray and item read on the host, at once: a device tensor's values come back asynchronously.
+void requireHostRead(const Tensor& t, const char* what) {
+  if (t.device() != fucina::Device::cpu)
+    fucina::fail(ErrorCode::DeviceReadIsAsync, std::string(what) + " of a " + std::string(fucina::name(t.device())) +
+                                                   " tensor: its values are read asynchronously, with `await t.data()`");
+}
+
 val toArray(Handle& h) {
   return guard([&] {
+    requireHostRead(h.t, "toArray()");
     const std::span<const float> s = h.t.dataConst();
     return copyOut(s.size(), s.data());
   });
@@ -239,7 +262,8 @@ HandlePtr checkpoint(val block, val inputs) {
     fucina::CheckpointBlock run = [block](ExecContext&, const std::vector<Tensor>& xs) {
       return takeResult(block(handlesOf(xs)), "the checkpoint block");
     };
-    return wrap(fucina::checkpointErased(ctx(), run, tensorsOf(inputs, "checkpoint inputs")));
+    const std::vector<Tensor> xs = tensorsOf(inputs, "checkpoint inputs");
+    return wrap(fucina::checkpointErased(ctxOf(xs), run, xs));
   });
 }
 
@@ -282,7 +306,8 @@ HandlePtr customVjp(std::string name, val forward, val backward, val inputs) {
         invalid("customVjp backward returned " + std::to_string(n) + " gradients for " +
                 std::to_string(out.size()) + " inputs");
     };
-    return wrap(fucina::customVjpErased(ctx(), std::move(fns), tensorsOf(inputs, "customVjp inputs")));
+    const std::vector<Tensor> xs = tensorsOf(inputs, "customVjp inputs");
+    return wrap(fucina::customVjpErased(ctxOf(xs), std::move(fns), xs));
   });
 }
 
@@ -316,9 +341,53 @@ void init(int threads, const std::string& backend) {
   });
 }
 
+// ---------------------------------------------------------------- the webgpu device
+
+// Called by the facade once web/webgpu.mjs holds a GPUDevice (Module.fucinaGpu).
+void attachWebgpu() {
+  guard([&] {
+    fucina::backend::webgpu::Gpu::install();
+    hostCtx().attach(fucina::backend::webgpu::deviceContext());
+  });
+}
+
+void setDefaultDevice(fucina::Device device) {
+  hostCtx().on(device);  // DeviceUnavailable unless attached
+  g_default_device = device;
+}
+
+// After the device is lost: calls reach the shim no more; device tensors fail with DeviceLost.
+void detachWebgpu() {
+  guard([&] {
+    fucina::backend::webgpu::Gpu::uninstall();
+    g_default_device = fucina::Device::cpu;
+  });
+}
+
+// What the facade's `await t.data()` reads: the buffer, byte offset and byte length of a
+// contiguous copy of t on its device, and the copy's handle to keep it alive until the read's
+// commands are submitted.
+val deviceRead(Handle& h) {
+  return guard([&] {
+    const RawTensor& v = h.t.value();
+    if (v.device() != fucina::Device::webgpu) invalid("deviceRead: the tensor is on the cpu");
+    if (v.dtype() == fucina::DType::q8_0) fucina::fail(ErrorCode::UnsupportedOnDevice, "data() of a q8_0 device tensor");
+    ExecContext& c = ctxOf(h.t);
+    const RawTensor flat = v.contiguous(c);
+    const size_t size = fucina::elementSize(flat.dtype());
+    val o = val::object();
+    o.set("buffer", fucina::backend::webgpu::bufferOf(flat.storage()->block()));
+    o.set("offset", static_cast<double>(flat.offset()) * static_cast<double>(size));
+    o.set("bytes", static_cast<double>(flat.numel()) * static_cast<double>(size));
+    o.set("dtype", std::string(fucina::name(flat.dtype())));
+    o.set("keep", val(wrap(Tensor::fromRaw(c, flat))));
+    return o;
+  });
+}
+
 val memory() {
   return guard([&] {
-    const fucina::MemoryStats m = ctx().memory();
+    const fucina::MemoryStats m = hostCtx().memory();
     val o = val::object();
     o.set("liveTensors", static_cast<double>(m.live_tensors));
     o.set("liveBytes", static_cast<double>(m.live_bytes));
@@ -332,6 +401,24 @@ val memory() {
     for (size_t d = 0; d < fucina::kDTypeCount; ++d)
       by.set(std::string(fucina::name(static_cast<fucina::DType>(d))), static_cast<double>(m.bytes_by_dtype[d]));
     o.set("bytesByDtype", by);
+    val devices = val::object();
+    if (ExecContext* gpu = hostCtx().attached(fucina::Device::webgpu)) {
+      const fucina::MemoryStats d = gpu->memory();
+      const fucina::backend::webgpu::GpuCounters c = fucina::backend::webgpu::Gpu::installed()
+                                                         ? fucina::backend::webgpu::Gpu::get().counters()
+                                                         : fucina::backend::webgpu::GpuCounters{};
+      val w = val::object();
+      w.set("liveBytes", static_cast<double>(d.live_bytes));
+      w.set("peakBytes", static_cast<double>(d.peak_bytes));
+      w.set("liveBuffers", static_cast<double>(d.live_buffers));
+      w.set("pooledBytes", static_cast<double>(d.cached_bytes));
+      w.set("buffersMade", static_cast<double>(c.buffers_made));
+      w.set("pipelinesMade", static_cast<double>(c.pipelines_made));
+      w.set("uploadedBytes", static_cast<double>(c.uploaded_bytes));
+      w.set("dispatches", static_cast<double>(c.dispatches));
+      devices.set("webgpu", w);
+    }
+    o.set("devices", devices);
     return o;
   });
 }
@@ -370,14 +457,20 @@ EMSCRIPTEN_BINDINGS(fucina) {
       .function("requiresGrad", +[](Handle& h) { return guard([&] { return h.t.requiresGrad(); }); })
       .function("backward", +[](Handle& h, val g) {
         guard([&] {
-          if (g.isUndefined() || g.isNull()) h.t.backward(ctx());
-          else h.t.backwardWithGrad(ctx(), tensorOf(g, "gradOutput"));
+          if (g.isUndefined() || g.isNull()) h.t.backward(ctxOf(h.t));
+          else h.t.backwardWithGrad(ctxOf(h.t), tensorOf(g, "gradOutput"));
         });
       })
-      .function("grad", +[](Handle& h) { return guard([&] { return optionalHandle(h.t.grad(ctx())); }); })
+      .function("grad", +[](Handle& h) { return guard([&] { return optionalHandle(h.t.grad(ctxOf(h.t))); }); })
       .function("zeroGrad", +[](Handle& h) { guard([&] { h.t.zeroGrad(); }); })
-      .function("detach", +[](Handle& h) { return guard([&] { return wrap(h.t.detach(ctx())); }); })
-      .function("item", +[](Handle& h) { return guard([&] { return h.t.item(); }); })
+      .function("detach", +[](Handle& h) { return guard([&] { return wrap(h.t.detach(ctxOf(h.t))); }); })
+      .function("item", +[](Handle& h) {
+        return guard([&] {
+          requireHostRead(h.t, "item()");
+          return h.t.item();
+        });
+      })
+      .function("deviceRead", &deviceRead)
       .function("toArray", &toArray)
       // rope: hand-written (web/ops.table.mjs, HAND_WRITTEN); cos and sin both null for on-the-fly angles.
       .function("rope", +[](Handle& a, val cos, val sin, std::string position, std::string dim, double base,
@@ -388,15 +481,15 @@ EMSCRIPTEN_BINDINGS(fucina) {
                                       .offset = toInt(offset, "rope: offset"),
                                       .mode = mode == "half" ? fucina::RopeOptions::Mode::half
                                                              : fucina::RopeOptions::Mode::interleaved};
-          if (cos.isNull()) return wrap(a.t.rope(ctx(), o));
-          return wrap(a.t.rope(ctx(), tensorOf(cos, "cos"), tensorOf(sin, "sin"), o));
+          if (cos.isNull()) return wrap(a.t.rope(ctxOf(a.t), o));
+          return wrap(a.t.rope(ctxOf(a.t), tensorOf(cos, "cos"), tensorOf(sin, "sin"), o));
         });
       });
   bindTensorOps(handle);  // the ops of the table
 
   function("init", &init);
-  function("threads", +[]() { return guard([&] { return ctx().threads(); }); });
-  function("backend", +[]() { return guard([&] { return std::string(fucina::name(ctx().backend())); }); });
+  function("threads", +[]() { return guard([&] { return hostCtx().threads(); }); });
+  function("backend", +[]() { return guard([&] { return std::string(fucina::name(hostCtx().backend())); }); });
   function("fromValues", &fromValues);
   function("full", &full);
   function("random", +[](val tags, val shape, std::string kind, double a, double b, double seed) {
@@ -405,10 +498,23 @@ EMSCRIPTEN_BINDINGS(fucina) {
       return wrap(make(ctx(), toTags(tags, "tags"), toExtents(shape), a, b, toSeed(seed, kind + ": seed")));
     });
   });
-  function("variableOf", +[](Handle& h) { return guard([&] { return wrap(Tensor::variable(ctx(), h.t)); }); });
+  function("variableOf", +[](Handle& h) { return guard([&] { return wrap(Tensor::variable(ctxOf(h.t), h.t)); }); });
+  function("attachWebgpu", &attachWebgpu);
+  function("detachWebgpu", &detachWebgpu);
+  function("setDefaultDevice", +[](std::string device) { guard([&] { setDefaultDevice(toDevice(device)); }); });
   function("memory", &memory);
-  function("resetPeak", +[]() { guard([&] { ctx().resetPeak(); }); });
-  function("trimCache", +[]() { guard([&] { ctx().trimCache(); }); });
+  function("resetPeak", +[]() {
+    guard([&] {
+      hostCtx().resetPeak();
+      if (ExecContext* gpu = hostCtx().attached(fucina::Device::webgpu)) gpu->resetPeak();
+    });
+  });
+  function("trimCache", +[]() {
+    guard([&] {
+      hostCtx().trimCache();
+      if (ExecContext* gpu = hostCtx().attached(fucina::Device::webgpu)) gpu->trimCache();
+    });
+  });
   function("noGradPush", +[]() { guard([&] { g_no_grad.push_back(fucina::noGrad()); }); });
   function("noGradPop", +[]() { guard([&] { if (!g_no_grad.empty()) g_no_grad.pop_back(); }); });
   function("isGradEnabled", &fucina::isGradEnabled);
@@ -427,7 +533,18 @@ namespace {
 
 struct JsOptimizer {
   std::unique_ptr<fucina::optim::Optimizer> opt;
+  fucina::Device device = fucina::Device::cpu;  // of its parameters, where its state lives
 };
+
+// The one device of an optimizer's parameters (DeviceMismatch for two).
+fucina::Device deviceOfParams(const std::vector<Tensor>& ts) {
+  const fucina::Device d = ts.empty() ? fucina::Device::cpu : ts.front().device();
+  for (const Tensor& t : ts)
+    if (t.device() != d)
+      fucina::fail(ErrorCode::DeviceMismatch, "optimizer params on two devices (" + std::string(fucina::name(d)) +
+                                                  " and " + std::string(fucina::name(t.device())) + ")");
+  return d;
+}
 using JsOptimizerPtr = std::shared_ptr<JsOptimizer>;
 
 JsOptimizerPtr optimSgd(val params, double lr, double momentum, double dampening, bool nesterov,
@@ -436,8 +553,10 @@ JsOptimizerPtr optimSgd(val params, double lr, double momentum, double dampening
     auto opt = std::make_unique<fucina::optim::Sgd>(fucina::optim::SgdOptions{
         .lr = lr, .momentum = momentum, .dampening = dampening, .nesterov = nesterov,
         .weight_decay = weight_decay, .master_weights = master_weights});
-    opt->add(tensorsOf(params, "optimizer params"));
-    return std::make_shared<JsOptimizer>(JsOptimizer{std::move(opt)});
+    const std::vector<Tensor> ts = tensorsOf(params, "optimizer params");
+    const fucina::Device device = deviceOfParams(ts);
+    opt->add(ts);
+    return std::make_shared<JsOptimizer>(JsOptimizer{std::move(opt), device});
   });
 }
 
@@ -449,15 +568,17 @@ JsOptimizerPtr optimAdam(val params, double lr, double beta1, double beta2, doub
     std::unique_ptr<fucina::optim::Optimizer> opt;
     if (decoupled) opt = std::make_unique<fucina::optim::AdamW>(o);
     else opt = std::make_unique<fucina::optim::Adam>(o);
-    opt->add(tensorsOf(params, "optimizer params"));
-    return std::make_shared<JsOptimizer>(JsOptimizer{std::move(opt)});
+    const std::vector<Tensor> ts = tensorsOf(params, "optimizer params");
+    const fucina::Device device = deviceOfParams(ts);
+    opt->add(ts);
+    return std::make_shared<JsOptimizer>(JsOptimizer{std::move(opt), device});
   });
 }
 
 double optimClipGradNorm(val params, double max_norm) {
   return guard([&] {
     const std::vector<Tensor> ts = tensorsOf(params, "clipGradNorm params");
-    return fucina::optim::clipGradNorm(ctx(), ts, max_norm);
+    return fucina::optim::clipGradNorm(hostCtx().on(deviceOfParams(ts)), ts, max_norm);
   });
 }
 
@@ -467,7 +588,7 @@ EMSCRIPTEN_BINDINGS(fucina_optim) {
   using namespace emscripten;
   class_<JsOptimizer>("Optimizer")
       .smart_ptr<JsOptimizerPtr>("OptimizerPtr")
-      .function("step", +[](JsOptimizer& o) { guard([&] { o.opt->step(ctx()); }); })
+      .function("step", +[](JsOptimizer& o) { guard([&] { o.opt->step(hostCtx().on(o.device)); }); })
       .function("zeroGrad", +[](JsOptimizer& o) { guard([&] { o.opt->zeroGrad(); }); })
       .function("lr", +[](JsOptimizer& o) { return guard([&] { return o.opt->lr(); }); })
       .function("setLr", +[](JsOptimizer& o, double lr) { guard([&] { o.opt->setLr(lr); }); });

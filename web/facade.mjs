@@ -5,6 +5,7 @@
 // conditions (index.node.mjs / index.browser.mjs), so a browser bundle never reaches a Node built-in.
 // Browsers should run the engine in a Web Worker, since Emscripten busy-waits on the main thread.
 
+import { GpuShim } from './webgpu.mjs';
 import { FucinaError, invalid, typeName, isPlainObject, checkInt, checkOptions, pair } from './errors.mjs';
 import { makeNn } from './nn.mjs';
 import { OPS, ENUMS, conv2dOptions, tensor as tensorArg } from './ops.table.mjs';
@@ -52,10 +53,23 @@ function locator(options, variant, platform) {
 /** Makes the package's init(options) for one platform (see platform.*.mjs). */
 export function makeInit(platform) {
   return async function init(options = {}) {
-    checkOptions(options, ['threads', 'variant', 'backend', 'locateFile', 'baseUrl', 'wasmUrl'], 'init');
+    checkOptions(options, ['threads', 'variant', 'backend', 'device', 'gpu', 'locateFile', 'baseUrl', 'wasmUrl'], 'init');
     const backend = options.backend === undefined ? 'cpu' : options.backend;
     if (backend !== 'cpu' && backend !== 'reference')
       throw invalid(`init: backend must be 'cpu' or 'reference', got ${JSON.stringify(options.backend)}`);
+    const device = options.device === undefined ? 'cpu' : options.device;
+    if (device !== 'cpu' && device !== 'webgpu')
+      throw invalid(`init: device must be 'cpu' or 'webgpu', got ${JSON.stringify(options.device)}`);
+    // The GPU first: without one init fails before loading the engine.
+    let shim = null;
+    if (device === 'webgpu') {
+      const gpu = options.gpu ?? globalThis.navigator?.gpu;
+      if (!gpu) {
+        throw new FucinaError('DeviceUnavailable', 'DeviceUnavailable: no WebGPU here (no navigator.gpu; in Node pass ' +
+          "init({ device: 'webgpu', gpu }) with gpu = create([]) from the npm package webgpu)");
+      }
+      shim = await GpuShim.create(gpu);
+    }
     const variant = chooseVariant(options.variant, platform);
     let threads = 1;
     if (variant === 'threaded-simd') {
@@ -87,6 +101,11 @@ export function makeInit(platform) {
     };
     const fc = new Fucina(M, variant);
     fc._call(() => M.init(threads, backend));
+    if (shim) {
+      M.fucinaGpu = shim;
+      fc._call(() => M.attachWebgpu());
+      fc.defaultDevice = 'webgpu';
+    }
     fc.threads = fc._call(() => M.threads());
     fc.backend = fc._call(() => M.backend());
     return fc;
@@ -145,6 +164,7 @@ function checkDType(dtype) {
 class Fucina {
   #M;
   #scopes = [];  // stacks of tensors made inside fc.scope calls, innermost last
+  #defaultDevice = 'cpu';
 
   constructor(M, variant) {
     this.#M = M;
@@ -324,6 +344,37 @@ class Fucina {
   }
   isGradEnabled() { return this.#M.isGradEnabled(); }
 
+  // ---- devices (Note [Device reads])
+  /** Where creation functions put new tensors: 'cpu', or 'webgpu' after init({ device: 'webgpu' }). */
+  get defaultDevice() { return this.#defaultDevice; }
+  set defaultDevice(device) {
+    if (device !== 'cpu' && device !== 'webgpu') throw invalid(`defaultDevice must be 'cpu' or 'webgpu', got ${JSON.stringify(device)}`);
+    this._call((M) => M.setDefaultDevice(device));
+    this.#defaultDevice = device;
+  }
+  /** Resolves when the device has run all the work submitted so far (at once without one). */
+  async sync() {
+    await this.#M.fucinaGpu?.sync();
+  }
+  /** The values of t as toArray() gives them, from any device: a device tensor's are copied back
+   * once the device has run the work that makes them. */
+  async _read(t) {
+    if (t.device === 'cpu') return t.toArray();
+    const M = this.#M;
+    const { buffer, offset, bytes, dtype, keep } = this._call(() => t._handle.deviceRead());
+    let pending;
+    try {
+      pending = bytes === 0 ? Promise.resolve(new ArrayBuffer(0)) : M.fucinaGpu.read(buffer, offset, bytes);
+    } finally {
+      keep.delete();  // the copy is submitted: the buffer may go back to the pool
+    }
+    const raw = await pending;
+    if (dtype === 'f32') return new Float32Array(raw);
+    const View = { i32: Int32Array, i64: BigInt64Array, f64: Float64Array }[dtype];
+    if (!View) throw new FucinaError('UnsupportedOnDevice', `UnsupportedOnDevice: data() of a ${dtype} device tensor`);
+    return Float32Array.from(new View(raw), Number);
+  }
+
   /** Runs fn; every tensor made inside is disposed at the end, except those fn returns (a tensor,
    * or an array or plain object of them), which move to the enclosing scope. */
   scope(fn) {
@@ -346,7 +397,12 @@ class Fucina {
     return result;
   }
 
-  memory() { return this._call((M) => M.memory()); }
+  memory() {
+    const m = this._call((M) => M.memory());
+    const gpu = this.#M.fucinaGpu;
+    if (m.devices.webgpu && gpu) m.devices.webgpu.downloadedBytes = gpu.downloadedBytes;
+    return m;
+  }
   resetPeak() { this._call((M) => M.resetPeak()); }
   // Gives the buffers the allocator keeps for reuse back to the heap (wasm memory never shrinks,
   // but the heap can hand them to other sizes).
@@ -479,6 +535,8 @@ export class Tensor {
   zeroGrad() { this.#get((h) => h.zeroGrad()); }
   detach() { return this._make((h) => h.detach()); }
   toArray() { return this.#get((h) => h.toArray()); }
+  /** The values (as toArray() gives them) of a tensor on any device, read asynchronously. */
+  async data() { return this.#fc._read(this); }
   item() { return this.#get((h) => h.item()); }
   dispose() {
     if (this.#h) {

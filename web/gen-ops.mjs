@@ -87,7 +87,12 @@ function cppOp(op) {
   const parts = leaves.map(cppLeaf);
   const params = [...(op.on === 'tensor' ? ['Handle& self_'] : []), ...parts.flatMap((x) => x.params)];
   const inits = [...(op.on === 'tensor' ? ['const Tensor& self = self_.t;'] : []), ...parts.flatMap((x) => x.init ?? [])];
-  const call = op.cpp ?? `${op.on === 'tensor' ? 'self.' : 'Tensor::'}${op.name}(${['ctx()', ...leaves.map((l) => l.local)].join(', ')})`;
+  // The context of the operands' device (a tensor method's receiver, else the first tensor
+  // argument); an op without tensor operands makes its result on the default device.
+  const first = leaves.find((l) => l.arg.kind === 'tensors' || (l.arg.kind === 'tensor' && !l.arg.optional));
+  const context = op.on === 'tensor' ? 'ctxOf(self)' : first ? `ctxOf(${first.local})` : 'ctx()';
+  const call = op.cpp?.replaceAll('ctx()', context) ??
+    `${op.on === 'tensor' ? 'self.' : 'Tensor::'}${op.name}(${[context, ...leaves.map((l) => l.local)].join(', ')})`;
   const [type, result] = op.returns?.kind === 'tensors' ? ['std::vector<Tensor>', 'handlesOf'] : ['Tensor', 'wrap'];
   const body = call.includes(';')
     ? `return ${result}([&]() -> ${type} {\n${call.split('\n').map((l) => `        ${l.trim()}`).join('\n')}\n      }());`

@@ -86,6 +86,8 @@ export const ENUMS = {
   unaryName: { values: ['neg', 'abs', 'exp', 'log', 'sqrt', 'tanh', 'sigmoid', 'relu', 'leakyRelu', 'gelu', 'geluErf',
     'quickGelu', 'silu', 'elu', 'log1p', 'rsqrt', 'reciprocal', 'sin', 'cos', 'floor', 'ceil', 'round', 'sign', 'fastTanh',
     'softcap30', 'softcap15'], ts: 'UnaryName' },
+  // to(): a dtype (a cast) or a device (a move); C++ tells them apart (Handle's to in ops.bindings.inc).
+  castTarget: { values: ['f32', 'f16', 'bf16', 'f64', 'i32', 'i64', 'u8', 'q8_0', 'cpu', 'webgpu'], ts: 'DType | Device' },
   gateActivation: { values: ['silu', 'gelu', 'geluErf', 'sigmoid', 'relu', 'quickGelu'], ts: 'GateActivation' },
 };
 
@@ -161,7 +163,10 @@ const overAxis = (name, doc) => ({ name, on: 'tensor', doc, args: [axis('axis')]
 
 export const OPS = [
   // ---- casts
-  { name: 'to', on: 'tensor', doc: 'The values cast to dtype (differentiable to f32, f16 and bf16).', args: [oneOf('dtype', ENUMS.dtype)] },
+  { name: 'to', on: 'tensor', doc: "The values cast to a dtype (differentiable to f32, f16 and bf16), or copied to a device ('cpu' or 'webgpu': to 'webgpu' an upload, of a tensor that does not require gradients; from 'webgpu' to 'cpu' DeviceReadIsAsync, read with `await t.data()`).",
+    args: [oneOf('target', ENUMS.castTarget, { label: 'dtype or device' })],
+    cpp: `if (target == "cpu" || target == "webgpu") return self.to(ctx(), toDevice(target));
+          return self.to(ctx(), toDType(target));` },
   // ---- elementwise
   binary('add', 'Elementwise this + y, axes aligned by name and broadcast (as every binary op).'),
   binary('sub', 'Elementwise this − y.'),

@@ -293,6 +293,12 @@ class Tensor {
   /// and bf16, the gradient crossing as f32; to any other dtype of a tensor that requires
   /// gradients is GradientCastUnsupported.
   Tensor to(ExecContext& ctx, DType dtype) const;
+  /// A copy on `device`, made through the context ctx.on(device) (Note [Device reads]): to webgpu
+  /// an upload; to the cpu from webgpu DeviceReadIsAsync (the read is the facade's `await
+  /// t.data()`). Moving a tensor that requires gradients is UnsupportedOnDevice: its gradient
+  /// would have to come back synchronously. Make leaves on the device instead (variable of a
+  /// device tensor). The same device: this tensor.
+  Tensor to(ExecContext& ctx, Device device) const;
   /// Block quantization (ops/quantize.cpp, Note [q8_0 layout] in core/q8.h) of an f32, f16 or
   /// bf16 tensor (any strides): dtype must be DType::q8_0 (else InvalidArgument); blocks of 32
   /// run along block_axis, whose extent must be a multiple of 32 (else InvalidArgument; a missing

@@ -6,6 +6,8 @@
 ///     in f32, over (g, a, y) for a unary row and (g, a, b, y) for a binary one;
 ///   - `da_reads` / `db_reads`: which of a, b, y a partial reads, so a VJP record saves only that;
 ///   - `simd`: the cpu backend's SIMD twins of the forward and partials, where it has them;
+///   - `wgsl`: the webgpu backend's WGSL twins of the forward and partials, where it has them
+///     (expressions over a, b, g, y and the parameters pa, pb; backend/webgpu/elementwise.cpp);
 ///   - `in_place`: whether backends also compute the forward in place (Kernels::updateInto); off
 ///     unless an op needs it, as each such form is one more loop per backend in the binary;
 ///   - `f64` and `partials`: whether backends instantiate the f64 forward and the partials. The
@@ -45,6 +47,15 @@ struct SimdForms {
   SimdForm fwd, da, db;
 };
 
+// The WGSL twin of a row's forms: f32 expressions over the operands a and b, the incoming gradient
+// g, the forward's result y and ElemParams as pa and pb (f32), with the helpers of the webgpu
+// backend's prelude; null where that backend has none (UnsupportedOnDevice).
+struct WgslForms {
+  const char* fwd = nullptr;
+  const char* da = nullptr;
+  const char* db = nullptr;
+};
+
 enum class Form : uint8_t { fwd, da, db };
 
 namespace rows {
@@ -62,6 +73,7 @@ struct Unary {
   static constexpr bool f64 = true;        // mapAs computes the forward in f64
   static constexpr bool partials = true;   // da (and db) exist
   static constexpr SimdForms simd{};
+  static constexpr WgslForms wgsl{};
 };
 struct Binary {
   static constexpr int arity = 2;
@@ -71,6 +83,7 @@ struct Binary {
   static constexpr bool partials = true;
   static constexpr unsigned da_reads = kA | kB, db_reads = kA | kB;
   static constexpr SimdForms simd{};
+  static constexpr WgslForms wgsl{};
 };
 
 // ---------------------------------------------------------------- binary arithmetic (pointwise.cpp)
@@ -81,6 +94,7 @@ struct Add : Binary {
   static float da(float g, float, float, float, const P&) { return g; }
   static float db(float g, float, float, float, const P&) { return g; }
   static constexpr SimdForms simd{{Op::add}, {Op::copy}, {Op::copy}};
+  static constexpr WgslForms wgsl{"a + b", "g", "g"};
 };
 struct Sub : Binary {
   static constexpr bool integer = true;
@@ -89,6 +103,7 @@ struct Sub : Binary {
   static float da(float g, float, float, float, const P&) { return g; }
   static float db(float g, float, float, float, const P&) { return -g; }
   static constexpr SimdForms simd{{Op::sub}, {Op::copy}, {Op::neg}};
+  static constexpr WgslForms wgsl{"a - b", "g", "-g"};
 };
 struct Mul : Binary {
   static constexpr bool integer = true;
@@ -97,23 +112,27 @@ struct Mul : Binary {
   static float da(float g, float, float b, float, const P&) { return g * b; }
   static float db(float g, float a, float, float, const P&) { return g * a; }
   static constexpr SimdForms simd{{Op::mul}, {Op::mul, 0, 2}, {Op::mul, 0, 1}};
+  static constexpr WgslForms wgsl{"a * b", "g * b", "g * a"};
 };
 struct Div : Binary {
   static constexpr unsigned da_reads = kB, db_reads = kB | kY;
   static auto fwd(auto a, auto b, const P&) { return a / b; }
   static float da(float g, float, float b, float, const P&) { return g / b; }
   static float db(float g, float, float b, float y, const P&) { return -g * y / b; }
+  static constexpr WgslForms wgsl{"a / b", "g / b", "-g * y / b"};
 };
 // maximum/minimum: on exact ties the gradient is split evenly between the operands.
 struct Maximum : Binary {
   static auto fwd(auto a, auto b, const P&) { return a >= b ? a : b; }
   static float da(float g, float a, float b, float, const P&) { return a > b ? g : a == b ? 0.5f * g : 0.0f; }
   static float db(float g, float a, float b, float, const P&) { return b > a ? g : a == b ? 0.5f * g : 0.0f; }
+  static constexpr WgslForms wgsl{"select(b, a, a >= b)", "select(select(0.0, 0.5 * g, a == b), g, a > b)", "select(select(0.0, 0.5 * g, a == b), g, b > a)"};
 };
 struct Minimum : Binary {
   static auto fwd(auto a, auto b, const P&) { return a <= b ? a : b; }
   static float da(float g, float a, float b, float, const P&) { return a < b ? g : a == b ? 0.5f * g : 0.0f; }
   static float db(float g, float a, float b, float, const P&) { return b < a ? g : a == b ? 0.5f * g : 0.0f; }
+  static constexpr WgslForms wgsl{"select(b, a, a <= b)", "select(select(0.0, 0.5 * g, a == b), g, a < b)", "select(select(0.0, 0.5 * g, a == b), g, b < a)"};
 };
 // pow: d/da = b·a^(b-1); d/db = y·ln(a), taken as 0 where a == 0 (torch's convention, so a zero
 // base never turns the exponent's gradient into NaN).
@@ -150,21 +169,25 @@ struct Scale : Unary {
   static constexpr unsigned da_reads = kNone;
   static auto fwd(auto a, const P& p) { return a * static_cast<decltype(a)>(p.a); }
   static float da(float g, float, float, const P& p) { return g * static_cast<float>(p.a); }
+  static constexpr WgslForms wgsl{"a * pa", "g * pa"};
 };
 struct AddScalar : Unary {
   static constexpr unsigned da_reads = kNone;
   static auto fwd(auto a, const P& p) { return a + static_cast<decltype(a)>(p.a); }
   static float da(float g, float, float, const P&) { return g; }
+  static constexpr WgslForms wgsl{"a + pa", "g"};
 };
 struct SubScalar : Unary {
   static constexpr unsigned da_reads = kNone;
   static auto fwd(auto a, const P& p) { return a - static_cast<decltype(a)>(p.a); }
   static float da(float g, float, float, const P&) { return g; }
+  static constexpr WgslForms wgsl{"a - pa", "g"};
 };
 struct DivScalar : Unary {
   static constexpr unsigned da_reads = kNone;
   static auto fwd(auto a, const P& p) { return a / static_cast<decltype(a)>(p.a); }
   static float da(float g, float, float, const P& p) { return g / static_cast<float>(p.a); }
+  static constexpr WgslForms wgsl{"a / pa", "g / pa"};
 };
 struct PowScalar : Unary {
   static constexpr unsigned da_reads = kA;
@@ -173,6 +196,7 @@ struct PowScalar : Unary {
     const float e = static_cast<float>(p.a);
     return e == 0.0f ? 0.0f : g * e * std::pow(a, e - 1.0f);
   }
+  static constexpr WgslForms wgsl{"pow_(a, pa)", "select(g * pa * pow_(a, pa - 1.0), 0.0, pa == 0.0)"};
 };
 
 // ---------------------------------------------------------------- unary functions (unary.cpp)
@@ -182,37 +206,44 @@ struct Neg : Unary {
   static auto fwd(auto a, const P&) { return decltype(a)(0) - a; }
   static float da(float g, float, float, const P&) { return -g; }
   static constexpr SimdForms simd{{Op::neg}, {Op::neg}, {}};
+  static constexpr WgslForms wgsl{"-a", "-g"};
 };
 // abs: the subgradient at 0 is 0 (torch's sign(0) = 0).
 struct Abs : Unary {
   static constexpr unsigned da_reads = kA;
   static auto fwd(auto a, const P&) { return std::fabs(a); }
   static float da(float g, float a, float, const P&) { return a > 0 ? g : a < 0 ? -g : 0.0f; }
+  static constexpr WgslForms wgsl{"abs(a)", "select(select(0.0, -g, a < 0.0), g, a > 0.0)"};
 };
 struct Exp : Unary {
   static constexpr unsigned da_reads = kY;
   static auto fwd(auto a, const P&) { return std::exp(a); }
   static float da(float g, float, float y, const P&) { return g * y; }
+  static constexpr WgslForms wgsl{"exp(a)", "g * y"};
 };
 struct Log : Unary {
   static constexpr unsigned da_reads = kA;
   static auto fwd(auto a, const P&) { return std::log(a); }
   static float da(float g, float a, float, const P&) { return g / a; }
+  static constexpr WgslForms wgsl{"log(a)", "g / a"};
 };
 struct Sqrt : Unary {
   static constexpr unsigned da_reads = kY;
   static auto fwd(auto a, const P&) { return std::sqrt(a); }
   static float da(float g, float, float y, const P&) { return g * 0.5f / y; }
+  static constexpr WgslForms wgsl{"sqrt(a)", "g * 0.5 / y"};
 };
 struct Tanh : Unary {
   static constexpr unsigned da_reads = kY;
   static auto fwd(auto a, const P&) { return std::tanh(a); }
   static float da(float g, float, float y, const P&) { return g * (1.0f - y * y); }
+  static constexpr WgslForms wgsl{"tanh_(a)", "g * (1.0 - y * y)"};
 };
 struct Sigmoid : Unary {
   static constexpr unsigned da_reads = kY;
   static auto fwd(auto a, const P&) { return logistic(a); }
   static float da(float g, float, float y, const P&) { return g * y * (1.0f - y); }
+  static constexpr WgslForms wgsl{"sigmoid(a)", "g * y * (1.0 - y)"};
 };
 // relu: gradient 0 at 0, as in torch.
 struct Relu : Unary {
@@ -220,18 +251,21 @@ struct Relu : Unary {
   static auto fwd(auto a, const P&) { return a > 0 ? a : decltype(a)(0); }
   static float da(float g, float a, float, const P&) { return a > 0 ? g : 0.0f; }
   static constexpr SimdForms simd{{Op::relu}, {Op::reluGrad, 1, 0}, {}};
+  static constexpr WgslForms wgsl{"max(a, 0.0)", "select(0.0, g, a > 0.0)"};
 };
 // leakyRelu (slope p.a): slope·x for x <= 0; the gradient at 0 is the slope (torch: x > 0 ? 1 : slope).
 struct LeakyRelu : Unary {
   static constexpr unsigned da_reads = kA;
   static auto fwd(auto a, const P& p) { return a > 0 ? a : a * static_cast<decltype(a)>(p.a); }
   static float da(float g, float a, float, const P& p) { return a > 0 ? g : g * static_cast<float>(p.a); }
+  static constexpr WgslForms wgsl{"select(a * pa, a, a > 0.0)", "select(g * pa, g, a > 0.0)"};
 };
 // gelu, tanh approximation (backend/activation.h).
 struct Gelu : Unary {
   static constexpr unsigned da_reads = kA;
   static auto fwd(auto a, const P&) { return backend::act::geluTanh(a); }
   static float da(float g, float a, float, const P&) { return g * backend::act::geluTanhGrad(a); }
+  static constexpr WgslForms wgsl{"gelu_tanh(a)", "g * gelu_tanh_grad(a)"};
 };
 // geluErf, exact: x·Φ(x) (backend/activation.h).
 struct GeluErf : Unary {
@@ -254,6 +288,7 @@ struct Silu : Unary {
   static constexpr unsigned da_reads = kA;
   static auto fwd(auto a, const P&) { return backend::act::silu(a); }
   static float da(float g, float a, float, const P&) { return g * backend::act::siluGrad(a); }
+  static constexpr WgslForms wgsl{"a * sigmoid(a)", "g * silu_grad(a)"};
 };
 // elu (α = p.a): α·(eˣ − 1) for x <= 0; the gradient at 0 is α (torch: x > 0 ? 1 : α·eˣ).
 struct Elu : Unary {
@@ -271,21 +306,25 @@ struct Rsqrt : Unary {
   static constexpr unsigned da_reads = kY;
   static auto fwd(auto a, const P&) { return decltype(a)(1) / std::sqrt(a); }
   static float da(float g, float, float y, const P&) { return -0.5f * g * y * y * y; }
+  static constexpr WgslForms wgsl{"inverseSqrt(a)", "-0.5 * g * y * y * y"};
 };
 struct Reciprocal : Unary {
   static constexpr unsigned da_reads = kY;
   static auto fwd(auto a, const P&) { return decltype(a)(1) / a; }
   static float da(float g, float, float y, const P&) { return -g * y * y; }
+  static constexpr WgslForms wgsl{"1.0 / a", "-g * y * y"};
 };
 struct Sin : Unary {
   static constexpr unsigned da_reads = kA;
   static auto fwd(auto a, const P&) { return std::sin(a); }
   static float da(float g, float a, float, const P&) { return g * std::cos(a); }
+  static constexpr WgslForms wgsl{"sin(a)", "g * cos(a)"};
 };
 struct Cos : Unary {
   static constexpr unsigned da_reads = kA;
   static auto fwd(auto a, const P&) { return std::cos(a); }
   static float da(float g, float a, float, const P&) { return -g * std::sin(a); }
+  static constexpr WgslForms wgsl{"cos(a)", "-g * sin(a)"};
 };
 // clamp to [p.a, p.b]: the gradient passes where lo <= x <= hi, boundaries included (as torch).
 struct Clamp : Unary {
@@ -297,6 +336,7 @@ struct Clamp : Unary {
   static float da(float g, float a, float, const P& p) {
     return a >= static_cast<float>(p.a) && a <= static_cast<float>(p.b) ? g : 0.0f;
   }
+  static constexpr WgslForms wgsl{"clamp_(a, pa, pb)", "select(0.0, g, a >= pa && a <= pb)"};
 };
 // floor, ceil, round, sign (p.a: 0, 1, 2, 3): piecewise constant, so the gradient is zero
 // (torch's convention). round is half to even (std::nearbyint in the default rounding mode), as
@@ -355,6 +395,7 @@ struct Step : Binary {
 struct AddScaled : Step {
   static constexpr bool in_place = true;
   static auto fwd(auto a, auto b, const P& p) { return a + static_cast<decltype(a)>(p.a) * b; }
+  static constexpr WgslForms wgsl{"a + pa * b"};
 };
 // (a − b)², variance's deviations from the mean; its da is variance's VJP.
 struct SquaredDiff : Step {
@@ -362,6 +403,7 @@ struct SquaredDiff : Step {
   static auto fwd(auto a, auto b, const P&) { return (a - b) * (a - b); }
   static float da(float g, float a, float b, float, const P&) { return g * 2.0f * (a - b); }
   static float db(float g, float a, float b, float, const P&) { return -(g * 2.0f * (a - b)); }
+  static constexpr WgslForms wgsl{"(a - b) * (a - b)", "g * 2.0 * (a - b)", "-(g * 2.0 * (a - b))"};
 };
 // exp(a − b), 0 where b = −∞: logsumexp's terms against a line's shift; its da is logsumexp's VJP
 // g·exp(x − y), where an all −∞ line (y = −∞) has no gradient rather than NaN.
@@ -375,19 +417,23 @@ struct ExpShifted : Step {
     return b == -std::numeric_limits<float>::infinity() ? 0.0f : g * std::exp(a - b);
   }
   static float db(float g, float a, float b, float y, const P& p) { return -da(g, a, b, y, p); }
+  static constexpr WgslForms wgsl{"exp_shifted(a, b)", "g * exp_shifted(a, b)", "-(g * exp_shifted(a, b))"};
 };
 // log(a) + b: logsumexp's result from a line's sum and shift.
 struct LogAdd : Step {
   static auto fwd(auto a, auto b, const P&) { return std::log(a) + b; }
+  static constexpr WgslForms wgsl{"log(a) + b"};
 };
 // a where finite, else 0: logsumexp's shift, so that ±∞ lines give ±∞ rather than NaN.
 struct FiniteOrZero : Unary {
   static constexpr bool f64 = false, partials = false;
   static auto fwd(auto a, const P&) { return std::isfinite(a) ? a : decltype(a)(0); }
+  static constexpr WgslForms wgsl{"select(0.0, a, is_finite(a))"};
 };
 // a / b where b > 0, else 0: the 2-norm's VJP g·x/y with torch's subgradient 0 at y = 0.
 struct DivPositive : Step {
   static auto fwd(auto a, auto b, const P&) { return b > 0 ? a / b : decltype(a)(0); }
+  static constexpr WgslForms wgsl{"select(0.0, a / b, b > 0.0)"};
 };
 
 // ---------------------------------------------------------------- pointwise losses l(x, t) (loss.cpp)

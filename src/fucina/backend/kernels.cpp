@@ -8,7 +8,12 @@
 namespace fucina::backend {
 
 const Kernels& kernelsFor(Backend backend) {
-  return backend == Backend::reference ? referenceKernels() : cpuKernels();
+  switch (backend) {
+    case Backend::reference: return referenceKernels();
+    case Backend::webgpu: return webgpuKernels();
+    case Backend::cpu: break;
+  }
+  return cpuKernels();
 }
 
 const Kernels& kernelsOf(const ExecContext& ctx) { return kernelsFor(ctx.backend()); }

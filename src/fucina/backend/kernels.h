@@ -4,7 +4,8 @@
 /// Note [Backends]: an op does shape logic, dtype rules and its VJP record, and computes every
 /// value through the primitives of `Kernels`, implemented once per backend: `cpu/` (SIMD, the
 /// work pool, the GEMM and convolution kernels) and `reference/` (scalar loops on the calling
-/// thread, the oracle). A context's ExecOptions::backend picks one; `kernelsOf(ctx)` returns it.
+/// thread, the oracle) on the host, and `webgpu/` (WGSL kernels on the WebGPU device, the rest
+/// UnsupportedOnDevice). A context's ExecOptions::backend picks one; `kernelsOf(ctx)` returns it.
 /// Elementwise ops are data: each is one row of backend/elementwise_table.h holding its scalar
 /// form and its cpu SIMD form, named by an ElemOp, so a new elementwise op is one row and a new
 /// backend implements `map` once for every row. A primitive takes and returns tensors, never a
@@ -472,6 +473,7 @@ RawTensor sumTo(ExecContext& ctx, const RawTensor& a, const Tags& tags, const Ex
 /// Each backend folder defines its own.
 const Kernels& cpuKernels();
 const Kernels& referenceKernels();
+const Kernels& webgpuKernels();
 
 // --- shared by the backends' implementations ---
 /// The rows of a scan: the last axis of t (contiguous f32), n elements each (none when n is 0).

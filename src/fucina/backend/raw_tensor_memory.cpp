@@ -68,7 +68,7 @@ RawTensor RawTensor::emptyQ8(ExecContext& ctx, Tags tags, Extents shape, Tag blo
 
 RawTensor RawTensor::zeros(ExecContext& ctx, Tags tags, Extents shape, DType dtype) {
   RawTensor t = empty(ctx, std::move(tags), std::move(shape), dtype);
-  if (dtype == DType::f32) {
+  if (dtype == DType::f32 || ctx.device() != Device::cpu) {
     backend::kernelsOf(ctx).fill(ctx, t, 0.0);  // on the pool when large (a step's gradient buffers)
   } else if (t.storage_->bytes() > 0) {
     std::memset(t.storage_->data(), 0, t.storage_->bytes());
@@ -89,6 +89,13 @@ RawTensor RawTensor::fromSlice(ExecContext& ctx, Tags tags, Extents shape,
     fail(ErrorCode::ShapeMismatch, "fromSlice: shape " + fucina::describe(tags, shape) + " holds " +
                                        std::to_string(numelOf(shape)) + " values but " +
                                        std::to_string(values.size()) + " were given");
+  if (ctx.device() != Device::cpu) {  // converted on the host, then uploaded
+    ExecContext& host = ctx.on(Device::cpu);
+    const RawTensor h = fromSlice(host, tags, shape, values, dtype);
+    RawTensor t = empty(ctx, std::move(tags), std::move(shape), dtype);
+    backend::kernelsOf(ctx).copy(ctx, h, t);
+    return t;
+  }
   RawTensor t = empty(ctx, std::move(tags), std::move(shape), dtype);
   kernels::copyFromF32(values.data(), t);
   return t;

@@ -14,6 +14,7 @@ std::string_view name(Backend backend) {
   switch (backend) {
     case Backend::cpu: return "cpu";
     case Backend::reference: return "reference";
+    case Backend::webgpu: return "webgpu";
   }
   return "?";
 }

@@ -9,17 +9,21 @@
 
 namespace fucina {
 
-/// Only the cpu device exists in this build; webgpu is the GPU device of the web build.
+/// cpu: host memory. webgpu: the buffers of the WebGPU device of the web build (the wasm module
+/// talks to it through web/webgpu.mjs; a native build has none: DeviceUnavailable).
 enum class Device : uint8_t { cpu, webgpu };
 
-/// The kernels of the cpu device: `cpu` (SIMD, threads on the work pool, GEMM and convolution
-/// kernels) or `reference` (plain scalar loops on the calling thread: the oracle that the fast
-/// kernels are tested against).
-enum class Backend : uint8_t { cpu, reference };
+/// The kernels a context computes with: on the cpu device `cpu` (SIMD, threads on the work pool,
+/// GEMM and convolution kernels) or `reference` (plain scalar loops on the calling thread: the
+/// oracle that the fast kernels are tested against); on the webgpu device `webgpu` (WGSL).
+enum class Backend : uint8_t { cpu, reference, webgpu };
+
+/// The device whose buffers a backend computes on.
+constexpr Device deviceOf(Backend backend) { return backend == Backend::webgpu ? Device::webgpu : Device::cpu; }
 
 /// "cpu" or "webgpu", as the JS facade spells them.
 std::string_view name(Device device);
-/// "cpu" or "reference".
+/// "cpu", "reference" or "webgpu".
 std::string_view name(Backend backend);
 
 }  // namespace fucina

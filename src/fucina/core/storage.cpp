@@ -40,6 +40,15 @@ int MemoryAccount::classOf(size_t block) noexcept {
 
 MemoryAccount::~MemoryAccount() { trimCache(); }
 
+void* MemoryAccount::systemAcquire(size_t block) noexcept {
+  return source_ ? source_->acquire(block) : systemAllocate(block);
+}
+
+void MemoryAccount::systemGiveBack(void* block) noexcept {
+  if (source_) source_->giveBack(block);
+  else systemFree(block);
+}
+
 void* MemoryAccount::allocate(size_t bytes, DType dtype) {
   const size_t limit = liveLimit(), live_now = live_bytes_.load(std::memory_order_relaxed);
   if (bytes > 0 && bytes > limit - std::min(limit, live_now))
@@ -62,15 +71,16 @@ void* MemoryAccount::allocate(size_t bytes, DType dtype) {
       }
     }
     if (p == nullptr) {
-      p = systemAllocate(block);
+      p = systemAcquire(block);
       if (p == nullptr) {  // cached buffers of other classes may be what stands in the way
         trimCache();
-        p = systemAllocate(block);
+        p = systemAcquire(block);
       }
       if (p == nullptr)
         fail(ErrorCode::OutOfMemory, "could not allocate " + std::to_string(bytes) + " bytes");
       system_allocations_.fetch_add(1, std::memory_order_relaxed);
     }
+    live_buffers_.fetch_add(1, std::memory_order_relaxed);
   }
   live_by_dtype_[static_cast<size_t>(dtype)].fetch_add(bytes, std::memory_order_relaxed);
   const size_t blocks = live_blocks_.fetch_add(block, std::memory_order_relaxed) + block;
@@ -90,6 +100,7 @@ void MemoryAccount::release(void* ptr, size_t bytes, DType dtype) noexcept {
   const size_t block = blockSize(bytes);
   live_blocks_.fetch_sub(block, std::memory_order_relaxed);
   if (ptr == nullptr) return;
+  live_buffers_.fetch_sub(1, std::memory_order_relaxed);
   {
     std::lock_guard lock(cache_mutex_);
     const size_t cached = cached_bytes_.load(std::memory_order_relaxed), limit = cacheLimit();
@@ -106,7 +117,7 @@ void MemoryAccount::release(void* ptr, size_t bytes, DType dtype) noexcept {
       }
     }
   }
-  systemFree(ptr);
+  systemGiveBack(ptr);
 }
 
 void MemoryAccount::trimCache() noexcept {
@@ -117,7 +128,7 @@ void MemoryAccount::trimCache() noexcept {
     cached_bytes_.store(0, std::memory_order_relaxed);
   }
   for (const auto& list : lists)
-    for (void* p : list) systemFree(p);
+    for (void* p : list) systemGiveBack(p);
 }
 
 void MemoryAccount::setCacheLimit(size_t bytes) noexcept {
@@ -133,7 +144,7 @@ void MemoryAccount::detach() noexcept {
 MemoryStats MemoryAccount::stats() const noexcept {
   MemoryStats s{live_bytes_.load(),         peak_bytes_.load(), live_tensors_.load(),
                 allocations_.load(),        system_allocations_.load(),
-                cache_hits_.load(),         cached_bytes_.load()};
+                cache_hits_.load(),         cached_bytes_.load(), live_buffers_.load()};
   for (size_t d = 0; d < kDTypeCount; ++d) s.bytes_by_dtype[d] = live_by_dtype_[d].load();
   return s;
 }
@@ -147,5 +158,11 @@ Storage::Storage(std::shared_ptr<MemoryAccount> account, size_t bytes, DType dty
       dtype_(dtype) {}
 
 Storage::~Storage() { account_->release(data_, bytes_, dtype_); }
+
+void Storage::failHostRead() const {
+  fail(ErrorCode::DeviceMismatch, "a " + std::string(name(device())) + " buffer of " + std::to_string(bytes_) +
+                                      " bytes read as host memory: ops take tensors of one device (move them "
+                                      "with to()), and a device tensor's values are read with `await t.data()`");
+}
 
 }  // namespace fucina

@@ -29,6 +29,7 @@ struct MemoryStats {
   size_t system_allocations = 0;  ///< buffers that had to be allocated from the system
   size_t cache_hits = 0;          ///< buffers served from the cache of freed buffers
   size_t cached_bytes = 0;        ///< bytes held in the cache, free for reuse
+  size_t live_buffers = 0;        ///< buffers handed out and not yet released (empty ones excluded)
   /// live_bytes split by the dtype of the buffer, indexed by static_cast<size_t>(DType); they sum
   /// to live_bytes. Scratch buffers count under their element type (float: f32, double: f64,
   /// int32_t: i32, int64_t: i64, anything else: u8).
@@ -51,6 +52,22 @@ struct MemoryStats {
 /// instead left 6 system allocations a step there: buffers of classes a step frees before its
 /// peak and reuses after it push live + cached over the mark.)
 ///
+/// Note [Device buffers]: a device's MemoryAccount hands out the device's buffers through the same
+/// size classes and cache as host memory, so a training step on the device recirculates its
+/// buffers and, in steady state, creates none. Its blocks are tokens (the webgpu backend's buffer
+/// ids), never host addresses: Storage::data() refuses them, so a cpu kernel handed a device
+/// tensor reports DeviceMismatch instead of reading memory that is not there.
+///
+/// Where an account's blocks come from: host memory (the default), or a device's buffers, whose
+/// blocks are opaque non-null tokens that only that device's backend reads.
+class BlockSource {
+ public:
+  virtual ~BlockSource() = default;
+  /// A new block of `bytes` (a size class), or null when there is no room.
+  virtual void* acquire(size_t bytes) noexcept = 0;
+  virtual void giveBack(void* block) noexcept = 0;
+};
+
 /// Accounting and cache of one context's buffers. Shared by every Storage it made, so a buffer
 /// that outlives its context still has somewhere to report its release: once the context is
 /// gone (detach()) buffers go straight back to the system.
@@ -59,8 +76,9 @@ class MemoryAccount {
   static constexpr size_t kAlign = 64;  ///< a cache line; enough for any SIMD load
   static constexpr size_t kDefaultCacheLimit = size_t{1} << 30;
 
-  /// The account of one device's buffers (only the cpu device allocates host memory).
-  explicit MemoryAccount(Device device = Device::cpu) : device_(device) {}
+  /// The account of one device's buffers: host memory when source is null, else source's blocks.
+  explicit MemoryAccount(Device device = Device::cpu, std::shared_ptr<BlockSource> source = nullptr)
+      : device_(device), source_(std::move(source)) {}
   ~MemoryAccount();
   MemoryAccount(const MemoryAccount&) = delete;
   MemoryAccount& operator=(const MemoryAccount&) = delete;
@@ -97,8 +115,13 @@ class MemoryAccount {
   static constexpr int kClasses = 64 * kSubSteps;
   static int classOf(size_t block) noexcept;
 
-  Device device_;
+  void* systemAcquire(size_t block) noexcept;
+  void systemGiveBack(void* block) noexcept;
 
+  Device device_;
+  std::shared_ptr<BlockSource> source_;
+
+  std::atomic<size_t> live_buffers_{0};
   std::atomic<size_t> live_bytes_{0}, peak_bytes_{0}, live_tensors_{0}, allocations_{0};
   std::atomic<size_t> system_allocations_{0}, cache_hits_{0}, cached_bytes_{0};
   std::atomic<size_t> cache_limit_{kDefaultCacheLimit};
@@ -118,12 +141,19 @@ class Storage {
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 
-  std::byte* data() const { return data_; }
+  /// The host bytes; on a device, DeviceMismatch (Note [Device buffers]).
+  std::byte* data() const {
+    if (device() != Device::cpu) failHostRead();
+    return data_;
+  }
+  /// The block as its account's source handed it out: host bytes, or a device's buffer token.
+  void* block() const { return data_; }
   size_t bytes() const { return bytes_; }
   DType dtype() const { return dtype_; }
   Device device() const { return account_->device(); }
 
  private:
+  [[noreturn]] void failHostRead() const;
   std::shared_ptr<MemoryAccount> account_;
   std::byte* data_;
   size_t bytes_;

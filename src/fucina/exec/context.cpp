@@ -10,10 +10,13 @@
 namespace fucina {
 
 ExecContext::ExecContext(ExecOptions options)
-    : backend_(options.backend), account_(std::make_shared<MemoryAccount>(Device::cpu)) {
-  if (backend_ != Backend::cpu && backend_ != Backend::reference)
-    fail(ErrorCode::InvalidArgument, "ExecOptions.backend must be Backend::cpu or Backend::reference, got " +
+    : backend_(options.backend),
+      account_(std::make_shared<MemoryAccount>(deviceOf(options.backend), options.device_blocks)) {
+  if (backend_ != Backend::cpu && backend_ != Backend::reference && backend_ != Backend::webgpu)
+    fail(ErrorCode::InvalidArgument, "ExecOptions.backend must be Backend::cpu, reference or webgpu, got " +
                                          std::to_string(static_cast<int>(backend_)));
+  if ((backend_ == Backend::webgpu) != (options.device_blocks != nullptr))
+    fail(ErrorCode::InvalidArgument, "ExecOptions.device_blocks are given with Backend::webgpu and only then");
   if (options.threads < 0)
     fail(ErrorCode::InvalidArgument,
          "ExecOptions.threads must be >= 0 (0 = hardware concurrency), got " +
@@ -39,6 +42,26 @@ ExecContext::~ExecContext() {
   }
   // Buffers that outlive the context (tensors the caller still holds) are freed, not cached.
   account_->detach();
+}
+
+ExecContext& ExecContext::on(Device device) {
+  if (device == this->device()) return *this;
+  if (device == Device::cpu && host_context_) return *host_context_;
+  if (device_context_ && device_context_->device() == device) return *device_context_;
+  fail(ErrorCode::DeviceUnavailable, "no " + std::string(name(device)) +
+                                         " device is attached to this context (JS: init({ device: '" +
+                                         std::string(name(device)) + "' }))");
+}
+
+void ExecContext::attach(std::unique_ptr<ExecContext> device_context) {
+  if (!device_context || device_context->device() == Device::cpu || device() != Device::cpu)
+    fail(ErrorCode::InvalidArgument, "attach: a device context is attached to a cpu context");
+  device_context->host_context_ = this;
+  device_context_ = std::move(device_context);
+}
+
+ExecContext* ExecContext::attached(Device device) const {
+  return device_context_ && device_context_->device() == device ? device_context_.get() : nullptr;
 }
 
 void ExecContext::parallelFor(int64_t n, int64_t grain,

@@ -27,6 +27,8 @@ struct ExecOptions {
   /// The kernels ops compute with (Note [Backends], backend/kernels.h): cpu, or the scalar
   /// reference that the cpu kernels are tested against (one thread: `threads` is then ignored).
   Backend backend = Backend::cpu;
+  /// The buffers of Backend::webgpu's device (backend/webgpu/device.h makes such contexts).
+  std::shared_ptr<BlockSource> device_blocks = nullptr;
 };
 
 class ExecContext {
@@ -46,6 +48,13 @@ class ExecContext {
   Backend backend() const { return backend_; }
   /// Where the tensors this context makes live.
   Device device() const { return account_->device(); }
+  /// The context that computes on `device`: this one, or the one attached for it (a device
+  /// context's own `on(cpu)` is the context it was attached to). DeviceUnavailable when none is.
+  ExecContext& on(Device device);
+  /// Attaches the context of another device (its backend's device), replacing any before it.
+  void attach(std::unique_ptr<ExecContext> device_context);
+  /// The attached context of `device`, or null.
+  ExecContext* attached(Device device) const;
 
   // --- engine internals (public so that ops, kernels and bindings can reach them) ---
   const std::shared_ptr<MemoryAccount>& account() const { return account_; }
@@ -62,6 +71,8 @@ class ExecContext {
   using ScopeStack = std::vector<ExecScope*>;  // innermost last
   Backend backend_;
   std::shared_ptr<MemoryAccount> account_;
+  std::unique_ptr<ExecContext> device_context_;  // the webgpu context attached to a cpu one
+  ExecContext* host_context_ = nullptr;           // a device context's: the one it is attached to
   std::unique_ptr<WorkPool> pool_;
   std::mutex scopes_mutex_;
   // Note [Scopes per thread]: each thread's scopes stack on their own, so threads sharing one

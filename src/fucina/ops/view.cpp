@@ -376,4 +376,24 @@ Tensor Tensor::to(ExecContext& ctx, DType dtype) const {
   });
 }
 
+Tensor Tensor::to(ExecContext& ctx, Device device) const {
+  const RawTensor& a = value();
+  if (a.device() == device) return *this;
+  if (device == Device::cpu)
+    fail(ErrorCode::DeviceReadIsAsync, "to(cpu) of the " + std::string(name(a.device())) + " tensor " + a.describe() +
+                                           ": a device's values are read asynchronously, by the JS facade's data() promise");
+  if (requiresGrad() && isGradEnabled())
+    fail(ErrorCode::UnsupportedOnDevice,
+         "to(" + std::string(name(device)) + ") of a tensor that requires gradients: its gradient would have to be "
+         "read back from the device synchronously; make the leaves on the device (a variable of a device tensor)");
+  if (a.dtype() == DType::q8_0)
+    fail(ErrorCode::UnsupportedOnDevice, "to(" + std::string(name(device)) + ") of a q8_0 tensor: q8_0 weights on a device are not "
+                                         "supported yet");
+  ExecContext& target = ctx.on(device);
+  const RawTensor host = a.contiguous(ctx.on(a.device()));
+  RawTensor out = RawTensor::empty(target, a.tags(), a.shape(), a.dtype());
+  backend::kernelsOf(target).copy(target, host, out);
+  return Tensor::fromRaw(target, std::move(out));
+}
+
 }  // namespace fucina

@@ -1,0 +1,116 @@
+#include "fucina/backend/webgpu/gpu.h"
+
+#include <string>
+
+#include "fucina/core/error.h"
+#include "fucina/exec/context.h"
+
+#ifdef __EMSCRIPTEN__
+#include <emscripten/val.h>
+#endif
+
+namespace fucina::backend::webgpu {
+namespace {
+
+bool g_installed = false;
+
+#ifdef __EMSCRIPTEN__
+emscripten::val shim() { return emscripten::val::module_property("fucinaGpu"); }
+#endif
+
+[[noreturn]] void failUnavailable() {
+#ifdef __EMSCRIPTEN__
+  fail(ErrorCode::DeviceUnavailable, "no WebGPU device: init({ device: 'webgpu' }) makes one where there is an adapter");
+#else
+  fail(ErrorCode::DeviceUnavailable, "this build has no WebGPU implementation: the webgpu device is the wasm build's");
+#endif
+}
+
+class GpuBlocks final : public BlockSource {
+ public:
+  void* acquire(size_t bytes) noexcept override {
+    try {
+      const uint32_t id = Gpu::get().createBuffer(bytes);
+      return reinterpret_cast<void*>(static_cast<uintptr_t>(id));
+    } catch (...) {
+      return nullptr;
+    }
+  }
+  void giveBack(void* block) noexcept override {
+    if (Gpu::installed()) Gpu::get().destroyBuffer(bufferOf(block));
+  }
+};
+
+}  // namespace
+
+Gpu& Gpu::get() {
+  static Gpu gpu;
+  if (!g_installed) failUnavailable();
+  return gpu;
+}
+
+bool Gpu::installed() { return g_installed; }
+void Gpu::install() { g_installed = true; }
+void Gpu::uninstall() { g_installed = false; }
+
+#ifdef __EMSCRIPTEN__
+
+uint32_t Gpu::createBuffer(size_t bytes) {
+  const uint32_t id = shim().call<uint32_t>("createBuffer", static_cast<double>(bytes));
+  if (id != 0) ++counters_.buffers_made;
+  return id;
+}
+
+void Gpu::destroyBuffer(uint32_t buffer) noexcept { shim().call<void>("destroyBuffer", buffer); }
+
+void Gpu::write(uint32_t buffer, size_t offset, const void* data, size_t bytes) {
+  if (bytes == 0) return;
+  const auto* p = static_cast<const uint8_t*>(data);
+  shim().call<void>("write", buffer, static_cast<double>(offset), emscripten::val(emscripten::typed_memory_view(bytes, p)));
+  counters_.uploaded_bytes += bytes;
+}
+
+uint32_t Gpu::pipeline(const std::string& wgsl) {
+  auto it = pipelines_.find(wgsl);
+  if (it != pipelines_.end()) return it->second;
+  const uint32_t id = shim().call<uint32_t>("pipeline", wgsl);
+  ++counters_.pipelines_made;
+  pipelines_.emplace(wgsl, id);
+  return id;
+}
+
+void Gpu::dispatch(uint32_t pipeline, std::span<const uint32_t> buffers, std::span<const uint32_t> uniforms,
+                   uint32_t x, uint32_t y, uint32_t z) {
+  if (uniforms.size_bytes() > kUniformBytes)
+    fail(ErrorCode::InvalidArgument, "a dispatch passes at most " + std::to_string(kUniformBytes) + " bytes of uniforms");
+  if (x == 0 || y == 0 || z == 0) return;
+  if (x > kMaxGroups || y > kMaxGroups || z > kMaxGroups)
+    fail(ErrorCode::InvalidArgument, "a dispatch of " + std::to_string(x) + "x" + std::to_string(y) + "x" +
+                                         std::to_string(z) + " workgroups is over WebGPU's 65535 per dimension");
+  using emscripten::typed_memory_view;
+  using emscripten::val;
+  shim().call<void>("dispatch", pipeline, val(typed_memory_view(buffers.size(), buffers.data())),
+                    val(typed_memory_view(uniforms.size(), uniforms.data())), x, y, z);
+  ++counters_.dispatches;
+}
+
+#else  // a native build: no WebGPU
+
+uint32_t Gpu::createBuffer(size_t) { failUnavailable(); }
+void Gpu::destroyBuffer(uint32_t) noexcept {}
+void Gpu::write(uint32_t, size_t, const void*, size_t) { failUnavailable(); }
+uint32_t Gpu::pipeline(const std::string&) { failUnavailable(); }
+void Gpu::dispatch(uint32_t, std::span<const uint32_t>, std::span<const uint32_t>, uint32_t, uint32_t, uint32_t) {
+  failUnavailable();
+}
+
+#endif
+
+std::shared_ptr<BlockSource> gpuBlocks() { return std::make_shared<GpuBlocks>(); }
+
+std::unique_ptr<ExecContext> deviceContext() {
+  Gpu::get();  // DeviceUnavailable first
+  return std::make_unique<ExecContext>(ExecOptions{.threads = 1, .backend = Backend::webgpu, .device_blocks = gpuBlocks()});
+}
+
+}  // namespace fucina::backend::webgpu

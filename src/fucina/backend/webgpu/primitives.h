@@ -1,0 +1,37 @@
+/// @file
+/// The webgpu backend's primitives, one file per family; webgpu_kernels.cpp binds them to the
+/// Kernels interface (Note [Backends]).
+#pragma once
+
+#include "fucina/backend/kernels.h"
+
+namespace fucina::backend::webgpu {
+
+using internal::RawTensor;
+
+// elementwise.cpp: the rows of backend/elementwise_table.h with a WGSL form.
+RawTensor map(ExecContext& ctx, ElemOp op, Form form, const Tags& tags, const Extents& shape, Inputs ins,
+              const ElemParams& p);
+void updateInto(ExecContext& ctx, ElemOp op, const RawTensor& dst, const RawTensor* src, const ElemParams& p);
+RawTensor select(ExecContext& ctx, const Tags& tags, const Extents& shape, Inputs ins);
+void addInto(ExecContext& ctx, const RawTensor& dst, const RawTensor& src);
+
+// memory.cpp: fills, strided copies between device buffers, and uploads from the host.
+void fill(ExecContext& ctx, const RawTensor& dst, double value);
+void copy(ExecContext& ctx, const RawTensor& src, const RawTensor& dst);
+
+// reduce.cpp
+RawTensor sumAxes(ExecContext& ctx, const RawTensor& a, const Tags& axes);
+/// The f32 scalar (Σ loss)/denom of an f32 loss (the sum in f32, in a tree).
+RawTensor reduceLoss(ExecContext& ctx, const RawTensor& loss, double denom);
+
+// gemm.cpp
+RawTensor contract(ExecContext& ctx, const RawTensor& a, const RawTensor& b, const Tags& contracted,
+                   const RawTensor& initial);
+
+// optim.cpp
+void sgdUpdate(ExecContext& ctx, const SgdStep& s, const RawTensor& p, const RawTensor& g, const RawTensor& buf);
+void adamUpdate(ExecContext& ctx, const AdamStep& s, const RawTensor& p, const RawTensor& g, const RawTensor& m,
+                const RawTensor& v);
+
+}  // namespace fucina::backend::webgpu

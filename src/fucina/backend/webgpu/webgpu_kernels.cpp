@@ -1,0 +1,102 @@
+// The webgpu backend (Note [Backends]): the primitives it computes with WGSL kernels, and
+// UnsupportedOnDevice naming the primitive for the rest, so an op on device tensors either runs
+// on the device or says that it does not, and never moves data behind the caller's back.
+#include "fucina/backend/kernels.h"
+#include "fucina/backend/webgpu/primitives.h"
+#include "fucina/backend/webgpu/wgsl.h"
+
+namespace fucina::backend {
+namespace {
+
+using webgpu::unsupported;
+
+class WebgpuKernels final : public Kernels {
+ public:
+  Backend backend() const override { return Backend::webgpu; }
+  RawTensor map(ExecContext& ctx, ElemOp op, Form form, const Tags& tags, const Extents& shape, Inputs ins, const ElemParams& p) const override { return webgpu::map(ctx, op, form, tags, shape, ins, p); }
+  RawTensor mapAs(ExecContext&, ElemOp, DType, const Tags&, const Extents&, Inputs, const ElemParams&) const override { unsupported("f64 and integer elementwise forms (WGSL has no f64)"); }
+  void updateInto(ExecContext& ctx, ElemOp op, const RawTensor& dst, const RawTensor* src, const ElemParams& p) const override { webgpu::updateInto(ctx, op, dst, src, p); }
+  RawTensor select(ExecContext& ctx, const Tags& tags, const Extents& shape, Inputs ins) const override { return webgpu::select(ctx, tags, shape, ins); }
+  void copy(ExecContext& ctx, const RawTensor& src, const RawTensor& dst) const override { webgpu::copy(ctx, src, dst); }
+  void fill(ExecContext& ctx, const RawTensor& dst, double value) const override { webgpu::fill(ctx, dst, value); }
+  RawTensor sumAxes(ExecContext& ctx, const RawTensor& a, const Tags& axes) const override { return webgpu::sumAxes(ctx, a, axes); }
+  void addInto(ExecContext& ctx, const RawTensor& dst, const RawTensor& src) const override { webgpu::addInto(ctx, dst, src); }
+  RawTensor contract(ExecContext& ctx, const RawTensor& a, const RawTensor& b, const Tags& contracted, const RawTensor& initial) const override { return webgpu::contract(ctx, a, b, contracted, initial); }
+  RawTensor contractF64(ExecContext&, const RawTensor&, const RawTensor&, const Tags&) const override { unsupported("f64 contractions (WGSL has no f64)"); }
+  Along reduceAlong(ExecContext&, AlongAxis, const RawTensor&, Tag) const override { unsupported("reduceAlong"); }
+  RawTensor reduceF64(ExecContext&, F64Line, const RawTensor&, const Tags&, double) const override { unsupported("reduceF64"); }
+  RawTensor pNormVjp(ExecContext&, const RawTensor&, const RawTensor&, const RawTensor&, double) const override { unsupported("pNormVjp"); }
+  RawTensor cumprodRows(ExecContext&, const RawTensor&) const override { unsupported("cumprodRows"); }
+  RawTensor cumprodRowsVjp(ExecContext&, const RawTensor&, const RawTensor&, const RawTensor&) const override { unsupported("cumprodRowsVjp"); }
+  RawTensor linearRecurrenceRows(ExecContext&, const RawTensor&, const RawTensor&, const RawTensor&) const override { unsupported("linearRecurrenceRows"); }
+  RecurrenceGrads linearRecurrenceRowsVjp(ExecContext&, const RawTensor&, const RawTensor&, const RawTensor&, const RawTensor&) const override { unsupported("linearRecurrenceRowsVjp"); }
+  IndexFault firstIndexOutside(ExecContext&, const RawTensor&, int64_t) const override { unsupported("index checks on the host"); }
+  ValueFault firstValueOutside(ExecContext&, const RawTensor&, double, double) const override { unsupported("value checks on the host"); }
+  RawTensor gatherAlong(ExecContext&, const RawTensor&, Tag, const RawTensor&) const override { unsupported("gatherAlong"); }
+  void scatterAlong(ExecContext&, const RawTensor&, Tag, const RawTensor&, const RawTensor&, bool) const override { unsupported("scatterAlong"); }
+  RawTensor selectRows(ExecContext&, const RawTensor&, Tag, const RawTensor&) const override { unsupported("selectRows"); }
+  void updateRows(ExecContext&, const RawTensor&, Tag, const RawTensor&, const RawTensor&, RowUpdate) const override { unsupported("updateRows"); }
+  RawTensor maskPositions(ExecContext&, const RawTensor&, Tag) const override { unsupported("maskPositions"); }
+  SortedRows sortRows(ExecContext&, const RawTensor&, int64_t, bool) const override { unsupported("sortRows"); }
+  RawTensor argExtremumRows(ExecContext&, const RawTensor&, bool) const override { unsupported("argExtremumRows"); }
+  RawTensor logic(ExecContext&, Logic, const Tags&, const Extents&, Inputs) const override { unsupported("logic"); }
+  RawTensor truthRows(ExecContext&, const RawTensor&, bool) const override { unsupported("truthRows"); }
+  RawTensor bandMask(ExecContext&, Tag, Tag, int64_t, int64_t, int64_t, int64_t) const override { unsupported("bandMask"); }
+  RawTensor dropout(ExecContext&, const RawTensor&, uint64_t, double, float) const override { unsupported("dropout"); }
+  RawTensor multinomialRows(ExecContext&, const RawTensor&, int64_t, uint64_t, bool, const std::string&) const override { unsupported("multinomialRows"); }
+  RawTensor conv2d(ExecContext&, const RawTensor&, const RawTensor&, const ConvPlan&, const Tags&, const Extents&, const RawTensor&, bool) const override { unsupported("conv2d"); }
+  RawTensor conv2dInputGrad(ExecContext&, const RawTensor&, const RawTensor&, const ConvPlan&, const Tags&, const Extents&) const override { unsupported("conv2dInputGrad"); }
+  RawTensor conv2dWeightGrad(ExecContext&, const RawTensor&, const RawTensor&, const ConvPlan&, const Tags&, const Extents&) const override { unsupported("conv2dWeightGrad"); }
+  RawTensor winogradWeights(ExecContext&, const RawTensor&, int64_t) const override { unsupported("winogradWeights"); }
+  RawTensor winogradConv2d(ExecContext&, const RawTensor&, const RawTensor&, const ConvPlan&, const Tags&, const Extents&, const RawTensor&, bool) const override { unsupported("winogradConv2d"); }
+  RawTensor im2col(ExecContext&, const RawTensor&, const Conv2dGeometry&, const Tags&, const Extents&) const override { unsupported("im2col"); }
+  RawTensor col2im(ExecContext&, const RawTensor&, const Conv2dGeometry&, const Tags&, const Extents&) const override { unsupported("col2im"); }
+  Pooled pool2d(ExecContext&, Pool, const RawTensor&, const Conv2dGeometry&, size_t, bool) const override { unsupported("pool2d"); }
+  RawTensor pool2dVjp(ExecContext&, Pool, const RawTensor&, const RawTensor&, const Conv2dGeometry&, size_t) const override { unsupported("pool2dVjp"); }
+  RawTensor upsample2x(ExecContext&, const RawTensor&) const override { unsupported("upsample2x"); }
+  RawTensor upsample2xVjp(ExecContext&, const RawTensor&) const override { unsupported("upsample2xVjp"); }
+  RawTensor channelAffine(ExecContext&, const RawTensor&, const RawTensor&, const RawTensor&, Tag) const override { unsupported("channelAffine"); }
+  AffineGrads channelAffineVjp(ExecContext&, const RawTensor&, const RawTensor&, const RawTensor&, Tag, bool, bool) const override { unsupported("channelAffineVjp"); }
+  RawTensor softmaxRows(ExecContext&, const RawTensor&, bool) const override { unsupported("softmaxRows"); }
+  RawTensor softmaxRowsVjp(ExecContext&, const RawTensor&, const RawTensor&, bool) const override { unsupported("softmaxRowsVjp"); }
+  NormRows normRows(ExecContext&, const RawTensor&, Norm, double) const override { unsupported("normRows"); }
+  RawTensor normRowsVjp(ExecContext&, Norm, const NormRows&, const RawTensor&) const override { unsupported("normRowsVjp"); }
+  RawTensor ropeRows(ExecContext&, const RawTensor&, const RawTensor&, const RawTensor&, RopePairs, bool) const override { unsupported("ropeRows"); }
+  RopeTables ropeTables(ExecContext&, Tag, Tag, int64_t, int64_t, double, int64_t) const override { unsupported("ropeTables"); }
+  RmsRopeRows rmsNormRopeRows(ExecContext&, const RawTensor&, const RawTensor&, const RawTensor&, const RawTensor&, double) const override { unsupported("rmsNormRopeRows"); }
+  RmsRopeGrads rmsNormRopeRowsVjp(ExecContext&, const RmsRopeRows&, const RawTensor&, const RawTensor&, const RawTensor&, const RawTensor&, bool, bool) const override { unsupported("rmsNormRopeRowsVjp"); }
+  IndexFault firstLabelOutside(ExecContext&, const RawTensor&, int64_t, std::optional<int64_t>) const override { unsupported("label checks on the host"); }
+  RawTensor labelLossRows(ExecContext&, const RawTensor&, const RawTensor&, double, bool) const override { unsupported("labelLossRows"); }
+  RawTensor labelLossRowsVjp(ExecContext&, const RawTensor&, const RawTensor&, const RawTensor&, float, double, bool) const override { unsupported("labelLossRowsVjp"); }
+  RawTensor reduceLoss(ExecContext& ctx, const RawTensor& loss, double denom) const override { return webgpu::reduceLoss(ctx, loss, denom); }
+  double labelWeightSum(ExecContext&, const RawTensor&, const RawTensor&, int64_t) const override { unsupported("labelWeightSum (its result is read on the host)"); }
+  CrossEntropyRows crossEntropyRows(ExecContext&, const RawTensor&, const CrossEntropy&, bool) const override { unsupported("crossEntropyRows"); }
+  CrossEntropyGrads crossEntropyRowsVjp(ExecContext&, const RawTensor&, const RawTensor&, const CrossEntropy&, const RawTensor&, double, bool, bool, bool) const override { unsupported("crossEntropyRowsVjp"); }
+  RawTensor temperatureSoftmaxRows(ExecContext&, const RawTensor&, float) const override { unsupported("temperatureSoftmaxRows"); }
+  RawTensor distillRows(ExecContext&, const RawTensor&, const Distill&) const override { unsupported("distillRows"); }
+  RawTensor distillRowsVjp(ExecContext&, const RawTensor&, const Distill&, const RawTensor&) const override { unsupported("distillRowsVjp"); }
+  Attention attention(ExecContext&, const AttentionGeometry&, const RawTensor&, const RawTensor&, const RawTensor&) const override { unsupported("attention"); }
+  AttentionGrads attentionVjp(ExecContext&, const AttentionGeometry&, const RawTensor&, const RawTensor&, const RawTensor&, const RawTensor&, const RawTensor&, bool, bool, bool) const override { unsupported("attentionVjp"); }
+  RawTensor gated(ExecContext&, const GateFn&, const RawTensor&, const RawTensor&) const override { unsupported("gated"); }
+  void gatedVjp(ExecContext&, const GateFn&, const RawTensor&, const RawTensor&, const RawTensor&, const RawTensor&, const RawTensor&) const override { unsupported("gatedVjp"); }
+  std::vector<int64_t> readI64(ExecContext&, const RawTensor&) const override { unsupported("host reads (device reads are async)"); }
+  RawTensor band(ExecContext&, const RawTensor&, Tag, Tag, int64_t, int64_t) const override { unsupported("band"); }
+  void scatterAddView(ExecContext&, const RawTensor&, const RawTensor&) const override { unsupported("scatterAddView"); }
+  RawTensor quantizeQ8(ExecContext&, const RawTensor&, Tag) const override { unsupported("quantizeQ8"); }
+  RawTensor ternaryQuantize(ExecContext&, const RawTensor&) const override { unsupported("ternaryQuantize"); }
+  PackedB packRhs(ExecContext&, const RawTensor&, bool) const override { unsupported("packRhs"); }
+  int64_t packedLayout() const override { unsupported("packed right operands"); }
+  RawTensor packedProduct(ExecContext&, const RawTensor&, const PackedB&, const RawTensor&, const Tags&, const Extents&) const override { unsupported("packedProduct"); }
+  void sgdUpdate(ExecContext& ctx, const SgdStep& s, const RawTensor& p, const RawTensor& g, const RawTensor& buf) const override { webgpu::sgdUpdate(ctx, s, p, g, buf); }
+  void adamUpdate(ExecContext& ctx, const AdamStep& s, const RawTensor& p, const RawTensor& g, const RawTensor& m, const RawTensor& v) const override { webgpu::adamUpdate(ctx, s, p, g, m, v); }
+  double sumSquares(ExecContext&, const RawTensor&) const override { unsupported("sumSquares (its result is read on the host: clipGradNorm)"); }
+};
+
+}  // namespace
+
+const Kernels& webgpuKernels() {
+  static const WebgpuKernels kernels;
+  return kernels;
+}
+
+}  // namespace fucina::backend

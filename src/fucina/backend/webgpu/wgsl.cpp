@@ -1,0 +1,172 @@
+#include "fucina/backend/webgpu/wgsl.h"
+
+#include <cstring>
+#include <string>
+
+#include "fucina/core/error.h"
+
+namespace fucina::backend::webgpu {
+
+Uniforms& Uniforms::u(uint64_t v) {
+  if (v > UINT32_MAX) unsupported("a size or offset of " + std::to_string(v) + " (over 32 bits)");
+  words.push_back(static_cast<uint32_t>(v));
+  return *this;
+}
+
+Uniforms& Uniforms::i(int64_t v) {
+  if (v < INT32_MIN || v > INT32_MAX) unsupported("a stride or offset of " + std::to_string(v) + " (over 32 bits)");
+  words.push_back(static_cast<uint32_t>(static_cast<int32_t>(v)));
+  return *this;
+}
+
+namespace {
+uint32_t bitsOf(float v) {  // std::bit_cast is missing from Emscripten 3.1's libc++
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  return bits;
+}
+}  // namespace
+
+Uniforms& Uniforms::f(float v) {
+  words.push_back(bitsOf(v));
+  return *this;
+}
+
+Uniforms& Uniforms::setF(uint32_t at, float v) { return set(at, bitsOf(v)); }
+
+Uniforms& Uniforms::set(uint32_t at, uint32_t v) {
+  if (words.size() <= at) words.resize(at + 1, 0);
+  words[at] = v;
+  return *this;
+}
+
+StridedLayout stridedLayout(const Extents& shape, const std::vector<std::vector<int64_t>>& strides,
+                            const std::vector<int64_t>& offsets) {
+  StridedLayout l;
+  l.n = numelOf(shape);
+  l.offsets = offsets;
+  l.strides.resize(strides.size());
+  // Innermost first: merge an axis into the one inside it where every operand's strides nest.
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] == 1) continue;
+    bool merge = !l.shape.empty();
+    for (size_t k = 0; merge && k < strides.size(); ++k)
+      merge = strides[k][d] == l.strides[k].front() * l.shape.front();
+    if (merge) {
+      l.shape.front() *= shape[d];
+      continue;
+    }
+    l.shape.insert(l.shape.begin(), shape[d]);
+    for (size_t k = 0; k < strides.size(); ++k) l.strides[k].insert(l.strides[k].begin(), strides[k][d]);
+  }
+  if (l.shape.size() > static_cast<size_t>(kMaxRank))
+    unsupported("a strided layout of " + std::to_string(l.shape.size()) + " axes that do not merge (at most " +
+                std::to_string(kMaxRank) + ")");
+  if (strides.size() > static_cast<size_t>(kMaxOperands)) unsupported("more than 5 operands");
+  return l;
+}
+
+Uniforms StridedLayout::uniforms() const {
+  Uniforms u;
+  u.u(static_cast<uint64_t>(n)).u(shape.size());
+  for (size_t d = 0; d < shape.size(); ++d) u.set(kShapeWord + static_cast<uint32_t>(d), static_cast<uint32_t>(shape[d]));
+  for (size_t k = 0; k < strides.size(); ++k) {
+    const uint32_t base = kOperandWord + static_cast<uint32_t>(k) * kOperandWords;
+    Uniforms w;
+    w.i(offsets[k]);
+    for (int64_t s : strides[k]) w.i(s);
+    for (size_t j = 0; j < w.words.size(); ++j) u.set(base + static_cast<uint32_t>(j), w.words[j]);
+  }
+  u.set(kParamWord + 1, 0);
+  return u;
+}
+
+std::vector<int64_t> alignedStrides(const RawTensor& t, const Tags& tags) {
+  std::vector<int64_t> s(tags.size(), 0);
+  for (size_t i = 0; i < tags.size(); ++i)
+    if (auto j = findTag(t.tags(), tags[i])) s[i] = t.strides()[*j];
+  return s;
+}
+
+std::string prelude(int uniform_binding) {
+  const std::string w = std::to_string(kOperandWord), ow = std::to_string(kOperandWords),
+                    sw = std::to_string(kShapeWord);
+  return "struct Words { w: array<vec4<u32>, " + std::to_string(Gpu::kUniformBytes / 16) + "> };\n"
+         "@group(0) @binding(" + std::to_string(uniform_binding) + ") var<uniform> u: Words;\n"
+         "fn uw(i: u32) -> u32 { return u.w[i >> 2u][i & 3u]; }\n"
+         "fn uf(i: u32) -> f32 { return bitcast<f32>(uw(i)); }\n"
+         "fn ui(i: u32) -> i32 { return bitcast<i32>(uw(i)); }\n"
+         "fn strided(i: u32, k: u32) -> u32 {\n"
+         "  let base = " + w + "u + k * " + ow + "u;\n"
+         "  var rem = i;\n"
+         "  var off = ui(base);\n"
+         "  for (var d = uw(1u); d > 0u; d = d - 1u) {\n"
+         "    let e = uw(" + sw + "u + d - 1u);\n"
+         "    off = off + i32(rem % e) * ui(base + d);\n"
+         "    rem = rem / e;\n"
+         "  }\n"
+         "  return u32(off);\n"
+         "}\n"
+         // Bit tests, not comparisons: a WGSL compiler may assume values are finite.
+         "fn is_finite(x: f32) -> bool { return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u; }\n"
+         "fn is_neg_inf(x: f32) -> bool { return bitcast<u32>(x) == 0xff800000u; }\n"
+         // Through a var: a constant NaN or infinity is a WGSL compile error.
+         "fn from_bits(b: u32) -> f32 { var v = b; return bitcast<f32>(v); }\n"
+         "fn nan() -> f32 { return from_bits(0x7fc00000u); }\n"
+         "fn sigmoid(a: f32) -> f32 { if (a >= 0.0) { return 1.0 / (1.0 + exp(-a)); } let e = exp(a); return e / (1.0 + e); }\n"
+         // tanh through exp overflows to NaN in some drivers past |x| ~ 44; it is ±1 in f32 from 9.1.
+         "fn tanh_(a: f32) -> f32 { return tanh(clamp(a, -10.0, 10.0)); }\n"
+         "fn gelu_tanh(a: f32) -> f32 { return 0.5 * a * (1.0 + tanh_(0.7978845608028654 * (a + 0.044715 * a * a * a))); }\n"
+         "fn gelu_tanh_grad(a: f32) -> f32 {\n"
+         "  let t = tanh_(0.7978845608028654 * (a + 0.044715 * a * a * a));\n"
+         "  let dinner = 0.7978845608028654 * (1.0 + 3.0 * 0.044715 * a * a);\n"
+         "  return 0.5 * (1.0 + t) + 0.5 * a * (1.0 - t * t) * dinner;\n"
+         "}\n"
+         "fn silu_grad(a: f32) -> f32 { let s = sigmoid(a); return s * (1.0 + a * (1.0 - s)); }\n"
+         "fn clamp_(a: f32, lo: f32, hi: f32) -> f32 { return select(select(a, hi, a > hi), lo, a < lo); }\n"
+         // std::pow's cases that WGSL's pow leaves undefined: a zero or negative base.
+         "fn pow_(a: f32, e: f32) -> f32 {\n"
+         "  if (e == 0.0) { return 1.0; }\n"
+         "  if (a > 0.0) { return pow(a, e); }\n"
+         "  if (a == 0.0) { return select(from_bits(0x7f800000u), 0.0, e > 0.0); }\n"
+         "  if (floor(e) != e) { return nan(); }\n"
+         "  let m = pow(-a, e);\n"
+         "  return select(m, -m, abs(e) % 2.0 == 1.0);\n"
+         "}\n"
+         "fn exp_shifted(a: f32, b: f32) -> f32 { return select(exp(a - b), 0.0, is_neg_inf(b)); }\n";
+}
+
+std::string readBinding(int b, const std::string& name, const std::string& type) {
+  return "@group(0) @binding(" + std::to_string(b) + ") var<storage, read> " + name + ": array<" + type + ">;\n";
+}
+
+std::string writeBinding(int b, const std::string& name, const std::string& type) {
+  return "@group(0) @binding(" + std::to_string(b) + ") var<storage, read_write> " + name + ": array<" + type + ">;\n";
+}
+
+uint32_t bufferOf(const RawTensor& t, const char* what) {
+  if (t.device() != Device::webgpu)
+    fail(ErrorCode::DeviceMismatch, std::string(what) + ": " + t.describe() + " is on the " +
+                                        std::string(name(t.device())) +
+                                        " device, the op computes on webgpu: move it with to('webgpu')");
+  return webgpu::bufferOf(t.storage()->block());
+}
+
+void dispatchLinear(uint32_t pipeline, std::span<const uint32_t> buffers, const Uniforms& u, int64_t n) {
+  if (n <= 0) return;
+  const int64_t groups = (n + 255) / 256;
+  const int64_t x = std::min<int64_t>(groups, Gpu::kMaxGroups), y = (groups + x - 1) / x;
+  Gpu::get().dispatch(pipeline, buffers, u.words, static_cast<uint32_t>(x), static_cast<uint32_t>(y));
+}
+
+void unsupported(const std::string& what) {
+  fail(ErrorCode::UnsupportedOnDevice, "webgpu does not compute " + what + " yet");
+}
+
+void requireF32(const RawTensor& t, const char* what) {
+  if (t.dtype() != DType::f32)
+    fail(ErrorCode::UnsupportedOnDevice, std::string(what) + ": webgpu computes in f32, got " +
+                                             std::string(name(t.dtype())) + " " + t.describe());
+}
+
+}  // namespace fucina::backend::webgpu

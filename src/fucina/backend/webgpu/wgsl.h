@@ -1,0 +1,83 @@
+/// @file
+/// What the webgpu backend's kernels share: the WGSL prelude (uniform words, strided offsets,
+/// numeric helpers), the uniform words a dispatch passes, the buffer of a tensor, and the strided
+/// layout of up to kMaxOperands tensors over one shape (Note [Strided kernels]).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fucina/backend/webgpu/gpu.h"
+#include "fucina/core/raw_tensor.h"
+
+namespace fucina {
+class ExecContext;
+}
+
+namespace fucina::backend::webgpu {
+
+using internal::RawTensor;
+
+/// Note [Strided kernels]: an elementwise kernel walks the logical indices i of one shape and
+/// reads (or writes) each operand at offset + Σ coordinate·stride. The shape is first coalesced
+/// (axes of extent 1 dropped, neighbours merged where every operand's strides nest), so the
+/// common cases reach the kernel as rank 1 or 2; up to kMaxRank axes remain after that.
+inline constexpr int kMaxRank = 8;
+inline constexpr int kMaxOperands = 5;
+/// Word positions in the uniforms of a strided kernel: n, rank, the shape, then per operand its
+/// offset and strides, then two f32 parameters.
+inline constexpr uint32_t kShapeWord = 2, kOperandWord = kShapeWord + kMaxRank, kOperandWords = kMaxRank + 1,
+                          kParamWord = kOperandWord + kMaxOperands * kOperandWords;
+
+/// The words of a dispatch's uniforms.
+struct Uniforms {
+  std::vector<uint32_t> words;
+  Uniforms& u(uint64_t v);
+  Uniforms& i(int64_t v);
+  Uniforms& f(float v);
+  /// Sets word `at` (growing the words with zeros).
+  Uniforms& set(uint32_t at, uint32_t v);
+  /// Sets word `at` to a float's bits.
+  Uniforms& setF(uint32_t at, float v);
+};
+
+/// Shape and operands' strides over it, coalesced (Note [Strided kernels]).
+struct StridedLayout {
+  int64_t n = 0;
+  std::vector<int64_t> shape;
+  std::vector<std::vector<int64_t>> strides;  // per operand
+  std::vector<int64_t> offsets;               // per operand, in elements
+  /// The uniforms of a strided kernel: n, rank, shape, operands.
+  Uniforms uniforms() const;
+};
+/// The layout of operands (each viewed over shape already: strides per axis, 0 to broadcast).
+StridedLayout stridedLayout(const Extents& shape, const std::vector<std::vector<int64_t>>& strides,
+                            const std::vector<int64_t>& offsets);
+/// t's strides over (tags, shape): its own for its axes, 0 for the axes it lacks.
+std::vector<int64_t> alignedStrides(const RawTensor& t, const Tags& tags);
+
+/// The WGSL every kernel starts with: `uw(i)`, `uf(i)`, `ui(i)` read uniform word i (binding
+/// `uniform_binding`), `strided(i, k)` is operand k's element offset for logical index i, and the
+/// numeric helpers the elementwise rows use.
+std::string prelude(int uniform_binding);
+/// Declarations of bindings: `var<storage, read> name: array<type>;` at binding b.
+std::string readBinding(int b, const std::string& name, const std::string& type = "f32");
+std::string writeBinding(int b, const std::string& name, const std::string& type = "f32");
+/// The linear index of a 1-D kernel of 256 invocations per group spread over (x, y) groups.
+inline constexpr const char* kLinearIndex = "let i = gid.x + gid.y * ng.x * 256u;";
+inline constexpr const char* kMainSignature =
+    "@compute @workgroup_size(256) fn main(@builtin(global_invocation_id) gid: vec3u, "
+    "@builtin(num_workgroups) ng: vec3u)";
+
+/// The buffer id of a tensor on the webgpu device; DeviceMismatch for a tensor elsewhere.
+uint32_t bufferOf(const RawTensor& t, const char* what);
+/// Dispatches a 1-D kernel of n invocations (256 per group), spread over two dimensions when n
+/// needs more than 65535 groups.
+void dispatchLinear(uint32_t pipeline, std::span<const uint32_t> buffers, const Uniforms& u, int64_t n);
+/// UnsupportedOnDevice for a primitive or case the webgpu backend does not compute.
+[[noreturn]] void unsupported(const std::string& what);
+/// DTypeMismatch unless t is f32 (the dtype every webgpu kernel computes in).
+void requireF32(const RawTensor& t, const char* what);
+
+}  // namespace fucina::backend::webgpu

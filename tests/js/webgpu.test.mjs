@@ -1,0 +1,224 @@
+// The webgpu device in Node: Dawn (the npm package webgpu) over chromium's SwiftShader, so the
+// kernels run on the CPU here (their times mean nothing; their values and the counters do).
+// Every case runs the same computation on the cpu device and on the webgpu device and compares.
+import { test } from 'node:test';
+import { init, FucinaError, assert, throwsCode, VARIANTS } from './helpers.mjs';
+
+process.env.VK_ICD_FILENAMES ??= '/usr/lib/chromium/vk_swiftshader_icd.json';
+const { create } = await import('webgpu');
+
+const engines = new Map();
+async function gpuEngine(variant) {
+  if (!engines.has(variant)) {
+    engines.set(variant, await init({ variant, device: 'webgpu', gpu: create([]), threads: variant === 'simd' ? undefined : 2 }));
+  }
+  return engines.get(variant);
+}
+
+// Seeded values in [-1, 1) (the same on both devices: made on the host).
+function values(n, seed) {
+  let s = seed >>> 0;
+  return Array.from({ length: n }, () => {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    return s / 2 ** 31 - 1;
+  });
+}
+
+function close(actual, expected, tol, what) {
+  assert.equal(actual.length, expected.length, `${what}: length`);
+  for (let i = 0; i < actual.length; ++i) {
+    if (Number.isNaN(expected[i]) && Number.isNaN(actual[i])) continue;
+    const d = Math.abs(actual[i] - expected[i]);
+    assert.ok(d <= tol * (1 + Math.abs(expected[i])), `${what}[${i}]: ${actual[i]} vs ${expected[i]} (cpu)`);
+  }
+}
+
+// Runs build(fc, device) with fc.defaultDevice = device: returns { name: Tensor } whose values are
+// compared between the devices.
+async function onBoth(fc, build) {
+  const out = {};
+  for (const device of ['cpu', 'webgpu']) {
+    fc.defaultDevice = device;
+    const made = build(fc);
+    out[device] = {};
+    for (const [k, t] of Object.entries(made)) {
+      assert.equal(t.device, device, `${k} is on ${device}`);
+      out[device][k] = Array.from(await t.data());
+    }
+  }
+  fc.defaultDevice = 'webgpu';
+  return out;
+}
+
+function compare(out, tol) {
+  for (const k of Object.keys(out.cpu)) close(out.webgpu[k], out.cpu[k], tol, k);
+}
+
+for (const variant of VARIANTS) {
+  test(`webgpu (${variant}): init makes the device the default; data() reads a device tensor back`, async () => {
+    const fc = await gpuEngine(variant);
+    assert.equal(fc.defaultDevice, 'webgpu');
+    const t = fc.constant(['i'], [5], [1, 2, 3, 4, 5]);
+    assert.equal(t.device, 'webgpu');
+    assert.deepEqual(Array.from(await t.data()), [1, 2, 3, 4, 5]);
+    throwsCode(() => t.toArray(), 'DeviceReadIsAsync');
+    throwsCode(() => t.sum('i').item(), 'DeviceReadIsAsync');
+    const odd = fc.full(['a', 'b'], [3, 7], -2.5);
+    assert.deepEqual(Array.from(await odd.data()), new Array(21).fill(-2.5));
+    const empty = fc.zeros(['a'], [0]);
+    assert.deepEqual(Array.from(await empty.data()), []);
+    const ints = fc.constant(['i'], [3], [7, -1, 2], 'i32');
+    assert.deepEqual(Array.from(await ints.data()), [7, -1, 2]);
+    await fc.sync();
+  });
+
+  test(`webgpu (${variant}): to() moves between devices; what cannot move says why`, async () => {
+    const fc = await gpuEngine(variant);
+    fc.defaultDevice = 'cpu';
+    const host = fc.constant(['r', 'c'], [2, 3], [1, 2, 3, 4, 5, 6]);
+    const view = host.permuteTo(['c', 'r']);  // not contiguous: uploaded in its logical order
+    fc.defaultDevice = 'webgpu';
+    const dev = view.to('webgpu');
+    assert.equal(dev.device, 'webgpu');
+    assert.deepEqual(dev.tags, ['c', 'r']);
+    assert.deepEqual(Array.from(await dev.data()), [1, 4, 2, 5, 3, 6]);
+    assert.deepEqual(Array.from(await dev.to('webgpu').data()), [1, 4, 2, 5, 3, 6]);
+    throwsCode(() => dev.to('cpu'), 'DeviceReadIsAsync');
+    const w = fc.variable(['i'], [2], [1, 2]);
+    fc.defaultDevice = 'cpu';
+    throwsCode(() => fc.variable(['i'], [2], [1, 2]).to('webgpu'), 'UnsupportedOnDevice');
+    fc.defaultDevice = 'webgpu';
+    assert.equal(w.device, 'webgpu');
+    assert.equal(w.requiresGrad, true);
+  });
+
+  test(`webgpu (${variant}): ops on two devices are DeviceMismatch; an op without a kernel UnsupportedOnDevice`, async () => {
+    const fc = await gpuEngine(variant);
+    const d = fc.constant(['i'], [3], [1, 2, 3]);
+    fc.defaultDevice = 'cpu';
+    const c = fc.constant(['i'], [3], [1, 2, 3]);
+    fc.defaultDevice = 'webgpu';
+    throwsCode(() => d.add(c), 'DeviceMismatch');
+    throwsCode(() => c.add(d), 'DeviceMismatch');
+    throwsCode(() => d.softmax('i'), 'UnsupportedOnDevice');
+    throwsCode(() => d.to('f64'), 'UnsupportedOnDevice');
+    const e = throwsCode(() => fc.constant(['i'], [3], [1, 2, 3], 'f64').add(d), 'UnsupportedOnDevice');
+    assert.match(e.message, /webgpu/);
+  });
+
+  test(`webgpu (${variant}): elementwise forward and VJP match the cpu, broadcast and strided`, async () => {
+    const fc = await gpuEngine(variant);
+    const out = await onBoth(fc, (fc) => {
+      const x = fc.variable(['b', 'i'], [3, 37], values(111, 1));
+      const y = fc.variable(['i'], [37], values(37, 2));
+      const xt = x.permuteTo(['i', 'b']);  // a strided operand
+      const z = xt.mul(y).add(x.div(y.abs().add(fc.scalar(0.5))))
+        .sub(x.gelu().mul(y.tanh()))
+        .add(x.relu().mul(x.sigmoid()))
+        .add(x.exp().scale(0.25))
+        .maximum(x.abs().add(fc.scalar(0.1)).sqrt().neg().minimum(y.silu()));
+      const loss = z.sum('b').sum('i');
+      loss.backward();
+      return { z, loss, gx: x.grad(), gy: y.grad() };
+    });
+    compare(out, 2e-5);
+  });
+
+  test(`webgpu (${variant}): products match the cpu: batched, transposed operands, odd sizes`, async () => {
+    const fc = await gpuEngine(variant);
+    for (const [m, k, n] of [[1, 1, 1], [7, 19, 33], [65, 70, 130], [3, 129, 2]]) {
+      const out = await onBoth(fc, (fc) => {
+        const a = fc.variable(['b', 'm', 'k'], [2, m, k], values(2 * m * k, m + 10 * k));
+        const w = fc.variable(['n', 'k'], [n, k], values(n * k, n));  // k inner: read transposed
+        const bias = fc.variable(['n'], [n], values(n, 3));
+        const y = a.addDot(w, 'k', bias);
+        const yt = a.permuteTo(['k', 'b', 'm']).dot(w.permuteTo(['k', 'n']), 'k');
+        const batched = a.dot(a, 'k');  // b and m are batch axes: one dot product per (b, m)
+        y.mul(yt).sum('n').sum('m').sum('b').backward();
+        return { y, yt, batched, ga: a.grad(), gw: w.grad(), gbias: bias.grad() };
+      });
+      compare(out, 1e-4);
+    }
+  });
+
+  test(`webgpu (${variant}): sums over any axes match the cpu, long and short lines`, async () => {
+    const fc = await gpuEngine(variant);
+    const out = await onBoth(fc, (fc) => {
+      const x = fc.constant(['a', 'b', 'c'], [5, 300, 3], values(4500, 9));
+      return {
+        a: x.sum('a'), b: x.sum('b'), c: x.sum('c'), ab: x.sum('a').sum('b'),
+        mean: x.mean('b'), view: x.permuteTo(['c', 'a', 'b']).sum('b'),
+      };
+    });
+    compare(out, 1e-5);
+  });
+
+  test(`webgpu (${variant}): training steps match the cpu; steady state makes no buffer or pipeline and moves nothing`, async () => {
+    const fc = await gpuEngine(variant);
+    const curves = {};
+    for (const device of ['cpu', 'webgpu']) {
+      fc.defaultDevice = device;
+      const x = fc.constant(['n', 'i'], [64, 20], values(1280, 4));
+      const target = fc.constant(['n', 'o'], [64, 3], values(192, 5));
+      const w1 = fc.variable(['i', 'h'], [20, 32], values(640, 6).map((v) => v * 0.3));
+      const b1 = fc.variable(['h'], [32], new Array(32).fill(0));
+      const w2 = fc.variable(['h', 'o'], [32, 3], values(96, 7).map((v) => v * 0.3));
+      const opt = fc.optim.adam([w1, b1, w2], { lr: 0.01 });
+      const sgd = fc.optim.sgd([w2], { lr: 0.05, momentum: 0.9 });
+      const step = () => fc.scope(() => {
+        const h = x.addDot(w1, 'i', b1).gelu();
+        const loss = h.dot(w2, 'h').mseLoss(target);
+        opt.zeroGrad();
+        sgd.zeroGrad();
+        loss.backward();
+        opt.step();
+        sgd.step();
+        return loss.detach();  // the value only: the step's graph goes with the scope
+      });
+      const losses = [];
+      for (let i = 0; i < 6; ++i) losses.push(step());
+      curves[device] = [];
+      for (const l of losses) curves[device].push((await l.data())[0]);
+      if (device === 'webgpu') {
+        // Steady state: steps whose results are let go make no buffer or pipeline, move nothing
+        // (after one such step: the losses kept above held buffers a step takes from the pool).
+        step().dispose();
+        const before = fc.memory().devices.webgpu;
+        for (let i = 0; i < 3; ++i) step().dispose();
+        const after = fc.memory().devices.webgpu;
+        assert.equal(after.buffersMade, before.buffersMade, 'no buffer made in steady state');
+        assert.equal(after.pipelinesMade, before.pipelinesMade, 'no pipeline made in steady state');
+        assert.equal(after.uploadedBytes, before.uploadedBytes, 'nothing uploaded in steady state');
+        assert.equal(after.downloadedBytes, before.downloadedBytes, 'nothing downloaded before data()');
+        assert.ok(after.dispatches > before.dispatches);
+      } else {
+        for (let i = 0; i < 4; ++i) step().dispose();
+      }
+      curves[device].push(...(await w2.data()));
+      opt.dispose();
+      sgd.dispose();
+    }
+    fc.defaultDevice = 'webgpu';
+    close(curves.webgpu, curves.cpu, 1e-4, 'losses and w2');
+    assert.ok(curves.cpu[5] < curves.cpu[0], 'the loss falls');
+  });
+
+  test(`webgpu (${variant}): disposed tensors return their buffers to the pool`, async () => {
+    const fc = await gpuEngine(variant);
+    const before = fc.memory().devices.webgpu;
+    fc.scope(() => {
+      const a = fc.full(['i'], [1000], 1);
+      a.add(a).mul(a);
+    });
+    const after = fc.memory().devices.webgpu;
+    assert.equal(after.liveBytes, before.liveBytes);
+    assert.equal(after.liveBuffers, before.liveBuffers);
+    assert.ok(after.pooledBytes >= 4000);
+    assert.ok(after.downloadedBytes >= 0 && after.uploadedBytes >= 0);
+  });
+}
+
+test('webgpu: init without a GPU is DeviceUnavailable', async () => {
+  await assert.rejects(init({ variant: 'simd', device: 'webgpu' }), (e) => e instanceof FucinaError && e.code === 'DeviceUnavailable');
+  await assert.rejects(init({ variant: 'simd', device: 'tpu' }), (e) => e instanceof FucinaError && e.code === 'InvalidArgument');
+});

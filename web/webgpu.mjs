@@ -1,0 +1,161 @@
+// The WebGPU shim: the engine's webgpu backend (src/fucina/backend/webgpu/gpu.cpp) calls these
+// methods through Module.fucinaGpu. It owns the GPUDevice and every object made on it, on the JS
+// thread that made it (Note [Device reads] in docs/design-notes.md): buffers by id, pipelines
+// from WGSL, one dispatch per submit with its uniforms written just before it (the queue runs
+// writes and submits in order, so one uniform buffer serves every dispatch), and the reads,
+// which are asynchronous and only ever started from JS (`await t.data()`).
+import { FucinaError } from './errors.mjs';
+
+// GPUBufferUsage and GPUMapMode: numbers, so Node needs none of the webgpu package's globals.
+const STORAGE = 0x80, UNIFORM = 0x40, COPY_SRC = 0x04, COPY_DST = 0x08, MAP_READ = 0x01, MAP_MODE_READ = 0x1;
+const UNIFORM_BYTES = 1024;  // gpu.h: Gpu::kUniformBytes
+
+export class GpuShim {
+  #device;
+  #buffers = new Map();  // id -> GPUBuffer
+  #pipelines = [];       // id - 1 -> { pipeline, layout }
+  #nextBuffer = 1;
+  #uniforms;
+  #errors = [];
+  #limits;
+  lost = null;           // the GPUDeviceLostInfo's message once the device is lost
+  downloadedBytes = 0;
+
+  #keep;  // the GPU and adapter: Dawn's Node binding tears the device down when they are collected
+
+  constructor(device, adapterInfo, keep = null) {
+    this.#device = device;
+    this.#keep = keep;
+    this.adapter = adapterInfo;
+    this.#limits = { maxBufferSize: device.limits.maxBufferSize, maxStorageBufferBindingSize: device.limits.maxStorageBufferBindingSize };
+    this.#uniforms = device.createBuffer({ size: UNIFORM_BYTES, usage: UNIFORM | COPY_DST });
+    device.addEventListener?.('uncapturederror', (e) => this.#errors.push(e.error?.message ?? String(e)));
+    device.lost?.then((info) => { this.lost = info?.message || 'the device was lost'; });
+  }
+
+  /** A device from a GPU (navigator.gpu, or the npm package webgpu's create([])), with the
+   * adapter's own buffer limits rather than WebGPU's defaults. */
+  static async create(gpu) {
+    const adapter = await gpu.requestAdapter();
+    if (!adapter) throw new FucinaError('DeviceUnavailable', 'DeviceUnavailable: no WebGPU adapter (the GPU is not available to this page or process)');
+    const { maxBufferSize, maxStorageBufferBindingSize } = adapter.limits;
+    let device;
+    try {
+      device = await adapter.requestDevice({ requiredLimits: { maxBufferSize, maxStorageBufferBindingSize } });
+    } catch (e) {
+      throw new FucinaError('DeviceUnavailable', `DeviceUnavailable: the adapter gave no device (${e?.message ?? e})`);
+    }
+    const info = adapter.info ?? {};
+    return new GpuShim(device, { vendor: info.vendor ?? '', architecture: info.architecture ?? '', description: info.description ?? '' },
+      { gpu, adapter });
+  }
+
+  get limits() { return { ...this.#limits }; }
+
+  // ---- called by the engine (synchronously, on this thread). None of them throws: a JS
+  // exception must not cross the engine's C++ frames (web/bindings.cpp), so a failure is kept
+  // and reported by the next sync() or data(), as WebGPU reports its own errors.
+  #guard(fn, failed) {
+    try {
+      return fn();
+    } catch (e) {
+      this.#errors.push(e?.message ?? String(e));
+      return failed;
+    }
+  }
+  createBuffer(bytes) {
+    if (this.lost || bytes > this.#limits.maxBufferSize) return 0;
+    return this.#guard(() => {
+      const size = Math.max(4, Math.ceil(bytes / 4) * 4);
+      const buffer = this.#device.createBuffer({ size, usage: STORAGE | COPY_SRC | COPY_DST });
+      const id = this.#nextBuffer++;
+      this.#buffers.set(id, buffer);
+      return id;
+    }, 0);
+  }
+  destroyBuffer(id) {
+    this.#guard(() => this.#buffers.get(id)?.destroy());
+    this.#buffers.delete(id);
+  }
+  write(id, offset, view) {
+    if (this.lost) return;
+    // A view of the threaded build's shared memory is copied first: Dawn's Node binding does not
+    // take a SharedArrayBuffer.
+    this.#guard(() => {
+      const data = view.buffer instanceof ArrayBuffer ? view : view.slice();
+      this.#device.queue.writeBuffer(this.#buffer(id), offset, data, 0, data.byteLength);
+    });
+  }
+  pipeline(wgsl) {
+    return this.#guard(() => {
+      const module = this.#device.createShaderModule({ code: wgsl });
+      const pipeline = this.#device.createComputePipeline({ layout: 'auto', compute: { module, entryPoint: 'main' } });
+      this.#pipelines.push({ pipeline, layout: pipeline.getBindGroupLayout(0) });
+      return this.#pipelines.length;
+    }, 0);
+  }
+  dispatch(pipelineId, bufferIds, uniforms, x, y, z) {
+    if (this.lost || pipelineId === 0) return;
+    this.#guard(() => this.#dispatch(pipelineId, bufferIds, uniforms, x, y, z));
+  }
+  #dispatch(pipelineId, bufferIds, uniforms, x, y, z) {
+    const { pipeline, layout } = this.#pipelines[pipelineId - 1];
+    const device = this.#device;
+    device.queue.writeBuffer(this.#uniforms, 0, uniforms.slice());
+    const entries = Array.from(bufferIds, (id, binding) => ({ binding, resource: { buffer: this.#buffer(id) } }));
+    entries.push({ binding: entries.length, resource: { buffer: this.#uniforms } });
+    const group = device.createBindGroup({ layout, entries });
+    const encoder = device.createCommandEncoder();
+    const pass = encoder.beginComputePass();
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(0, group);
+    pass.dispatchWorkgroups(x, y, z);
+    pass.end();
+    device.queue.submit([encoder.finish()]);
+  }
+
+  // ---- called by the facade
+  /** The bytes [offset, offset + bytes) of a buffer: the copy is submitted now (so the buffer may
+   * be reused by later work), the values arrive when the device has run everything before it. */
+  async read(id, offset, bytes) {
+    if (this.lost) throw new FucinaError('DeviceLost', `DeviceLost: ${this.lost}`);
+    const size = Math.max(4, Math.ceil(bytes / 4) * 4);
+    const staging = this.#device.createBuffer({ size, usage: MAP_READ | COPY_DST });
+    const encoder = this.#device.createCommandEncoder();
+    encoder.copyBufferToBuffer(this.#buffer(id), offset, staging, 0, size);
+    this.#device.queue.submit([encoder.finish()]);
+    try {
+      await staging.mapAsync(MAP_MODE_READ);
+      const out = staging.getMappedRange(0, size).slice(0, bytes);
+      staging.unmap();
+      this.downloadedBytes += bytes;
+      this.#check();
+      return out;
+    } catch (e) {
+      if (this.lost) throw new FucinaError('DeviceLost', `DeviceLost: ${this.lost}`);
+      throw e;
+    } finally {
+      staging.destroy();
+    }
+  }
+  /** Resolves when the device has run everything submitted; a WebGPU error reported since the
+   * last sync (a kernel the device refused) rejects it. */
+  async sync() {
+    if (this.lost) throw new FucinaError('DeviceLost', `DeviceLost: ${this.lost}`);
+    await this.#device.queue.onSubmittedWorkDone();
+    this.#check();
+  }
+  #check() {
+    if (this.#errors.length === 0) return;
+    const message = this.#errors.splice(0).join('; ');
+    throw new FucinaError('Internal', `Internal: the WebGPU device reported: ${message}`);
+  }
+  get liveBuffers() { return this.#buffers.size; }
+  destroy() { this.#device.destroy(); }
+
+  #buffer(id) {
+    const b = this.#buffers.get(id);
+    if (!b) throw new FucinaError('Internal', `Internal: no device buffer ${id}`);
+    return b;
+  }
+}
