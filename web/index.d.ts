@@ -26,7 +26,8 @@ export type DType = 'f32' | 'f16' | 'bf16' | 'f64' | 'i32' | 'i64' | 'u8' | 'q8_
 
 /** The WebAssembly builds: with threads (needs SharedArrayBuffer) or single-threaded. */
 export type Variant = 'threaded-simd' | 'simd';
-/** Where a tensor's storage lives: this build has the cpu device only. */
+/** Where a tensor's storage lives: host memory, or the WebGPU device of
+ * `init({ device: 'webgpu' })`. */
 export type Device = 'cpu' | 'webgpu';
 /** The kernels the cpu device computes with: `cpu` (SIMD, threads) or `reference` (plain scalar
  * loops on one thread, the oracle the fast kernels are tested against). */
@@ -140,6 +141,34 @@ export interface InitOptions {
   backend?: Backend;
   /** The .wasm file alone, for an explicit `variant` (the glue stays with the package). */
   wasmUrl?: string | URL;
+  /** 'webgpu' attaches the WebGPU device and makes it the default device (default 'cpu'); without
+   * an adapter init rejects with DeviceUnavailable. */
+  device?: Device;
+  /** The GPU to take the device from (default navigator.gpu); in Node, `create([])` from the npm
+   * package `webgpu`. */
+  gpu?: unknown;
+}
+
+/** What {@link MemoryInfo.devices} reports of the webgpu device. */
+export interface DeviceMemoryInfo {
+  /** Bytes of device buffers held by live tensors. */
+  liveBytes: number;
+  /** The most liveBytes since init() or the last {@link Fucina.resetPeak}. */
+  peakBytes: number;
+  /** Device buffers held by live tensors. */
+  liveBuffers: number;
+  /** Bytes of freed device buffers kept for reuse. */
+  pooledBytes: number;
+  /** Device buffers created so far (flat in a training step's steady state). */
+  buffersMade: number;
+  /** Compute pipelines made so far (one per kernel source; flat in steady state). */
+  pipelinesMade: number;
+  /** Bytes written from the host into device buffers. */
+  uploadedBytes: number;
+  /** Bytes read back by {@link Tensor.data}. */
+  downloadedBytes: number;
+  /** Kernels dispatched. */
+  dispatches: number;
 }
 
 /** What {@link Fucina.memory} reports about the engine's tensors and buffers. */
@@ -163,6 +192,8 @@ export interface MemoryInfo {
   /** liveBytes split by the dtype of each buffer (they sum to liveBytes); engine scratch buffers
    * count under their element type (u8 when not a float or integer type). */
   bytesByDtype: Record<DType, number>;
+  /** The devices attached besides the cpu (webgpu after `init({ device: 'webgpu' })`). */
+  devices: { webgpu?: DeviceMemoryInfo };
 }
 
 /** Options of {@link Fucina.gradcheck}: central differences compared with backward. */
@@ -519,9 +550,13 @@ export class Tensor {
   zeroGrad(): void;
   /** The same values as a constant, outside any graph. */
   detach(): Tensor;
-  /** A copy of the values, converted to f32, in row-major order of `tags`. */
+  /** A copy of the values, converted to f32, in row-major order of `tags` (on a webgpu tensor
+   * DeviceReadIsAsync: use {@link Tensor.data}). */
   toArray(): Float32Array;
-  /** The value of a one-element tensor. */
+  /** The values as toArray() gives them, from any device: a webgpu tensor's once the device has
+   * computed them. */
+  data(): Promise<Float32Array>;
+  /** The value of a one-element tensor (on a webgpu tensor DeviceReadIsAsync). */
   item(): number;
   /** Frees this handle now (the engine keeps what a recorded graph still needs); idempotent. */
   dispose(): void;
@@ -1636,6 +1671,11 @@ export interface Fucina {
   readonly threads: number;
   /** The kernels it computes with ({@link InitOptions.backend}). */
   readonly backend: Backend;
+  /** Where creation functions put new tensors: 'cpu', or 'webgpu' (the default after
+   * `init({ device: 'webgpu' })`); ops compute where their operands are. */
+  defaultDevice: Device;
+  /** Resolves when the device has run all the work submitted so far. */
+  sync(): Promise<void>;
   /** Optimizers and schedules. */
   readonly optim: Optim;
   /** Layers and models. */

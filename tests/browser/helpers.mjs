@@ -14,8 +14,12 @@ export const skipReason = !existsSync(CHROMIUM) && !process.env.CI
   ? `${CHROMIUM} not found (install it with 'apt-get install -y chromium' or scripts/bootstrap); skipped outside CI`
   : false;
 
-/** Launches headless Chromium; fails clearly when it, playwright-core or dist/ is missing. */
-export async function launchBrowser() {
+/** The flags that give headless Chromium a WebGPU adapter on the CPU (SwiftShader). */
+export const WEBGPU_FLAGS = ['--enable-unsafe-webgpu', '--use-webgpu-adapter=swiftshader', '--enable-features=Vulkan'];
+
+/** Launches headless Chromium (with WebGPU over SwiftShader when webgpu); fails clearly when it,
+ * playwright-core or dist/ is missing. */
+export async function launchBrowser({ webgpu = false } = {}) {
   assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is required under CI (apt-get install -y chromium)`);
   assert.ok(existsSync(join(ROOT, 'dist', 'index.browser.mjs')), 'dist/ is missing: run scripts/build-wasm first');
   let chromium;
@@ -26,8 +30,8 @@ export async function launchBrowser() {
   }
   return chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
-      '--disable-quic', '--no-first-run', '--disable-sync'],
+    args: ['--no-sandbox', ...(webgpu ? WEBGPU_FLAGS : ['--disable-gpu']), '--disable-background-networking',
+      '--disable-component-update', '--disable-quic', '--no-first-run', '--disable-sync'],
   });
 }
 

@@ -100,7 +100,7 @@ for (const variant of VARIANTS) {
     fc.defaultDevice = 'webgpu';
     throwsCode(() => d.add(c), 'DeviceMismatch');
     throwsCode(() => c.add(d), 'DeviceMismatch');
-    throwsCode(() => d.softmax('i'), 'UnsupportedOnDevice');
+    throwsCode(() => d.cumprod('i'), 'UnsupportedOnDevice');
     throwsCode(() => d.to('f64'), 'UnsupportedOnDevice');
     const e = throwsCode(() => fc.constant(['i'], [3], [1, 2, 3], 'f64').add(d), 'UnsupportedOnDevice');
     assert.match(e.message, /webgpu/);
@@ -122,6 +122,21 @@ for (const variant of VARIANTS) {
       return { z, loss, gx: x.grad(), gy: y.grad() };
     });
     compare(out, 2e-5);
+  });
+
+  test(`webgpu (${variant}): softmax and log-softmax rows and their VJPs match the cpu, short and long rows`, async () => {
+    const fc = await gpuEngine(variant);
+    for (const n of [1, 7, 300]) {
+      const out = await onBoth(fc, (fc) => {
+        const x = fc.variable(['r', 'c'], [5, n], values(5 * n, n).map((v) => 4 * v));
+        const w = fc.constant(['r', 'c'], [5, n], values(5 * n, n + 1));
+        const s = x.softmax('c');
+        const ls = x.permuteTo(['c', 'r']).logSoftmax('c');  // made contiguous first
+        s.mul(w).add(ls.mul(w)).sum('c').sum('r').backward();
+        return { s, ls, gx: x.grad() };
+      });
+      compare(out, 2e-5);
+    }
   });
 
   test(`webgpu (${variant}): products match the cpu: batched, transposed operands, odd sizes`, async () => {

@@ -25,6 +25,10 @@ RawTensor sumAxes(ExecContext& ctx, const RawTensor& a, const Tags& axes);
 /// The f32 scalar (Σ loss)/denom of an f32 loss (the sum in f32, in a tree).
 RawTensor reduceLoss(ExecContext& ctx, const RawTensor& loss, double denom);
 
+// softmax.cpp: rows along the last axis of contiguous f32.
+RawTensor softmaxRows(ExecContext& ctx, const RawTensor& x, bool log);
+RawTensor softmaxRowsVjp(ExecContext& ctx, const RawTensor& y, const RawTensor& gy, bool log);
+
 // gemm.cpp
 RawTensor contract(ExecContext& ctx, const RawTensor& a, const RawTensor& b, const Tags& contracted,
                    const RawTensor& initial);

@@ -57,8 +57,10 @@ class WebgpuKernels final : public Kernels {
   RawTensor upsample2xVjp(ExecContext&, const RawTensor&) const override { unsupported("upsample2xVjp"); }
   RawTensor channelAffine(ExecContext&, const RawTensor&, const RawTensor&, const RawTensor&, Tag) const override { unsupported("channelAffine"); }
   AffineGrads channelAffineVjp(ExecContext&, const RawTensor&, const RawTensor&, const RawTensor&, Tag, bool, bool) const override { unsupported("channelAffineVjp"); }
-  RawTensor softmaxRows(ExecContext&, const RawTensor&, bool) const override { unsupported("softmaxRows"); }
-  RawTensor softmaxRowsVjp(ExecContext&, const RawTensor&, const RawTensor&, bool) const override { unsupported("softmaxRowsVjp"); }
+  RawTensor softmaxRows(ExecContext& ctx, const RawTensor& x, bool log) const override { return webgpu::softmaxRows(ctx, x, log); }
+  RawTensor softmaxRowsVjp(ExecContext& ctx, const RawTensor& y, const RawTensor& gy, bool log) const override {
+    return webgpu::softmaxRowsVjp(ctx, y, gy, log);
+  }
   NormRows normRows(ExecContext&, const RawTensor&, Norm, double) const override { unsupported("normRows"); }
   RawTensor normRowsVjp(ExecContext&, Norm, const NormRows&, const RawTensor&) const override { unsupported("normRowsVjp"); }
   RawTensor ropeRows(ExecContext&, const RawTensor&, const RawTensor&, const RawTensor&, RopePairs, bool) const override { unsupported("ropeRows"); }
