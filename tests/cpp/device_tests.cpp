@@ -60,7 +60,7 @@ TEST_CASE("a device account hands out its source's blocks through the size class
   CHECK(blocks->live.empty());  // every block went back to its source
 }
 
-TEST_CASE("a context on no device attached is DeviceUnavailable; a device context needs its blocks", "[device]") {
+TEST_CASE("a context on no device attached is DeviceUnavailable, and a device context needs its blocks", "[device]") {
   ExecContext ctx(ExecOptions{.threads = 1});
   CHECK(&ctx.on(Device::cpu) == &ctx);
   CHECK(ctx.attached(Device::webgpu) == nullptr);
@@ -77,7 +77,7 @@ TEST_CASE("a context on no device attached is DeviceUnavailable; a device contex
   CHECK(ctx.attached(Device::webgpu) == d);
 }
 
-TEST_CASE("a build without WebGPU says so; moving to the device needs one", "[device]") {
+TEST_CASE("a build without WebGPU says so, and moving to the device needs one", "[device]") {
 #ifndef __EMSCRIPTEN__
   CHECK_FALSE(webgpu::Gpu::installed());
   REQUIRE_FUCINA_ERROR((void)webgpu::deviceContext(), DeviceUnavailable);

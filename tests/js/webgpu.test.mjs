@@ -68,6 +68,12 @@ for (const variant of VARIANTS) {
     const empty = fc.zeros(['a'], [0]);
     assert.deepEqual(Array.from(await empty.data()), []);
     const ints = fc.constant(['i'], [3], [7, -1, 2], 'i32');
+    // Seeded draws are made on the host: the same values on both devices.
+    const u = fc.uniform(['i'], [50], -1, 1, 7), nrm = fc.normal(['i'], [50], 0, 2, 8);
+    fc.defaultDevice = 'cpu';
+    assert.deepEqual(Array.from(await u.data()), Array.from(fc.uniform(['i'], [50], -1, 1, 7).toArray()));
+    assert.deepEqual(Array.from(await nrm.data()), Array.from(fc.normal(['i'], [50], 0, 2, 8).toArray()));
+    fc.defaultDevice = 'webgpu';
     assert.deepEqual(Array.from(await ints.data()), [7, -1, 2]);
     await fc.sync();
   });
@@ -137,6 +143,25 @@ for (const variant of VARIANTS) {
       });
       compare(out, 2e-5);
     }
+  });
+
+  test(`webgpu (${variant}): layer and RMS normalization and their VJPs match the cpu`, async () => {
+    const fc = await gpuEngine(variant);
+    for (const n of [1, 9, 300]) {
+      const out = await onBoth(fc, (fc) => {
+        const x = fc.variable(['r', 'd'], [6, n], values(6 * n, 3 * n).map((v) => 3 * v + 1));
+        const w = fc.variable(['d'], [n], values(n, 5));
+        const b = fc.variable(['d'], [n], values(n, 6));
+        const g = fc.constant(['r', 'd'], [6, n], values(6 * n, 7));
+        const ln = x.layerNorm('d', { weight: w, bias: b, eps: 1e-5 });
+        const rms = x.permuteTo(['d', 'r']).rmsNorm('d');  // normalized over the axis wherever it is
+        ln.mul(g).add(rms.mul(g)).sum('d').sum('r').backward();
+        return { ln, rms, gx: x.grad(), gw: w.grad(), gb: b.grad() };
+      });
+      compare(out, 5e-5);
+    }
+    const fcx = await gpuEngine(variant);
+    throwsCode(() => fcx.constant(['d'], [3], [1, 2, 3]).l2Normalize('d'), 'UnsupportedOnDevice');
   });
 
   test(`webgpu (${variant}): products match the cpu: batched, transposed operands, odd sizes`, async () => {

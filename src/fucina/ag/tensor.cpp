@@ -189,6 +189,8 @@ Tensor Tensor::scalar(ExecContext& ctx, double value, DType dtype) {
 
 template <class Draw>
 static Tensor randomTensor(ExecContext& ctx, Tags tags, Extents shape, Draw draw) {
+  if (ctx.device() != Device::cpu)  // drawn on the host, the same values on every device, then uploaded
+    return randomTensor(ctx.on(Device::cpu), std::move(tags), std::move(shape), draw).to(ctx, ctx.device());
   RawTensor v = RawTensor::empty(ctx, std::move(tags), std::move(shape));
   float* p = v.f32();
   ctx.parallelFor(v.numel(), 1 << 14, [&](int64_t begin, int64_t end) {

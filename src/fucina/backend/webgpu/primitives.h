@@ -29,6 +29,10 @@ RawTensor reduceLoss(ExecContext& ctx, const RawTensor& loss, double denom);
 RawTensor softmaxRows(ExecContext& ctx, const RawTensor& x, bool log);
 RawTensor softmaxRowsVjp(ExecContext& ctx, const RawTensor& y, const RawTensor& gy, bool log);
 
+// norm.cpp: layer and rms rows (l2 is UnsupportedOnDevice).
+Kernels::NormRows normRows(ExecContext& ctx, const RawTensor& x, Kernels::Norm kind, double eps);
+RawTensor normRowsVjp(ExecContext& ctx, Kernels::Norm kind, const Kernels::NormRows& saved, const RawTensor& gy);
+
 // gemm.cpp
 RawTensor contract(ExecContext& ctx, const RawTensor& a, const RawTensor& b, const Tags& contracted,
                    const RawTensor& initial);

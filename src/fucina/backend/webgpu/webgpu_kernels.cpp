@@ -61,8 +61,12 @@ class WebgpuKernels final : public Kernels {
   RawTensor softmaxRowsVjp(ExecContext& ctx, const RawTensor& y, const RawTensor& gy, bool log) const override {
     return webgpu::softmaxRowsVjp(ctx, y, gy, log);
   }
-  NormRows normRows(ExecContext&, const RawTensor&, Norm, double) const override { unsupported("normRows"); }
-  RawTensor normRowsVjp(ExecContext&, Norm, const NormRows&, const RawTensor&) const override { unsupported("normRowsVjp"); }
+  NormRows normRows(ExecContext& ctx, const RawTensor& x, Norm kind, double eps) const override {
+    return webgpu::normRows(ctx, x, kind, eps);
+  }
+  RawTensor normRowsVjp(ExecContext& ctx, Norm kind, const NormRows& saved, const RawTensor& gy) const override {
+    return webgpu::normRowsVjp(ctx, kind, saved, gy);
+  }
   RawTensor ropeRows(ExecContext&, const RawTensor&, const RawTensor&, const RawTensor&, RopePairs, bool) const override { unsupported("ropeRows"); }
   RopeTables ropeTables(ExecContext&, Tag, Tag, int64_t, int64_t, double, int64_t) const override { unsupported("ropeTables"); }
   RmsRopeRows rmsNormRopeRows(ExecContext&, const RawTensor&, const RawTensor&, const RawTensor&, const RawTensor&, double) const override { unsupported("rmsNormRopeRows"); }

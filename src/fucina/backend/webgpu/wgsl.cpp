@@ -144,6 +144,40 @@ std::string writeBinding(int b, const std::string& name, const std::string& type
   return "@group(0) @binding(" + std::to_string(b) + ") var<storage, read_write> " + name + ": array<" + type + ">;\n";
 }
 
+std::string rowKernelHead() {
+  return "var<workgroup> red: array<f32, 256>;\n"
+         "fn reduce(l: u32, v: f32, take_max: bool) -> f32 {\n"
+         "  red[l] = v;\n"
+         "  workgroupBarrier();\n"
+         "  for (var w = 128u; w > 0u; w = w >> 1u) {\n"
+         "    if (l < w) { red[l] = select(red[l] + red[l + w], max(red[l], red[l + w]), take_max); }\n"
+         "    workgroupBarrier();\n"
+         "  }\n"
+         "  let r = red[0];\n"
+         "  workgroupBarrier();\n"
+         "  return r;\n"
+         "}\n"
+         "@compute @workgroup_size(256) fn main(@builtin(local_invocation_index) l: u32, "
+         "@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) ng: vec3u) {\n"
+         "  let row = wg.x + wg.y * ng.x;\n"
+         "  if (row >= uw(0u)) { return; }\n"
+         "  let n = uw(1u);\n"
+         "  let base = row * n;\n";
+}
+
+void dispatchRows(const std::string& source, std::span<const uint32_t> buffers, const RowLayout& l, float param) {
+  if (l.rows == 0 || l.n == 0) return;
+  Uniforms u;
+  u.u(static_cast<uint64_t>(l.rows)).u(static_cast<uint64_t>(l.n)).f(param);
+  const int64_t x = std::min<int64_t>(l.rows, Gpu::kMaxGroups), y = (l.rows + x - 1) / x;
+  Gpu::get().dispatch(Gpu::get().pipeline(source), buffers, u.words, static_cast<uint32_t>(x), static_cast<uint32_t>(y));
+}
+
+void requireRows(const RawTensor& t, const char* what) {
+  requireF32(t, what);
+  if (!t.isContiguous()) fail(ErrorCode::InvalidArgument, std::string(what) + ": rows must be contiguous, got " + t.describe());
+}
+
 uint32_t bufferOf(const RawTensor& t, const char* what) {
   if (t.device() != Device::webgpu)
     fail(ErrorCode::DeviceMismatch, std::string(what) + ": " + t.describe() + " is on the " +

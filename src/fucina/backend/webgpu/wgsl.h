@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "fucina/backend/kernels.h"
 #include "fucina/backend/webgpu/gpu.h"
 #include "fucina/core/raw_tensor.h"
 
@@ -75,6 +76,16 @@ uint32_t bufferOf(const RawTensor& t, const char* what);
 /// Dispatches a 1-D kernel of n invocations (256 per group), spread over two dimensions when n
 /// needs more than 65535 groups.
 void dispatchLinear(uint32_t pipeline, std::span<const uint32_t> buffers, const Uniforms& u, int64_t n);
+/// The head of a row kernel (rows along the last axis of contiguous f32: uniforms rows, n): one
+/// workgroup of 256 per row, `row`, `n`, `base` (the row's first element) and `l` (the invocation)
+/// defined, and `reduce(l, v, take_max)`, which combines every invocation's v in a tree and
+/// returns it to all (every invocation must call it: it has barriers). The caller closes main.
+std::string rowKernelHead();
+/// Dispatches a row kernel over l.rows workgroups (two dimensions past 65535); uf(2u) is param.
+void dispatchRows(const std::string& source, std::span<const uint32_t> buffers, const RowLayout& l, float param = 0);
+/// DTypeMismatch unless f32, InvalidArgument unless contiguous: the row kernels' operands.
+void requireRows(const RawTensor& t, const char* what);
+
 /// UnsupportedOnDevice for a primitive or case the webgpu backend does not compute.
 [[noreturn]] void unsupported(const std::string& what);
 /// DTypeMismatch unless t is f32 (the dtype every webgpu kernel computes in).

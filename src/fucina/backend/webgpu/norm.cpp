@@ -1,0 +1,76 @@
+// Layer and RMS normalization rows (the last axis of contiguous f32): one workgroup per row, its
+// statistics combined in a tree (in f32: the cpu accumulates in f64). L2 rows, whose saved
+// `clamped` flags are bytes, are not computed here yet.
+#include <string>
+
+#include "fucina/backend/webgpu/primitives.h"
+#include "fucina/backend/webgpu/wgsl.h"
+#include "fucina/core/error.h"
+#include "fucina/exec/context.h"
+
+namespace fucina::backend::webgpu {
+namespace {
+
+using Norm = Kernels::Norm;
+
+// y = (x - mean)·inv, inv = 1/sqrt(Σ(x - mean)²/n + eps); mean 0 for rms.
+std::string forwardSource(bool layer) {
+  return prelude(3) + readBinding(0, "x") + writeBinding(1, "y") + writeBinding(2, "inv") + rowKernelHead() +
+         "  var mean = 0.0;\n" +
+         (layer ? "  var s = 0.0;\n"
+                  "  for (var i = l; i < n; i = i + 256u) { s = s + x[base + i]; }\n"
+                  "  mean = reduce(l, s, false) / f32(n);\n"
+                : "") +
+         "  var q = 0.0;\n"
+         "  for (var i = l; i < n; i = i + 256u) { let d = x[base + i] - mean; q = q + d * d; }\n"
+         "  let k = 1.0 / sqrt(reduce(l, q, false) / f32(n) + uf(2u));\n"
+         "  if (l == 0u) { inv[row] = k; }\n"
+         "  for (var i = l; i < n; i = i + 256u) { y[base + i] = (x[base + i] - mean) * k; }\n"
+         "}\n";
+}
+
+// gx = inv·(g - <g> - y·<g·y>), <g> taken as 0 for rms.
+std::string vjpSource(bool layer) {
+  return prelude(4) + readBinding(0, "y") + readBinding(1, "inv") + readBinding(2, "g") + writeBinding(3, "gx") +
+         rowKernelHead() +
+         "  var sg = 0.0;\n  var sgy = 0.0;\n"
+         "  for (var i = l; i < n; i = i + 256u) { sg = sg + g[base + i]; sgy = sgy + g[base + i] * y[base + i]; }\n" +
+         (layer ? "  let mg = reduce(l, sg, false) / f32(n);\n" : "  let mg = 0.0;\n") +
+         "  let k = reduce(l, sgy, false) / f32(n);\n"
+         "  let v = inv[row];\n"
+         "  for (var i = l; i < n; i = i + 256u) { gx[base + i] = v * (g[base + i] - mg - y[base + i] * k); }\n"
+         "}\n";
+}
+
+void requireKind(Norm kind) {
+  if (kind == Norm::l2) unsupported("l2 normalization rows");
+}
+
+}  // namespace
+
+Kernels::NormRows normRows(ExecContext& ctx, const RawTensor& x, Norm kind, double eps) {
+  requireKind(kind);
+  requireRows(x, "normalization");
+  const Tags row_tags(x.tags().begin(), x.tags().end() - (x.rank() > 0 ? 1 : 0));
+  const Extents row_shape(x.shape().begin(), x.shape().end() - (x.rank() > 0 ? 1 : 0));
+  Kernels::NormRows out{RawTensor::empty(ctx, x.tags(), x.shape()), RawTensor::empty(ctx, row_tags, row_shape), {}};
+  if (x.numel() == 0) return out;
+  const uint32_t buffers[3] = {bufferOf(x, "normalization"), bufferOf(out.y, "normalization"),
+                               bufferOf(out.inv, "normalization")};
+  dispatchRows(forwardSource(kind == Norm::layer), buffers, rowLayout(x), static_cast<float>(eps));
+  return out;
+}
+
+RawTensor normRowsVjp(ExecContext& ctx, Norm kind, const Kernels::NormRows& saved, const RawTensor& gy) {
+  requireKind(kind);
+  requireRows(saved.y, "normalization VJP");
+  requireRows(gy, "normalization VJP");
+  RawTensor gx = RawTensor::empty(ctx, saved.y.tags(), saved.y.shape());
+  if (gx.numel() == 0) return gx;
+  const uint32_t buffers[4] = {bufferOf(saved.y, "normalization VJP"), bufferOf(saved.inv, "normalization VJP"),
+                               bufferOf(gy, "normalization VJP"), bufferOf(gx, "normalization VJP")};
+  dispatchRows(vjpSource(kind == Norm::layer), buffers, rowLayout(saved.y));
+  return gx;
+}
+
+}  // namespace fucina::backend::webgpu
