@@ -149,6 +149,12 @@ export interface InitOptions {
   gpu?: unknown;
 }
 
+/** The devices of {@link MemoryInfo.devices}. */
+export interface DevicesMemoryInfo {
+  /** The webgpu device, after `init({ device: 'webgpu' })`. */
+  webgpu?: DeviceMemoryInfo;
+}
+
 /** What {@link MemoryInfo.devices} reports of the webgpu device. */
 export interface DeviceMemoryInfo {
   /** Bytes of device buffers held by live tensors. */
@@ -192,8 +198,8 @@ export interface MemoryInfo {
   /** liveBytes split by the dtype of each buffer (they sum to liveBytes); engine scratch buffers
    * count under their element type (u8 when not a float or integer type). */
   bytesByDtype: Record<DType, number>;
-  /** The devices attached besides the cpu (webgpu after `init({ device: 'webgpu' })`). */
-  devices: { webgpu?: DeviceMemoryInfo };
+  /** The devices attached besides the cpu. */
+  devices: DevicesMemoryInfo;
 }
 
 /** Options of {@link Fucina.gradcheck}: central differences compared with backward. */

@@ -9,6 +9,7 @@ import { FucinaError } from './errors.mjs';
 // GPUBufferUsage and GPUMapMode: numbers, so Node needs none of the webgpu package's globals.
 const STORAGE = 0x80, UNIFORM = 0x40, COPY_SRC = 0x04, COPY_DST = 0x08, MAP_READ = 0x01, MAP_MODE_READ = 0x1;
 const UNIFORM_BYTES = 1024;  // gpu.h: Gpu::kUniformBytes
+const FAULT_BYTES = 16;      // gpu.h: Gpu::faultBuffer
 
 export class GpuShim {
   #device;
@@ -18,6 +19,7 @@ export class GpuShim {
   #uniforms;
   #errors = [];
   #limits;
+  #faultId;
   lost = null;           // the GPUDeviceLostInfo's message once the device is lost
   downloadedBytes = 0;
 
@@ -29,6 +31,10 @@ export class GpuShim {
     this.adapter = adapterInfo;
     this.#limits = { maxBufferSize: device.limits.maxBufferSize, maxStorageBufferBindingSize: device.limits.maxStorageBufferBindingSize };
     this.#uniforms = device.createBuffer({ size: UNIFORM_BYTES, usage: UNIFORM | COPY_DST });
+    // Note [Device faults]: [flag, first position, extent, 0], set by the engine's check kernels.
+    this.#faultId = this.#nextBuffer++;
+    this.#buffers.set(this.#faultId, device.createBuffer({ size: FAULT_BYTES, usage: STORAGE | COPY_SRC | COPY_DST }));
+    this.#clearFault();
     device.addEventListener?.('uncapturederror', (e) => this.#errors.push(e.error?.message ?? String(e)));
     device.lost?.then((info) => { this.lost = info?.message || 'the device was lost'; });
   }
@@ -86,6 +92,7 @@ export class GpuShim {
       this.#device.queue.writeBuffer(this.#buffer(id), offset, data, 0, data.byteLength);
     });
   }
+  faultBuffer() { return this.#faultId; }
   pipeline(wgsl) {
     return this.#guard(() => {
       const module = this.#device.createShaderModule({ code: wgsl });
@@ -120,16 +127,19 @@ export class GpuShim {
   async read(id, offset, bytes) {
     if (this.lost) throw new FucinaError('DeviceLost', `DeviceLost: ${this.lost}`);
     const size = Math.max(4, Math.ceil(bytes / 4) * 4);
-    const staging = this.#device.createBuffer({ size, usage: MAP_READ | COPY_DST });
+    const faultAt = Math.ceil(size / 8) * 8;  // a mapped range starts at a multiple of 8
+    const staging = this.#device.createBuffer({ size: faultAt + FAULT_BYTES, usage: MAP_READ | COPY_DST });
     const encoder = this.#device.createCommandEncoder();
     encoder.copyBufferToBuffer(this.#buffer(id), offset, staging, 0, size);
+    encoder.copyBufferToBuffer(this.#buffer(this.#faultId), 0, staging, faultAt, FAULT_BYTES);
     this.#device.queue.submit([encoder.finish()]);
     try {
       await staging.mapAsync(MAP_MODE_READ);
       const out = staging.getMappedRange(0, size).slice(0, bytes);
+      const fault = new Uint32Array(staging.getMappedRange(faultAt, FAULT_BYTES).slice(0));
       staging.unmap();
       this.downloadedBytes += bytes;
-      this.#check();
+      this.#check(fault);
       return out;
     } catch (e) {
       if (this.lost) throw new FucinaError('DeviceLost', `DeviceLost: ${this.lost}`);
@@ -142,13 +152,35 @@ export class GpuShim {
    * last sync (a kernel the device refused) rejects it. */
   async sync() {
     if (this.lost) throw new FucinaError('DeviceLost', `DeviceLost: ${this.lost}`);
-    await this.#device.queue.onSubmittedWorkDone();
-    this.#check();
+    const staging = this.#device.createBuffer({ size: FAULT_BYTES, usage: MAP_READ | COPY_DST });
+    const encoder = this.#device.createCommandEncoder();
+    encoder.copyBufferToBuffer(this.#buffer(this.#faultId), 0, staging, 0, FAULT_BYTES);
+    this.#device.queue.submit([encoder.finish()]);
+    try {
+      await staging.mapAsync(MAP_MODE_READ);
+      const fault = new Uint32Array(staging.getMappedRange().slice(0));
+      staging.unmap();
+      this.#check(fault);
+    } finally {
+      staging.destroy();
+    }
   }
-  #check() {
-    if (this.#errors.length === 0) return;
-    const message = this.#errors.splice(0).join('; ');
-    throw new FucinaError('Internal', `Internal: the WebGPU device reported: ${message}`);
+  // The errors kept since the last check, then a fault a check kernel recorded (cleared, so it
+  // is reported once).
+  #check(fault) {
+    if (this.#errors.length > 0) {
+      const message = this.#errors.splice(0).join('; ');
+      throw new FucinaError('Internal', `Internal: the WebGPU device reported: ${message}`);
+    }
+    if (fault && fault[0] !== 0) {
+      this.#clearFault();
+      throw new FucinaError('IndexOutOfRange', `IndexOutOfRange: an index on the webgpu device was outside [0, ${fault[2]}) ` +
+        `(the one at position ${fault[1]} of an op's indices, checked on the device after the op was issued: ` +
+        'what the op computed from it is not meaningful)');
+    }
+  }
+  #clearFault() {
+    this.#device.queue.writeBuffer(this.#buffer(this.#faultId), 0, new Uint32Array([0, 0xffffffff, 0, 0]));
   }
   get liveBuffers() { return this.#buffers.size; }
   destroy() { this.#device.destroy(); }

@@ -207,6 +207,7 @@ export const TENSOR = {
 };
 /** Public Tensor members with nothing to get wrong, and why. */
 export const TENSOR_EXEMPT = { dispose: 'idempotent, no arguments', isDisposed: 'a flag that never throws',
+  data: 'no arguments, async (tests/js/webgpu.test.mjs reads every device)',
   toString: 'no arguments, never throws (a disposed tensor says so; tests/js/polish.test.mjs)' };
 
 // scale: null is the default 1/sqrt(D).
@@ -243,7 +244,8 @@ export const FC = {
   prepareConv2dWeights: { args: [tensor('wconv'), options({ padding: 1 }, convOptions)] },
   packRhs: { args: [tensor('w'), axis('c')] },
 };
-export const FC_EXEMPT = { isGradEnabled: 'no arguments', memory: 'no arguments', resetPeak: 'no arguments', trimCache: 'no arguments' };
+export const FC_EXEMPT = { isGradEnabled: 'no arguments', memory: 'no arguments', resetPeak: 'no arguments', trimCache: 'no arguments',
+  sync: 'no arguments, async', defaultDevice: "a setter: its bad values are in tests/js/webgpu.test.mjs" };
 
 const sgdOptions = { lr: 'number', momentum: 'number', dampening: 'number', nesterov: 'bool', weightDecay: 'number' };
 const adamOptions = { lr: 'number', betas: [[0.9], [0.9, 'x'], 'x', null], eps: 'number', weightDecay: 'number' };

@@ -43,7 +43,7 @@ test('an op with several results is bound and declared as an array of Tensors', 
   // No op of the table has two results yet (topK will): this checks what the generator makes of one.
   const topK = { name: 'topK', on: 'tensor', doc: 'The k largest along axis.', args: [axis('axis'), int('k', { min: 0 })],
     returns: { kind: 'tensors', ts: '[values: Tensor, indices: Tensor]' } };
-  assert.match(bindingsText([topK]), /return handlesOf\(self\.topK\(ctx\(\), axis, k\)\);/);
+  assert.match(bindingsText([topK]), /return handlesOf\(self\.topK\(ctxOf\(self\), axis, k\)\);/);  // on the receiver's device
   assert.match(dtsBlocks([topK]).tensor, /^ {2}topK\(axis: string, k: number\): \[values: Tensor, indices: Tensor\];$/m);
 });
 

@@ -27,7 +27,7 @@ after(() => rmSync(work, { recursive: true, force: true }));
 
 test('the tarball holds exactly the package files, within the size budget', () => {
   const expected = ['LICENSE', 'README.md', 'package.json', 'index.d.ts', 'index.node.mjs', 'index.browser.mjs',
-    'facade.mjs', 'platform.node.mjs', 'platform.browser.mjs', 'errors.mjs', 'data.mjs', 'nn.mjs', 'ops.table.mjs',
+    'facade.mjs', 'platform.node.mjs', 'platform.browser.mjs', 'errors.mjs', 'data.mjs', 'nn.mjs', 'ops.table.mjs', 'webgpu.mjs',
     ...['simd', 'threaded-simd'].flatMap((v) => [`wasm/fucina-${v}.wasm`, `wasm/fucina-${v}.mjs`, `wasm/fucina-${v}.node.mjs`]),
     'wasm/fucina-threaded-simd.node.worker.cjs', 'threaded-simd-worker.mjs'].sort();
   assert.deepEqual(files, expected);

@@ -164,6 +164,30 @@ for (const variant of VARIANTS) {
     throwsCode(() => fcx.constant(['d'], [3], [1, 2, 3]).l2Normalize('d'), 'UnsupportedOnDevice');
   });
 
+  test(`webgpu (${variant}): the embedding and its scatter-add gradient match the cpu; a bad index is reported by the next read`, async () => {
+    const fc = await gpuEngine(variant);
+    const ids = [3, 0, 10, 3, 3, 7, 1, 10, 0, 5, 2, 3];  // repeats accumulate in the gradient
+    const out = await onBoth(fc, (fc) => {
+      const table = fc.variable(['v', 'd'], [11, 5], values(55, 1));
+      const mid = fc.variable(['a', 'v', 'd'], [2, 11, 3], values(66, 2));  // the axis not first
+      const idx = fc.constant(['b', 't'], [3, 4], ids, 'i64');
+      const e = table.indexSelect('v', idx);
+      const m = mid.indexSelect('v', idx);
+      const w = fc.constant(['b', 't', 'd'], [3, 4, 5], values(60, 3));
+      e.mul(w).sumAll().add(m.mul(m).sumAll()).backward();
+      return { e, m, gt: table.grad(), gm: mid.grad() };
+    });
+    compare(out, 1e-5);
+    const table = fc.constant(['v', 'd'], [11, 5], values(55, 1));
+    const bad = table.indexSelect('v', fc.constant(['t'], [3], [1, 11, 2], 'i64'));  // checked on the device
+    await assert.rejects(bad.data(), (e) => e instanceof FucinaError && e.code === 'IndexOutOfRange' && /\[0, 11\)/.test(e.message));
+    const negative = table.indexSelect('v', fc.constant(['t'], [2], [0, -1], 'i64'));
+    await assert.rejects(fc.sync(), (e) => e.code === 'IndexOutOfRange' && /position 1/.test(e.message));
+    assert.deepEqual(Array.from(await table.indexSelect('v', fc.constant(['t'], [1], [4], 'i64')).data()),
+      Array.from((await table.data()).slice(20, 25)), 'reported once: the next read is clean');
+    negative.dispose();
+  });
+
   test(`webgpu (${variant}): products match the cpu: batched, transposed operands, odd sizes`, async () => {
     const fc = await gpuEngine(variant);
     for (const [m, k, n] of [[1, 1, 1], [7, 19, 33], [65, 70, 130], [3, 129, 2]]) {
@@ -258,7 +282,16 @@ for (const variant of VARIANTS) {
   });
 }
 
-test('webgpu: init without a GPU is DeviceUnavailable', async () => {
+test('webgpu: init without a GPU is DeviceUnavailable, and so is a default device not attached', async () => {
+  const cpuOnly = await init({ variant: 'simd' });
+  assert.equal(cpuOnly.defaultDevice, 'cpu');
+  assert.deepEqual(cpuOnly.memory().devices, {});
+  throwsCode(() => { cpuOnly.defaultDevice = 'webgpu'; }, 'DeviceUnavailable');
+  throwsCode(() => { cpuOnly.defaultDevice = 'gpu'; }, 'InvalidArgument');
+  assert.equal(cpuOnly.defaultDevice, 'cpu');
+  await cpuOnly.sync();  // nothing to wait for
   await assert.rejects(init({ variant: 'simd', device: 'webgpu' }), (e) => e instanceof FucinaError && e.code === 'DeviceUnavailable');
+  const noAdapter = { requestAdapter: async () => null };
+  await assert.rejects(init({ variant: 'simd', device: 'webgpu', gpu: noAdapter }), (e) => e instanceof FucinaError && e.code === 'DeviceUnavailable');
   await assert.rejects(init({ variant: 'simd', device: 'tpu' }), (e) => e instanceof FucinaError && e.code === 'InvalidArgument');
 });

@@ -8,6 +8,7 @@ import {
 } from 'fucina';
 import type {
   DType, Variant, Device, Backend, Reduction, Values, Pair, FucinaErrorCode, InitOptions, MemoryInfo, GradcheckOptions,
+  DeviceMemoryInfo, DevicesMemoryInfo,
   GradcheckResult, InputGradients, CustomVjpSpec, LayerNormOptions, AffineLayerNormOptions, LossOptions,
   CrossEntropyOptions, HuberLossOptions, KlDivLossOptions, RopeOptions, AttentionOptions, Conv2dAxes,
   Conv2dOptions, Pool2dOptions, SafetensorsContents, SgdOptions, AdamOptions, Optim, Module, LinearOptions,
@@ -271,6 +272,18 @@ const enabled: boolean = fc.isGradEnabled();
 const memory: MemoryInfo = fc.memory();
 const counters: number[] = [memory.liveTensors, memory.liveBytes, memory.peakBytes, memory.allocations,
   memory.systemAllocations, memory.cacheHits, memory.cachedBytes, memory.heapBytes, memory.bytesByDtype.q8_0];
+const devs: DevicesMemoryInfo = memory.devices;
+const gpu: DeviceMemoryInfo | undefined = devs.webgpu;
+const gpuCounters: number[] = gpu ? [gpu.liveBytes, gpu.peakBytes, gpu.liveBuffers, gpu.pooledBytes, gpu.buffersMade,
+  gpu.pipelinesMade, gpu.uploadedBytes, gpu.downloadedBytes, gpu.dispatches] : [];
+const where: Device = fc.defaultDevice;
+fc.defaultDevice = 'cpu';
+// @ts-expect-error a device is 'cpu' or 'webgpu'
+fc.defaultDevice = 'gpu';
+const synced: Promise<void> = fc.sync();
+const deviceRead: Promise<Float32Array> = a.data();
+const onDevice: Tensor = a.to('webgpu');
+const gpuInit: Promise<unknown> = init({ device: 'webgpu', gpu: {} });
 
 fc.resetPeak();
 fc.trimCache();
@@ -599,4 +612,5 @@ console.log(variant, threads, backend, device, copy, z, o, f, u, n, tags, shape,
   noGrad, enabled, counters, c1, c2, c3, c4, v1, v2, grads, gcNumbers, decodedW, meta, params, optDisposed, norm, linearFields,
   y1, linearParams, channelAxis, convFields, lnFields, embFields, mlpLayers, cnnFields, context, blockLayers, firstLayer,
   gptFields, logits, gptLoss, gptSampled, seed, made, dims, read, splitFields, batchTensors, baseDType, vocabSize, gpt2Logits,
-  adapters, layerNames, wte, sampled, gpt2Disposed, loraFields, loraY, merged, loraParams, inPlace, taken, routeWeights, routeIndices, packedY, packedFields, packedText, packedOps);
+  adapters, layerNames, wte, sampled, gpt2Disposed, loraFields, loraY, merged, loraParams, inPlace, taken, routeWeights, routeIndices, packedY, packedFields, packedText, packedOps,
+  gpuCounters, where, synced, deviceRead, onDevice, gpuInit);

@@ -50,7 +50,11 @@ Gpu& Gpu::get() {
 }
 
 bool Gpu::installed() { return g_installed; }
-void Gpu::install() { g_installed = true; }
+void Gpu::install() {
+  g_installed = true;
+  static Gpu& gpu = get();
+  gpu = Gpu();  // a new device: nothing of the last one's (pipelines, fault buffer) carries over
+}
 void Gpu::uninstall() { g_installed = false; }
 
 #ifdef __EMSCRIPTEN__
@@ -79,6 +83,11 @@ uint32_t Gpu::pipeline(const std::string& wgsl) {
   return id;
 }
 
+uint32_t Gpu::faultBuffer() {
+  if (fault_buffer_ == 0) fault_buffer_ = shim().call<uint32_t>("faultBuffer");
+  return fault_buffer_;
+}
+
 void Gpu::dispatch(uint32_t pipeline, std::span<const uint32_t> buffers, std::span<const uint32_t> uniforms,
                    uint32_t x, uint32_t y, uint32_t z) {
   if (uniforms.size_bytes() > kUniformBytes)
@@ -100,6 +109,7 @@ uint32_t Gpu::createBuffer(size_t) { failUnavailable(); }
 void Gpu::destroyBuffer(uint32_t) noexcept {}
 void Gpu::write(uint32_t, size_t, const void*, size_t) { failUnavailable(); }
 uint32_t Gpu::pipeline(const std::string&) { failUnavailable(); }
+uint32_t Gpu::faultBuffer() { failUnavailable(); }
 void Gpu::dispatch(uint32_t, std::span<const uint32_t>, std::span<const uint32_t>, uint32_t, uint32_t, uint32_t) {
   failUnavailable();
 }

@@ -48,6 +48,9 @@ class Gpu {
   /// WGSL declares them) and the uniform words at binding n.
   void dispatch(uint32_t pipeline, std::span<const uint32_t> buffers, std::span<const uint32_t> uniforms,
                 uint32_t x, uint32_t y = 1, uint32_t z = 1);
+  /// The shim's fault buffer (Note [Device faults]): words [flag, first position, extent, 0] that
+  /// check kernels set and the shim's next sync() or read reports and clears.
+  uint32_t faultBuffer();
   /// The most workgroups along one dimension of a dispatch.
   static constexpr uint32_t kMaxGroups = 65535;
   /// Bytes of uniforms a dispatch may pass (the shim's uniform buffer).
@@ -58,6 +61,7 @@ class Gpu {
  private:
   GpuCounters counters_;
   std::unordered_map<std::string, uint32_t> pipelines_;
+  uint32_t fault_buffer_ = 0;
 };
 
 /// A context computing on the installed device (Backend::webgpu, its buffers from gpuBlocks()), to

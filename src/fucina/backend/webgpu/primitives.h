@@ -33,6 +33,12 @@ RawTensor softmaxRowsVjp(ExecContext& ctx, const RawTensor& y, const RawTensor& 
 Kernels::NormRows normRows(ExecContext& ctx, const RawTensor& x, Kernels::Norm kind, double eps);
 RawTensor normRowsVjp(ExecContext& ctx, Kernels::Norm kind, const Kernels::NormRows& saved, const RawTensor& gy);
 
+// indexing.cpp: index checks on the device (Note [Device faults]), rows at i64 indices.
+Kernels::IndexFault firstIndexOutside(ExecContext& ctx, const RawTensor& index, int64_t extent);
+RawTensor selectRows(ExecContext& ctx, const RawTensor& table, Tag axis, const RawTensor& index);
+void updateRows(ExecContext& ctx, const RawTensor& dst, Tag axis, const RawTensor& index, const RawTensor& src,
+                Kernels::RowUpdate how);
+
 // gemm.cpp
 RawTensor contract(ExecContext& ctx, const RawTensor& a, const RawTensor& b, const Tags& contracted,
                    const RawTensor& initial);

@@ -30,12 +30,19 @@ class WebgpuKernels final : public Kernels {
   RawTensor cumprodRowsVjp(ExecContext&, const RawTensor&, const RawTensor&, const RawTensor&) const override { unsupported("cumprodRowsVjp"); }
   RawTensor linearRecurrenceRows(ExecContext&, const RawTensor&, const RawTensor&, const RawTensor&) const override { unsupported("linearRecurrenceRows"); }
   RecurrenceGrads linearRecurrenceRowsVjp(ExecContext&, const RawTensor&, const RawTensor&, const RawTensor&, const RawTensor&) const override { unsupported("linearRecurrenceRowsVjp"); }
-  IndexFault firstIndexOutside(ExecContext&, const RawTensor&, int64_t) const override { unsupported("index checks on the host"); }
+  IndexFault firstIndexOutside(ExecContext& ctx, const RawTensor& index, int64_t extent) const override {
+    return webgpu::firstIndexOutside(ctx, index, extent);
+  }
   ValueFault firstValueOutside(ExecContext&, const RawTensor&, double, double) const override { unsupported("value checks on the host"); }
   RawTensor gatherAlong(ExecContext&, const RawTensor&, Tag, const RawTensor&) const override { unsupported("gatherAlong"); }
   void scatterAlong(ExecContext&, const RawTensor&, Tag, const RawTensor&, const RawTensor&, bool) const override { unsupported("scatterAlong"); }
-  RawTensor selectRows(ExecContext&, const RawTensor&, Tag, const RawTensor&) const override { unsupported("selectRows"); }
-  void updateRows(ExecContext&, const RawTensor&, Tag, const RawTensor&, const RawTensor&, RowUpdate) const override { unsupported("updateRows"); }
+  RawTensor selectRows(ExecContext& ctx, const RawTensor& table, Tag axis, const RawTensor& index) const override {
+    return webgpu::selectRows(ctx, table, axis, index);
+  }
+  void updateRows(ExecContext& ctx, const RawTensor& dst, Tag axis, const RawTensor& index, const RawTensor& src,
+                  RowUpdate how) const override {
+    webgpu::updateRows(ctx, dst, axis, index, src, how);
+  }
   RawTensor maskPositions(ExecContext&, const RawTensor&, Tag) const override { unsupported("maskPositions"); }
   SortedRows sortRows(ExecContext&, const RawTensor&, int64_t, bool) const override { unsupported("sortRows"); }
   RawTensor argExtremumRows(ExecContext&, const RawTensor&, bool) const override { unsupported("argExtremumRows"); }

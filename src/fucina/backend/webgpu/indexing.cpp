@@ -1,0 +1,146 @@
+// Rows selected and updated at i64 indices (the embedding and its gradient), and index checks
+// that run on the device (Note [Device faults]): a kernel records the first index out of range
+// in the shim's fault buffer, which the next sync() or data() reads and reports; meanwhile the
+// kernels that use indices clamp them into range, so a bad index never reads or writes outside
+// a buffer (the values it feeds are then meaningless, and the error says so).
+#include <string>
+#include <vector>
+
+#include "fucina/backend/webgpu/primitives.h"
+#include "fucina/backend/webgpu/wgsl.h"
+#include "fucina/core/error.h"
+#include "fucina/exec/context.h"
+
+namespace fucina::backend::webgpu {
+namespace {
+
+int64_t product(const Extents& s, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t i = from; i < to; ++i) p *= s[i];
+  return p;
+}
+
+// The index at element j of a contiguous i64 buffer `ix`, clamped into [0, n).
+constexpr const char* kClampedIndex =
+    "fn index_at(j: u32, n: u32) -> u32 {\n"
+    "  let lo = ix[2u * j];\n  let hi = ix[2u * j + 1u];\n"
+    "  if (hi != 0u || lo >= n) { return select(0u, n - 1u, hi == 0u); }\n"
+    "  return lo;\n"
+    "}\n";
+
+std::string checkSource(uint32_t words) {
+  return prelude(2) + readBinding(0, "ix", "u32") +
+         "@group(0) @binding(1) var<storage, read_write> fault: array<atomic<u32>>;\n" + kMainSignature + " {\n  " +
+         kLinearIndex + "\n  if (i >= uw(0u)) { return; }\n  let o = strided(i, 0u) * " + std::to_string(words) +
+         "u;\n  let lo = ix[o];\n" +
+         (words == 2 ? "  let hi = ix[o + 1u];\n  let bad = hi != 0u || lo >= uw(" + std::to_string(kParamWord) + "u);\n"
+                     : "  let bad = bitcast<i32>(lo) < 0 || lo >= uw(" + std::to_string(kParamWord) + "u);\n") +
+         "  if (bad) {\n"
+         "    atomicMin(&fault[1], i);\n"
+         "    atomicStore(&fault[2], uw(" + std::to_string(kParamWord) + "u));\n"
+         "    atomicStore(&fault[0], 1u);\n"
+         "  }\n}\n";
+}
+
+// out[(a·K + q)·inner + c] = table[(a·n + index[q])·inner + c].
+std::string selectSource() {
+  return prelude(3) + readBinding(0, "table") + readBinding(1, "ix", "u32") + writeBinding(2, "out") + kClampedIndex +
+         kMainSignature + " {\n  " + kLinearIndex +
+         "\n  if (i >= uw(0u)) { return; }\n"
+         "  let n = uw(1u);\n  let k = uw(2u);\n  let inner = uw(3u);\n"
+         "  let c = i % inner;\n  let q = (i / inner) % k;\n  let a = i / (inner * k);\n"
+         "  out[i] = table[(a * n + index_at(q, n)) * inner + c];\n}\n";
+}
+
+// dst[(a·n + index[q])·inner + c] (+)= src[(a·K + q)·inner + c], or = 0; an add is a
+// compare-and-swap loop on the float's bits (WGSL has no float atomics), so repeated indices
+// accumulate in an order the device picks.
+std::string updateSource(Kernels::RowUpdate how) {
+  using U = Kernels::RowUpdate;
+  const bool reads = how != U::zero;
+  std::string src = prelude(reads ? 3 : 2) + readBinding(0, "ix", "u32") + (reads ? readBinding(1, "src") : "") +
+                    "@group(0) @binding(" + (reads ? "2" : "1") + ") var<storage, read_write> dst: array<atomic<u32>>;\n" +
+                    kClampedIndex + kMainSignature + " {\n  " + kLinearIndex +
+                    "\n  if (i >= uw(0u)) { return; }\n"
+                    "  let n = uw(1u);\n  let k = uw(2u);\n  let inner = uw(3u);\n"
+                    "  let c = i % inner;\n  let q = (i / inner) % k;\n  let a = i / (inner * k);\n"
+                    "  let d = (a * n + index_at(q, n)) * inner + c;\n";
+  if (how == U::zero) return src + "  atomicStore(&dst[d], 0u);\n}\n";
+  if (how == U::assign) return src + "  atomicStore(&dst[d], bitcast<u32>(src[i]));\n}\n";
+  return src +
+         "  let v = src[i];\n"
+         "  var old = atomicLoad(&dst[d]);\n"
+         "  loop {\n"
+         "    let r = atomicCompareExchangeWeak(&dst[d], old, bitcast<u32>(bitcast<f32>(old) + v));\n"
+         "    if (r.exchanged) { break; }\n"
+         "    old = r.old_value;\n"
+         "  }\n}\n";
+}
+
+void requireIndex(const RawTensor& index, const char* what) {
+  if (index.dtype() != DType::i64 || !index.isContiguous())
+    unsupported(std::string(what) + " at " + std::string(name(index.dtype())) + " indices " + index.describe() +
+                " (contiguous i64 only)");
+}
+
+Uniforms rowUniforms(int64_t count, int64_t n, int64_t k, int64_t inner) {
+  Uniforms u;
+  u.u(static_cast<uint64_t>(count)).u(static_cast<uint64_t>(n)).u(static_cast<uint64_t>(k)).u(static_cast<uint64_t>(inner));
+  return u;
+}
+
+}  // namespace
+
+Kernels::IndexFault firstIndexOutside(ExecContext&, const RawTensor& index, int64_t extent) {
+  if (index.dtype() != DType::i64 && index.dtype() != DType::i32)
+    fail(ErrorCode::DTypeMismatch, "indices must be i32 or i64, got " + std::string(name(index.dtype())));
+  if (index.numel() == 0) return {};
+  if (extent > UINT32_MAX) unsupported("an index range over 2^32");
+  Uniforms u = stridedLayout(index.shape(), {index.strides()}, {index.offset()}).uniforms();
+  u.set(kParamWord, static_cast<uint32_t>(extent));
+  const uint32_t buffers[2] = {bufferOf(index, "index check"), Gpu::get().faultBuffer()};
+  dispatchLinear(Gpu::get().pipeline(checkSource(index.dtype() == DType::i64 ? 2 : 1)), buffers, u, index.numel());
+  return {};  // a fault is reported by the next sync() or data() (Note [Device faults])
+}
+
+RawTensor selectRows(ExecContext& ctx, const RawTensor& table, Tag axis, const RawTensor& index) {
+  requireRows(table, "selectRows");
+  requireIndex(index, "selectRows");
+  const size_t p = table.axis(axis);
+  Tags tags;
+  Extents shape;
+  for (size_t i = 0; i < table.rank(); ++i) {
+    if (i == p) {
+      tags.insert(tags.end(), index.tags().begin(), index.tags().end());
+      shape.insert(shape.end(), index.shape().begin(), index.shape().end());
+    } else {
+      tags.push_back(table.tags()[i]);
+      shape.push_back(table.shape()[i]);
+    }
+  }
+  RawTensor out = RawTensor::empty(ctx, tags, shape);
+  if (out.numel() == 0) return out;
+  const int64_t n = table.shape()[p], inner = product(table.shape(), p + 1, table.rank());
+  const uint32_t buffers[3] = {bufferOf(table, "selectRows"), bufferOf(index, "selectRows"), bufferOf(out, "selectRows")};
+  dispatchLinear(Gpu::get().pipeline(selectSource()), buffers, rowUniforms(out.numel(), n, index.numel(), inner),
+                 out.numel());
+  return out;
+}
+
+void updateRows(ExecContext&, const RawTensor& dst, Tag axis, const RawTensor& index, const RawTensor& src,
+                Kernels::RowUpdate how) {
+  requireRows(dst, "updateRows");
+  requireIndex(index, "updateRows");
+  const size_t p = dst.axis(axis);
+  const int64_t n = dst.shape()[p], k = index.numel(), inner = product(dst.shape(), p + 1, dst.rank());
+  const int64_t count = product(dst.shape(), 0, p) * k * inner;
+  if (count == 0) return;
+  const bool reads = how != Kernels::RowUpdate::zero;
+  if (reads) requireRows(src, "updateRows");
+  std::vector<uint32_t> buffers{bufferOf(index, "updateRows")};
+  if (reads) buffers.push_back(bufferOf(src, "updateRows"));
+  buffers.push_back(bufferOf(dst, "updateRows"));
+  dispatchLinear(Gpu::get().pipeline(updateSource(how)), buffers, rowUniforms(count, n, k, inner), count);
+}
+
+}  // namespace fucina::backend::webgpu
