@@ -4,6 +4,7 @@
 // median over rounds of each configuration's median ms/step, and the ratios between them.
 //   node bench/run.mjs [--compare] [--json] [--quick] [--workloads w1,w4-1024] [--rounds N]
 //                      [--configs fucina-native:1,fucina-wasm-st:1,torch:2]
+//   node bench/run.mjs --webgpu [--workloads w1,w4-1024] [--steps N] [--json]
 // The default workloads are W1-W4; W5 (w5-f32,w5-f16,w5-q8 and their -ckpt variants: seconds a
 // step) and the inference workloads W6 (w6-b1, w6-b64) and W7 run when --workloads names them.
 // PyTorch runs W5 as full fine-tuning (f32, every parameter) beside w5-f32 and w5-f32-ckpt, and
@@ -31,6 +32,13 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const argv = process.argv.slice(2);
 const flag = (name) => argv.includes(name);
 const option = (name, fallback) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : fallback);
+// --webgpu: the workloads on the webgpu device in Node instead (bench/webgpu.mjs: ms/step and the
+// device's per-step counters; [--workloads ...] [--steps N] [--json]).
+if (argv.includes('--webgpu')) {
+  const run = spawnSync(process.execPath, [join(dirname(fileURLToPath(import.meta.url)), 'webgpu.mjs'),
+    ...argv.filter((a) => a !== '--webgpu')], { stdio: 'inherit' });
+  process.exit(run.status ?? 1);
+}
 const known = ['--compare', '--browser', '--json', '--quick', '--workloads', '--rounds', '--configs'];
 for (let i = 0; i < argv.length; ++i) {
   if (!known.includes(argv[i])) {

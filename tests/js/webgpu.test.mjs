@@ -188,6 +188,27 @@ for (const variant of VARIANTS) {
     negative.dispose();
   });
 
+  test(`webgpu (${variant}): cross-entropy and NLL over labels match the cpu; a bad label is reported by the next read`, async () => {
+    const fc = await gpuEngine(variant);
+    const labels = [3, 0, 6, 6, 1, 2, 5, 0];
+    for (const [reduction, smoothing] of [['mean', 0], ['sum', 0.1], ['none', 0.2]]) {
+      const out = await onBoth(fc, (fc) => {
+        const x = fc.variable(['c', 'n'], [7, 8], values(56, 11).map((v) => 3 * v));  // classes first: moved last
+        const y64 = fc.constant(['n'], [8], labels, 'i64');
+        const y32 = fc.constant(['n'], [8], labels, 'i32');
+        const ce = x.crossEntropy(y64, 'c', { reduction, labelSmoothing: smoothing });
+        const nll = x.logSoftmax('c').nllLoss(y32, 'c', reduction);
+        const total = reduction === 'none' ? ce.add(nll).sum('n') : ce.add(nll);
+        total.backward();
+        return { ce, nll, gx: x.grad() };
+      });
+      compare(out, 2e-5);
+    }
+    const x = fc.constant(['n', 'c'], [2, 3], [1, 2, 3, 4, 5, 6]);
+    const bad = x.crossEntropy(fc.constant(['n'], [2], [2, 3], 'i64'), 'c');
+    await assert.rejects(bad.data(), (e) => e.code === 'IndexOutOfRange' && /\[0, 3\)/.test(e.message));
+  });
+
   test(`webgpu (${variant}): products match the cpu: batched, transposed operands, odd sizes`, async () => {
     const fc = await gpuEngine(variant);
     for (const [m, k, n] of [[1, 1, 1], [7, 19, 33], [65, 70, 130], [3, 129, 2]]) {

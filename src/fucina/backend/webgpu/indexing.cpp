@@ -3,6 +3,7 @@
 // in the shim's fault buffer, which the next sync() or data() reads and reports; meanwhile the
 // kernels that use indices clamp them into range, so a bad index never reads or writes outside
 // a buffer (the values it feeds are then meaningless, and the error says so).
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,31 +21,27 @@ int64_t product(const Extents& s, size_t from, size_t to) {
   return p;
 }
 
-// The index at element j of a contiguous i64 buffer `ix`, clamped into [0, n).
-constexpr const char* kClampedIndex =
-    "fn index_at(j: u32, n: u32) -> u32 {\n"
-    "  let lo = ix[2u * j];\n  let hi = ix[2u * j + 1u];\n"
-    "  if (hi != 0u || lo >= n) { return select(0u, n - 1u, hi == 0u); }\n"
-    "  return lo;\n"
-    "}\n";
-
-std::string checkSource(uint32_t words) {
+// Element i of the index is bad when outside [0, extent) (and, with an ignore value, not equal to
+// it: the labels of a loss). Words from kParamWord: extent, then the ignore value's two words.
+std::string checkSource(uint32_t words, bool ignore) {
+  const std::string p = std::to_string(kParamWord);
   return prelude(2) + readBinding(0, "ix", "u32") +
          "@group(0) @binding(1) var<storage, read_write> fault: array<atomic<u32>>;\n" + kMainSignature + " {\n  " +
          kLinearIndex + "\n  if (i >= uw(0u)) { return; }\n  let o = strided(i, 0u) * " + std::to_string(words) +
          "u;\n  let lo = ix[o];\n" +
-         (words == 2 ? "  let hi = ix[o + 1u];\n  let bad = hi != 0u || lo >= uw(" + std::to_string(kParamWord) + "u);\n"
-                     : "  let bad = bitcast<i32>(lo) < 0 || lo >= uw(" + std::to_string(kParamWord) + "u);\n") +
+         (words == 2 ? "  let hi = ix[o + 1u];\n" : "  let hi = select(0u, 0xffffffffu, bitcast<i32>(lo) < 0);\n") +
+         "  var bad = hi != 0u || lo >= uw(" + p + "u);\n" +
+         (ignore ? "  if (lo == uw(" + p + "u + 1u) && hi == uw(" + p + "u + 2u)) { bad = false; }\n" : "") +
          "  if (bad) {\n"
          "    atomicMin(&fault[1], i);\n"
-         "    atomicStore(&fault[2], uw(" + std::to_string(kParamWord) + "u));\n"
+         "    atomicStore(&fault[2], uw(" + p + "u));\n"
          "    atomicStore(&fault[0], 1u);\n"
          "  }\n}\n";
 }
 
 // out[(a·K + q)·inner + c] = table[(a·n + index[q])·inner + c].
 std::string selectSource() {
-  return prelude(3) + readBinding(0, "table") + readBinding(1, "ix", "u32") + writeBinding(2, "out") + kClampedIndex +
+  return prelude(3) + readBinding(0, "table") + readBinding(1, "ix", "u32") + writeBinding(2, "out") + kIndexAt +
          kMainSignature + " {\n  " + kLinearIndex +
          "\n  if (i >= uw(0u)) { return; }\n"
          "  let n = uw(1u);\n  let k = uw(2u);\n  let inner = uw(3u);\n"
@@ -60,7 +57,7 @@ std::string updateSource(Kernels::RowUpdate how) {
   const bool reads = how != U::zero;
   std::string src = prelude(reads ? 3 : 2) + readBinding(0, "ix", "u32") + (reads ? readBinding(1, "src") : "") +
                     "@group(0) @binding(" + (reads ? "2" : "1") + ") var<storage, read_write> dst: array<atomic<u32>>;\n" +
-                    kClampedIndex + kMainSignature + " {\n  " + kLinearIndex +
+                    kIndexAt + kMainSignature + " {\n  " + kLinearIndex +
                     "\n  if (i >= uw(0u)) { return; }\n"
                     "  let n = uw(1u);\n  let k = uw(2u);\n  let inner = uw(3u);\n"
                     "  let c = i % inner;\n  let q = (i / inner) % k;\n  let a = i / (inner * k);\n"
@@ -91,15 +88,19 @@ Uniforms rowUniforms(int64_t count, int64_t n, int64_t k, int64_t inner) {
 
 }  // namespace
 
-Kernels::IndexFault firstIndexOutside(ExecContext&, const RawTensor& index, int64_t extent) {
+Kernels::IndexFault firstIndexOutside(ExecContext&, const RawTensor& index, int64_t extent,
+                                     std::optional<int64_t> ignore) {
   if (index.dtype() != DType::i64 && index.dtype() != DType::i32)
     fail(ErrorCode::DTypeMismatch, "indices must be i32 or i64, got " + std::string(name(index.dtype())));
   if (index.numel() == 0) return {};
   if (extent > UINT32_MAX) unsupported("an index range over 2^32");
   Uniforms u = stridedLayout(index.shape(), {index.strides()}, {index.offset()}).uniforms();
+  const uint64_t skip = static_cast<uint64_t>(ignore.value_or(0));
   u.set(kParamWord, static_cast<uint32_t>(extent));
+  u.set(kParamWord + 1, static_cast<uint32_t>(skip)).set(kParamWord + 2, static_cast<uint32_t>(skip >> 32));
   const uint32_t buffers[2] = {bufferOf(index, "index check"), Gpu::get().faultBuffer()};
-  dispatchLinear(Gpu::get().pipeline(checkSource(index.dtype() == DType::i64 ? 2 : 1)), buffers, u, index.numel());
+  const std::string source = checkSource(index.dtype() == DType::i64 ? 2 : 1, ignore.has_value());
+  dispatchLinear(Gpu::get().pipeline(source), buffers, u, index.numel());
   return {};  // a fault is reported by the next sync() or data() (Note [Device faults])
 }
 

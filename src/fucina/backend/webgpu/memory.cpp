@@ -38,6 +38,14 @@ std::string copySource(uint32_t words) {
   return src + "}\n";
 }
 
+// i32 to i64 (indices and labels widened for the kernels that read i64): sign-extended.
+std::string widenSource() {
+  return prelude(2) + readBinding(0, "src", "u32") + writeBinding(1, "dst", "u32") + kMainSignature + " {\n  " +
+         kLinearIndex +
+         "\n  if (i >= uw(0u)) { return; }\n  let v = src[strided(i, 0u)];\n  let d = strided(i, 1u) * 2u;\n"
+         "  dst[d] = v;\n  dst[d + 1u] = select(0u, 0xffffffffu, bitcast<i32>(v) < 0);\n}\n";
+}
+
 // Host bytes (contiguous, dst's dtype) into contiguous dst: one write, padded to whole words.
 void upload(const RawTensor& src, const RawTensor& dst) {
   if (src.dtype() != dst.dtype() || !src.isContiguous() || !dst.isContiguous())
@@ -77,14 +85,15 @@ void copy(ExecContext&, const RawTensor& src, const RawTensor& dst) {
   if (dst.dtype() == DType::q8_0)
     fail(ErrorCode::DTypeMismatch, "cannot write into q8_0 " + dst.describe() + " element by element");
   if (src.device() == Device::cpu && dst.device() == Device::webgpu) return upload(src, dst);
-  if (src.dtype() != dst.dtype())
+  const bool widen = src.dtype() == DType::i32 && dst.dtype() == DType::i64;
+  if (src.dtype() != dst.dtype() && !widen)
     unsupported("a conversion from " + std::string(name(src.dtype())) + " to " + std::string(name(dst.dtype())));
-  const uint32_t words = wordsOf(src.dtype(), "a copy");
+  const uint32_t words = widen ? 1 : wordsOf(src.dtype(), "a copy");
   const uint32_t buffers[2] = {bufferOf(src, "copy"), bufferOf(dst, "copy")};
   if (src.numel() == 0) return;
   if (buffers[0] == buffers[1]) unsupported("a copy within one buffer");
   const Uniforms u = stridedLayout(src.shape(), {src.strides(), dst.strides()}, {src.offset(), dst.offset()}).uniforms();
-  dispatchLinear(Gpu::get().pipeline(copySource(words)), buffers, u, src.numel());
+  dispatchLinear(Gpu::get().pipeline(widen ? widenSource() : copySource(words)), buffers, u, src.numel());
 }
 
 }  // namespace fucina::backend::webgpu

@@ -3,6 +3,8 @@
 /// Kernels interface (Note [Backends]).
 #pragma once
 
+#include <optional>
+
 #include "fucina/backend/kernels.h"
 
 namespace fucina::backend::webgpu {
@@ -34,10 +36,17 @@ Kernels::NormRows normRows(ExecContext& ctx, const RawTensor& x, Kernels::Norm k
 RawTensor normRowsVjp(ExecContext& ctx, Kernels::Norm kind, const Kernels::NormRows& saved, const RawTensor& gy);
 
 // indexing.cpp: index checks on the device (Note [Device faults]), rows at i64 indices.
-Kernels::IndexFault firstIndexOutside(ExecContext& ctx, const RawTensor& index, int64_t extent);
+/// ignore: a value that is not checked (a loss's ignored label).
+Kernels::IndexFault firstIndexOutside(ExecContext& ctx, const RawTensor& index, int64_t extent,
+                                     std::optional<int64_t> ignore = std::nullopt);
 RawTensor selectRows(ExecContext& ctx, const RawTensor& table, Tag axis, const RawTensor& index);
 void updateRows(ExecContext& ctx, const RawTensor& dst, Tag axis, const RawTensor& index, const RawTensor& src,
                 Kernels::RowUpdate how);
+
+// loss.cpp: label losses over log-probability rows, their rows in f32 (no f64 in WGSL).
+RawTensor labelLossRows(ExecContext& ctx, const RawTensor& lp, const RawTensor& labels, double smoothing, bool plain);
+RawTensor labelLossRowsVjp(ExecContext& ctx, const RawTensor& lp, const RawTensor& labels, const RawTensor& gy,
+                           float scale, double smoothing, bool plain);
 
 // gemm.cpp
 RawTensor contract(ExecContext& ctx, const RawTensor& a, const RawTensor& b, const Tags& contracted,

@@ -78,9 +78,18 @@ class WebgpuKernels final : public Kernels {
   RopeTables ropeTables(ExecContext&, Tag, Tag, int64_t, int64_t, double, int64_t) const override { unsupported("ropeTables"); }
   RmsRopeRows rmsNormRopeRows(ExecContext&, const RawTensor&, const RawTensor&, const RawTensor&, const RawTensor&, double) const override { unsupported("rmsNormRopeRows"); }
   RmsRopeGrads rmsNormRopeRowsVjp(ExecContext&, const RmsRopeRows&, const RawTensor&, const RawTensor&, const RawTensor&, const RawTensor&, bool, bool) const override { unsupported("rmsNormRopeRowsVjp"); }
-  IndexFault firstLabelOutside(ExecContext&, const RawTensor&, int64_t, std::optional<int64_t>) const override { unsupported("label checks on the host"); }
-  RawTensor labelLossRows(ExecContext&, const RawTensor&, const RawTensor&, double, bool) const override { unsupported("labelLossRows"); }
-  RawTensor labelLossRowsVjp(ExecContext&, const RawTensor&, const RawTensor&, const RawTensor&, float, double, bool) const override { unsupported("labelLossRowsVjp"); }
+  IndexFault firstLabelOutside(ExecContext& ctx, const RawTensor& labels, int64_t classes,
+                               std::optional<int64_t> ignore) const override {
+    return webgpu::firstIndexOutside(ctx, labels, classes, ignore);
+  }
+  RawTensor labelLossRows(ExecContext& ctx, const RawTensor& lp, const RawTensor& labels, double smoothing,
+                          bool plain) const override {
+    return webgpu::labelLossRows(ctx, lp, labels, smoothing, plain);
+  }
+  RawTensor labelLossRowsVjp(ExecContext& ctx, const RawTensor& lp, const RawTensor& labels, const RawTensor& gy,
+                             float scale, double smoothing, bool plain) const override {
+    return webgpu::labelLossRowsVjp(ctx, lp, labels, gy, scale, smoothing, plain);
+  }
   RawTensor reduceLoss(ExecContext& ctx, const RawTensor& loss, double denom) const override { return webgpu::reduceLoss(ctx, loss, denom); }
   double labelWeightSum(ExecContext&, const RawTensor&, const RawTensor&, int64_t) const override { unsupported("labelWeightSum (its result is read on the host)"); }
   CrossEntropyRows crossEntropyRows(ExecContext&, const RawTensor&, const CrossEntropy&, bool) const override { unsupported("crossEntropyRows"); }

@@ -71,6 +71,15 @@ inline constexpr const char* kMainSignature =
     "@compute @workgroup_size(256) fn main(@builtin(global_invocation_id) gid: vec3u, "
     "@builtin(num_workgroups) ng: vec3u)";
 
+/// WGSL: `index_at(j, n)`, element j of the contiguous i64 buffer `ix` clamped into [0, n) (an
+/// index out of range is reported by a check kernel: Note [Device faults]).
+inline constexpr const char* kIndexAt =
+    "fn index_at(j: u32, n: u32) -> u32 {\n"
+    "  let lo = ix[2u * j];\n  let hi = ix[2u * j + 1u];\n"
+    "  if (hi != 0u || lo >= n) { return select(0u, n - 1u, hi == 0u); }\n"
+    "  return lo;\n"
+    "}\n";
+
 /// The buffer id of a tensor on the webgpu device; DeviceMismatch for a tensor elsewhere.
 uint32_t bufferOf(const RawTensor& t, const char* what);
 /// Dispatches a 1-D kernel of n invocations (256 per group), spread over two dimensions when n
