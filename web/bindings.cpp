@@ -351,6 +351,12 @@ void attachWebgpu() {
   });
 }
 
+// f on the host's context and on each device's attached to it.
+void eachContext(const std::function<void(ExecContext&)>& f) {
+  f(hostCtx());
+  if (ExecContext* gpu = hostCtx().attached(fucina::Device::webgpu)) f(*gpu);
+}
+
 void setDefaultDevice(fucina::Device device) {
   hostCtx().on(device);  // DeviceUnavailable unless attached
   g_default_device = device;
@@ -503,18 +509,8 @@ EMSCRIPTEN_BINDINGS(fucina) {
   function("detachWebgpu", &detachWebgpu);
   function("setDefaultDevice", +[](std::string device) { guard([&] { setDefaultDevice(toDevice(device)); }); });
   function("memory", &memory);
-  function("resetPeak", +[]() {
-    guard([&] {
-      hostCtx().resetPeak();
-      if (ExecContext* gpu = hostCtx().attached(fucina::Device::webgpu)) gpu->resetPeak();
-    });
-  });
-  function("trimCache", +[]() {
-    guard([&] {
-      hostCtx().trimCache();
-      if (ExecContext* gpu = hostCtx().attached(fucina::Device::webgpu)) gpu->trimCache();
-    });
-  });
+  function("resetPeak", +[]() { guard([&] { eachContext([](ExecContext& c) { c.resetPeak(); }); }); });
+  function("trimCache", +[]() { guard([&] { eachContext([](ExecContext& c) { c.trimCache(); }); }); });
   function("noGradPush", +[]() { guard([&] { g_no_grad.push_back(fucina::noGrad()); }); });
   function("noGradPop", +[]() { guard([&] { if (!g_no_grad.empty()) g_no_grad.pop_back(); }); });
   function("isGradEnabled", &fucina::isGradEnabled);

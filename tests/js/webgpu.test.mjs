@@ -3,6 +3,7 @@
 // Every case runs the same computation on the cpu device and on the webgpu device and compares.
 import { test } from 'node:test';
 import { init, FucinaError, assert, throwsCode, VARIANTS } from './helpers.mjs';
+import { values } from './seeded.mjs';
 
 process.env.VK_ICD_FILENAMES ??= '/usr/lib/chromium/vk_swiftshader_icd.json';
 const { create } = await import('webgpu');
@@ -15,14 +16,6 @@ async function gpuEngine(variant) {
   return engines.get(variant);
 }
 
-// Seeded values in [-1, 1) (the same on both devices: made on the host).
-function values(n, seed) {
-  let s = seed >>> 0;
-  return Array.from({ length: n }, () => {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    return s / 2 ** 31 - 1;
-  });
-}
 
 function close(actual, expected, tol, what) {
   assert.equal(actual.length, expected.length, `${what}: length`);

@@ -41,6 +41,21 @@ RawTensor sumTo(ExecContext& ctx, const RawTensor& a, const Tags& tags, const Ex
   return s.permuted(tags).contiguous(ctx);
 }
 
+std::pair<Tags, Extents> withIndexAxes(const RawTensor& t, size_t p, const RawTensor& ix) {
+  Tags tags;
+  Extents shape;
+  for (size_t i = 0; i < t.rank(); ++i) {
+    if (i == p) {
+      tags.insert(tags.end(), ix.tags().begin(), ix.tags().end());
+      shape.insert(shape.end(), ix.shape().begin(), ix.shape().end());
+    } else {
+      tags.push_back(t.tags()[i]);
+      shape.push_back(t.shape()[i]);
+    }
+  }
+  return {std::move(tags), std::move(shape)};
+}
+
 RowLayout rowLayout(const RawTensor& t) {
   const int64_t n = t.rank() == 0 ? 1 : t.shape().back();
   return {n == 0 ? 0 : t.numel() / n, n};

@@ -16,6 +16,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fucina/backend/attention_geometry.h"
@@ -483,6 +484,9 @@ struct RowLayout {
 RowLayout rowLayout(const RawTensor& t);
 /// A recurrence's rows: one per element of h0, even when the time axis is empty (gh0 is then 0).
 RowLayout recurrenceLayout(const RawTensor& x, const RawTensor& h0);
+/// The axes of t with the one at position p replaced, in place, by the axes of ix (selectRows's
+/// result).
+std::pair<Tags, Extents> withIndexAxes(const RawTensor& t, size_t p, const RawTensor& ix);
 /// InvalidArgument: the row has no such form (a unary row's db, the partials a row turns off).
 [[noreturn]] void failNoForm(ElemOp op, Form form);
 /// InvalidArgument: the row is not computed in place (its `in_place` is false).

@@ -19,17 +19,6 @@ using ops::NeedsGrad;
 
 namespace {
 
-// indexSelect's result axes: t's axes with the one at position p replaced, in place, by the
-// indices' axes.
-Tags withIndexAxes(const RawTensor& t, size_t p, const RawTensor& ix) {
-  Tags tags;
-  for (size_t i = 0; i < t.rank(); ++i) {
-    if (i == p) tags.insert(tags.end(), ix.tags().begin(), ix.tags().end());
-    else tags.push_back(t.tags()[i]);
-  }
-  return tags;
-}
-
 // indexSelect of a frozen 16-bit or q8_0 table (an embedding kept in its stored dtype): the rows
 // are copied as they are stored, so the result has the table's dtype and no f32 copy of the whole
 // table is made (the dtype rule's f32 computation would give the same values). q8_0 rows are
@@ -68,7 +57,7 @@ Tensor Tensor::indexSelect(ExecContext& ctx, Tag axis, const Tensor& indices) co
       fail(ErrorCode::ShapeMismatch, "indexSelect along " + name_q + ": the indices " + ix.describe() +
                                          " share axis '" + std::string(a.tags()[i].name()) + "' with the table " +
                                          a.describe());
-  const Tags tags = withIndexAxes(a, p, ix);
+  const Tags tags = backend::withIndexAxes(a, p, ix).first;
   const int64_t n = a.shape()[p];
   const backend::Kernels& k = backend::kernelsOf(ctx);
   // Row-major over the indices' axes, through ctx so that per-step indices come from its cache.

@@ -102,21 +102,6 @@ void copyRows(const std::byte* s, std::byte* o, int64_t outer, int64_t n, std::s
       std::memcpy(o + static_cast<size_t>(u * k + j) * row, s + static_cast<size_t>(u * n + idx[j]) * row, row);
 }
 
-// The table's axes with the one at position p replaced, in place, by the index's axes.
-std::pair<Tags, Extents> withIndexAxes(const RawTensor& t, size_t p, const RawTensor& ix) {
-  Tags tags;
-  Extents shape;
-  for (size_t i = 0; i < t.rank(); ++i) {
-    if (i == p) {
-      tags.insert(tags.end(), ix.tags().begin(), ix.tags().end());
-      shape.insert(shape.end(), ix.shape().begin(), ix.shape().end());
-    } else {
-      tags.push_back(t.tags()[i]);
-      shape.push_back(t.shape()[i]);
-    }
-  }
-  return {std::move(tags), std::move(shape)};
-}
 
 }  // namespace
 

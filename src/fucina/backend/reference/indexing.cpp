@@ -88,17 +88,7 @@ void scatterAlong(ExecContext& ctx, const RawTensor& dst, Tag axis, const RawTen
 // blocks), outer row by outer row.
 RawTensor selectRows(ExecContext& ctx, const RawTensor& table, Tag axis, const RawTensor& index) {
   const size_t p = table.axis(axis);
-  Tags tags;
-  Extents shape;
-  for (size_t i = 0; i < table.rank(); ++i) {
-    if (i == p) {
-      tags.insert(tags.end(), index.tags().begin(), index.tags().end());
-      shape.insert(shape.end(), index.shape().begin(), index.shape().end());
-    } else {
-      tags.push_back(table.tags()[i]);
-      shape.push_back(table.shape()[i]);
-    }
-  }
+  const auto [tags, shape] = withIndexAxes(table, p, index);
   const bool q8 = table.dtype() == DType::q8_0;
   RawTensor out = q8 ? RawTensor::emptyQ8(ctx, tags, shape, internal::blockAxisOf(table))
                      : RawTensor::empty(ctx, tags, shape, table.dtype());

@@ -108,17 +108,7 @@ RawTensor selectRows(ExecContext& ctx, const RawTensor& table, Tag axis, const R
   requireRows(table, "selectRows");
   requireIndex(index, "selectRows");
   const size_t p = table.axis(axis);
-  Tags tags;
-  Extents shape;
-  for (size_t i = 0; i < table.rank(); ++i) {
-    if (i == p) {
-      tags.insert(tags.end(), index.tags().begin(), index.tags().end());
-      shape.insert(shape.end(), index.shape().begin(), index.shape().end());
-    } else {
-      tags.push_back(table.tags()[i]);
-      shape.push_back(table.shape()[i]);
-    }
-  }
+  const auto [tags, shape] = withIndexAxes(table, p, index);
   RawTensor out = RawTensor::empty(ctx, tags, shape);
   if (out.numel() == 0) return out;
   const int64_t n = table.shape()[p], inner = product(table.shape(), p + 1, table.rank());
