@@ -44,14 +44,16 @@ test('the tarball holds exactly the package files, within the size budget', () =
   // twice, the elementwise rows instantiated per form and dtype in both backends): 1.8 MB and
   // 8.68 MB, the simd wasm 3.47 MB and the threaded one 4.57 MB, so 9.0 MB; 2026-12-05, every op on
   // the primitives: 1.80 MB and 8.81 MB, the simd wasm 3.52 MB and the threaded one 4.65 MB; with
-  // the webgpu device (its backend, the WGSL it writes, the device contexts and the shim): 1.91 MB,
-  // so 2.0 MB: the GPU is the next speed step, and its kernels are source text the wasm carries).
+  // the webgpu device (its backend, compiled for size, the WGSL it writes, the device contexts, the
+  // shim): 1.91 MB and 9.26 MB, the simd wasm 3.65 MB and the threaded one 4.87 MB, so 2.0 and
+  // 9.5 MB: the GPU is the next speed step. The growth since the figures before also holds the
+  // previous stop's channels-last and optimizer primitives, not measured apart).
   // Each op costs ~6 KB of simd wasm and ~9 KB of threaded wasm. Raising it is a decision: say why
   // in the commit.
   const packed = statSync(tarball).size;
   const unpacked = files.reduce((n, f) => n + statSync(join(dist, f)).size, 0);
   assert.ok(packed <= 2.0e6, `tarball is ${packed} bytes, over its 2.0 MB budget`);
-  assert.ok(unpacked <= 9.0e6, `unpacked package is ${unpacked} bytes, over its 9.0 MB budget`);
+  assert.ok(unpacked <= 9.5e6, `unpacked package is ${unpacked} bytes, over its 9.5 MB budget`);
 });
 
 test('the manifest: exports conditions, engines, sideEffects; the repository points into dist/', () => {

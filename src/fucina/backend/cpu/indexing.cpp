@@ -152,7 +152,7 @@ void scatterAlong(const RawTensor& dst, Tag axis, const RawTensor& index, const 
 
 RawTensor selectRows(ExecContext& ctx, const RawTensor& table, Tag axis, const RawTensor& index) {
   const size_t p = table.axis(axis);
-  const auto [tags, shape] = withIndexAxes(table, p, index);
+  const auto [tags, shape] = backend::withIndexAxes(table, p, index);
   const std::span<const int64_t> idx(index.data<int64_t>(), static_cast<size_t>(index.numel()));
   if (table.dtype() == DType::q8_0) {
     RawTensor out = RawTensor::emptyQ8(ctx, tags, shape, internal::blockAxisOf(table));
