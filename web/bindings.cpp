@@ -359,13 +359,15 @@ void eachContext(const std::function<void(ExecContext&)>& f) {
 
 void setDefaultDevice(fucina::Device device) {
   hostCtx().on(device);  // DeviceUnavailable unless attached
+  if (device == fucina::Device::webgpu) fucina::backend::webgpu::Gpu::get();  // DeviceLost once lost
   g_default_device = device;
 }
 
-// After the device is lost: calls reach the shim no more; device tensors fail with DeviceLost.
-void detachWebgpu() {
+// After the device is lost (the shim's device.lost): calls reach the shim no more, device
+// tensors fail with DeviceLost, and new tensors are made on the cpu.
+void loseWebgpu() {
   guard([&] {
-    fucina::backend::webgpu::Gpu::uninstall();
+    fucina::backend::webgpu::Gpu::lose();
     g_default_device = fucina::Device::cpu;
   });
 }
@@ -506,7 +508,7 @@ EMSCRIPTEN_BINDINGS(fucina) {
   });
   function("variableOf", +[](Handle& h) { return guard([&] { return wrap(Tensor::variable(ctxOf(h.t), h.t)); }); });
   function("attachWebgpu", &attachWebgpu);
-  function("detachWebgpu", &detachWebgpu);
+  function("loseWebgpu", &loseWebgpu);
   function("setDefaultDevice", +[](std::string device) { guard([&] { setDefaultDevice(toDevice(device)); }); });
   function("memory", &memory);
   function("resetPeak", +[]() { guard([&] { eachContext([](ExecContext& c) { c.resetPeak(); }); }); });

@@ -105,6 +105,7 @@ export function makeInit(platform) {
       M.fucinaGpu = shim;
       fc._call(() => M.attachWebgpu());
       fc.defaultDevice = 'webgpu';
+      shim.onLost = () => fc._deviceLost();
     }
     fc.threads = fc._call(() => M.threads());
     fc.backend = fc._call(() => M.backend());
@@ -351,6 +352,11 @@ class Fucina {
     if (device !== 'cpu' && device !== 'webgpu') throw invalid(`defaultDevice must be 'cpu' or 'webgpu', got ${JSON.stringify(device)}`);
     this._call((M) => M.setDefaultDevice(device));
     this.#defaultDevice = device;
+  }
+  // The device is gone: its tensors fail with DeviceLost, new tensors are made on the cpu.
+  _deviceLost() {
+    this._call((M) => M.loseWebgpu());
+    this.#defaultDevice = 'cpu';
   }
   /** Resolves when the device has run all the work submitted so far (at once without one). */
   async sync() {

@@ -21,6 +21,7 @@ export class GpuShim {
   #limits;
   #faultId;
   lost = null;           // the GPUDeviceLostInfo's message once the device is lost
+  onLost = null;         // the facade's: falls back to the cpu
   downloadedBytes = 0;
 
   #keep;  // the GPU and adapter: Dawn's Node binding tears the device down when they are collected
@@ -36,7 +37,10 @@ export class GpuShim {
     this.#buffers.set(this.#faultId, device.createBuffer({ size: FAULT_BYTES, usage: STORAGE | COPY_SRC | COPY_DST }));
     this.#clearFault();
     device.addEventListener?.('uncapturederror', (e) => this.#errors.push(e.error?.message ?? String(e)));
-    device.lost?.then((info) => { this.lost = info?.message || 'the device was lost'; });
+    device.lost?.then((info) => {
+      this.lost = info?.message || info?.reason || 'the device was lost';
+      this.onLost?.(this.lost);
+    });
   }
 
   /** A device from a GPU (navigator.gpu, or the npm package webgpu's create([])), with the

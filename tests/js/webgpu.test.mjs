@@ -296,6 +296,32 @@ for (const variant of VARIANTS) {
   });
 }
 
+test('webgpu: a lost device fails its tensors with DeviceLost, and the module computes on the cpu', async () => {
+  // A GPU whose device the test can destroy (as a driver reset or a tab in the background would).
+  const real = create([]);
+  let device;
+  const gpu = {
+    requestAdapter: async () => {
+      const adapter = await real.requestAdapter();
+      return { limits: adapter.limits, info: adapter.info, requestDevice: async (d) => (device = await adapter.requestDevice(d)) };
+    },
+  };
+  const fc = await init({ variant: 'simd', device: 'webgpu', gpu });
+  const w = fc.variable(['i'], [4], [1, 2, 3, 4]);
+  w.mul(w).sumAll().backward();
+  device.destroy();
+  await new Promise((r) => setTimeout(r, 50));  // device.lost resolves
+  assert.equal(fc.defaultDevice, 'cpu');
+  throwsCode(() => w.mul(w), 'DeviceLost');
+  await assert.rejects(w.data(), (e) => e.code === 'DeviceLost');
+  await assert.rejects(fc.sync(), (e) => e.code === 'DeviceLost');
+  throwsCode(() => { fc.defaultDevice = 'webgpu'; }, 'DeviceLost');
+  const c = fc.constant(['i'], [3], [1, 2, 3]);
+  assert.equal(c.device, 'cpu');
+  assert.deepEqual(Array.from(c.mul(c).toArray()), [1, 4, 9]);
+  w.dispose();
+});
+
 test('webgpu: init without a GPU is DeviceUnavailable, and so is a default device not attached', async () => {
   const cpuOnly = await init({ variant: 'simd' });
   assert.equal(cpuOnly.defaultDevice, 'cpu');

@@ -54,6 +54,7 @@ void* MemoryAccount::allocate(size_t bytes, DType dtype) {
   if (bytes > 0 && bytes > limit - std::min(limit, live_now))
     fail(ErrorCode::OutOfMemory, "could not allocate " + std::to_string(bytes) + " bytes: " +
                                      std::to_string(live_now) + " are live, the limit is " + std::to_string(limit));
+  if (source_ && bytes > 0) source_->requireUsable();
   allocations_.fetch_add(1, std::memory_order_relaxed);
   void* p = nullptr;
   const size_t block = blockSize(bytes);

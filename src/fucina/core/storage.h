@@ -66,6 +66,8 @@ class BlockSource {
   /// A new block of `bytes` (a size class), or null when there is no room.
   virtual void* acquire(size_t bytes) noexcept = 0;
   virtual void giveBack(void* block) noexcept = 0;
+  /// Throws when blocks cannot be had at all (a device lost or gone), before any is asked for.
+  virtual void requireUsable() const {}
 };
 
 /// Accounting and cache of one context's buffers. Shared by every Storage it made, so a buffer

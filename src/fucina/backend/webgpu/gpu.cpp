@@ -13,12 +13,15 @@ namespace fucina::backend::webgpu {
 namespace {
 
 bool g_installed = false;
+bool g_lost = false;
 
 #ifdef __EMSCRIPTEN__
 emscripten::val shim() { return emscripten::val::module_property("fucinaGpu"); }
 #endif
 
 [[noreturn]] void failUnavailable() {
+  if (g_lost)
+    fail(ErrorCode::DeviceLost, "the webgpu device was lost: its tensors are gone; the cpu device still computes");
 #ifdef __EMSCRIPTEN__
   fail(ErrorCode::DeviceUnavailable, "no WebGPU device: init({ device: 'webgpu' }) makes one where there is an adapter");
 #else
@@ -39,6 +42,7 @@ class GpuBlocks final : public BlockSource {
   void giveBack(void* block) noexcept override {
     if (Gpu::installed()) Gpu::get().destroyBuffer(bufferOf(block));
   }
+  void requireUsable() const override { Gpu::get(); }  // DeviceLost or DeviceUnavailable
 };
 
 }  // namespace
@@ -52,10 +56,14 @@ Gpu& Gpu::get() {
 bool Gpu::installed() { return g_installed; }
 void Gpu::install() {
   g_installed = true;
+  g_lost = false;
   static Gpu& gpu = get();
   gpu = Gpu();  // a new device: nothing of the last one's (pipelines, fault buffer) carries over
 }
-void Gpu::uninstall() { g_installed = false; }
+void Gpu::lose() {
+  g_installed = false;
+  g_lost = true;
+}
 
 #ifdef __EMSCRIPTEN__
 

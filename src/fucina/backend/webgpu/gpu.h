@@ -28,13 +28,15 @@ struct GpuCounters {
 
 class Gpu {
  public:
-  /// The device the JS shim installed (init({ device: 'webgpu' })); DeviceUnavailable when none.
+  /// The device the JS shim installed (init({ device: 'webgpu' })); DeviceUnavailable when none,
+  /// DeviceLost once it is lost.
   static Gpu& get();
   /// Whether a device is installed and not lost.
   static bool installed();
-  /// Called by the bindings once the shim has a device, and when it is lost.
+  /// Called by the bindings once the shim has a device, and when the device is lost: from then
+  /// on every use of it is DeviceLost (the cpu device is unaffected).
   static void install();
-  static void uninstall();
+  static void lose();
 
   /// A new buffer of `bytes` (storage, copy source and destination), or 0 when the device has no
   /// room or the size is over its limits.
