@@ -18,7 +18,7 @@ export class GpuShim {
   #nextBuffer = 1;
   #uniforms;
   #errors = [];
-  #limits;
+  #maxBufferSize;
   #faultId;
   lost = null;           // the GPUDeviceLostInfo's message once the device is lost
   onLost = null;         // the facade's: falls back to the cpu
@@ -26,11 +26,10 @@ export class GpuShim {
 
   #keep;  // the GPU and adapter: Dawn's Node binding tears the device down when they are collected
 
-  constructor(device, adapterInfo, keep = null) {
+  constructor(device, keep = null) {
     this.#device = device;
     this.#keep = keep;
-    this.adapter = adapterInfo;
-    this.#limits = { maxBufferSize: device.limits.maxBufferSize, maxStorageBufferBindingSize: device.limits.maxStorageBufferBindingSize };
+    this.#maxBufferSize = device.limits.maxBufferSize;
     this.#uniforms = device.createBuffer({ size: UNIFORM_BYTES, usage: UNIFORM | COPY_DST });
     // Note [Device faults]: [flag, first position, extent, 0], set by the engine's check kernels.
     this.#faultId = this.#nextBuffer++;
@@ -55,12 +54,8 @@ export class GpuShim {
     } catch (e) {
       throw new FucinaError('DeviceUnavailable', `DeviceUnavailable: the adapter gave no device (${e?.message ?? e})`);
     }
-    const info = adapter.info ?? {};
-    return new GpuShim(device, { vendor: info.vendor ?? '', architecture: info.architecture ?? '', description: info.description ?? '' },
-      { gpu, adapter });
+    return new GpuShim(device, { gpu, adapter });
   }
-
-  get limits() { return { ...this.#limits }; }
 
   // ---- called by the engine (synchronously, on this thread). None of them throws: a JS
   // exception must not cross the engine's C++ frames (web/bindings.cpp), so a failure is kept
@@ -74,7 +69,7 @@ export class GpuShim {
     }
   }
   createBuffer(bytes) {
-    if (this.lost || bytes > this.#limits.maxBufferSize) return 0;
+    if (this.lost || bytes > this.#maxBufferSize) return 0;
     return this.#guard(() => {
       const size = Math.max(4, Math.ceil(bytes / 4) * 4);
       const buffer = this.#device.createBuffer({ size, usage: STORAGE | COPY_SRC | COPY_DST });
@@ -186,8 +181,6 @@ export class GpuShim {
   #clearFault() {
     this.#device.queue.writeBuffer(this.#buffer(this.#faultId), 0, new Uint32Array([0, 0xffffffff, 0, 0]));
   }
-  get liveBuffers() { return this.#buffers.size; }
-  destroy() { this.#device.destroy(); }
 
   #buffer(id) {
     const b = this.#buffers.get(id);

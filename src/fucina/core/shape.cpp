@@ -16,6 +16,10 @@ int64_t numelOf(const Extents& extents) {
   return n;
 }
 
+int64_t numelOf(const Extents& extents, size_t from, size_t to) {
+  return numelOf(Extents(extents.begin() + static_cast<std::ptrdiff_t>(from), extents.begin() + static_cast<std::ptrdiff_t>(to)));
+}
+
 int64_t numelExcept(const Extents& extents, size_t skip) {
   int64_t n = 1;
   for (size_t i = 0; i < extents.size(); ++i)

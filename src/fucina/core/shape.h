@@ -17,6 +17,8 @@ using Tags = std::vector<Tag>;
 using Extents = std::vector<int64_t>;
 
 int64_t numelOf(const Extents& extents);
+/// The product of extents[from, to): a block of axes (the outer or inner rows around one axis).
+int64_t numelOf(const Extents& extents, size_t from, size_t to);
 /// The product of the extents but the one at `skip` (the rows of a matrix seen along one axis).
 int64_t numelExcept(const Extents& extents, size_t skip);
 /// Position of tag in tags, or nullopt.

@@ -10,12 +10,6 @@
 namespace fucina::backend::reference {
 namespace {
 
-int64_t product(const Extents& shape, size_t from, size_t to) {
-  int64_t p = 1;
-  for (size_t i = from; i < to; ++i) p *= shape[i];
-  return p;
-}
-
 // The coordinates of row-major position i over shape.
 std::vector<int64_t> coordinates(const Extents& shape, int64_t i) {
   std::vector<int64_t> c(shape.size());
@@ -93,8 +87,8 @@ RawTensor selectRows(ExecContext& ctx, const RawTensor& table, Tag axis, const R
   RawTensor out = q8 ? RawTensor::emptyQ8(ctx, tags, shape, internal::blockAxisOf(table))
                      : RawTensor::empty(ctx, tags, shape, table.dtype());
   if (out.numel() == 0) return out;
-  const int64_t outer = product(table.shape(), 0, p), n = table.shape()[p], k = index.numel();
-  const int64_t inner = product(table.shape(), p + 1, table.rank());
+  const int64_t outer = numelOf(table.shape(), 0, p), n = table.shape()[p], k = index.numel();
+  const int64_t inner = numelOf(table.shape(), p + 1, table.rank());
   const size_t row = q8 ? q8::bytesFor(inner) : static_cast<size_t>(inner) * elementSize(table.dtype());
   const std::byte* s = table.bytes();
   std::byte* o = out.storage()->data();
@@ -107,8 +101,8 @@ RawTensor selectRows(ExecContext& ctx, const RawTensor& table, Tag axis, const R
 
 void updateRows(const RawTensor& dst, Tag axis, const RawTensor& index, const RawTensor& src, Kernels::RowUpdate how) {
   const size_t p = dst.axis(axis);
-  const int64_t outer = product(dst.shape(), 0, p), n = dst.shape()[p], k = index.numel();
-  const int64_t inner = product(dst.shape(), p + 1, dst.rank());
+  const int64_t outer = numelOf(dst.shape(), 0, p), n = dst.shape()[p], k = index.numel();
+  const int64_t inner = numelOf(dst.shape(), p + 1, dst.rank());
   if (k == 0 || inner == 0) return;  // else outer could be 2^40 with nothing to write
   for (int64_t u = 0; u < outer; ++u)
     for (int64_t j = 0; j < k; ++j)

@@ -15,12 +15,6 @@
 namespace fucina::backend::webgpu {
 namespace {
 
-int64_t product(const Extents& s, size_t from, size_t to) {
-  int64_t p = 1;
-  for (size_t i = from; i < to; ++i) p *= s[i];
-  return p;
-}
-
 // Element i of the index is bad when outside [0, extent) (and, with an ignore value, not equal to
 // it: the labels of a loss). Words from kParamWord: extent, then the ignore value's two words.
 std::string checkSource(uint32_t words, bool ignore) {
@@ -111,7 +105,7 @@ RawTensor selectRows(ExecContext& ctx, const RawTensor& table, Tag axis, const R
   const auto [tags, shape] = withIndexAxes(table, p, index);
   RawTensor out = RawTensor::empty(ctx, tags, shape);
   if (out.numel() == 0) return out;
-  const int64_t n = table.shape()[p], inner = product(table.shape(), p + 1, table.rank());
+  const int64_t n = table.shape()[p], inner = numelOf(table.shape(), p + 1, table.rank());
   const uint32_t buffers[3] = {bufferOf(table, "selectRows"), bufferOf(index, "selectRows"), bufferOf(out, "selectRows")};
   dispatchLinear(Gpu::get().pipeline(selectSource()), buffers, rowUniforms(out.numel(), n, index.numel(), inner),
                  out.numel());
@@ -123,8 +117,8 @@ void updateRows(ExecContext&, const RawTensor& dst, Tag axis, const RawTensor& i
   requireRows(dst, "updateRows");
   requireIndex(index, "updateRows");
   const size_t p = dst.axis(axis);
-  const int64_t n = dst.shape()[p], k = index.numel(), inner = product(dst.shape(), p + 1, dst.rank());
-  const int64_t count = product(dst.shape(), 0, p) * k * inner;
+  const int64_t n = dst.shape()[p], k = index.numel(), inner = numelOf(dst.shape(), p + 1, dst.rank());
+  const int64_t count = numelOf(dst.shape(), 0, p) * k * inner;
   if (count == 0) return;
   const bool reads = how != Kernels::RowUpdate::zero;
   if (reads) requireRows(src, "updateRows");
