@@ -2,7 +2,9 @@
 // demos server with ?autostart=1&steps=N, so it trains N steps with block checkpointing off and
 // stops; the test then switches checkpointing on and trains N more. The loss must fall, the peak
 // tensor memory of a step must be lower with checkpointing on, samples must appear, no tensors
-// may leak across steps, and nothing may be logged as an error.
+// may leak across steps, and nothing may be logged as an error. Then the page with ?device=webgpu
+// in a browser with WebGPU (over SwiftShader): it trains on the device or, where the device lacks
+// a kernel the model needs, says so and trains on the cpu; either way the loss falls.
 //
 // Run: node --test tests/browser/demo_gpt.test.mjs      Screenshot: test-output/demos/gpt.png
 // docs/img/gpt.png is that screenshot after 600 + 600 steps, on an idle machine:
@@ -12,7 +14,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT, skipReason, launchBrowser, openPage } from './helpers.mjs';
+import { ROOT, skipReason, launchBrowser, openPage, assertRanOn } from './helpers.mjs';
 import { startDemosServer } from '../../demos/web/server.mjs';
 
 const OUT = join(ROOT, 'test-output', 'demos');
@@ -22,6 +24,13 @@ const TIMEOUT_MS = 120_000;  // a generous bound for a busy machine; the waits a
 
 let server;
 let browser;
+
+/** Waits until the page has stopped after `steps` steps (or reported an error). */
+const stopped = (page, steps) => page.waitForFunction((n) => {
+  const d = window.__demo;
+  return d && (d.errors.length > 0 || (d.steps >= n && !d.running));
+}, steps, { timeout: TIMEOUT_MS, polling: 100 });
+const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 before(async () => {
   if (skipReason) return;
@@ -38,20 +47,15 @@ after(async () => {
 test('Tiny GPT: trains, samples, and checkpointing lowers the peak memory', { skip: skipReason }, async () => {
   const { context, page, problems } = await openPage(browser, { width: 1200, height: 900 });
   const state = () => page.evaluate(() => window.__demo);
-  // Waits until the page has stopped after `steps` steps (or reported an error).
-  const stoppedAt = (steps) => page.waitForFunction((n) => {
-    const d = window.__demo;
-    return d && (d.errors.length > 0 || (d.steps >= n && !d.running));
-  }, steps, { timeout: TIMEOUT_MS, polling: 100 });
   try {
     await page.goto(`${server.url}demos/web/gpt/?autostart=1&steps=${STEPS}&sampleEvery=${STEPS}`, { waitUntil: 'load' });
-    await stoppedAt(STEPS);
+    await stopped(page, STEPS);
     assert.deepEqual((await state()).errors, []);
     assert.equal(await page.isChecked('#checkpoint'), false);
 
     await page.click('#checkpoint');
     await page.click('#train');
-    await stoppedAt(2 * STEPS);
+    await stopped(page, 2 * STEPS);
     // The last sample (at step 2·STEPS) arrives just after the step that triggers it.
     await page.waitForFunction((n) => window.__demo.samples.some((s) => s.step === n), 2 * STEPS, { timeout: TIMEOUT_MS, polling: 100 });
     const d = await state();
@@ -61,11 +65,13 @@ test('Tiny GPT: trains, samples, and checkpointing lowers the peak memory', { sk
     assert.deepEqual(problems, []);
     assert.equal(d.variant, 'threaded-simd', 'the demos server is cross-origin isolated');
     assert.ok(d.threads > 1, `threads ${d.threads}`);
+    assert.equal(d.device, 'cpu');
+    assert.equal(await page.textContent('#device-used'), 'cpu');
+    assert.equal(await page.isDisabled('#device option[value="webgpu"]'), true, 'no adapter without the WebGPU flags');
 
     assert.equal(d.losses.length, 2 * STEPS);
     assert.ok(d.losses.every(Number.isFinite), `non-finite loss in ${d.losses}`);
     assert.ok(Math.abs(d.losses[0] - Math.log(256)) < 0.3, `first loss ${d.losses[0]}, expected about ln 256`);
-    const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
     assert.ok(mean(d.losses.slice(-3)) < mean(d.losses.slice(0, 3)) - 0.3, `loss did not fall: ${d.losses.map((l) => l.toFixed(3))}`);
 
     const { off, on } = d.peaks;
@@ -87,5 +93,29 @@ test('Tiny GPT: trains, samples, and checkpointing lowers the peak memory', { sk
     throw new Error(`${e.message}\nconsole/page problems so far:\n${problems.join('\n') || '(none)'}`);
   } finally {
     await context.close();
+  }
+});
+
+test('Tiny GPT on webgpu: trains on the device, or says what it lacks and trains on the cpu', { skip: skipReason }, async () => {
+  const steps = 6;
+  const gpuBrowser = await launchBrowser({ webgpu: true });
+  const { page, problems } = await openPage(gpuBrowser, { width: 1200, height: 900 });
+  try {
+    await page.goto(`${server.url}demos/web/gpt/?device=webgpu&autostart=1&steps=${steps}&sampleEvery=${steps}`, { waitUntil: 'load' });
+    await stopped(page, steps);
+    const d = await page.evaluate(() => window.__demo);
+    await page.screenshot({ path: join(OUT, 'gpt-webgpu.png'), fullPage: true });
+    assert.deepEqual(d.errors, []);
+    assert.deepEqual(problems, []);
+    assert.equal(d.webgpuMissing, '');
+    await assertRanOn(page, d);
+    assert.equal(d.losses.length, steps);
+    assert.ok(mean(d.losses.slice(-3)) < mean(d.losses.slice(0, 3)) - 0.1, `loss did not fall: ${d.losses.map((l) => l.toFixed(3))}`);
+    console.log(`Tiny GPT, device webgpu: trained on ${d.device}${d.fallbacks.length ? ` (${d.fallbacks[0]})` : ''}, ` +
+      `loss ${d.losses[0].toFixed(3)} -> ${d.losses.at(-1).toFixed(3)}`);
+  } catch (e) {
+    throw new Error(`${e.message}\nconsole/page problems so far:\n${problems.join('\n') || '(none)'}`);
+  } finally {
+    await gpuBrowser.close();
   }
 });

@@ -1,6 +1,7 @@
 // The browser demos (demos/web, served by `npm run demos`) in headless Chromium: the landing
 // page, the dataset route, the Fashion-MNIST classifier (MLP, then briefly the CNN, in one page
-// so the data loads once), the Fine-tune page (f32, then q8_0) and the 2-D playground. Each page
+// so the data loads once) on the cpu and then on webgpu (a second browser, WebGPU over
+// SwiftShader), the Fine-tune page (f32, then q8_0) and the 2-D playground. Each page
 // trains for a fixed number of steps through its test hook (?autostart=1&steps=N, window.__demo);
 // the loss must fall, Fashion's test accuracy must beat chance, Fine-tune's memory readout must
 // match the dtype, and nothing may be logged as an error.
@@ -13,7 +14,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { startDemosServer } from '../../demos/web/server.mjs';
-import { ROOT, skipReason, launchBrowser, openPage } from './helpers.mjs';
+import { ROOT, skipReason, launchBrowser, openPage, assertRanOn } from './helpers.mjs';
 
 const OUT = join(ROOT, 'test-output', 'demos');
 const TIMEOUT_MS = 120_000;
@@ -50,8 +51,8 @@ test('the demos server serves the four Fashion-MNIST files and nothing else outs
 });
 
 /** Opens path, waits until window.__demo reports done (or an error); returns { page, demo, problems }. */
-async function openDemo(path, viewport) {
-  const opened = await openPage(browser, viewport);
+async function openDemo(path, viewport, inBrowser = browser) {
+  const opened = await openPage(inBrowser, viewport);
   await opened.page.goto(server.url + path, { waitUntil: 'load' });
   return { ...opened, demo: await waitDone(opened) };
 }
@@ -106,6 +107,13 @@ test('Fashion-MNIST: the MLP, then the CNN, train in the worker', { skip: skipRe
     assert.equal(demo.variant, 'threaded-simd');
     assert.ok(demo.threads > 1, `threads ${demo.threads}`);
     assert.equal(demo.model, 'mlp');
+    // The device selector: cpu, webgpu off in a browser without an adapter (--disable-gpu), saying why.
+    assert.equal(demo.device, 'cpu');
+    assert.equal(await page.textContent('#device-used'), 'cpu');
+    assert.equal(await page.inputValue('#device'), 'cpu');
+    assert.ok(demo.webgpuMissing, 'this browser has a WebGPU adapter');
+    assert.equal(await page.isDisabled('#device option[value="webgpu"]'), true);
+    assert.equal(await page.textContent('#device option[value="webgpu"]'), `webgpu: ${demo.webgpuMissing}`);
     assert.equal(demo.losses.length, steps);
     assertLossFell(demo.losses, steps, 0.6);
     assert.equal(demo.accuracies.length, 4);  // before training, and every 10 steps
@@ -125,6 +133,41 @@ test('Fashion-MNIST: the MLP, then the CNN, train in the worker', { skip: skipRe
     await context.close();
   }
 });
+
+test('Fashion-MNIST on webgpu: the MLP trains on the device, the CNN there or, lacking a kernel, on the cpu',
+  { skip: skipReason }, async () => {
+    // SwiftShader runs the device on the CPU (a step of the MLP: about a second): few steps, and
+    // an evaluation only at the start and the end.
+    const steps = 8;
+    const gpuBrowser = await launchBrowser({ webgpu: true });
+    try {
+      const opened = await openDemo(`demos/web/fashion/?device=webgpu&autostart=1&steps=${steps}&eval=${steps}`,
+        { width: 900, height: 600 }, gpuBrowser);
+      const { page, problems } = opened;
+      let { demo } = opened;
+      assertClean(demo, problems);
+      assert.equal(demo.webgpuMissing, '');
+      await assertRanOn(page, demo, { mustRun: true });
+      assert.equal(demo.losses.length, steps);
+      assertLossFell(demo.losses, steps, 0.9);
+      assert.equal(demo.accuracies.length, 2);
+      await page.screenshot({ path: join(OUT, 'fashion-mlp-webgpu.png'), fullPage: true });
+
+      const cnnSteps = 3;
+      await page.evaluate((n) => window.__demo.run('cnn', n), cnnSteps);
+      demo = await waitDone(opened);
+      assertClean(demo, problems);
+      assert.equal(demo.model, 'cnn');
+      await assertRanOn(page, demo);
+      assert.equal(demo.losses.length, cnnSteps);
+      assertLossFell(demo.losses, cnnSteps, 0.95);
+      await page.screenshot({ path: join(OUT, 'fashion-cnn-webgpu.png'), fullPage: true });
+      console.log(`Fashion-MNIST, device webgpu: the MLP on ${opened.demo.device}, loss ${opened.demo.losses[0].toFixed(3)} -> ` +
+        `${opened.demo.losses.at(-1).toFixed(3)}; the CNN on ${demo.device}${demo.fallbacks.length ? ` (${demo.fallbacks[0]})` : ''}`);
+    } finally {
+      await gpuBrowser.close();
+    }
+  });
 
 /** The header and tensor table of safetensors bytes: { [name]: { dtype, shape, data_offsets } }. */
 function safetensorsHeader(bytes) {

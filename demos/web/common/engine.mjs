@@ -4,11 +4,22 @@
 //
 //   const engine = new Engine(new URL('./worker.mjs', import.meta.url));
 //   engine.on('ready', (m) => ...).on('progress', (m) => ...).on('error', (m) => ...);
-//   engine.config({ model: 'mlp' }); engine.start(); engine.stop();
+//   engine.config({ model: 'mlp' }); engine.start(); engine.stop(); engine.restart(url);
 
 export class Engine {
   constructor(url) {
     this.handlers = new Map();
+    this.#spawn(url);
+  }
+
+  /** Replaces the worker by a new one from url (on another device: common/device.mjs); the
+   * handlers stay. */
+  restart(url) {
+    this.worker.terminate();
+    this.#spawn(url);
+  }
+
+  #spawn(url) {
     this.worker = new Worker(url, { type: 'module' });
     this.worker.addEventListener('message', (e) => this.emit(e.data));
     this.worker.addEventListener('error', (e) => {

@@ -46,9 +46,11 @@ export function setText(id, text) {
   document.getElementById(id).textContent = text;
 }
 
-/** On the worker's 'ready': the engine variant and thread count in the badges and in __demo. */
-export function showEngine({ variant, threads }) {
-  Object.assign(demo, { variant, threads });
+/** On the worker's 'ready': the engine variant, thread count and device in the badges (the
+ * device where the page has a #device-used badge) and in __demo. */
+export function showEngine({ variant, threads, device }) {
+  Object.assign(demo, { variant, threads, device });
   setText('variant', variant);
   setText('threads', threads);
+  if (document.getElementById('device-used')) setText('device-used', device);
 }

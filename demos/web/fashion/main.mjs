@@ -1,8 +1,9 @@
-// The Fashion-MNIST page: Train/Stop/Reset and the model choice, the loss and test-accuracy
-// curves, and a grid of test images captioned with the model's current guesses.
+// The Fashion-MNIST page: Train/Stop/Reset, the model and device choices, the loss and
+// test-accuracy curves, and a grid of test images captioned with the model's current guesses.
 import { Engine } from '../common/engine.mjs';
 import { LineChart } from '../common/chart.mjs';
 import { params, autostart, stepLimit, demo, showError, RateMeter, setText, showEngine } from '../common/page.mjs';
+import { onChosenDevice, onDeviceChange, showFallback } from '../common/device.mjs';
 
 const CLASSES = ['T-shirt/top', 'Trouser', 'Pullover', 'Dress', 'Coat', 'Sandal', 'Shirt', 'Sneaker', 'Bag', 'Ankle boot'];
 const SHORT = ['T-shirt', 'Trouser', 'Pullover', 'Dress', 'Coat', 'Sandal', 'Shirt', 'Sneaker', 'Bag', 'Boot'];
@@ -11,7 +12,8 @@ const lossChart = new LineChart($('loss'), { series: [{ name: 'batch' }, { name:
 const accuracyChart = new LineChart($('accuracy'), { series: [{ name: 'test', color: '#4cd08a' }], yLabel: 'accuracy (%)', yMin: 0, yMax: 100 });
 lossChart.series[0].color = 'rgba(91, 156, 255, 0.35)';
 const rate = new RateMeter();
-const engine = new Engine(new URL('./worker.mjs', import.meta.url));
+const workerUrl = new URL('./worker.mjs', import.meta.url);
+const engine = new Engine(onChosenDevice(workerUrl));
 let running = false, smoothed = null, shown = null, info = null;
 let limit = stepLimit, startWhenReady = autostart;
 if (params.has('model')) $('model').value = params.get('model');
@@ -74,11 +76,13 @@ function configure(steps = stepLimit, start = autostart) {
 $('train').onclick = () => { if (running) engine.stop(); else engine.start(); setRunning(!running); };
 $('reset').onclick = () => configure();
 $('model').onchange = () => configure();
+onDeviceChange(() => { engine.restart(onChosenDevice(workerUrl)); configure(); });
 /** The browser test's hook: switch to this model, train it for this many steps, then set demo.done. */
 demo.run = (model, steps) => { $('model').value = model; configure(steps, true); };
 
 engine.on('error', (m) => { showError(m.message); setText('status', 'Stopped by an error (above).'); });
 engine.on('status', (m) => setText('status', m.text));
+engine.on('fallback', (m) => { showFallback(m.message); configure(limit, startWhenReady || m.running); });
 engine.on('ready', (m) => {
   ({ info } = m);
   showEngine(m);

@@ -42,23 +42,29 @@ serveTrainer(async (fc, { model: kind = 'mlp', steps = Infinity, evalEvery }) =>
   const batchesPerEpoch = Math.floor(train.count / spec.batch);
   let step = 0, order = null;
 
-  /** { accuracy, predictions (of the first SHOWN) } on the first EVAL_COUNT test images, by the
-   * model's inference path: its weights packed (and convolutions prepared) once for all chunks. */
-  function evaluate() {
+  /** { accuracy, predictions (of the first SHOWN) } on the first EVAL_COUNT test images. On the
+   * cpu by the model's inference path (its weights packed, convolutions prepared, once for all
+   * chunks); on a device, which packs nothing yet, by its forward. The logits are read with data()
+   * (a device's reads are async) and their argmax taken here. */
+  async function evaluate() {
     const predicted = new Int32Array(EVAL_COUNT);
-    fc.noGrad(() => {
-      const packed = model.pack();
-      try {
-        for (let begin = 0; begin < EVAL_COUNT; begin += EVAL_CHUNK) {
-          fc.scope(() => {
-            const { images } = makeBatch(fc, test, evalOrder, begin, EVAL_CHUNK);
-            predicted.set(packed.forward(input(images)).argmax('class').toArray(), begin);
-          });
+    const packed = fc.defaultDevice === 'cpu' ? fc.noGrad(() => model.pack()) : null;
+    try {
+      for (let begin = 0; begin < EVAL_COUNT; begin += EVAL_CHUNK) {
+        const logits = fc.noGrad(() => fc.scope(() => {
+          const { images } = makeBatch(fc, test, evalOrder, begin, EVAL_CHUNK);
+          return (packed ?? model).forward(input(images)).permuteTo(['batch', 'class']);
+        }));
+        const values = await logits.data();
+        logits.dispose();
+        for (let i = 0; i < EVAL_CHUNK; ++i) {
+          const row = values.subarray(10 * i, 10 * i + 10);
+          predicted[begin + i] = row.indexOf(Math.max(...row));
         }
-      } finally {
-        packed.dispose();
       }
-    });
+    } finally {
+      packed?.dispose();
+    }
     const correct = predicted.reduce((a, p, i) => a + (p === test.labels[i]), 0);
     return { accuracy: correct / EVAL_COUNT, predictions: Array.from(predicted.subarray(0, SHOWN)) };
   }
@@ -69,19 +75,19 @@ serveTrainer(async (fc, { model: kind = 'mlp', steps = Infinity, evalEvery }) =>
       model: kind, batch: spec.batch, lr: spec.lr, evalEvery, evalCount: EVAL_COUNT, trainCount: train.count,
       parameters: model.parameters().reduce((a, p) => a + count(p), 0),
       shown: { images: test.images.slice(0, SHOWN * 784), labels: Array.from(test.labels.subarray(0, SHOWN)) },
-      ...evaluate(),
+      ...(await evaluate()),
     },
-    step() {
+    async step() {
       const inEpoch = step % batchesPerEpoch;
       if (inEpoch === 0) order = shuffledIndices(train.count, step / batchesPerEpoch + 1);
-      const loss = trainStep(fc, opt, () => {
+      const loss = await trainStep(fc, opt, () => {
         const { images, labels } = makeBatch(fc, train, order, inEpoch * spec.batch, spec.batch);
         return model.forward(input(images)).crossEntropy(labels, 'class');
       });
       step += 1;
       const done = step >= steps;
       const progress = { step, loss, epoch: step / batchesPerEpoch, done };
-      return step % evalEvery === 0 || done ? { ...progress, ...evaluate() } : progress;
+      return step % evalEvery === 0 || done ? { ...progress, ...(await evaluate()) } : progress;
     },
     dispose() {
       opt.dispose();

@@ -1,8 +1,10 @@
-// The Tiny GPT page: wires the controls to the worker and draws what it reports (the loss curve,
-// the peak memory of each step with checkpointing off and on, and the text samples).
+// The Tiny GPT page: wires the controls (the device among them: common/device.mjs) to the worker
+// and draws what it reports (the loss curve, the peak memory of each step with checkpointing off
+// and on, and the text samples).
 import { Engine } from '../common/engine.mjs';
 import { LineChart } from '../common/chart.mjs';
 import { autostart, stepLimit, params, demo, showError, RateMeter, setText, showEngine } from '../common/page.mjs';
+import { onChosenDevice, onDeviceChange, showFallback } from '../common/device.mjs';
 
 const SMOOTHING = 0.9;       // the smoothed curve: an exponential moving average, bias-corrected
 const MAX_SAMPLES = 6;       // samples kept on the page, newest first
@@ -13,8 +15,9 @@ const lossChart = new LineChart($('loss'), { series: [{ name: 'per step', color:
 const memoryChart = new LineChart($('memory'), {
   series: [{ name: 'off', color: '#5b9cff' }, { name: 'on', color: '#4cd08a' }], yLabel: 'peak MiB', yMin: 0 });
 const rate = new RateMeter();
-const engine = new Engine(new URL('./worker.mjs', import.meta.url));
-let running = false, ready = false, ema = 0, emaWeight = 0, stepMs = null, batchTokens = 0;
+const workerUrl = new URL('./worker.mjs', import.meta.url);
+const engine = new Engine(onChosenDevice(workerUrl));
+let running = false, ready = false, startWhenReady = autostart, ema = 0, emaWeight = 0, stepMs = null, batchTokens = 0;
 // The latest peak (and what lived before the step) for each setting of the toggle.
 const peaks = { off: null, on: null };
 Object.assign(demo, { losses: [], steps: 0, running: false, peaks, samples: [], liveTensors: [], stepMs: [] });
@@ -40,8 +43,9 @@ function start() {
   engine.start();
   setRunning(true);
 }
-function reset() {
+function reset(thenStart = autostart) {
   ready = false;
+  startWhenReady = thenStart;
   enable(false);
   setRunning(false);
   lossChart.clear();
@@ -57,7 +61,8 @@ function reset() {
   engine.config({ checkpointing: $('checkpoint').checked, settings: settings() });
 }
 $('train').onclick = () => { if (running) engine.stop(); else start(); };
-$('reset').onclick = reset;
+$('reset').onclick = () => reset();
+onDeviceChange(() => { engine.restart(onChosenDevice(workerUrl)); reset(); });
 $('sample').onclick = () => engine.send('sample');
 $('checkpoint').onchange = () => engine.send('checkpoint', { on: $('checkpoint').checked });
 for (const id of ['prompt', 'temperature', 'every']) $(id).oninput = () => engine.send('settings', { settings: settings() });
@@ -127,6 +132,7 @@ function addSample(m) {
 
 // ---- the worker's reports
 engine.on('error', (m) => showError(m.message));
+engine.on('fallback', (m) => { showFallback(m.message); reset(startWhenReady || m.running); });
 engine.on('ready', (m) => {
   const { model: c, training: t, parameters } = m.info;
   showEngine(m);
@@ -144,7 +150,7 @@ engine.on('ready', (m) => {
   addSample(m.info.sample);
   ready = true;
   enable(true);
-  if (autostart) start();
+  if (startWhenReady) start();
 });
 engine.on('started', () => setText('status', 'training…'));
 engine.on('progress', (m) => {

@@ -16,10 +16,11 @@ function printable(bytes) {
 }
 
 /**
- * A trainer over the bytes of a text (a Uint8Array).
- * step() trains once and returns { step, loss, peakBytes, liveBytes, checkpointing, ms }: peakBytes is
- * the most tensor storage alive from just before the step to the end of backward (parameters,
- * optimizer state, batch and everything the backward pass keeps), liveBytes what lived before it.
+ * A trainer over the bytes of a text (a Uint8Array), on fc.defaultDevice.
+ * step() trains once and resolves to { step, loss, peakBytes, liveBytes, checkpointing, ms }:
+ * peakBytes is the most tensor storage alive on the device from just before the step to the end of
+ * backward (parameters, optimizer state, batch and everything the backward pass keeps), liveBytes
+ * what lived before it; ms includes reading the loss back (a device's work ends there).
  */
 export function createTrainer(fc, bytes, { model: modelConfig = MODEL, training = TRAINING } = {}) {
   const cfg = { ...MODEL, ...modelConfig };
@@ -31,6 +32,8 @@ export function createTrainer(fc, bytes, { model: modelConfig = MODEL, training 
   const schedule = (step) => (step < t.warmupSteps ? (t.lr * (step + 1)) / t.warmupSteps : t.lr);
   const random = makeRandom(t.seed);
   const span = cfg.context + 1;  // model.loss predicts the last `context` bytes from the first
+  const device = fc.defaultDevice;
+  const memory = () => (device === 'cpu' ? fc.memory() : fc.memory().devices[device]);
   let steps = 0, samples = 0;
 
   // batch random windows of the text as tokens{batch, t} (i32).
@@ -43,22 +46,24 @@ export function createTrainer(fc, bytes, { model: modelConfig = MODEL, training 
     return fc.constant(['batch', 't'], [t.batch, span], ids, 'i32');
   }
 
-  function step() {
+  async function step() {
     const started = performance.now();
     opt.lr = schedule(steps);
-    const liveBytes = fc.memory().liveBytes;
+    const liveBytes = memory().liveBytes;
     fc.resetPeak();
     const { loss, peakBytes } = fc.scope(() => {
       opt.zeroGrad();
       const l = model.loss(batchTokens());
       l.backward();
-      const peak = fc.memory().peakBytes;
+      const peak = memory().peakBytes;
       fc.optim.clipGradNorm(params, t.clip);
       opt.step();
-      return { loss: l.item(), peakBytes: peak };
+      return { loss: l.detach(), peakBytes: peak };
     });
+    const [value] = await loss.data();
+    loss.dispose();
     steps += 1;
-    return { step: steps, loss, peakBytes, liveBytes, checkpointing: model.config.checkpointBlocks, ms: performance.now() - started };
+    return { step: steps, loss: value, peakBytes, liveBytes, checkpointing: model.config.checkpointBlocks, ms: performance.now() - started };
   }
 
   /**

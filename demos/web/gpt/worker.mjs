@@ -32,8 +32,8 @@ serveTrainer(async (fc, { checkpointing = false, settings: initial = {} }) => {
   return {
     info: { model: trainer.config, training: trainer.training, parameters: trainer.parameterCount,
       textBytes: bytes.length, checkpointing: trainer.checkpointing, sample: sample() },
-    step() {
-      const progress = trainer.step();
+    async step() {
+      const progress = await trainer.step();
       const done = progress.step >= stopAt;
       if (done) stopAt = Infinity;
       if (progress.step % settings.sampleEvery === 0) self.postMessage(sample());

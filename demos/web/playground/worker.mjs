@@ -39,8 +39,8 @@ serveTrainer((fc, { xy, labels, hidden = 32, lr = 0.01, seed = 1, steps = Infini
 
   return {
     info: { grid: GRID, extent: EXTENT, heatmap: probabilities(grid), parameters: model.parameters().reduce((a, p) => a + p.shape.reduce((u, v) => u * v, 1), 0) },
-    step() {
-      const loss = trainStep(fc, opt, () => model.forward(x).crossEntropy(y, 'class'));
+    async step() {
+      const loss = await trainStep(fc, opt, () => model.forward(x).crossEntropy(y, 'class'));
       step += 1;
       const done = step >= steps;
       if (step % REPORT_EVERY !== 0 && !done) return undefined;
