@@ -1,9 +1,11 @@
 // The workloads' set-up on the npm package's facade, shared by bench/bench.mjs (Node) and
 // bench/browser-worker.mjs (a page): for a workload, the step the protocol times and its note, and
-// timeWorkload, which times it and makes its record. The
+// timeWorkload, which times it and makes its record; timeOnDevice and deviceLine, the same step
+// on a device, for bench/webgpu.mjs (Node) and bench/webgpu-worker.mjs (a page). The
 // models are fc.nn's (web/nn.mjs), the same definitions tests/js/models.test.mjs trains; every
 // workload does what bench/bench.cpp does natively.
-import { GEMM_SHAPES, W5_BATCH, W5_CONFIG, W5_T, W6_BATCH, W7_NEW, W7_PROMPT, labelPattern, record, runProtocol, scaleShape } from './protocol.mjs';
+import { GEMM_SHAPES, W5_BATCH, W5_CONFIG, W5_T, W6_BATCH, W7_NEW, W7_PROMPT, gflopPerStep, labelPattern, record, runProtocol,
+  scaleShape } from './protocol.mjs';
 
 /** A training step as the protocol defines it: zero, forward + loss, backward, update, loss.item(). */
 const trainingStep = (fc, opt, lossOf) => () => fc.scope(() => {
@@ -98,4 +100,57 @@ export function timeWorkload(fc, workload, impl, { quick = false, warmupSteps, l
       heap_bytes: after.heapBytes,  // the wasm memory at the end (it never shrinks: its high-water mark)
       live_bytes_by_dtype: Object.fromEntries(Object.entries(after.bytesByDtype ?? {}).filter(([, v]) => v > 0)),
       isa: 'SIMD128', ...extra, ...(note ? { note } : {}) });
+}
+
+/**
+ * Times workload's step with its tensors on `device` ('cpu' or 'webgpu', made fc's default device
+ * meanwhile): two warm steps (pipelines made, buffers pooled), then `steps` timed ones, each ended
+ * by awaiting the device (fc.sync(); the protocol's closing loss.item() cannot wait for a device).
+ * Resolves to { workload, device, ms_per_step, gflops, note? } plus, on a device, what a step costs
+ * it in steady state (dispatches, uploaded_bytes, downloaded_bytes, pipelines_made, buffers_made)
+ * and live_bytes; or to { workload, device, error }: UnsupportedOnDevice names a kernel it lacks.
+ */
+export async function timeOnDevice(fc, workload, device, steps) {
+  const r = { workload, device };
+  const before = fc.defaultDevice;
+  fc.defaultDevice = device;
+  try {
+    const { step, note } = setUp(fc, workload);
+    const run = async () => {
+      try {
+        step();
+      } catch (e) {
+        if (e.code !== 'DeviceReadIsAsync') throw e;  // the step's closing loss.item()
+      }
+      await fc.sync();
+    };
+    await run();
+    await run();
+    const counters = () => (device === 'cpu' ? undefined : fc.memory().devices[device]);
+    const from = counters();
+    const t0 = performance.now();
+    for (let i = 0; i < steps; ++i) await run();
+    const ms = (performance.now() - t0) / steps;
+    const to = counters();
+    const per = (k) => (to[k] - from[k]) / steps;
+    Object.assign(r, { ms_per_step: +ms.toFixed(2), gflops: +(gflopPerStep(workload) / (ms / 1e3)).toFixed(2),
+      ...(to && { dispatches: per('dispatches'), uploaded_bytes: per('uploadedBytes'), downloaded_bytes: per('downloadedBytes'),
+        pipelines_made: per('pipelinesMade'), buffers_made: per('buffersMade'), live_bytes: to.liveBytes }),
+      ...(note ? { note } : {}) });
+  } catch (e) {
+    r.error = String(e.message ?? e).split('\n')[0];
+  } finally {
+    fc.defaultDevice = before;
+  }
+  return r;
+}
+
+/** timeOnDevice's record as a line: what ran it (r.adapter or r.engine, when given), then the
+ * time, the rate and a device's counters, or the error. */
+export function deviceLine(r) {
+  const what = `${r.workload} ${r.device}${r.adapter || r.engine ? ` (${r.adapter ?? r.engine})` : ''}`;
+  if (r.error) return `${what}: ${r.error}`;
+  const counters = r.dispatches === undefined ? '' : `; per step: ${r.dispatches} dispatches, ${r.uploaded_bytes} B up, ` +
+    `${r.downloaded_bytes} B down, ${r.pipelines_made} pipelines, ${r.buffers_made} buffers made; ${r.live_bytes} B live`;
+  return `${what}: ${r.ms_per_step} ms/step, ${r.gflops} GFLOP/s${counters}`;
 }
