@@ -1,13 +1,12 @@
-// Contraction as a batched GEMM C[z] = A[z]·B[z] (+ C[z]): 64x64 tiles of C per workgroup of
-// 16x16 invocations, each computing 4x4 outputs from 16-deep slices of A and B staged in
-// workgroup memory. Each operand is read through its own strides (a group of axes that does not
-// fold into one stride is copied contiguous first), and its tile is loaded along whichever of
-// its two axes is contiguous, so neighbouring invocations read neighbouring words.
+// Contraction as a batched GEMM (Note [Tiled GEMM]). Each operand is read through its own strides
+// (a group of axes that does not fold into one stride is copied contiguous first), and its tile is
+// loaded along whichever of its two axes is contiguous, so neighbouring invocations read
+// neighbouring words.
 #include <string>
 
 #include "fucina/backend/cpu/gemm.h"
 #include "fucina/backend/webgpu/primitives.h"
-#include "fucina/backend/webgpu/wgsl.h"
+#include "fucina/backend/webgpu/tiled_gemm.h"
 #include "fucina/core/error.h"
 #include "fucina/exec/context.h"
 
@@ -50,59 +49,21 @@ Matrices asMatrices(ExecContext& ctx, const RawTensor& t, const Tags& z, const T
   return {c, fold(c, z), fold(c, rows), fold(c, cols)};
 }
 
-// Loads of one operand's 16 x 64 tile into `tile`: `deep` the depth (k) index, `wide` the row
-// (m, or n) index; `fast` names the index that moves between neighbouring invocations.
-std::string tileLoad(const std::string& tile, const std::string& buf, const std::string& wide0,
-                     const std::string& limit, const std::string& off, const std::string& s_wide,
-                     const std::string& s_deep, bool deep_fast) {
-  const std::string deep = deep_fast ? "e % 16u" : "e / 64u", wide = deep_fast ? "e / 16u" : "e % 64u";
-  return "    for (var j = 0u; j < 4u; j = j + 1u) {\n"
-         "      let e = t + j * 256u;\n"
-         "      let kk = " + deep + ";\n      let ww = " + wide + ";\n"
-         "      let gw = " + wide0 + " + ww;\n      let gk = k0 + kk;\n"
-         "      var v = 0.0;\n"
-         "      if (gw < " + limit + " && gk < K) { v = " + buf + "[u32(" + off + " + i32(gw) * " + s_wide + " + i32(gk) * " + s_deep + ")]; }\n"
-         "      " + tile + "[kk][ww] = v;\n"
-         "    }\n";
-}
-
-std::string gemmSource(bool a_deep_fast, bool b_deep_fast) {
-  return prelude(3) + readBinding(0, "a") + readBinding(1, "b") + writeBinding(2, "c") +
-         "var<workgroup> ta: array<array<f32, 64>, 16>;\n"
-         "var<workgroup> tb: array<array<f32, 64>, 16>;\n"
-         "@compute @workgroup_size(16, 16) fn main(@builtin(local_invocation_id) lid: vec3u, "
-         "@builtin(workgroup_id) wg: vec3u) {\n"
-         "  let M = uw(0u);\n  let N = uw(1u);\n  let K = uw(2u);\n"
-         "  let aoff = ui(3u) + ui(4u) * i32(wg.z);\n  let sam = ui(5u);\n  let sak = ui(6u);\n"
-         "  let boff = ui(7u) + ui(8u) * i32(wg.z);\n  let sbn = ui(9u);\n  let sbk = ui(10u);\n"
-         "  let m0 = wg.y * 64u;\n  let n0 = wg.x * 64u;\n  let t = lid.y * 16u + lid.x;\n"
-         "  var acc: array<array<f32, 4>, 4>;\n"
-         "  for (var k0 = 0u; k0 < K; k0 = k0 + 16u) {\n" +
-         tileLoad("ta", "a", "m0", "M", "aoff", "sam", "sak", a_deep_fast) +
-         tileLoad("tb", "b", "n0", "N", "boff", "sbn", "sbk", b_deep_fast) +
-         "    workgroupBarrier();\n"
-         "    for (var kk = 0u; kk < 16u; kk = kk + 1u) {\n"
-         "      var av: array<f32, 4>;\n      var bv: array<f32, 4>;\n"
-         "      for (var i = 0u; i < 4u; i = i + 1u) { av[i] = ta[kk][lid.y + 16u * i]; bv[i] = tb[kk][lid.x + 16u * i]; }\n"
-         "      for (var i = 0u; i < 4u; i = i + 1u) {\n"
-         "        for (var j = 0u; j < 4u; j = j + 1u) { acc[i][j] = fma(av[i], bv[j], acc[i][j]); }\n"
-         "      }\n"
-         "    }\n"
-         "    workgroupBarrier();\n"
-         "  }\n"
-         "  let accumulate = uw(11u) != 0u;\n"
-         "  for (var i = 0u; i < 4u; i = i + 1u) {\n"
-         "    for (var j = 0u; j < 4u; j = j + 1u) {\n"
-         "      let gm = m0 + lid.y + 16u * i;\n      let gn = n0 + lid.x + 16u * j;\n"
-         "      if (gm < M && gn < N) {\n"
-         "        let o = (wg.z * M + gm) * N + gn;\n"
-         "        var v = acc[i][j];\n"
-         "        if (accumulate) { v = v + c[o]; }\n"
-         "        c[o] = v;\n"
-         "      }\n"
-         "    }\n"
-         "  }\n"
-         "}\n";
+// A[b][m][k] and B[b][k][n] through each operand's offset and strides (words from kGemmWord on);
+// C[b] contiguous, added to when word kGemmWord + 8 is set.
+std::string contractSource(bool a_deep_fast, bool b_deep_fast) {
+  auto word = [](int k) { return "ui(" + std::to_string(kGemmWord + k) + "u)"; };
+  auto at = [&](const char* fn, const char* buf, int w) {
+    return std::string("fn ") + fn + "(b: u32, r: u32, k: u32) -> f32 { return " + buf + "[u32(" + word(w) + " + " +
+           word(w + 1) + " * i32(b) + i32(r) * " + word(w + 2) + " + i32(k) * " + word(w + 3) + ")]; }\n";
+  };
+  const std::string operands =
+      readBinding(0, "lhs") + readBinding(1, "rhs") + writeBinding(2, "c") + at("a_at", "lhs", 0) + at("b_at", "rhs", 4) +
+      "fn store(b: u32, s: u32, m: u32, n: u32, v: f32) {\n"
+      "  let o = (b * uw(0u) + m) * uw(1u) + n;\n"
+      "  if (" + word(8) + " != 0) { c[o] = c[o] + v; } else { c[o] = v; }\n"
+      "}\n";
+  return tiledGemmSource(operands, 3, a_deep_fast, b_deep_fast);
 }
 
 }  // namespace
@@ -128,17 +89,12 @@ RawTensor contract(ExecContext& ctx, const RawTensor& a, const RawTensor& b, con
     const Matrices mb = asMatrices(ctx, b, axes.batch, axes.b_free, contracted);
     const int64_t m = ma.rows.extent, n = mb.rows.extent, z = ma.z.extent;
     Uniforms u;
-    u.u(static_cast<uint64_t>(m)).u(static_cast<uint64_t>(n)).u(static_cast<uint64_t>(k));
+    u.set(kGemmWord - 1, 0);
     u.i(ma.t.offset()).i(ma.z.stride).i(ma.rows.stride).i(ma.cols.stride);
     u.i(mb.t.offset()).i(mb.z.stride).i(mb.rows.stride).i(mb.cols.stride);
     u.u(accumulate ? 1 : 0);
     const uint32_t buffers[3] = {bufferOf(ma.t, "contract"), bufferOf(mb.t, "contract"), bufferOf(out, "contract")};
-    const int64_t gx = (n + 63) / 64, gy = (m + 63) / 64;
-    if (gx > Gpu::kMaxGroups || gy > Gpu::kMaxGroups || z > Gpu::kMaxGroups)
-      unsupported("a product of " + std::to_string(z) + " matrices of " + std::to_string(m) + " x " + std::to_string(n));
-    const uint32_t pipeline = Gpu::get().pipeline(gemmSource(ma.cols.stride == 1, mb.cols.stride == 1));
-    Gpu::get().dispatch(pipeline, buffers, u.words, static_cast<uint32_t>(gx), static_cast<uint32_t>(gy),
-                        static_cast<uint32_t>(z));
+    dispatchGemm(contractSource(ma.cols.stride == 1, mb.cols.stride == 1), buffers, u, {z, m, n, k}, "contract");
   }
   return kernels::inResultOrder(ctx, out, a, contracted, axes.b_free);
 }
