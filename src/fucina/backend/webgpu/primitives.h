@@ -10,6 +10,8 @@
 namespace fucina::backend::webgpu {
 
 using internal::RawTensor;
+using ConvPlan = kernels::ConvPlan;
+using Conv2dGeometry = kernels::Conv2dGeometry;
 
 // elementwise.cpp: the rows of backend/elementwise_table.h with a WGSL form.
 RawTensor map(ExecContext& ctx, ElemOp op, Form form, const Tags& tags, const Extents& shape, Inputs ins,
@@ -52,9 +54,34 @@ RawTensor labelLossRowsVjp(ExecContext& ctx, const RawTensor& lp, const RawTenso
 RawTensor contract(ExecContext& ctx, const RawTensor& a, const RawTensor& b, const Tags& contracted,
                    const RawTensor& initial);
 
+// conv.cpp: convolutions as implicit GEMMs, in either layout (Note [Channels last]).
+RawTensor conv2d(ExecContext& ctx, const RawTensor& x, const RawTensor& w, const ConvPlan& p, const Tags& tags,
+                 const Extents& shape, const RawTensor& bias, bool relu);
+RawTensor conv2dInputGrad(ExecContext& ctx, const RawTensor& gy, const RawTensor& w, const ConvPlan& p,
+                          const Tags& tags, const Extents& shape);
+RawTensor conv2dWeightGrad(ExecContext& ctx, const RawTensor& x, const RawTensor& gy, const ConvPlan& p,
+                           const Tags& tags, const Extents& shape);
+
+// pool.cpp
+Kernels::Pooled pool2d(ExecContext& ctx, Kernels::Pool kind, const RawTensor& x, const Conv2dGeometry& g,
+                       size_t trailing, bool argmax);
+RawTensor pool2dVjp(ExecContext& ctx, Kernels::Pool kind, const RawTensor& gy, const RawTensor& argmax,
+                    const Conv2dGeometry& g, size_t trailing);
+
+// random.cpp
+RawTensor dropout(ExecContext& ctx, const RawTensor& x, uint64_t seed, double p, float keep_scale);
+
+// attention.cpp
+Kernels::Attention attention(ExecContext& ctx, const AttentionGeometry& g, const RawTensor& q, const RawTensor& k,
+                             const RawTensor& v);
+Kernels::AttentionGrads attentionVjp(ExecContext& ctx, const AttentionGeometry& g, const RawTensor& q,
+                                     const RawTensor& k, const RawTensor& v, const RawTensor& probs,
+                                     const RawTensor& gy, bool need_q, bool need_k, bool need_v);
+
 // optim.cpp
 void sgdUpdate(ExecContext& ctx, const SgdStep& s, const RawTensor& p, const RawTensor& g, const RawTensor& buf);
 void adamUpdate(ExecContext& ctx, const AdamStep& s, const RawTensor& p, const RawTensor& g, const RawTensor& m,
                 const RawTensor& v);
+Kernels::GradNorm gradNorm(ExecContext& ctx, std::span<const RawTensor> grads, double max_norm);
 
 }  // namespace fucina::backend::webgpu

@@ -2,6 +2,7 @@
 // UnsupportedOnDevice naming the primitive for the rest, so an op on device tensors either runs
 // on the device or says that it does not, and never moves data behind the caller's back.
 #include "fucina/backend/kernels.h"
+#include "fucina/core/error.h"
 #include "fucina/backend/webgpu/primitives.h"
 #include "fucina/backend/webgpu/wgsl.h"
 
@@ -49,17 +50,34 @@ class WebgpuKernels final : public Kernels {
   RawTensor logic(ExecContext&, Logic, const Tags&, const Extents&, Inputs) const override { unsupported("logic"); }
   RawTensor truthRows(ExecContext&, const RawTensor&, bool) const override { unsupported("truthRows"); }
   RawTensor bandMask(ExecContext&, Tag, Tag, int64_t, int64_t, int64_t, int64_t) const override { unsupported("bandMask"); }
-  RawTensor dropout(ExecContext&, const RawTensor&, uint64_t, double, float) const override { unsupported("dropout"); }
+  RawTensor dropout(ExecContext& ctx, const RawTensor& x, uint64_t seed, double p, float keep_scale) const override {
+    return webgpu::dropout(ctx, x, seed, p, keep_scale);
+  }
   RawTensor multinomialRows(ExecContext&, const RawTensor&, int64_t, uint64_t, bool, const std::string&) const override { unsupported("multinomialRows"); }
-  RawTensor conv2d(ExecContext&, const RawTensor&, const RawTensor&, const ConvPlan&, const Tags&, const Extents&, const RawTensor&, bool) const override { unsupported("conv2d"); }
-  RawTensor conv2dInputGrad(ExecContext&, const RawTensor&, const RawTensor&, const ConvPlan&, const Tags&, const Extents&) const override { unsupported("conv2dInputGrad"); }
-  RawTensor conv2dWeightGrad(ExecContext&, const RawTensor&, const RawTensor&, const ConvPlan&, const Tags&, const Extents&) const override { unsupported("conv2dWeightGrad"); }
+  RawTensor conv2d(ExecContext& ctx, const RawTensor& x, const RawTensor& w, const ConvPlan& p, const Tags& tags,
+                   const Extents& shape, const RawTensor& bias, bool relu) const override {
+    return webgpu::conv2d(ctx, x, w, p, tags, shape, bias, relu);
+  }
+  RawTensor conv2dInputGrad(ExecContext& ctx, const RawTensor& gy, const RawTensor& w, const ConvPlan& p,
+                            const Tags& tags, const Extents& shape) const override {
+    return webgpu::conv2dInputGrad(ctx, gy, w, p, tags, shape);
+  }
+  RawTensor conv2dWeightGrad(ExecContext& ctx, const RawTensor& x, const RawTensor& gy, const ConvPlan& p,
+                             const Tags& tags, const Extents& shape) const override {
+    return webgpu::conv2dWeightGrad(ctx, x, gy, p, tags, shape);
+  }
   RawTensor winogradWeights(ExecContext&, const RawTensor&, int64_t) const override { unsupported("winogradWeights"); }
   RawTensor winogradConv2d(ExecContext&, const RawTensor&, const RawTensor&, const ConvPlan&, const Tags&, const Extents&, const RawTensor&, bool) const override { unsupported("winogradConv2d"); }
   RawTensor im2col(ExecContext&, const RawTensor&, const Conv2dGeometry&, const Tags&, const Extents&) const override { unsupported("im2col"); }
   RawTensor col2im(ExecContext&, const RawTensor&, const Conv2dGeometry&, const Tags&, const Extents&) const override { unsupported("col2im"); }
-  Pooled pool2d(ExecContext&, Pool, const RawTensor&, const Conv2dGeometry&, size_t, bool) const override { unsupported("pool2d"); }
-  RawTensor pool2dVjp(ExecContext&, Pool, const RawTensor&, const RawTensor&, const Conv2dGeometry&, size_t) const override { unsupported("pool2dVjp"); }
+  Pooled pool2d(ExecContext& ctx, Pool kind, const RawTensor& x, const Conv2dGeometry& g, size_t trailing,
+                bool argmax) const override {
+    return webgpu::pool2d(ctx, kind, x, g, trailing, argmax);
+  }
+  RawTensor pool2dVjp(ExecContext& ctx, Pool kind, const RawTensor& gy, const RawTensor& argmax,
+                      const Conv2dGeometry& g, size_t trailing) const override {
+    return webgpu::pool2dVjp(ctx, kind, gy, argmax, g, trailing);
+  }
   RawTensor upsample2x(ExecContext&, const RawTensor&) const override { unsupported("upsample2x"); }
   RawTensor upsample2xVjp(ExecContext&, const RawTensor&) const override { unsupported("upsample2xVjp"); }
   RawTensor channelAffine(ExecContext&, const RawTensor&, const RawTensor&, const RawTensor&, Tag) const override { unsupported("channelAffine"); }
@@ -97,8 +115,15 @@ class WebgpuKernels final : public Kernels {
   RawTensor temperatureSoftmaxRows(ExecContext&, const RawTensor&, float) const override { unsupported("temperatureSoftmaxRows"); }
   RawTensor distillRows(ExecContext&, const RawTensor&, const Distill&) const override { unsupported("distillRows"); }
   RawTensor distillRowsVjp(ExecContext&, const RawTensor&, const Distill&, const RawTensor&) const override { unsupported("distillRowsVjp"); }
-  Attention attention(ExecContext&, const AttentionGeometry&, const RawTensor&, const RawTensor&, const RawTensor&) const override { unsupported("attention"); }
-  AttentionGrads attentionVjp(ExecContext&, const AttentionGeometry&, const RawTensor&, const RawTensor&, const RawTensor&, const RawTensor&, const RawTensor&, bool, bool, bool) const override { unsupported("attentionVjp"); }
+  Attention attention(ExecContext& ctx, const AttentionGeometry& g, const RawTensor& q, const RawTensor& k,
+                      const RawTensor& v) const override {
+    return webgpu::attention(ctx, g, q, k, v);
+  }
+  AttentionGrads attentionVjp(ExecContext& ctx, const AttentionGeometry& g, const RawTensor& q, const RawTensor& k,
+                              const RawTensor& v, const RawTensor& probs, const RawTensor& gy, bool need_q,
+                              bool need_k, bool need_v) const override {
+    return webgpu::attentionVjp(ctx, g, q, k, v, probs, gy, need_q, need_k, need_v);
+  }
   RawTensor gated(ExecContext&, const GateFn&, const RawTensor&, const RawTensor&) const override { unsupported("gated"); }
   void gatedVjp(ExecContext&, const GateFn&, const RawTensor&, const RawTensor&, const RawTensor&, const RawTensor&, const RawTensor&) const override { unsupported("gatedVjp"); }
   std::vector<int64_t> readI64(ExecContext&, const RawTensor&) const override { unsupported("host reads (device reads are async)"); }
@@ -111,7 +136,13 @@ class WebgpuKernels final : public Kernels {
   RawTensor packedProduct(ExecContext&, const RawTensor&, const PackedB&, const RawTensor&, const Tags&, const Extents&) const override { unsupported("packedProduct"); }
   void sgdUpdate(ExecContext& ctx, const SgdStep& s, const RawTensor& p, const RawTensor& g, const RawTensor& buf) const override { webgpu::sgdUpdate(ctx, s, p, g, buf); }
   void adamUpdate(ExecContext& ctx, const AdamStep& s, const RawTensor& p, const RawTensor& g, const RawTensor& m, const RawTensor& v) const override { webgpu::adamUpdate(ctx, s, p, g, m, v); }
-  double sumSquares(ExecContext&, const RawTensor&) const override { unsupported("sumSquares (its result is read on the host: clipGradNorm)"); }
+  double sumSquares(ExecContext&, const RawTensor&) const override {
+    fail(ErrorCode::DeviceReadIsAsync, "clipGradNorm returns its norm as a number, a synchronous read of the device: "
+                                       "clipGradNormTensor clips on the device and returns the norm as a tensor");
+  }
+  GradNorm gradNorm(ExecContext& ctx, std::span<const RawTensor> grads, double max_norm) const override {
+    return webgpu::gradNorm(ctx, grads, max_norm);
+  }
 };
 
 }  // namespace

@@ -1,0 +1,173 @@
+// Attention with its probabilities kept (Kernels::attention): operands laid out densely as
+// {batch..., heads, time, dim}, each product the tiled GEMM (Note [Tiled GEMM]) with query tile n
+// reading kv tile kv(n) in place (grouped heads share keys without a copy), and two row kernels:
+// the causal softmax, and dS = scale·P∘(dP − Σ dP∘P). The key and value gradients sum over a kv
+// tile's query heads in the product's depth, so no two invocations add into one element.
+#include <string>
+
+#include "fucina/backend/webgpu/primitives.h"
+#include "fucina/backend/webgpu/tiled_gemm.h"
+#include "fucina/exec/context.h"
+
+namespace fucina::backend::webgpu {
+namespace {
+
+// Words from kGemmWord: H, Hkv, Tq, Tk, D, Dv, causal, scale.
+std::string shape() {
+  const auto w = [](uint32_t i) { return "uw(" + std::to_string(kGemmWord + i) + "u)"; };
+  return "struct Att { H: u32, Hkv: u32, Tq: u32, Tk: u32, D: u32, Dv: u32, causal: u32 }\n"
+         "fn att() -> Att { return Att(" + w(0) + ", " + w(1) + ", " + w(2) + ", " + w(3) + ", " + w(4) + ", " + w(5) +
+         ", " + w(6) + "); }\n"
+         "fn scale() -> f32 { return uf(" + std::to_string(kGemmWord + 7) + "u); }\n"
+         "fn kv(n: u32) -> u32 { let q = att(); return n / q.H * q.Hkv + n % q.H / (q.H / q.Hkv); }\n"
+         // Query tile n of kv tile b's group member h.
+         "fn member(b: u32, h: u32) -> u32 { let q = att(); return b / q.Hkv * q.H + b % q.Hkv * (q.H / q.Hkv) + h; }\n"
+         "fn visible(i: u32) -> u32 {\n"
+         "  let q = att();\n"
+         "  if (q.causal == 0u) { return q.Tk; }\n"
+         "  return u32(clamp(i32(i + q.Tk) - i32(q.Tq) + 1, 0, i32(q.Tk)));\n"
+         "}\n";
+}
+
+// One product: A[b][m][k] and B[b][k][n] as WGSL expressions over (b, m or n, k), stored into c at
+// `store_at` (over b, m, n), times `factor`.
+std::string product(const std::string& a, const std::string& b, const std::string& store_at, const char* factor,
+                    bool a_deep_fast, bool b_deep_fast) {
+  return tiledGemmSource(readBinding(0, "x") + readBinding(1, "y") + writeBinding(2, "c") + shape() +
+                             "fn a_at(b: u32, m: u32, k: u32) -> f32 { let q = att(); return " + a + "; }\n"
+                             "fn b_at(b: u32, n: u32, k: u32) -> f32 { let q = att(); return " + b + "; }\n"
+                             "fn store(b: u32, s: u32, m: u32, n: u32, v: f32) { let q = att(); c[" + store_at +
+                             "] = v" + factor + "; }\n",
+                         3, a_deep_fast, b_deep_fast);
+}
+
+// Rows r = n·Tq + i of P (in place): the softmax over the keys row i sees, 0 past them.
+std::string softmaxSource() {
+  return prelude(1) + writeBinding(0, "p") + shape() + rowKernelHead() +
+         "  let seen = visible(row % att().Tq);\n"
+         "  var m = from_bits(0xff800000u);\n"
+         "  for (var j = l; j < seen; j = j + 256u) { m = max(m, p[base + j]); }\n"
+         "  m = reduce(l, m, true);\n"
+         "  var s = 0.0;\n"
+         "  for (var j = l; j < seen; j = j + 256u) { s = s + exp(p[base + j] - m); }\n"
+         "  s = reduce(l, s, false);\n"
+         "  for (var j = l; j < n; j = j + 256u) { p[base + j] = select(0.0, exp(p[base + j] - m) / s, j < seen); }\n"
+         "}\n";
+}
+
+// dS over dP (in place) from P.
+std::string scoresGradSource() {
+  return prelude(2) + readBinding(0, "p") + writeBinding(1, "d") + shape() + rowKernelHead() +
+         "  let seen = visible(row % att().Tq);\n"
+         "  var s = 0.0;\n"
+         "  for (var j = l; j < seen; j = j + 256u) { s = s + d[base + j] * p[base + j]; }\n"
+         "  s = reduce(l, s, false);\n"
+         "  for (var j = l; j < n; j = j + 256u) {\n"
+         "    d[base + j] = select(0.0, scale() * p[base + j] * (d[base + j] - s), j < seen);\n"
+         "  }\n"
+         "}\n";
+}
+
+struct Run {
+  ExecContext& ctx;
+  const AttentionGeometry& g;
+  Uniforms words() const {
+    Uniforms u;
+    u.set(kGemmWord - 1, 0);
+    u.u(static_cast<uint64_t>(g.H)).u(static_cast<uint64_t>(g.Hkv)).u(static_cast<uint64_t>(g.Tq));
+    u.u(static_cast<uint64_t>(g.Tk)).u(static_cast<uint64_t>(g.D)).u(static_cast<uint64_t>(g.Dv));
+    u.u(g.causal ? 1 : 0).f(g.scale);
+    return u;
+  }
+  void gemm(const std::string& source, const RawTensor& x, const RawTensor& y, const RawTensor& c,
+            const GemmShape& s) const {
+    if (s.k == 0) return fill(ctx, c, 0.0);  // an empty sum (no keys, say), with no empty buffer bound
+    const uint32_t buffers[3] = {bufferOf(x, "attention"), bufferOf(y, "attention"), bufferOf(c, "attention")};
+    dispatchGemm(source, buffers, words(), s, "attention");
+  }
+  // The row kernels, over rows of P's Tk: its uniforms are (rows, n) then the attention's words.
+  void rows(const std::string& source, std::span<const uint32_t> buffers) const {
+    Uniforms u = words();
+    u.set(0, static_cast<uint32_t>(g.B * g.H * g.Tq)).set(1, static_cast<uint32_t>(g.Tk));
+    const int64_t r = g.B * g.H * g.Tq, x = std::min<int64_t>(r, Gpu::kMaxGroups), y = (r + x - 1) / x;
+    if (r > 0 && g.Tk > 0)
+      Gpu::get().dispatch(Gpu::get().pipeline(source), buffers, u.words, static_cast<uint32_t>(x),
+                          static_cast<uint32_t>(y));
+  }
+  RawTensor dense(const RawTensor& t) const { return t.permuted(g.layout()).contiguous(ctx); }
+  // {batch..., heads, time, dim} of `like`'s extents, with d dims.
+  RawTensor laidOut(const RawTensor& like, int64_t d) const {
+    Extents s;
+    for (Tag t : g.batch) s.push_back(like.extent(t));
+    s.insert(s.end(), {like.extent(g.heads), like.extent(g.time), d});
+    return RawTensor::empty(ctx, g.layout(), s);
+  }
+};
+
+}  // namespace
+
+Kernels::Attention attention(ExecContext& ctx, const AttentionGeometry& g, const RawTensor& q, const RawTensor& k,
+                             const RawTensor& v) {
+  requireF32(q, "attention");
+  requireF32(k, "attention");
+  requireF32(v, "attention");
+  const Run run{ctx, g};
+  const RawTensor Q = run.dense(q), K = run.dense(k), V = run.dense(v);
+  RawTensor P = RawTensor::empty(ctx, {"n", "i", "j"}, {g.B * g.H, g.Tq, g.Tk});
+  RawTensor out = run.laidOut(q, g.Dv);
+  const int64_t tiles = g.B * g.H;
+  // S = scale·Q·Kᵀ, then the softmax rows, then out = P·V.
+  run.gemm(product("x[(b * q.Tq + m) * q.D + k]", "y[(kv(b) * q.Tk + n) * q.D + k]", "(b * q.Tq + m) * q.Tk + n",
+                   " * scale()", true, true),
+           Q, K, P, {tiles, g.Tq, g.Tk, g.D});
+  const uint32_t p_buffer[1] = {bufferOf(P, "attention")};
+  run.rows(softmaxSource(), p_buffer);
+  run.gemm(product("x[(b * q.Tq + m) * q.Tk + k]", "y[(kv(b) * q.Tk + k) * q.Dv + n]", "(b * q.Tq + m) * q.Dv + n",
+                   "", true, false),
+           P, V, out, {tiles, g.Tq, g.Dv, g.Tk});
+  return {out, P};
+}
+
+Kernels::AttentionGrads attentionVjp(ExecContext& ctx, const AttentionGeometry& g, const RawTensor& q,
+                                     const RawTensor& k, const RawTensor& v, const RawTensor& probs,
+                                     const RawTensor& gy, bool need_q, bool need_k, bool need_v) {
+  requireF32(gy, "attention VJP");
+  const Run run{ctx, g};
+  const RawTensor G = run.dense(gy), P = probs.contiguous(ctx);
+  const int64_t tiles = g.B * g.H, kv_tiles = g.B * g.Hkv, depth = g.group() * g.Tq;
+  // Element t of a kv tile's depth: query row t % Tq of its member t / Tq.
+  const std::string row = "(member(b, k / q.Tq) * q.Tq + k % q.Tq)";
+  Kernels::AttentionGrads grads;
+  if (need_v) {  // gv[kv] = Σ_group Pᵀ·gy
+    grads.v = run.laidOut(v, g.Dv);
+    run.gemm(product("x[" + row + " * q.Tk + m]", "y[" + row + " * q.Dv + n]", "(b * q.Tk + m) * q.Dv + n", "",
+                     false, false),
+             P, G, grads.v, {kv_tiles, g.Tk, g.Dv, depth});
+  }
+  if (!need_q && !need_k) return grads;
+  const RawTensor V = run.dense(v);
+  RawTensor dS = RawTensor::empty(ctx, {"n", "i", "j"}, {tiles, g.Tq, g.Tk});
+  // dP = gy·Vᵀ, then dS over it.
+  run.gemm(product("x[(b * q.Tq + m) * q.Dv + k]", "y[(kv(b) * q.Tk + n) * q.Dv + k]", "(b * q.Tq + m) * q.Tk + n",
+                   "", true, true),
+           G, V, dS, {tiles, g.Tq, g.Tk, g.Dv});
+  const uint32_t ds_buffers[2] = {bufferOf(P, "attention VJP"), bufferOf(dS, "attention VJP")};
+  run.rows(scoresGradSource(), ds_buffers);
+  if (need_q) {  // gq = dS·K
+    const RawTensor K = run.dense(k);
+    grads.q = run.laidOut(q, g.D);
+    run.gemm(product("x[(b * q.Tq + m) * q.Tk + k]", "y[(kv(b) * q.Tk + k) * q.D + n]", "(b * q.Tq + m) * q.D + n",
+                     "", true, false),
+             dS, K, grads.q, {tiles, g.Tq, g.D, g.Tk});
+  }
+  if (need_k) {  // gk[kv] = Σ_group dSᵀ·Q
+    const RawTensor Q = run.dense(q);
+    grads.k = run.laidOut(k, g.D);
+    run.gemm(product("x[" + row + " * q.Tk + m]", "y[" + row + " * q.D + n]", "(b * q.Tk + m) * q.D + n", "", false,
+                     false),
+             dS, Q, grads.k, {kv_tiles, g.Tk, g.D, depth});
+  }
+  return grads;
+}
+
+}  // namespace fucina::backend::webgpu

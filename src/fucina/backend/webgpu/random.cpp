@@ -1,0 +1,60 @@
+// Seeded dropout on the device: the same counter-based draws as the host (core/random.h), in
+// 64-bit arithmetic built from u32 pairs (WGSL has no 64-bit integers), so a mask is the same on
+// every backend. unit(seed, i) < p is compared as integers: bits(seed, i) < ceil(p·2⁵³)·2¹¹.
+#include <cmath>
+#include <string>
+
+#include "fucina/backend/webgpu/primitives.h"
+#include "fucina/backend/webgpu/wgsl.h"
+#include "fucina/core/random.h"
+#include "fucina/exec/context.h"
+
+namespace fucina::backend::webgpu {
+namespace {
+
+// 64-bit values as vec2u (low word, high word).
+constexpr const char* kU64 =
+    "fn mul32(a: u32, b: u32) -> vec2u {\n"  // the full product of two u32
+    "  let a0 = a & 0xffffu;\n  let a1 = a >> 16u;\n  let b0 = b & 0xffffu;\n  let b1 = b >> 16u;\n"
+    "  let p00 = a0 * b0;\n  let p01 = a0 * b1;\n  let p10 = a1 * b0;\n"
+    "  let mid = (p00 >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);\n"
+    "  return vec2u((p00 & 0xffffu) | (mid << 16u), a1 * b1 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u));\n"
+    "}\n"
+    "fn mul64(a: vec2u, b: vec2u) -> vec2u { let p = mul32(a.x, b.x); return vec2u(p.x, p.y + a.x * b.y + a.y * b.x); }\n"
+    "fn add64(a: vec2u, b: vec2u) -> vec2u { let lo = a.x + b.x; return vec2u(lo, a.y + b.y + select(0u, 1u, lo < a.x)); }\n"
+    "fn xor_shift(z: vec2u, s: u32) -> vec2u { return z ^ vec2u((z.x >> s) | (z.y << (32u - s)), z.y >> s); }\n"
+    "fn mix(z: vec2u) -> vec2u {\n"  // splitmix64's finalizer
+    "  let a = mul64(xor_shift(z, 30u), vec2u(0x1ce4e5b9u, 0xbf58476du));\n"
+    "  let b = mul64(xor_shift(a, 27u), vec2u(0x133111ebu, 0x94d049bbu));\n"
+    "  return xor_shift(b, 31u);\n"
+    "}\n";
+
+std::string dropoutSource() {
+  // Words: n, mix(seed) (2), threshold (2), keep_scale, all dropped.
+  return prelude(2) + readBinding(0, "x") + writeBinding(1, "y") + kU64 + kMainSignature + " {\n  " + kLinearIndex +
+         "\n  if (i >= uw(0u)) { return; }\n"
+         "  let bits = mix(add64(vec2u(uw(1u), uw(2u)), mul64(vec2u(i, 0u), vec2u(0x7f4a7c15u, 0x9e3779b9u))));\n"
+         "  let t = vec2u(uw(3u), uw(4u));\n"
+         "  let dropped = uw(6u) != 0u || bits.y < t.y || (bits.y == t.y && bits.x < t.x);\n"
+         "  y[i] = x[i] * select(uf(5u), 0.0, dropped);\n"
+         "}\n";
+}
+
+}  // namespace
+
+RawTensor dropout(ExecContext& ctx, const RawTensor& x, uint64_t seed, double p, float keep_scale) {
+  requireF32(x, "dropout");
+  const RawTensor src = x.contiguous(ctx);
+  RawTensor y = RawTensor::empty(ctx, src.tags(), src.shape());
+  const uint64_t mixed = random::mix(seed);
+  const bool all = p >= 1;
+  const uint64_t threshold = all || !(p > 0) ? 0 : static_cast<uint64_t>(std::ceil(std::ldexp(p, 53))) << 11;
+  Uniforms u;
+  u.u(static_cast<uint64_t>(y.numel())).u(mixed & 0xffffffffu).u(mixed >> 32).u(threshold & 0xffffffffu);
+  u.u(threshold >> 32).f(keep_scale).u(all ? 1 : 0);
+  const uint32_t buffers[2] = {bufferOf(src, "dropout"), bufferOf(y, "dropout")};
+  dispatchLinear(Gpu::get().pipeline(dropoutSource()), buffers, u, y.numel());
+  return y;
+}
+
+}  // namespace fucina::backend::webgpu
