@@ -580,6 +580,13 @@ double optimClipGradNorm(val params, double max_norm) {
   });
 }
 
+val optimClipGradNormTensor(val params, double max_norm) {
+  return guard([&] {
+    const std::vector<Tensor> ts = tensorsOf(params, "clipGradNormTensor params");
+    return handleOf(fucina::optim::clipGradNormTensor(hostCtx().on(deviceOfParams(ts)), ts, max_norm));
+  });
+}
+
 }  // namespace
 
 EMSCRIPTEN_BINDINGS(fucina_optim) {
@@ -593,6 +600,7 @@ EMSCRIPTEN_BINDINGS(fucina_optim) {
   function("optimSgd", &optimSgd);
   function("optimAdam", &optimAdam);
   function("optimClipGradNorm", &optimClipGradNorm);
+  function("optimClipGradNormTensor", &optimClipGradNormTensor);
 }
 // ================================================================ optim (fc.optim): END
 

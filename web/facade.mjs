@@ -920,6 +920,10 @@ function makeOptim(fc) {
       const handles = handlesOf(fc, params, 'optim.clipGradNorm: params');
       return fc._call((M) => M.optimClipGradNorm(handles, checkNumber(maxNorm, 'maxNorm')));
     },
+    clipGradNormTensor(params, maxNorm) {
+      const handles = handlesOf(fc, params, 'optim.clipGradNormTensor: params');
+      return fc._wrap(fc._call((M) => M.optimClipGradNormTensor(handles, checkNumber(maxNorm, 'maxNorm'))));
+    },
     linearWarmup,
     cosineDecay,
     warmupCosine,

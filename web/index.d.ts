@@ -1152,6 +1152,11 @@ export interface Optim {
   /** Scales the gradients by maxNorm / (norm + 1e-6) when their global 2-norm exceeds maxNorm;
    * returns the norm before clipping. */
   clipGradNorm(params: readonly Tensor[], maxNorm: number): number;
+  /** clipGradNorm without reading the device (torch's clip_grad_norm_ returns a tensor too): the
+   * gradients are scaled where they live and the norm is an f32 scalar there (await
+   * norm.data()). On the webgpu device, where clipGradNorm's number would need a synchronous
+   * read (DeviceReadIsAsync), this is the way to clip. */
+  clipGradNormTensor(params: readonly Tensor[], maxNorm: number): Tensor;
   /** baseLr · step / warmupSteps before warmupSteps, then baseLr. */
   linearWarmup(step: number, warmupSteps: number, baseLr: number): number;
   /** minLr + (baseLr − minLr) · (1 + cos(π · min(step, totalSteps) / totalSteps)) / 2. */

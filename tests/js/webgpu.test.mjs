@@ -112,7 +112,7 @@ for (const variant of VARIANTS) {
       const y = fc.variable(['i'], [37], values(37, 2));
       const xt = x.permuteTo(['i', 'b']);  // a strided operand
       const z = xt.mul(y).add(x.div(y.abs().add(fc.scalar(0.5))))
-        .sub(x.gelu().mul(y.tanh()))
+        .sub(x.gelu().mul(y.tanh())).add(x.geluErf().scale(0.5))
         .add(x.relu().mul(x.sigmoid()))
         .add(x.exp().scale(0.25))
         .maximum(x.abs().add(fc.scalar(0.1)).sqrt().neg().minimum(y.silu()));
@@ -231,6 +231,81 @@ for (const variant of VARIANTS) {
     compare(out, 1e-5);
   });
 
+  test(`webgpu (${variant}): convolutions and their VJPs match the cpu: strides, padding, dilation, groups, both layouts`, async () => {
+    const fc = await gpuEngine(variant);
+    const out = await onBoth(fc, (fc) => {
+      const x = fc.variable(['n', 'c', 'h', 'w'], [2, 4, 9, 11], values(792, 21));
+      const w = fc.variable(['out', 'c', 'kh', 'kw'], [6, 2, 3, 2], values(72, 22));  // two groups
+      const b = fc.variable(['out'], [6], values(6, 23));
+      const y = x.conv2d(w, { bias: b, stride: [2, 1], padding: [1, 2], dilation: [1, 2], groups: 2 });
+      const r = x.conv2dRelu(w, { bias: b, groups: 2 });
+      // Channels last: the same convolution over x laid out {n, h, w, c}.
+      const wl = fc.variable(['out', 'c', 'kh', 'kw'], [5, 4, 3, 3], values(180, 24));
+      const cl = x.permuteTo(['n', 'h', 'w', 'c']).contiguous().conv2d(wl, { padding: [1, 1] });
+      // Long depth: the weight gradient sums 8 images of 32x32 positions in slices.
+      const big = fc.variable(['n', 'c', 'h', 'w'], [8, 3, 32, 32], values(24576, 25));
+      const wb = fc.variable(['out', 'c', 'kh', 'kw'], [7, 3, 3, 3], values(189, 26));
+      const yb = big.conv2d(wb, { padding: [1, 1] });
+      const s = fc.variable(['c', 't'], [3, 17], values(51, 27));
+      const w1 = fc.variable(['out', 'c', 'k'], [4, 3, 3], values(36, 28));
+      const y1 = s.conv1d(w1, { stride: 2, padding: 1 });
+      const wt = fc.variable(['c', 'out', 'k'], [3, 2, 4], values(24, 29));
+      const t1 = s.convTranspose1d(wt, { stride: 3, padding: 1, outputPadding: 1 });
+      const one = fc.variable(['c', 'h', 'w'], [1, 1, 1], [2]).conv2d(fc.constant(['out', 'c', 'kh', 'kw'], [1, 1, 1, 1], [3]));
+      y.mul(y).sumAll().add(r.sumAll()).add(cl.mul(cl).sumAll()).add(yb.mul(yb).sumAll().scale(0.01)).add(y1.mul(y1).sumAll())
+        .add(t1.mul(t1).sumAll()).backward();
+      return { y, r, cl, yb, y1, t1, one, gx: x.grad(), gw: w.grad(), gb: b.grad(), gwl: wl.grad(), gbig: big.grad(),
+        gwb: wb.grad(), gs: s.grad(), gw1: w1.grad(), gwt: wt.grad() };
+    });
+    compare(out, 1e-4);
+  });
+
+  test(`webgpu (${variant}): max and average pooling and their VJPs match the cpu, ties and NaN included`, async () => {
+    const fc = await gpuEngine(variant);
+    const out = await onBoth(fc, (fc) => {
+      const v = values(2 * 3 * 9 * 10, 31);
+      v[5] = NaN;
+      const x = fc.variable(['n', 'c', 'h', 'w'], [2, 3, 9, 10], v.map((e, i) => (i % 7 === 0 ? 0.5 : e)));
+      const m2 = x.maxPool2d(2);
+      const m3 = x.maxPool2d([3, 3], { stride: 2, padding: 1 });
+      const a = x.avgPool2d([3, 2], { stride: [1, 2], padding: 1 });
+      const last = x.permuteTo(['n', 'h', 'w', 'c']).contiguous().maxPool2d([2, 3], { stride: [1, 2] });  // lanes after the plane
+      const ties = fc.variable(['h', 'w'], [4, 4], new Array(16).fill(1));
+      const mt = ties.maxPool2d(2);
+      m3.mul(m3).sumAll().add(a.mul(a).sumAll()).add(last.sumAll()).add(mt.sumAll()).backward();
+      return { m2, m3, a, last, mt, gx: x.grad(), gties: ties.grad() };
+    });
+    compare(out, 1e-5);
+  });
+
+  test(`webgpu (${variant}): dropout draws the cpu's mask; its VJP too`, async () => {
+    const fc = await gpuEngine(variant);
+    const out = await onBoth(fc, (fc) => {
+      const x = fc.variable(['a', 'b'], [5, 333], values(1665, 41));
+      const d = x.permuteTo(['b', 'a']).dropout(0.3, 1234567890123);  // a strided operand
+      const h = x.dropout(0.5, 7), none = x.dropout(0, 7);
+      d.mul(x.permuteTo(['b', 'a'])).sumAll().add(h.sumAll()).backward();
+      return { d, h, none, gx: x.grad() };
+    });
+    compare(out, 0);
+  });
+
+  test(`webgpu (${variant}): grouped causal attention and its VJP match the cpu`, async () => {
+    const fc = await gpuEngine(variant);
+    for (const [Tq, Tk, causal] of [[5, 7, true], [9, 9, false], [70, 70, true], [1, 1, true]]) {
+      const out = await onBoth(fc, (fc) => {
+        const q0 = fc.variable(['b', 't', 'head', 'd'], [2, Tq, 4, 8], values(64 * Tq, Tq + 50));
+        const q = q0.permuteTo(['b', 'head', 't', 'd']);  // laid out densely by the kernel
+        const k = fc.variable(['b', 'head', 't', 'd'], [2, 2, Tk, 8], values(32 * Tk, Tk + 51));
+        const v = fc.variable(['b', 'head', 't', 'd'], [2, 2, Tk, 6], values(24 * Tk, Tk + 52));
+        const y = fc.groupedAttention(q, k, v, { causal });
+        y.mul(y).sumAll().backward();
+        return { y, gq: q0.grad(), gk: k.grad(), gv: v.grad() };
+      });
+      compare(out, 1e-4);
+    }
+  });
+
   test(`webgpu (${variant}): training steps match the cpu; steady state makes no buffer or pipeline and moves nothing`, async () => {
     const fc = await gpuEngine(variant);
     const curves = {};
@@ -279,6 +354,54 @@ for (const variant of VARIANTS) {
     fc.defaultDevice = 'webgpu';
     close(curves.webgpu, curves.cpu, 1e-4, 'losses and w2');
     assert.ok(curves.cpu[5] < curves.cpu[0], 'the loss falls');
+  });
+
+  test(`webgpu (${variant}): fc.nn's CNN and GPT train on the device to the cpu's losses, clipped there`, async () => {
+    const fc = await gpuEngine(variant);
+    const curves = {};
+    for (const device of ['cpu', 'webgpu']) {
+      fc.defaultDevice = device;
+      const cnn = new fc.nn.Cnn({ image: 12, conv1: 4, conv2: 6, hidden: 16 }, 3);
+      const gpt = new fc.nn.Gpt({ vocab: 32, context: 16, dModel: 32, heads: 4, layers: 2, mlp: 64 }, 4);
+      const params = [...cnn.parameters(), ...gpt.parameters()];
+      const opt = fc.optim.adamw(params, { lr: 1e-2 });
+      const x = fc.constant(['batch', 'h', 'w'], [4, 12, 12], values(576, 61));
+      const y = fc.constant(['batch'], [4], [1, 3, 5, 7], 'i32');
+      const tokens = fc.constant(['batch', 't'], [2, 13], Array.from({ length: 26 }, (_, i) => (i * 7) % 32), 'i32');
+      curves[device] = [];
+      for (let i = 0; i < 4; ++i) {
+        const kept = fc.scope(() => {
+          opt.zeroGrad();
+          const a = cnn.forward(x).crossEntropy(y, 'class'), b = gpt.loss(tokens);
+          a.add(b).backward();
+          const norm = fc.optim.clipGradNormTensor(params, 0.5);  // clips: the norm is over 0.5
+          opt.step();
+          return [a.detach(), b.detach(), norm];
+        });
+        for (const t of kept) curves[device].push((await t.data())[0]);
+      }
+      if (device === 'webgpu') throwsCode(() => fc.optim.clipGradNorm(params, 0.5), 'DeviceReadIsAsync');
+      opt.dispose();
+    }
+    fc.defaultDevice = 'webgpu';
+    close(curves.webgpu, curves.cpu, 2e-4, 'losses and norms');
+    assert.ok(curves.cpu[9] < curves.cpu[0] && curves.cpu[10] < curves.cpu[1], 'the losses fall');
+    assert.ok(curves.cpu[2] > 0.5, 'the gradients were clipped');
+  });
+
+  test(`webgpu (${variant}): checkpointed blocks give the device's gradients bit for bit`, async () => {
+    const fc = await gpuEngine(variant);
+    const grads = [];
+    for (const checkpointBlocks of [false, true]) {
+      const gpt = new fc.nn.Gpt({ vocab: 32, context: 16, dModel: 32, heads: 4, layers: 2, mlp: 64, checkpointBlocks }, 5);
+      const tokens = fc.constant(['batch', 't'], [2, 13], Array.from({ length: 26 }, (_, i) => (i * 5) % 32), 'i32');
+      gpt.loss(tokens).backward();
+      const g = [];
+      for (const p of gpt.parameters()) g.push(...(await p.grad().data()));
+      grads.push(g);
+    }
+    assert.equal(grads[0].length, grads[1].length);
+    assert.ok(grads[0].every((v, i) => Object.is(v, grads[1][i])), 'bitwise-equal gradients');
   });
 
   test(`webgpu (${variant}): disposed tensors return their buffers to the pool`, async () => {

@@ -273,6 +273,7 @@ struct GeluErf : Unary {
   static auto fwd(auto a, const P&) { return backend::act::geluErf(a); }
   static float da(float g, float a, float, const P&) { return g * backend::act::geluErfGrad(a); }
   static constexpr SimdForms simd{{Op::geluErf}, {Op::geluErfGrad, 1, 0}, {}};
+  static constexpr WgslForms wgsl{"gelu_erf(a)", "g * gelu_erf_grad(a)"};
 };
 // quickGelu: x·σ(1.702x).
 struct QuickGelu : Unary {

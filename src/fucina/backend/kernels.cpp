@@ -1,5 +1,6 @@
 #include "fucina/backend/kernels.h"
 
+#include <cmath>
 #include <string>
 
 #include "fucina/core/error.h"
@@ -17,6 +18,16 @@ const Kernels& kernelsFor(Backend backend) {
 }
 
 const Kernels& kernelsOf(const ExecContext& ctx) { return kernelsFor(ctx.backend()); }
+
+Kernels::GradNorm Kernels::gradNorm(ExecContext& ctx, std::span<const RawTensor> grads, double max_norm) const {
+  double sum_sq = 0;
+  for (const RawTensor& g : grads) sum_sq += sumSquares(ctx, g);
+  const double total = std::sqrt(sum_sq);
+  GradNorm r{RawTensor::empty(ctx, {}, {}), RawTensor::empty(ctx, {}, {})};
+  r.norm.f32()[0] = static_cast<float>(total);
+  r.factor.f32()[0] = clipFactor(total, max_norm);
+  return r;
+}
 
 const char* name(ElemOp op) {
   static constexpr std::array<const char*, kElemOpCount> kNames{

@@ -460,6 +460,13 @@ class Kernels {
                           const RawTensor& m, const RawTensor& v) const = 0;
   /// Σ x² in f64, in element order, of a contiguous f32 x (clipGradNorm's norm).
   virtual double sumSquares(ExecContext& ctx, const RawTensor& x) const = 0;
+  /// clipGradNormTensor's norm without a host read: the 2-norm of the contiguous f32 grads
+  /// together (f32 {}) and the factor (f32 {}) that clips them, clipFactor(norm, max_norm)
+  /// (backend/optim_steps.h). By default from sumSquares, in f64 on the host.
+  struct GradNorm {
+    RawTensor norm, factor;
+  };
+  virtual GradNorm gradNorm(ExecContext& ctx, std::span<const RawTensor> grads, double max_norm) const;
 };
 
 /// The kernels of ctx's backend (ExecOptions::backend).

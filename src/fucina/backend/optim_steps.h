@@ -2,7 +2,16 @@
 // primitives take them (backend/kernels.h).
 #pragma once
 
+#include <cmath>
+
 namespace fucina::backend {
+
+// clipGradNorm's factor for a total norm: max_norm / (total + 1e-6) in f32 (every gradient
+// element is multiplied by the same float) when total > max_norm and finite, else 1.
+inline float clipFactor(double total, double max_norm) {
+  if (!(total > max_norm) || !std::isfinite(total)) return 1.0f;
+  return static_cast<float>(max_norm / (total + 1e-6));
+}
 
 // SGD: d = g + weight_decay·p; with momentum, buf = d on the first step (torch), else
 // momentum·buf + keep·d (keep = 1 − dampening), and d = buf, or d + momentum·buf for Nesterov;

@@ -3,6 +3,7 @@
 // in the shim's fault buffer, which the next sync() or data() reads and reports; meanwhile the
 // kernels that use indices clamp them into range, so a bad index never reads or writes outside
 // a buffer (the values it feeds are then meaningless, and the error says so).
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,28 +44,28 @@ std::string selectSource() {
          "  out[i] = table[(a * n + index_at(q, n)) * inner + c];\n}\n";
 }
 
-// dst[(a·n + index[q])·inner + c] (+)= src[(a·K + q)·inner + c], or = 0; an add is a
-// compare-and-swap loop on the float's bits (WGSL has no float atomics), so repeated indices
-// accumulate in an order the device picks.
+// dst[(a·n + index[q])·inner + c] (+)= src[(a·K + q)·inner + c], or = 0. Each invocation owns
+// a column c of a block of dst's rows and applies, in index order, the updates that land there:
+// repeated indices add in index order (deterministic, as the cpu's loop) and the last assignment
+// wins, with no atomics. Words: count, n, K, inner, blocks, rows per block.
 std::string updateSource(Kernels::RowUpdate how) {
   using U = Kernels::RowUpdate;
   const bool reads = how != U::zero;
-  std::string src = prelude(reads ? 3 : 2) + readBinding(0, "ix", "u32") + (reads ? readBinding(1, "src") : "") +
-                    "@group(0) @binding(" + (reads ? "2" : "1") + ") var<storage, read_write> dst: array<atomic<u32>>;\n" +
-                    kIndexAt + kMainSignature + " {\n  " + kLinearIndex +
-                    "\n  if (i >= uw(0u)) { return; }\n"
-                    "  let n = uw(1u);\n  let k = uw(2u);\n  let inner = uw(3u);\n"
-                    "  let c = i % inner;\n  let q = (i / inner) % k;\n  let a = i / (inner * k);\n"
-                    "  let d = (a * n + index_at(q, n)) * inner + c;\n";
-  if (how == U::zero) return src + "  atomicStore(&dst[d], 0u);\n}\n";
-  if (how == U::assign) return src + "  atomicStore(&dst[d], bitcast<u32>(src[i]));\n}\n";
-  return src +
-         "  let v = src[i];\n"
-         "  var old = atomicLoad(&dst[d]);\n"
-         "  loop {\n"
-         "    let r = atomicCompareExchangeWeak(&dst[d], old, bitcast<u32>(bitcast<f32>(old) + v));\n"
-         "    if (r.exchanged) { break; }\n"
-         "    old = r.old_value;\n"
+  const std::string update = how == U::add ? "dst[d] = dst[d] + src[(a * k + q) * inner + c];"
+                             : how == U::assign ? "dst[d] = src[(a * k + q) * inner + c];"
+                                                : "dst[d] = 0.0;";
+  return prelude(reads ? 3 : 2) + readBinding(0, "ix", "u32") + (reads ? readBinding(1, "src") : "") +
+         writeBinding(reads ? 2 : 1, "dst") + kIndexAt + kMainSignature + " {\n  " + kLinearIndex +
+         "\n  if (i >= uw(0u)) { return; }\n"
+         "  let n = uw(1u);\n  let k = uw(2u);\n  let inner = uw(3u);\n"
+         "  let c = i % inner;\n  let block = (i / inner) % uw(4u);\n  let a = i / (inner * uw(4u));\n"
+         "  let r0 = block * uw(5u);\n  let r1 = min(n, r0 + uw(5u));\n"
+         "  for (var q = 0u; q < k; q = q + 1u) {\n"
+         "    let r = index_at(q, n);\n"
+         "    if (r >= r0 && r < r1) {\n"
+         "      let d = (a * n + r) * inner + c;\n"
+         "      " + update + "\n"
+         "    }\n"
          "  }\n}\n";
 }
 
@@ -118,14 +119,20 @@ void updateRows(ExecContext&, const RawTensor& dst, Tag axis, const RawTensor& i
   requireIndex(index, "updateRows");
   const size_t p = dst.axis(axis);
   const int64_t n = dst.shape()[p], k = index.numel(), inner = numelOf(dst.shape(), p + 1, dst.rank());
-  const int64_t count = numelOf(dst.shape(), 0, p) * k * inner;
-  if (count == 0) return;
+  const int64_t outer = numelOf(dst.shape(), 0, p);
+  if (outer * k * inner == 0 || n == 0) return;  // no row to update (a bad index is reported by its check)
   const bool reads = how != Kernels::RowUpdate::zero;
   if (reads) requireRows(src, "updateRows");
+  // Row blocks enough for some 16k invocations; each reads every index once.
+  const int64_t want = std::clamp<int64_t>((16384 + outer * inner - 1) / (outer * inner), 1, n);
+  const int64_t rows_per = (n + want - 1) / want, blocks = (n + rows_per - 1) / rows_per;
+  const int64_t count = outer * blocks * inner;
   std::vector<uint32_t> buffers{bufferOf(index, "updateRows")};
   if (reads) buffers.push_back(bufferOf(src, "updateRows"));
   buffers.push_back(bufferOf(dst, "updateRows"));
-  dispatchLinear(Gpu::get().pipeline(updateSource(how)), buffers, rowUniforms(count, n, k, inner), count);
+  Uniforms u = rowUniforms(count, n, k, inner);
+  u.u(static_cast<uint64_t>(blocks)).u(static_cast<uint64_t>(rows_per));
+  dispatchLinear(Gpu::get().pipeline(updateSource(how)), buffers, u, count);
 }
 
 }  // namespace fucina::backend::webgpu

@@ -65,4 +65,36 @@ void adamUpdate(ExecContext&, const AdamStep& s, const RawTensor& p, const RawTe
   dispatchLinear(Gpu::get().pipeline(src), buffers, u, p.numel());
 }
 
+Kernels::GradNorm gradNorm(ExecContext& ctx, std::span<const RawTensor> grads, double max_norm) {
+  Kernels::GradNorm r{RawTensor::empty(ctx, {}, {}), RawTensor::empty(ctx, {}, {})};
+  const uint32_t out[2] = {bufferOf(r.norm, "clipGradNorm"), bufferOf(r.factor, "clipGradNorm")};
+  // Σ g² of each gradient in a tree, added into norm[0] (set by the first).
+  const std::string squares = prelude(2) + readBinding(0, "g") + writeBinding(1, "acc") + rowKernelHead() +
+                              "  var s = 0.0;\n"
+                              "  for (var i = l; i < n; i = i + 256u) { s = s + g[i] * g[i]; }\n"
+                              "  s = reduce(l, s, false);\n"
+                              "  if (l == 0u) { acc[0] = select(acc[0], 0.0, uf(2u) != 0.0) + s; }\n"
+                              "}\n";
+  bool first = true;
+  for (const RawTensor& g : grads) {
+    requireRows(g, "clipGradNorm");
+    if (g.numel() == 0) continue;
+    const uint32_t buffers[2] = {bufferOf(g, "clipGradNorm"), out[0]};
+    dispatchRows(squares, buffers, {1, g.numel()}, first ? 1.0f : 0.0f);
+    first = false;
+  }
+  if (first) fill(ctx, r.norm, 0.0);
+  // The norm, and the factor as backend::clipFactor (in f32).
+  const std::string factor = prelude(2) + writeBinding(0, "norm") + writeBinding(1, "factor") +
+                             "@compute @workgroup_size(1) fn main() {\n"
+                             "  let t = sqrt(norm[0]);\n"
+                             "  norm[0] = t;\n"
+                             "  factor[0] = select(1.0, uf(0u) / (t + 1e-6), t > uf(0u) && is_finite(t));\n"
+                             "}\n";
+  Uniforms u;
+  u.f(static_cast<float>(max_norm));
+  Gpu::get().dispatch(Gpu::get().pipeline(factor), out, u.words, 1);
+  return r;
+}
+
 }  // namespace fucina::backend::webgpu

@@ -122,6 +122,16 @@ std::string prelude(int uniform_binding) {
          "  let dinner = 0.7978845608028654 * (1.0 + 3.0 * 0.044715 * a * a);\n"
          "  return 0.5 * (1.0 + t) + 0.5 * a * (1.0 - t * t) * dinner;\n"
          "}\n"
+         // erfc with a fractional error under 1.2e-7 (Numerical Recipes' Chebyshev fit), so
+         // x·Φ(x) = x·erfc(-x/√2)/2 keeps its relative accuracy for negative x.
+         "fn erfc_(x: f32) -> f32 {\n"
+         "  let z = abs(x);\n  let t = 1.0 / (1.0 + 0.5 * z);\n"
+         "  let r = t * exp(-z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + "
+         "t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))));\n"
+         "  return select(2.0 - r, r, x >= 0.0);\n"
+         "}\n"
+         "fn gelu_erf(a: f32) -> f32 { return 0.5 * a * erfc_(-0.7071067811865476 * a); }\n"
+         "fn gelu_erf_grad(a: f32) -> f32 { return 0.5 * erfc_(-0.7071067811865476 * a) + 0.3989422804014327 * a * exp(-0.5 * a * a); }\n"
          "fn silu_grad(a: f32) -> f32 { let s = sigmoid(a); return s * (1.0 + a * (1.0 - s)); }\n"
          "fn clamp_(a: f32, lo: f32, hi: f32) -> f32 { return select(select(a, hi, a > hi), lo, a < lo); }\n"
          // std::pow's cases that WGSL's pow leaves undefined: a zero or negative base.
