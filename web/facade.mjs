@@ -239,6 +239,8 @@ class Fucina {
   }
 
   /** y, checked to be a live Tensor of this engine (what: the argument, for messages). */
+  _isTensor(v) { return v instanceof Tensor; }
+
   _operand(y, what) {
     if (!(y instanceof Tensor)) {
       // A Tensor class of a second copy of this module (two bundles, two import paths): "must be

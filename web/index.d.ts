@@ -1195,6 +1195,9 @@ export interface LinearOptions {
 
 /** y{..., out} = x{..., in} · weight{out, in} + bias{out}, initialised U(±1/sqrt(in)) as torch. */
 export interface Linear extends Module {
+  /** Moves every tensor it holds to device (parameters stay leaves there; the old ones are
+   * disposed): before making its optimizer. From webgpu back to 'cpu': DeviceReadIsAsync. */
+  to(device: Device): this;
   /** The input axis, contracted. */
   readonly in: string;
   /** The output axis, added. */
@@ -1259,6 +1262,9 @@ export interface Conv2dLayerSettings extends Conv2dLayerOptions {
 
 /** conv2d + bias: x{..., in, h, w} -> {..., out, h', w'}, initialised as torch. */
 export interface Conv2d extends Module {
+  /** Moves every tensor it holds to device (parameters stay leaves there; the old ones are
+   * disposed): before making its optimizer. From webgpu back to 'cpu': DeviceReadIsAsync. */
+  to(device: Device): this;
   /** The options forward passes to Tensor.conv2d (with the bias). */
   readonly options: Conv2dLayerSettings;
   /** The weight {out, in / groups, kh, kw}. */
@@ -1278,6 +1284,9 @@ export interface Conv2dConstructor {
 
 /** Affine layer normalisation over one axis: weight ones, bias zeros. */
 export interface LayerNorm extends Module {
+  /** Moves every tensor it holds to device (parameters stay leaves there; the old ones are
+   * disposed): before making its optimizer. From webgpu back to 'cpu': DeviceReadIsAsync. */
+  to(device: Device): this;
   /** The normalised axis. */
   readonly axis: string;
   /** Added to the variance. */
@@ -1296,6 +1305,9 @@ export interface LayerNormConstructor {
 
 /** A lookup table {rows, dim} ~ N(0, std²): ids{...} (i32/i64) -> {..., dim}. */
 export interface Embedding extends Module {
+  /** Moves every tensor it holds to device (parameters stay leaves there; the old ones are
+   * disposed): before making its optimizer. From webgpu back to 'cpu': DeviceReadIsAsync. */
+  to(device: Device): this;
   /** The table's row axis, replaced by the ids' axes. */
   readonly rows: string;
   /** The table {rows, dim}. */
@@ -1318,6 +1330,9 @@ export interface MlpConfig {
 
 /** W1 of BENCHMARKS.md: x{batch, "in"} -> (Linear + ReLU)* -> Linear -> logits{batch, "class"}. */
 export interface Mlp extends Module {
+  /** Moves every tensor it holds to device (parameters stay leaves there; the old ones are
+   * disposed): before making its optimizer. From webgpu back to 'cpu': DeviceReadIsAsync. */
+  to(device: Device): this;
   /** The layers, input first. */
   readonly layers: Linear[];
   /** The model for inference, every layer packed once. */
@@ -1353,6 +1368,9 @@ export interface CnnConfig {
 /** W2: images{batch, "c"?, "h", "w"} -> two conv + ReLU + 2x2 max-pool blocks -> two Linear
  * layers -> logits{batch, "class"}. */
 export interface Cnn extends Module {
+  /** Moves every tensor it holds to device (parameters stay leaves there; the old ones are
+   * disposed): before making its optimizer. From webgpu back to 'cpu': DeviceReadIsAsync. */
+  to(device: Device): this;
   /** The configuration, defaults filled in. */
   readonly config: Required<CnnConfig>;
   /** Features after the convolutions: conv2 · side², the input of fc1. */
@@ -1417,6 +1435,9 @@ export interface GptBlock {
 /** W3: a byte-level pre-LayerNorm GPT; tokens{batch..., "t"} (i32/i64) -> logits{batch...,
  * "t", "vocab"}, the head tied to the token embedding. */
 export interface Gpt extends Module {
+  /** Moves every tensor it holds to device (parameters stay leaves there; the old ones are
+   * disposed): before making its optimizer. From webgpu back to 'cpu': DeviceReadIsAsync. */
+  to(device: Device): this;
   /** The configuration, defaults filled in. */
   readonly config: Required<GptConfig>;
   /** The transformer blocks, input first. */

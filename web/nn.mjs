@@ -426,6 +426,41 @@ export function makeNn(fc) {
     }
   }
 
+  // model.to(device): every tensor the model holds (its layers', its blocks') is copied to
+  // device, a parameter as a new leaf there, and the old one disposed. Before the optimizer is made:
+  // an optimizer keeps the parameters it was given. A device tensor's copy to the cpu needs an
+  // async read, so moving back is DeviceReadIsAsync (read with data() and load instead).
+  function moveTo(model, device, what) {
+    if (device !== 'cpu' && device !== 'webgpu') throw invalid(`${what}: device must be 'cpu' or 'webgpu', got ${JSON.stringify(device)}`);
+    const params = new Set(model.parameters());
+    const held = [];  // [owner, key, tensor]
+    const seen = new Set();
+    const visit = (o) => {
+      if (seen.has(o)) return;
+      seen.add(o);
+      for (const k of Object.keys(o)) {
+        const v = o[k];
+        if (fc._isTensor(v)) { if (v.device !== device) held.push([o, k, v]); }
+        else if (Array.isArray(v) || isPlainObject(v) || LAYERS.has(v?.constructor)) visit(v);
+      }
+    };
+    visit(model);
+    const copies = new Map();
+    fc.scope(() => {
+      for (const [, , t] of held)
+        if (!copies.has(t)) copies.set(t, params.has(t) ? fc.variable(t.detach().to(device)) : t.to(device));
+      return [...copies.values()];
+    });
+    for (const [o, k, t] of held) o[k] = copies.get(t);
+    for (const t of copies.keys()) t.dispose();
+    return model;
+  }
+  const LAYERS = new Set([Linear, Conv2d, LayerNorm, Embedding, Mlp, Cnn, Gpt]);
+  for (const layer of LAYERS) {
+    /** Moves the layer's tensors to device ('cpu' or 'webgpu'); returns the layer. */
+    layer.prototype.to = function to(device) { return moveTo(this, device, `nn.${layer.name}.to`); };
+  }
+
   /** params (a model's parameters(), in order) as safetensors bytes: "param.0", "param.1", ... */
   function saveParameters(params, metadata = {}) {
     if (!Array.isArray(params)) throw invalid('nn.saveParameters: params must be an array of Tensors');

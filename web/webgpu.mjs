@@ -1,14 +1,15 @@
 // The WebGPU shim: the engine's webgpu backend (src/fucina/backend/webgpu/gpu.cpp) calls these
 // methods through Module.fucinaGpu. It owns the GPUDevice and every object made on it, on the JS
 // thread that made it (Note [Device reads] in docs/design-notes.md): buffers by id, pipelines
-// from WGSL, one dispatch per submit with its uniforms written just before it (the queue runs
-// writes and submits in order, so one uniform buffer serves every dispatch), and the reads,
-// which are asynchronous and only ever started from JS (`await t.data()`).
+// from WGSL, dispatches, and the reads, which are asynchronous and only ever started from JS
+// (`await t.data()`). Dispatches are batched (Note [Dispatch batches]): one compute pass and one
+// submit per batch, each dispatch's uniforms in its own slot of a ring written just before.
 import { FucinaError } from './errors.mjs';
 
 // GPUBufferUsage and GPUMapMode: numbers, so Node needs none of the webgpu package's globals.
 const STORAGE = 0x80, UNIFORM = 0x40, COPY_SRC = 0x04, COPY_DST = 0x08, MAP_READ = 0x01, MAP_MODE_READ = 0x1;
 const UNIFORM_BYTES = 1024;  // gpu.h: Gpu::kUniformBytes
+const BATCH = 64;            // dispatches per submit at most (the uniform ring's slots)
 const FAULT_BYTES = 16;      // gpu.h: Gpu::faultBuffer
 
 export class GpuShim {
@@ -16,7 +17,11 @@ export class GpuShim {
   #buffers = new Map();  // id -> GPUBuffer
   #pipelines = [];       // id - 1 -> { pipeline, layout }
   #nextBuffer = 1;
-  #uniforms;
+  #uniforms;             // the ring: BATCH slots of UNIFORM_BYTES
+  #staged = new Uint32Array(BATCH * UNIFORM_BYTES / 4);
+  #encoder = null;       // the open batch: its encoder, its compute pass, its slots used
+  #pass = null;
+  #slots = 0;
   #errors = [];
   #maxBufferSize;
   #faultId;
@@ -30,7 +35,7 @@ export class GpuShim {
     this.#device = device;
     this.#keep = keep;
     this.#maxBufferSize = device.limits.maxBufferSize;
-    this.#uniforms = device.createBuffer({ size: UNIFORM_BYTES, usage: UNIFORM | COPY_DST });
+    this.#uniforms = device.createBuffer({ size: BATCH * UNIFORM_BYTES, usage: UNIFORM | COPY_DST });
     // Note [Device faults]: [flag, first position, extent, 0], set by the engine's check kernels.
     this.#faultId = this.#nextBuffer++;
     this.#buffers.set(this.#faultId, device.createBuffer({ size: FAULT_BYTES, usage: STORAGE | COPY_SRC | COPY_DST }));
@@ -79,7 +84,10 @@ export class GpuShim {
     }, 0);
   }
   destroyBuffer(id) {
-    this.#guard(() => this.#buffers.get(id)?.destroy());
+    this.#guard(() => {
+      this.#flush();  // the batch may use it
+      this.#buffers.get(id)?.destroy();
+    });
     this.#buffers.delete(id);
   }
   write(id, offset, view) {
@@ -88,6 +96,7 @@ export class GpuShim {
     // take a SharedArrayBuffer.
     this.#guard(() => {
       const data = view.buffer instanceof ArrayBuffer ? view : view.slice();
+      this.#flush();  // the batch's dispatches see the buffer as it was
       this.#device.queue.writeBuffer(this.#buffer(id), offset, data, 0, data.byteLength);
     });
   }
@@ -107,17 +116,33 @@ export class GpuShim {
   #dispatch(pipelineId, bufferIds, uniforms, x, y, z) {
     const { pipeline, layout } = this.#pipelines[pipelineId - 1];
     const device = this.#device;
-    device.queue.writeBuffer(this.#uniforms, 0, uniforms.slice());
+    if (this.#slots === BATCH) this.#flush();
+    if (!this.#encoder) {
+      this.#encoder = device.createCommandEncoder();
+      this.#pass = this.#encoder.beginComputePass();
+      // Submitted by the end of the task that issued it, if nothing flushes it sooner.
+      queueMicrotask(() => this.#guard(() => this.#flush()));
+    }
+    const slot = this.#slots++;
+    this.#staged.set(uniforms, slot * UNIFORM_BYTES / 4);
     const entries = Array.from(bufferIds, (id, binding) => ({ binding, resource: { buffer: this.#buffer(id) } }));
-    entries.push({ binding: entries.length, resource: { buffer: this.#uniforms } });
-    const group = device.createBindGroup({ layout, entries });
-    const encoder = device.createCommandEncoder();
-    const pass = encoder.beginComputePass();
-    pass.setPipeline(pipeline);
-    pass.setBindGroup(0, group);
-    pass.dispatchWorkgroups(x, y, z);
-    pass.end();
-    device.queue.submit([encoder.finish()]);
+    entries.push({ binding: entries.length, resource: { buffer: this.#uniforms, offset: slot * UNIFORM_BYTES, size: UNIFORM_BYTES } });
+    this.#pass.setPipeline(pipeline);
+    this.#pass.setBindGroup(0, device.createBindGroup({ layout, entries }));
+    this.#pass.dispatchWorkgroups(x, y, z);
+  }
+  // Note [Dispatch batches]: the open batch's uniforms are written and its commands submitted
+  // (the queue runs the write first). Before anything else reaches the queue (an upload, a read,
+  // a buffer destroyed) the batch is flushed, so the queue's order is the engine's.
+  #flush() {
+    if (!this.#encoder) return;
+    const [encoder, slots] = [this.#encoder, this.#slots];
+    this.#pass.end();
+    this.#encoder = this.#pass = null;
+    this.#slots = 0;
+    if (this.lost) return;
+    this.#device.queue.writeBuffer(this.#uniforms, 0, this.#staged, 0, slots * UNIFORM_BYTES / 4);
+    this.#device.queue.submit([encoder.finish()]);
   }
 
   // ---- called by the facade
@@ -127,6 +152,7 @@ export class GpuShim {
     if (this.lost) throw new FucinaError('DeviceLost', `DeviceLost: ${this.lost}`);
     const size = Math.max(4, Math.ceil(bytes / 4) * 4);
     const faultAt = Math.ceil(size / 8) * 8;  // a mapped range starts at a multiple of 8
+    this.#flush();
     const staging = this.#device.createBuffer({ size: faultAt + FAULT_BYTES, usage: MAP_READ | COPY_DST });
     const encoder = this.#device.createCommandEncoder();
     encoder.copyBufferToBuffer(this.#buffer(id), offset, staging, 0, size);
@@ -151,6 +177,7 @@ export class GpuShim {
    * last sync (a kernel the device refused) rejects it. */
   async sync() {
     if (this.lost) throw new FucinaError('DeviceLost', `DeviceLost: ${this.lost}`);
+    this.#flush();
     const staging = this.#device.createBuffer({ size: FAULT_BYTES, usage: MAP_READ | COPY_DST });
     const encoder = this.#device.createCommandEncoder();
     encoder.copyBufferToBuffer(this.#buffer(this.#faultId), 0, staging, 0, FAULT_BYTES);
@@ -179,6 +206,7 @@ export class GpuShim {
     }
   }
   #clearFault() {
+    this.#flush();
     this.#device.queue.writeBuffer(this.#buffer(this.#faultId), 0, new Uint32Array([0, 0xffffffff, 0, 0]));
   }
 

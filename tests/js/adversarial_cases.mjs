@@ -257,6 +257,7 @@ export const OPTIM = {
   adam: { args: [tensors('x'), options({ lr: 0.1 }, adamOptions)] },
   adamw: { args: [tensors('x'), options({ lr: 0.1 }, adamOptions)] },
   clipGradNorm: { args: [tensors('x'), num(1)] },
+  clipGradNormTensor: { args: [tensors('x'), num(1)] },
   linearWarmup: { args: [nat(1), nat(10), lr(0.1)] },
   cosineDecay: { args: [nat(1), pos(10), lr(0.1), lr(0)] },
   warmupCosine: { args: [lr(0.1), nat(2), raw(10, [2, 1.5, NaN, '10']), lr(0)] },
@@ -297,6 +298,9 @@ export const NN = {
   'Cnn#forward': { self: '#Cnn', args: [tensor('img10')] },
   'Gpt#forward': { self: '#Gpt', args: [tensor('tokens')] },
   'Gpt#loss': { self: '#Gpt', args: [tensor('tokens')] },
+  // to(the device it is on) moves nothing: the shared fixtures stay as they are.
+  ...Object.fromEntries(['Linear', 'Conv2d', 'LayerNorm', 'Embedding', 'Mlp', 'Cnn', 'Gpt']
+    .map((c) => [`${c}#to`, { self: `#${c}`, args: [raw('cpu', ['gpu', 7, null, {}])] }])),
   // freezeProjections changes its model (its valid call, in a scope, frees the new weights): a model of its own.
   'Gpt#freezeProjections': { self: '#GptToFreeze', args: [raw('f32', ['i32', 'f128', 7, null, {}])] },
   'Gpt#generate': { self: '#Gpt', args: [raw([1, 2], [[], [16], [-1], [1.5], ['1'], [NaN], 'x', null, {}]),

@@ -132,6 +132,21 @@ for (const variant of VARIANTS) {
       b.dispose();
     });
 
+    test('clipGradNormTensor: the norm as a tensor, the same clipping', async () => {
+      const fc = await engine(variant);
+      const a = fc.variable(['d'], [2], [0, 0]);
+      a.mul(fc.constant(['d'], [2], [3, 4])).sumAll().backward();
+      const high = fc.optim.clipGradNormTensor([a], 10);  // not above: the gradient is kept
+      assert.deepEqual([high.tags, values(high)], [[], [5]]);
+      assert.deepEqual(values(a.grad()), [3, 4]);
+      assert.deepEqual(values(fc.optim.clipGradNormTensor([a], 2.5)), [5]);
+      const k = Math.fround(2.5 / (5 + 1e-6));
+      close([values(a.grad())], [[Math.fround(3 * k), Math.fround(4 * k)]], 1e-7);
+      assert.deepEqual(values(fc.optim.clipGradNormTensor([], 1)), [0]);
+      throwsCode(() => fc.optim.clipGradNormTensor([a], NaN), 'InvalidArgument');
+      a.dispose();
+    });
+
     test('schedules at their boundaries', async () => {
       const fc = await engine(variant);
       const { linearWarmup, cosineDecay, warmupCosine } = fc.optim;

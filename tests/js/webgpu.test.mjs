@@ -361,8 +361,12 @@ for (const variant of VARIANTS) {
     const curves = {};
     for (const device of ['cpu', 'webgpu']) {
       fc.defaultDevice = device;
+      // The CNN is made on the device; the GPT on the cpu and moved (model.to).
       const cnn = new fc.nn.Cnn({ image: 12, conv1: 4, conv2: 6, hidden: 16 }, 3);
-      const gpt = new fc.nn.Gpt({ vocab: 32, context: 16, dModel: 32, heads: 4, layers: 2, mlp: 64 }, 4);
+      fc.defaultDevice = 'cpu';
+      const gpt = new fc.nn.Gpt({ vocab: 32, context: 16, dModel: 32, heads: 4, layers: 2, mlp: 64 }, 4).to(device);
+      fc.defaultDevice = device;
+      assert.ok(gpt.parameters().every((p) => p.device === device && p.requiresGrad));
       const params = [...cnn.parameters(), ...gpt.parameters()];
       const opt = fc.optim.adamw(params, { lr: 1e-2 });
       const x = fc.constant(['batch', 'h', 'w'], [4, 12, 12], values(576, 61));
@@ -380,7 +384,11 @@ for (const variant of VARIANTS) {
         });
         for (const t of kept) curves[device].push((await t.data())[0]);
       }
-      if (device === 'webgpu') throwsCode(() => fc.optim.clipGradNorm(params, 0.5), 'DeviceReadIsAsync');
+      if (device === 'webgpu') {
+        throwsCode(() => fc.optim.clipGradNorm(params, 0.5), 'DeviceReadIsAsync');
+        throwsCode(() => gpt.to('cpu'), 'DeviceReadIsAsync');
+        throwsCode(() => gpt.to('tpu'), 'InvalidArgument');
+      }
       opt.dispose();
     }
     fc.defaultDevice = 'webgpu';

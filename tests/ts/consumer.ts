@@ -366,6 +366,7 @@ new Optimizer();
 // @ts-expect-error params is read-only
 opt.params = [];
 const norm: number = fc.optim.clipGradNorm([w], 1);
+const normOnDevice: Tensor = fc.optim.clipGradNormTensor([w], 1);
 const lrs: number[] = [fc.optim.linearWarmup(1, 10, 0.1), fc.optim.cosineDecay(5, 10, 0.1), fc.optim.cosineDecay(5, 10, 0.1, 0.01)];
 const schedule: (step: number) => number = fc.optim.warmupCosine(0.1, 10, 100, 0);
 lrs.push(schedule(3));
@@ -374,6 +375,7 @@ lrs.push(schedule(3));
 const linearOptions: LinearOptions = { bias: false };
 const LinearClass: LinearConstructor = nn.Linear;
 const linear: Linear = new LinearClass('in', 'out', 3, 2, 1, linearOptions);
+const linearHere: Linear = linear.to('cpu');
 const linearFields: [string, string, Tensor, Tensor | null] = [linear.in, linear.out, linear.weight, linear.bias];
 const y1: Tensor = linear.forward(x);
 const linearParams: Tensor[] = linear.parameters();
@@ -393,6 +395,7 @@ const convAxes: Conv2dLayerAxes = { height: 'h', width: 'w', kernelH: 'kh', kern
 const convOptions: Conv2dLayerOptions = { stride: 1, padding: [1, 1], dilation: 1, groups: 1, axes: convAxes };
 const ConvClass: Conv2dConstructor = nn.Conv2d;
 const convLayer: Conv2d = new ConvClass('c', 'c1', 2, 4, 3, 1, convOptions);
+const convLayerHere: Conv2d = convLayer.to('cpu');
 const settings: Conv2dLayerSettings = convLayer.options;
 const resolved: Conv2dLayerResolvedAxes = settings.axes;
 const channelAxis: string = resolved.channels;
@@ -402,12 +405,14 @@ new nn.Conv2d('c', 'c1', 2, 4, 3, 1, { axes: { channels: 'c' } });
 
 const LayerNormClass: LayerNormConstructor = nn.LayerNorm;
 const layerNorm: LayerNorm = new LayerNormClass('c', 3, 1e-5);
+const layerNormHere: LayerNorm = layerNorm.to('cpu');
 const lnFields: [string, number, Tensor, Tensor] = [layerNorm.axis, layerNorm.eps, layerNorm.weight, layerNorm.bias];
 layerNorm.forward(a);
 layerNorm.parameters();
 
 const EmbeddingClass: EmbeddingConstructor = nn.Embedding;
 const embedding: Embedding = new EmbeddingClass('vocab', 'e', 16, 4, 0.02, 1);
+const embeddingHere: Embedding = embedding.to('cpu');
 const embFields: [string, Tensor, Tensor] = [embedding.rows, embedding.table, embedding.forward(ints)];
 embedding.parameters();
 
@@ -417,6 +422,10 @@ const mlp: Mlp = new MlpClass(mlpConfig, 1);
 const mlpLayers: Linear[] = mlp.layers;
 mlp.forward(x);
 mlp.parameters();
+const movedMlp: Mlp = mlp.to('cpu');
+movedMlp.forward(x);
+// @ts-expect-error a device is 'cpu' or 'webgpu'
+mlp.to('gpu');
 const packedMlp: PackedModel = mlp.pack();
 packedMlp.forward(x);
 packedMlp.dispose();
@@ -427,6 +436,7 @@ new nn.Mlp({ sizes: 3 });
 const cnnConfig: CnnConfig = { image: 12, channels: 1, conv1: 2, conv2: 2, hidden: 4, classes: 10 };
 const CnnClass: CnnConstructor = nn.Cnn;
 const cnn: Cnn = new CnnClass(cnnConfig, 1);
+const cnnHere: Cnn = cnn.to('cpu');
 const cnnFields: [Required<CnnConfig>, number, Conv2d, Conv2d, Linear, Linear] =
   [cnn.config, cnn.flatFeatures, cnn.conv1, cnn.conv2, cnn.fc1, cnn.fc2];
 cnn.forward(fc.ones(['batch', 'h', 'w'], [1, 12, 12]));
@@ -443,6 +453,7 @@ new nn.Cnn({ kernel: 5 });
 const gptConfig: GptConfig = { vocab: 16, context: 8, dModel: 8, heads: 2, layers: 1, mlp: 16, checkpointBlocks: true };
 const GptClass: GptConstructor = nn.Gpt;
 const gpt: Gpt = new GptClass(gptConfig, 1);
+const gptHere: Gpt = gpt.to('cpu');
 const context: number = gpt.config.context;
 const block: GptBlock = gpt.blocks[0]!;
 const blockLayers: [LayerNorm, LayerNorm, Linear, Linear, Linear, Linear] = [block.ln1, block.ln2, block.qkv, block.proj, block.fc, block.out];
@@ -609,7 +620,7 @@ packedW.dispose();
 // Everything above is used once more so that noUnusedLocals holds.
 console.log(variant, threads, backend, device, copy, z, o, f, u, n, tags, shape, dtype, requiresGrad, isDisposed, arr, item, half, text,
   binaries, scalars, unaries, reductions, norms, losses, indexing, inventory, losses2, convs, constantResults, contractions, structure, spatial, inferred, rotated, attended,
-  noGrad, enabled, counters, c1, c2, c3, c4, v1, v2, grads, gcNumbers, decodedW, meta, params, optDisposed, norm, linearFields,
+  noGrad, enabled, counters, c1, c2, c3, c4, v1, v2, grads, gcNumbers, decodedW, meta, params, optDisposed, norm, normOnDevice, convLayerHere, layerNormHere, embeddingHere, cnnHere, gptHere, linearHere, linearFields,
   y1, linearParams, channelAxis, convFields, lnFields, embFields, mlpLayers, cnnFields, context, blockLayers, firstLayer,
   gptFields, logits, gptLoss, gptSampled, seed, made, dims, read, splitFields, batchTensors, baseDType, vocabSize, gpt2Logits,
   adapters, layerNames, wte, sampled, gpt2Disposed, loraFields, loraY, merged, loraParams, inPlace, taken, routeWeights, routeIndices, packedY, packedFields, packedText, packedOps,
