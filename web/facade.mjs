@@ -240,6 +240,17 @@ class Fucina {
 
   /** y, checked to be a live Tensor of this engine (what: the argument, for messages). */
   _isTensor(v) { return v instanceof Tensor; }
+  /** fn() with no scope open: what it makes is the caller's to dispose (an async method's
+   * tensors outlive the scope its first part ran in). */
+  _unscoped(fn) {
+    const open = this.#scopes;
+    this.#scopes = [];
+    try {
+      return fn();
+    } finally {
+      this.#scopes = open;
+    }
+  }
 
   _operand(y, what) {
     if (!(y instanceof Tensor)) {

@@ -1458,6 +1458,10 @@ export interface Gpt extends Module {
    * token cost one position while prompt and tokens fit in the context; beyond it each token
    * reruns the last `context` tokens. */
   generate(prompt: readonly number[] | Int32Array, options?: GenerateOptions): number[];
+  /** generate for a model on any device (on webgpu, where generate's synchronous reads are
+   * DeviceReadIsAsync): each step's logits are read with await data() and the token drawn on the
+   * cpu by the same sampler, so the tokens are generate's. */
+  generateAsync(prompt: readonly number[] | Int32Array, options?: GenerateOptions): Promise<number[]>;
   /** Makes the blocks' projections (qkv, proj, fc, out) frozen constants: weights stored as
    * dtype (q8_0 with blocks along each weight's input axis), biases f32. parameters() then lists
    * the embeddings and LayerNorms only; gradients still flow through the frozen weights. */

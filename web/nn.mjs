@@ -368,6 +368,9 @@ export function makeNn(fc) {
     generate(prompt, options) {
       const { ids, maxTokens, temperature, topK, seed, onToken } =
         generateArgs(prompt, options, this.config.vocab, 'nn.Gpt.generate');
+      if (this.token.table.device !== 'cpu')
+        throw new FucinaError('DeviceReadIsAsync', 'DeviceReadIsAsync: nn.Gpt.generate reads each step\'s logits ' +
+          `synchronously, which the ${this.token.table.device} device cannot: await generateAsync() instead`);
       const positions = this.config.context;
       const context = Array.from(ids);
       const out = [];
@@ -402,6 +405,57 @@ export function makeNn(fc) {
         drop(past);
         drop(cache);
       }
+    }
+    /** generate for a model on any device: each step's last logits are read with await data()
+     * and the token drawn on the cpu by the same sampler (the same tokens as generate's). */
+    async generateAsync(prompt, options) {
+      const { ids, maxTokens, temperature, topK, seed, onToken } =
+        generateArgs(prompt, options, this.config.vocab, 'nn.Gpt.generateAsync');
+      const positions = this.config.context;
+      const context = Array.from(ids);
+      const out = [];
+      let cache = [];  // as generate's: the forward replaces its entries
+      const drop = (...lists) => new Set(lists.flat().flatMap(({ k, v }) => [k, v])).forEach((t) => t.dispose());
+      for (let step = 0; step < maxTokens; ++step) {
+        const full = context.length > positions;
+        const run = full ? positions : cache.length === 0 ? context.length : 1;
+        const old = [...cache];
+        let last;
+        try {
+          // Unscoped: the cache and the logits outlive a scope the caller's first step ran in.
+          [last] = fc._unscoped(() => fc.noGrad(() => fc.scope(() => {
+            const tokens = fc.constant(['batch', 't'], [1, run], context.slice(-run), 'i32');
+            const logits = this.#logits(tokens, run, full ? null : cache);
+            return [logits.select('batch', 0).select('t', run - 1).contiguous(), cache];
+          })));
+        } catch (e) {
+          drop(old, cache);
+          throw e;
+        }
+        drop(old);  // replaced by the forward's entries, or (full) not needed any more
+        if (full) cache = [];
+        let values;
+        try {
+          values = await last.data();
+        } catch (e) {
+          drop(cache);
+          throw e;
+        } finally {
+          last.dispose();
+        }
+        const device = fc.defaultDevice;
+        fc.defaultDevice = 'cpu';
+        const id = fc.scope(() => {
+          const row = fc.constant(['vocab'], [values.length], values);
+          return fc._call((M) => M.sampleToken(row._handle, temperature, topK, seed, step));
+        });
+        fc.defaultDevice = device;
+        out.push(id);
+        context.push(id);
+        if (onToken !== undefined && onToken(id) === false) break;
+      }
+      drop(cache);
+      return out;
     }
     /** The trainable tensors: all, or after freezeProjections the embeddings and LayerNorms. */
     parameters() {

@@ -101,7 +101,7 @@ test('Tiny GPT on webgpu: trains on the device, or says what it lacks and trains
   const gpuBrowser = await launchBrowser({ webgpu: true });
   const { page, problems } = await openPage(gpuBrowser, { width: 1200, height: 900 });
   try {
-    await page.goto(`${server.url}demos/web/gpt/?device=webgpu&autostart=1&steps=${steps}&sampleEvery=${steps}`, { waitUntil: 'load' });
+    await page.goto(`${server.url}demos/web/gpt/?device=webgpu&autostart=1&steps=${steps}&sampleEvery=${steps}&length=8`, { waitUntil: 'load' });
     await stopped(page, steps);
     const d = await page.evaluate(() => window.__demo);
     await page.screenshot({ path: join(OUT, 'gpt-webgpu.png'), fullPage: true });

@@ -316,7 +316,8 @@ function allCases() {
   }
   for (const [name, spec] of Object.entries(C.FC)) cases.push(...casesOf(`fc.${name}`, spec, (f, args) => f.fc[name](...args)));
   for (const [name, spec] of Object.entries(C.OPTIM)) cases.push(...casesOf(`optim.${name}`, spec, (f, args) => f.fc.optim[name](...args)));
-  for (const [name, spec] of Object.entries(C.NN)) cases.push(...casesOf(`nn.${name}`, spec, nnCall(name, spec)));
+  for (const [name, spec] of Object.entries(C.NN))
+    cases.push(...casesOf(`nn.${name}`, spec, nnCall(name, spec)).map((c) => ({ ...c, async: spec.async })));
   for (const [name, spec] of Object.entries(C.MODULE))
     cases.push(...casesOf(name, spec, (f, args) => pkg[name](...args)).map((c) => ({ ...c, async: spec.async })));
   // In a scope, which frees the intermediates a row makes (a tensor the engine leaked would stay).

@@ -306,6 +306,9 @@ export const NN = {
   'Gpt#generate': { self: '#Gpt', args: [raw([1, 2], [[], [16], [-1], [1.5], ['1'], [NaN], 'x', null, {}]),
     options({ maxTokens: 2 }, { maxTokens: 'nat', temperature: [-1, NaN, Infinity, '1', null], topK: [-1, 1.5, null],
       seed: 'nat', onToken: 'fn' })] },
+  'Gpt#generateAsync': { self: '#Gpt', async: true, args: [raw([1, 2], [[], [16], [-1], [1.5], ['1'], [NaN], 'x', null, {}]),
+    options({ maxTokens: 2 }, { maxTokens: 'nat', temperature: [-1, NaN, Infinity, '1', null], topK: [-1, 1.5, null],
+      seed: 'nat', onToken: 'fn' })] },
   // GPT-2 and LoRA (bound C++). Methods that change a model each have a model of their own.
   Gpt2: { construct: true, args: [raw(GPT2, gpt2Configs), nat(0), options({}, gpt2Keys)] },
   'Gpt2.load': { args: [raw('@gpt2Bytes', ['@corrupt', '@adapterBytes', null, 'x', [1, 2]]), raw(GPT2, gpt2Configs),

@@ -306,6 +306,32 @@ for (const variant of VARIANTS) {
     }
   });
 
+  test(`webgpu (${variant}): contiguous views that start inside their buffer are read from where they start`, async () => {
+    // narrow along the outermost axis, or select: contiguous, at an offset (kernels that index
+    // their operands directly must add it).
+    const fc = await gpuEngine(variant);
+    const out = await onBoth(fc, (fc) => {
+      const big = fc.variable(['k', 'r', 'c'], [3, 4, 10], values(120, 71));
+      const x = big.select('k', 1), img = big.narrow('k', 1, 2).split('c', ['h', 'w'], [2, 5]);
+      const soft = x.softmax('c'), ln = x.layerNorm('c'), rms = x.rmsNorm('c');
+      const conv = img.conv2d(fc.constant(['out', 'r', 'kh', 'kw'], [2, 4, 2, 2], values(32, 72)), {
+        bias: fc.constant(['o2', 'out'], [2, 2], [1, 2, 3, 4]).select('o2', 1), axes: { channels: 'r' } });
+      const pool = img.maxPool2d(2, { padding: 1 }), avg = img.avgPool2d(2);
+      const drop = x.dropout(0.4, 9);
+      const labels = fc.constant(['two', 'r'], [2, 4], [1, 2, 3, 4, 0, 9, 2, 5], 'i64').select('two', 1);
+      const ce = x.crossEntropy(labels, 'c');
+      const table = fc.constant(['k', 'v', 'e'], [2, 5, 3], values(30, 73)).select('k', 1);
+      const rows = table.indexSelect('v', fc.constant(['two', 'q'], [2, 3], [0, 1, 2, 4, 4, 0], 'i64').select('two', 1));
+      const qkv = big.narrow('k', 0, 3).split('c', ['head', 'hd'], [2, 5]);
+      const att = fc.groupedAttention(qkv.select('k', 0).insertAxis('b', 0), qkv.select('k', 1).insertAxis('b', 0),
+        qkv.select('k', 2).insertAxis('b', 0), { heads: 'head', time: 'r', dim: 'hd', causal: true });
+      soft.add(ln).add(rms).add(drop).sumAll().add(ce).add(conv.sumAll()).add(pool.sumAll()).add(avg.sumAll())
+        .add(att.mul(att).sumAll()).backward();
+      return { soft, ln, rms, conv, pool, avg, drop, ce, rows, att, g: big.grad() };
+    });
+    compare(out, 1e-4);
+  });
+
   test(`webgpu (${variant}): training steps match the cpu; steady state makes no buffer or pipeline and moves nothing`, async () => {
     const fc = await gpuEngine(variant);
     const curves = {};
@@ -410,6 +436,28 @@ for (const variant of VARIANTS) {
     }
     assert.equal(grads[0].length, grads[1].length);
     assert.ok(grads[0].every((v, i) => Object.is(v, grads[1][i])), 'bitwise-equal gradients');
+  });
+
+  test(`webgpu (${variant}): generateAsync draws generate's tokens, on the cpu and from a model moved to the device`, async () => {
+    const fc = await gpuEngine(variant);
+    fc.defaultDevice = 'cpu';
+    const gpt = new fc.nn.Gpt({ vocab: 32, context: 8, dModel: 32, heads: 4, layers: 2, mlp: 64 }, 6);
+    const options = { maxTokens: 12, temperature: 0.9, topK: 5, seed: 3 };  // past the context: the uncached path too
+    const sampled = gpt.generate([1, 2, 3], options);
+    let before = fc.memory().liveTensors;
+    assert.deepEqual(await gpt.generateAsync([1, 2, 3], options), sampled);
+    assert.equal(fc.memory().liveTensors, before, 'the caches and logits are disposed');
+    const greedy = gpt.generate([4], { maxTokens: 10, temperature: 0 });
+    gpt.to('webgpu');
+    fc.defaultDevice = 'webgpu';
+    throwsCode(() => gpt.generate([4], { maxTokens: 2 }), 'DeviceReadIsAsync');
+    before = fc.memory().liveTensors;
+    const stops = [];
+    assert.deepEqual(await gpt.generateAsync([4], { maxTokens: 10, temperature: 0, onToken: (id) => stops.push(id) < 6 }),
+      greedy.slice(0, 6));
+    assert.deepEqual(stops, greedy.slice(0, 6));
+    assert.equal(fc.memory().liveTensors, before, 'the caches and logits are disposed');
+    gpt.parameters().forEach((p) => p.dispose());
   });
 
   test(`webgpu (${variant}): disposed tensors return their buffers to the pool`, async () => {

@@ -466,6 +466,7 @@ gpt.parameters();
 const gptSampled: number[] = gpt.generate([1, 2], { maxTokens: 3, temperature: 0.8, topK: 4, seed: 2,
   onToken: (id: number) => id !== 0 });
 gpt.generate(Int32Array.of(3), { maxTokens: 2, temperature: 0 });
+const sampledLater: Promise<number[]> = gpt.generateAsync([1, 2], { maxTokens: 3, seed: 2 });
 // @ts-expect-error the prompt is token ids
 gpt.generate('once');
 gpt.freezeProjections('q8_0');
@@ -620,7 +621,7 @@ packedW.dispose();
 // Everything above is used once more so that noUnusedLocals holds.
 console.log(variant, threads, backend, device, copy, z, o, f, u, n, tags, shape, dtype, requiresGrad, isDisposed, arr, item, half, text,
   binaries, scalars, unaries, reductions, norms, losses, indexing, inventory, losses2, convs, constantResults, contractions, structure, spatial, inferred, rotated, attended,
-  noGrad, enabled, counters, c1, c2, c3, c4, v1, v2, grads, gcNumbers, decodedW, meta, params, optDisposed, norm, normOnDevice, convLayerHere, layerNormHere, embeddingHere, cnnHere, gptHere, linearHere, linearFields,
+  noGrad, enabled, counters, c1, c2, c3, c4, v1, v2, grads, gcNumbers, decodedW, meta, params, optDisposed, norm, normOnDevice, sampledLater, convLayerHere, layerNormHere, embeddingHere, cnnHere, gptHere, linearHere, linearFields,
   y1, linearParams, channelAxis, convFields, lnFields, embFields, mlpLayers, cnnFields, context, blockLayers, firstLayer,
   gptFields, logits, gptLoss, gptSampled, seed, made, dims, read, splitFields, batchTensors, baseDType, vocabSize, gpt2Logits,
   adapters, layerNames, wte, sampled, gpt2Disposed, loraFields, loraY, merged, loraParams, inPlace, taken, routeWeights, routeIndices, packedY, packedFields, packedText, packedOps,

@@ -25,7 +25,7 @@ Object.assign(demo, { losses: [], steps: 0, running: false, peaks, samples: [], 
 const settings = () => ({
   prompt: $('prompt').value,
   temperature: Number($('temperature').value),
-  length: 160,
+  length: Number(params.get('length') ?? 160),
   sampleEvery: Number(params.get('sampleEvery') ?? $('every').value),
 });
 

@@ -56,7 +56,7 @@ export function createTrainer(fc, bytes, { model: modelConfig = MODEL, training 
       const l = model.loss(batchTokens());
       l.backward();
       const peak = memory().peakBytes;
-      fc.optim.clipGradNorm(params, t.clip);
+      fc.optim.clipGradNormTensor(params, t.clip);  // on any device: no read
       opt.step();
       return { loss: l.detach(), peakBytes: peak };
     });
@@ -67,16 +67,17 @@ export function createTrainer(fc, bytes, { model: modelConfig = MODEL, training 
   }
 
   /**
-   * prompt (a string) continued by `length` bytes, drawn by model.generate (a KV cache: one
-   * position per byte while the context lasts; seeded; temperature 0: greedy). onText(text), if
-   * given, sees the continuation so far after every byte. Returns the continuation, printable().
+   * prompt (a string) continued by `length` bytes, drawn by model.generateAsync (a KV cache: one
+   * position per byte while the context lasts; seeded; temperature 0: greedy; on any device).
+   * onText(text), if given, sees the continuation so far after every byte. Resolves to the
+   * continuation, printable().
    */
-  function sample(prompt, length, { temperature = 0.8, seed = samples, onText } = {}) {
+  async function sample(prompt, length, { temperature = 0.8, seed = samples, onText } = {}) {
     samples += 1;
     const ids = [...new TextEncoder().encode(prompt)];
     if (ids.length === 0) ids.push(10);  // an empty prompt starts at a line break
     const out = [];
-    model.generate(ids, { maxTokens: length, temperature, seed, onToken: (id) => {
+    await model.generateAsync(ids, { maxTokens: length, temperature, seed, onToken: (id) => {
       out.push(id);
       onText?.(printable(out));
     } });

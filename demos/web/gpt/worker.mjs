@@ -20,23 +20,23 @@ serveTrainer(async (fc, { checkpointing = false, settings: initial = {} }) => {
   const settings = { prompt: 'The fox ', temperature: 0.6, length: 160, sampleEvery: 100, ...initial };
   let stopAt = Infinity;
 
-  const sample = () => {
+  const sample = async () => {
     const started = performance.now();
     const about = { step: trainer.steps, prompt: settings.prompt, temperature: settings.temperature };
     // The text so far after every byte, so that the page shows it as it is written.
     const onText = (text) => self.postMessage({ type: 'sampleText', ...about, text });
-    const text = trainer.sample(settings.prompt, settings.length, { temperature: settings.temperature, onText });
+    const text = await trainer.sample(settings.prompt, settings.length, { temperature: settings.temperature, onText });
     return { type: 'sample', ...about, text, ms: performance.now() - started, liveTensors: fc.memory().liveTensors };
   };
 
   return {
     info: { model: trainer.config, training: trainer.training, parameters: trainer.parameterCount,
-      textBytes: bytes.length, checkpointing: trainer.checkpointing, sample: sample() },
+      textBytes: bytes.length, checkpointing: trainer.checkpointing, sample: await sample() },
     async step() {
       const progress = await trainer.step();
       const done = progress.step >= stopAt;
       if (done) stopAt = Infinity;
-      if (progress.step % settings.sampleEvery === 0) self.postMessage(sample());
+      if (progress.step % settings.sampleEvery === 0) self.postMessage(await sample());
       return { ...progress, done, liveTensors: fc.memory().liveTensors };
     },
     handle(msg) {

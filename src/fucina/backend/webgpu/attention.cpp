@@ -94,7 +94,7 @@ struct Run {
       Gpu::get().dispatch(Gpu::get().pipeline(source), buffers, u.words, static_cast<uint32_t>(x),
                           static_cast<uint32_t>(y));
   }
-  RawTensor dense(const RawTensor& t) const { return t.permuted(g.layout()).contiguous(ctx); }
+  RawTensor dense(const RawTensor& t) const { return whole(ctx, t.permuted(g.layout())); }
   // {batch..., heads, time, dim} of `like`'s extents, with d dims.
   RawTensor laidOut(const RawTensor& like, int64_t d) const {
     Extents s;
@@ -133,7 +133,7 @@ Kernels::AttentionGrads attentionVjp(ExecContext& ctx, const AttentionGeometry& 
                                      const RawTensor& gy, bool need_q, bool need_k, bool need_v) {
   requireF32(gy, "attention VJP");
   const Run run{ctx, g};
-  const RawTensor G = run.dense(gy), P = probs.contiguous(ctx);
+  const RawTensor G = run.dense(gy), P = whole(ctx, probs);
   const int64_t tiles = g.B * g.H, kv_tiles = g.B * g.Hkv, depth = g.group() * g.Tq;
   // Element t of a kv tile's depth: query row t % Tq of its member t / Tq.
   const std::string row = "(member(b, k / q.Tq) * q.Tq + k % q.Tq)";

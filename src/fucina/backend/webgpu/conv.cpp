@@ -104,10 +104,11 @@ Uniforms geometryWords(const ConvPlan& p) {
 
 }  // namespace
 
-RawTensor conv2d(ExecContext& ctx, const RawTensor& x, const RawTensor& w, const ConvPlan& p, const Tags& tags,
-                 const Extents& shape, const RawTensor& bias, bool relu) {
-  requireF32(x, "conv2d");
-  requireF32(w, "conv2d");
+RawTensor conv2d(ExecContext& ctx, const RawTensor& x_in, const RawTensor& w_in, const ConvPlan& p, const Tags& tags,
+                 const Extents& shape, const RawTensor& bias_in, bool relu) {
+  requireF32(x_in, "conv2d");
+  requireF32(w_in, "conv2d");
+  const RawTensor x = whole(ctx, x_in), w = whole(ctx, w_in), bias = bias_in.valid() ? whole(ctx, bias_in) : bias_in;
   RawTensor y = RawTensor::empty(ctx, tags, shape);
   Uniforms u = geometryWords(p);
   u.u(bias.valid() ? 1 : 0).u(relu ? 1 : 0);
@@ -119,9 +120,10 @@ RawTensor conv2d(ExecContext& ctx, const RawTensor& x, const RawTensor& w, const
   return y;
 }
 
-RawTensor conv2dInputGrad(ExecContext& ctx, const RawTensor& gy, const RawTensor& w, const ConvPlan& p,
+RawTensor conv2dInputGrad(ExecContext& ctx, const RawTensor& gy_in, const RawTensor& w_in, const ConvPlan& p,
                           const Tags& tags, const Extents& shape) {
-  requireF32(gy, "conv2d input gradient");
+  requireF32(gy_in, "conv2d input gradient");
+  const RawTensor gy = whole(ctx, gy_in), w = whole(ctx, w_in);
   RawTensor gx = RawTensor::empty(ctx, tags, shape);
   const uint32_t buffers[3] = {bufferOf(gy, "conv2d input gradient"), bufferOf(w, "conv2d input gradient"),
                                bufferOf(gx, "conv2d input gradient")};
@@ -131,9 +133,10 @@ RawTensor conv2dInputGrad(ExecContext& ctx, const RawTensor& gy, const RawTensor
   return gx;
 }
 
-RawTensor conv2dWeightGrad(ExecContext& ctx, const RawTensor& x, const RawTensor& gy, const ConvPlan& p,
+RawTensor conv2dWeightGrad(ExecContext& ctx, const RawTensor& x_in, const RawTensor& gy_in, const ConvPlan& p,
                            const Tags& tags, const Extents& shape) {
-  requireF32(x, "conv2d weight gradient");
+  requireF32(x_in, "conv2d weight gradient");
+  const RawTensor x = whole(ctx, x_in), gy = whole(ctx, gy_in);
   const GemmShape s = splitDepth({p.G, p.OC / p.G, p.groupDepth(), p.N * p.positions()});
   const Tag slices("webgpu.slice");
   Tags sliced_tags = tags;

@@ -99,9 +99,10 @@ Kernels::IndexFault firstIndexOutside(ExecContext&, const RawTensor& index, int6
   return {};  // a fault is reported by the next sync() or data() (Note [Device faults])
 }
 
-RawTensor selectRows(ExecContext& ctx, const RawTensor& table, Tag axis, const RawTensor& index) {
-  requireRows(table, "selectRows");
-  requireIndex(index, "selectRows");
+RawTensor selectRows(ExecContext& ctx, const RawTensor& table_in, Tag axis, const RawTensor& index_in) {
+  const RawTensor table = rowsOf(ctx, table_in, "selectRows");
+  requireIndex(index_in, "selectRows");
+  const RawTensor index = whole(ctx, index_in);
   const size_t p = table.axis(axis);
   const auto [tags, shape] = withIndexAxes(table, p, index);
   RawTensor out = RawTensor::empty(ctx, tags, shape);
@@ -113,16 +114,18 @@ RawTensor selectRows(ExecContext& ctx, const RawTensor& table, Tag axis, const R
   return out;
 }
 
-void updateRows(ExecContext&, const RawTensor& dst, Tag axis, const RawTensor& index, const RawTensor& src,
-                Kernels::RowUpdate how) {
+void updateRows(ExecContext& ctx, const RawTensor& dst, Tag axis, const RawTensor& index_in,
+                const RawTensor& src_in, Kernels::RowUpdate how) {
   requireRows(dst, "updateRows");
-  requireIndex(index, "updateRows");
+  requireWhole(dst, "updateRows");
+  requireIndex(index_in, "updateRows");
+  const RawTensor index = whole(ctx, index_in);
   const size_t p = dst.axis(axis);
   const int64_t n = dst.shape()[p], k = index.numel(), inner = numelOf(dst.shape(), p + 1, dst.rank());
   const int64_t outer = numelOf(dst.shape(), 0, p);
   if (outer * k * inner == 0 || n == 0) return;  // no row to update (a bad index is reported by its check)
   const bool reads = how != Kernels::RowUpdate::zero;
-  if (reads) requireRows(src, "updateRows");
+  const RawTensor src = reads ? rowsOf(ctx, src_in, "updateRows") : src_in;
   // Row blocks enough for some 16k invocations; each reads every index once.
   const int64_t want = std::clamp<int64_t>((16384 + outer * inner - 1) / (outer * inner), 1, n);
   const int64_t rows_per = (n + want - 1) / want, blocks = (n + rows_per - 1) / rows_per;

@@ -47,10 +47,12 @@ void requireLabels(const RawTensor& labels, int64_t rows) {
 
 }  // namespace
 
-RawTensor labelLossRows(ExecContext& ctx, const RawTensor& lp, const RawTensor& labels, double smoothing, bool plain) {
-  requireRows(lp, "label loss");
+RawTensor labelLossRows(ExecContext& ctx, const RawTensor& lp_in, const RawTensor& labels_in, double smoothing,
+                        bool plain) {
+  const RawTensor lp = rowsOf(ctx, lp_in, "label loss");
   const RowLayout l = rowLayout(lp);
-  requireLabels(labels, l.rows);
+  requireLabels(labels_in, l.rows);
+  const RawTensor labels = whole(ctx, labels_in);
   RawTensor loss = RawTensor::empty(ctx, Tags(lp.tags().begin(), lp.tags().end() - 1),
                                     Extents(lp.shape().begin(), lp.shape().end() - 1));
   if (l.rows == 0) return loss;
@@ -60,12 +62,12 @@ RawTensor labelLossRows(ExecContext& ctx, const RawTensor& lp, const RawTensor& 
   return loss;
 }
 
-RawTensor labelLossRowsVjp(ExecContext& ctx, const RawTensor& lp, const RawTensor& labels, const RawTensor& gy,
-                           float scale, double smoothing, bool plain) {
-  const RowLayout l = rowLayout(lp);
-  requireLabels(labels, l.rows);
-  requireRows(gy, "label loss VJP");
-  if (!plain) requireRows(lp, "label loss VJP");
+RawTensor labelLossRowsVjp(ExecContext& ctx, const RawTensor& lp_in, const RawTensor& labels_in,
+                           const RawTensor& gy_in, float scale, double smoothing, bool plain) {
+  const RowLayout l = rowLayout(lp_in);
+  requireLabels(labels_in, l.rows);
+  const RawTensor labels = whole(ctx, labels_in), gy = rowsOf(ctx, gy_in, "label loss VJP");
+  const RawTensor lp = plain ? lp_in : rowsOf(ctx, lp_in, "label loss VJP");
   RawTensor gx = RawTensor::empty(ctx, lp.tags(), lp.shape());
   if (gx.numel() == 0) return gx;
   Uniforms u;

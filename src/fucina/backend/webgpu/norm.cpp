@@ -48,9 +48,9 @@ void requireKind(Norm kind) {
 
 }  // namespace
 
-Kernels::NormRows normRows(ExecContext& ctx, const RawTensor& x, Norm kind, double eps) {
+Kernels::NormRows normRows(ExecContext& ctx, const RawTensor& x_in, Norm kind, double eps) {
   requireKind(kind);
-  requireRows(x, "normalization");
+  const RawTensor x = rowsOf(ctx, x_in, "normalization");
   const Tags row_tags(x.tags().begin(), x.tags().end() - (x.rank() > 0 ? 1 : 0));
   const Extents row_shape(x.shape().begin(), x.shape().end() - (x.rank() > 0 ? 1 : 0));
   Kernels::NormRows out{RawTensor::empty(ctx, x.tags(), x.shape()), RawTensor::empty(ctx, row_tags, row_shape), {}};
@@ -61,10 +61,10 @@ Kernels::NormRows normRows(ExecContext& ctx, const RawTensor& x, Norm kind, doub
   return out;
 }
 
-RawTensor normRowsVjp(ExecContext& ctx, Norm kind, const Kernels::NormRows& saved, const RawTensor& gy) {
+RawTensor normRowsVjp(ExecContext& ctx, Norm kind, const Kernels::NormRows& saved, const RawTensor& gy_in) {
   requireKind(kind);
-  requireRows(saved.y, "normalization VJP");
-  requireRows(gy, "normalization VJP");
+  requireRows(saved.y, "normalization VJP");  // made by normRows: whole
+  const RawTensor gy = rowsOf(ctx, gy_in, "normalization VJP");
   RawTensor gx = RawTensor::empty(ctx, saved.y.tags(), saved.y.shape());
   if (gx.numel() == 0) return gx;
   const uint32_t buffers[4] = {bufferOf(saved.y, "normalization VJP"), bufferOf(saved.inv, "normalization VJP"),

@@ -20,6 +20,7 @@ std::string header(const std::vector<std::pair<std::string, bool>>& bindings) {
 
 void requireState(const RawTensor& p, const RawTensor& t, const char* what) {
   requireF32(t, what);
+  requireWhole(t, what);
   if (t.numel() != p.numel() || !t.isContiguous())
     fail(ErrorCode::ShapeMismatch, std::string(what) + ": " + t.describe() + " must be contiguous, of " + p.describe() +
                                        "'s elements");
@@ -76,9 +77,9 @@ Kernels::GradNorm gradNorm(ExecContext& ctx, std::span<const RawTensor> grads, d
                               "  if (l == 0u) { acc[0] = select(acc[0], 0.0, uf(2u) != 0.0) + s; }\n"
                               "}\n";
   bool first = true;
-  for (const RawTensor& g : grads) {
-    requireRows(g, "clipGradNorm");
-    if (g.numel() == 0) continue;
+  for (const RawTensor& g_in : grads) {
+    if (g_in.numel() == 0) continue;
+    const RawTensor g = rowsOf(ctx, g_in, "clipGradNorm");
     const uint32_t buffers[2] = {bufferOf(g, "clipGradNorm"), out[0]};
     dispatchRows(squares, buffers, {1, g.numel()}, first ? 1.0f : 0.0f);
     first = false;

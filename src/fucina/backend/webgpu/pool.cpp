@@ -87,9 +87,9 @@ Extents withPlane(const Extents& shape, int64_t h, int64_t w, size_t trailing) {
 
 }  // namespace
 
-Kernels::Pooled pool2d(ExecContext& ctx, Kernels::Pool kind, const RawTensor& x, const Conv2dGeometry& g,
+Kernels::Pooled pool2d(ExecContext& ctx, Kernels::Pool kind, const RawTensor& x_in, const Conv2dGeometry& g,
                        size_t trailing, bool argmax) {
-  requireRows(x, "pool2d");
+  const RawTensor x = rowsOf(ctx, x_in, "pool2d");
   const bool max = kind == Kernels::Pool::max;
   const Extents shape = withPlane(x.shape(), g.out_h, g.out_w, trailing);
   Kernels::Pooled r{RawTensor::empty(ctx, x.tags(), shape), RawTensor()};
@@ -105,9 +105,9 @@ Kernels::Pooled pool2d(ExecContext& ctx, Kernels::Pool kind, const RawTensor& x,
   return r;
 }
 
-RawTensor pool2dVjp(ExecContext& ctx, Kernels::Pool kind, const RawTensor& gy, const RawTensor& argmax,
+RawTensor pool2dVjp(ExecContext& ctx, Kernels::Pool kind, const RawTensor& gy_in, const RawTensor& argmax,
                     const Conv2dGeometry& g, size_t trailing) {
-  requireRows(gy, "pool2d VJP");
+  const RawTensor gy = rowsOf(ctx, gy_in, "pool2d VJP");  // argmax: made by pool2d, whole
   const bool max = kind == Kernels::Pool::max;
   const Extents shape = withPlane(gy.shape(), g.height, g.width, trailing);
   RawTensor gx = RawTensor::empty(ctx, gy.tags(), shape);

@@ -44,7 +44,7 @@ std::string dropoutSource() {
 
 RawTensor dropout(ExecContext& ctx, const RawTensor& x, uint64_t seed, double p, float keep_scale) {
   requireF32(x, "dropout");
-  const RawTensor src = x.contiguous(ctx);
+  const RawTensor src = whole(ctx, x);
   RawTensor y = RawTensor::empty(ctx, src.tags(), src.shape());
   const uint64_t mixed = random::mix(seed);
   const bool all = p >= 1;

@@ -39,8 +39,8 @@ std::string vjpSource(bool log) {
 
 }  // namespace
 
-RawTensor softmaxRows(ExecContext& ctx, const RawTensor& x, bool log) {
-  requireRows(x, "softmax");
+RawTensor softmaxRows(ExecContext& ctx, const RawTensor& x_in, bool log) {
+  const RawTensor x = rowsOf(ctx, x_in, "softmax");
   RawTensor y = RawTensor::empty(ctx, x.tags(), x.shape());
   if (y.numel() == 0) return y;
   const uint32_t buffers[2] = {bufferOf(x, "softmax"), bufferOf(y, "softmax")};
@@ -48,9 +48,8 @@ RawTensor softmaxRows(ExecContext& ctx, const RawTensor& x, bool log) {
   return y;
 }
 
-RawTensor softmaxRowsVjp(ExecContext& ctx, const RawTensor& y, const RawTensor& gy, bool log) {
-  requireRows(y, "softmax VJP");
-  requireRows(gy, "softmax VJP");
+RawTensor softmaxRowsVjp(ExecContext& ctx, const RawTensor& y_in, const RawTensor& gy_in, bool log) {
+  const RawTensor y = rowsOf(ctx, y_in, "softmax VJP"), gy = rowsOf(ctx, gy_in, "softmax VJP");
   RawTensor gx = RawTensor::empty(ctx, y.tags(), y.shape());
   if (gx.numel() == 0) return gx;
   const uint32_t buffers[3] = {bufferOf(y, "softmax VJP"), bufferOf(gy, "softmax VJP"), bufferOf(gx, "softmax VJP")};

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "fucina/backend/webgpu/primitives.h"
 #include "fucina/core/error.h"
 
 namespace fucina::backend::webgpu {
@@ -186,6 +187,23 @@ void dispatchRows(const std::string& source, std::span<const uint32_t> buffers, 
 void requireRows(const RawTensor& t, const char* what) {
   requireF32(t, what);
   if (!t.isContiguous()) fail(ErrorCode::InvalidArgument, std::string(what) + ": rows must be contiguous, got " + t.describe());
+}
+
+RawTensor whole(ExecContext& ctx, const RawTensor& t) {
+  if (t.offset() == 0 && t.isContiguous()) return t;
+  RawTensor c = RawTensor::empty(ctx, t.tags(), t.shape(), t.dtype());
+  if (c.numel() > 0) copy(ctx, t, c);
+  return c;
+}
+
+RawTensor rowsOf(ExecContext& ctx, const RawTensor& t, const char* what) {
+  requireRows(t, what);
+  return whole(ctx, t);
+}
+
+void requireWhole(const RawTensor& t, const char* what) {
+  if (t.offset() != 0)
+    unsupported(std::string(what) + " into " + t.describe() + ", a view that starts inside its buffer");
 }
 
 uint32_t bufferOf(const RawTensor& t, const char* what) {

@@ -94,6 +94,14 @@ std::string rowKernelHead();
 void dispatchRows(const std::string& source, std::span<const uint32_t> buffers, const RowLayout& l, float param = 0);
 /// DTypeMismatch unless f32, InvalidArgument unless contiguous: the row kernels' operands.
 void requireRows(const RawTensor& t, const char* what);
+/// t when it is contiguous from its buffer's first element, else a copy that is: kernels that
+/// index an operand directly read it through whole() (a contiguous view may start inside its
+/// buffer: a select, a narrow).
+RawTensor whole(ExecContext& ctx, const RawTensor& t);
+/// requireRows, then whole.
+RawTensor rowsOf(ExecContext& ctx, const RawTensor& t, const char* what);
+/// An operand written in place must start at its buffer's first element (UnsupportedOnDevice).
+void requireWhole(const RawTensor& t, const char* what);
 
 /// UnsupportedOnDevice for a primitive or case the webgpu backend does not compute.
 [[noreturn]] void unsupported(const std::string& what);
