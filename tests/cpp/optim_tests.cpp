@@ -235,6 +235,28 @@ TEST_CASE("clipGradNorm: global 2-norm, clips only above max_norm", "[optim]") {
   CHECK(optim::clipGradNorm(ctx, std::vector<Tensor>{}, 1) == 0);
 }
 
+TEST_CASE("clipGradNormTensor: clipGradNorm's values, the norm as a tensor on the gradients' device", "[optim]") {
+  for (fucina::Backend backend : {fucina::Backend::cpu, fucina::Backend::reference}) {
+    ExecContext ctx(ExecOptions{.threads = 1, .backend = backend});
+    Tensor a = param(ctx), b = Tensor::variableFromSlice(ctx, {"e"}, {1}, {5});
+    std::vector<Tensor> ps = {a, b};
+    setGrad(ctx, a, {3, 4});
+    setGrad(ctx, b, {12});
+    Tensor kept = optim::clipGradNormTensor(ctx, ps, 13);  // not above: the values stay
+    CHECK(kept.rank() == 0);
+    CHECK(kept.item() == 13);
+    CHECK(test::gradOf(ctx, a) == Floats{3, 4});
+    CHECK(optim::clipGradNormTensor(ctx, ps, 6.5).item() == 13);
+    Floats clipped = test::gradOf(ctx, a);
+    setGrad(ctx, a, {3, 4});
+    setGrad(ctx, b, {12});
+    optim::clipGradNorm(ctx, ps, 6.5);
+    CHECK(test::gradOf(ctx, a) == clipped);  // bit for bit
+    CHECK(optim::clipGradNormTensor(ctx, std::vector<Tensor>{}, 1).item() == 0);
+    CHECK_FUCINA_ERROR(optim::clipGradNormTensor(ctx, ps, std::nan("")), InvalidArgument);
+  }
+}
+
 TEST_CASE("schedules at their boundaries", "[optim]") {
   using optim::cosineDecay;
   using optim::linearWarmup;
