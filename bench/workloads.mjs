@@ -134,7 +134,7 @@ export async function timeOnDevice(fc, workload, device, steps) {
     const to = counters();
     const per = (k) => (to[k] - from[k]) / steps;
     Object.assign(r, { ms_per_step: +ms.toFixed(2), gflops: +(gflopPerStep(workload) / (ms / 1e3)).toFixed(2),
-      ...(to && { dispatches: per('dispatches'), uploaded_bytes: per('uploadedBytes'), downloaded_bytes: per('downloadedBytes'),
+      ...(to && { dispatches: per('dispatches'), submits: per('submits'), uploaded_bytes: per('uploadedBytes'), downloaded_bytes: per('downloadedBytes'),
         pipelines_made: per('pipelinesMade'), buffers_made: per('buffersMade'), live_bytes: to.liveBytes }),
       ...(note ? { note } : {}) });
   } catch (e) {
@@ -150,7 +150,7 @@ export async function timeOnDevice(fc, workload, device, steps) {
 export function deviceLine(r) {
   const what = `${r.workload} ${r.device}${r.adapter || r.engine ? ` (${r.adapter ?? r.engine})` : ''}`;
   if (r.error) return `${what}: ${r.error}`;
-  const counters = r.dispatches === undefined ? '' : `; per step: ${r.dispatches} dispatches, ${r.uploaded_bytes} B up, ` +
+  const counters = r.dispatches === undefined ? '' : `; per step: ${r.dispatches} dispatches in ${r.submits} submits, ${r.uploaded_bytes} B up, ` +
     `${r.downloaded_bytes} B down, ${r.pipelines_made} pipelines, ${r.buffers_made} buffers made; ${r.live_bytes} B live`;
   return `${what}: ${r.ms_per_step} ms/step, ${r.gflops} GFLOP/s${counters}`;
 }

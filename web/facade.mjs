@@ -419,7 +419,7 @@ class Fucina {
   memory() {
     const m = this._call((M) => M.memory());
     const gpu = this.#M.fucinaGpu;
-    if (m.devices.webgpu && gpu) m.devices.webgpu.downloadedBytes = gpu.downloadedBytes;
+    if (m.devices.webgpu && gpu) Object.assign(m.devices.webgpu, { downloadedBytes: gpu.downloadedBytes, submits: gpu.submits });
     return m;
   }
   resetPeak() { this._call((M) => M.resetPeak()); }

@@ -175,6 +175,8 @@ export interface DeviceMemoryInfo {
   downloadedBytes: number;
   /** Kernels dispatched. */
   dispatches: number;
+  /** Command buffers submitted: batches of dispatches (Note [Dispatch batches]), reads, syncs. */
+  submits: number;
 }
 
 /** What {@link Fucina.memory} reports about the engine's tensors and buffers. */

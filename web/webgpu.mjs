@@ -28,6 +28,7 @@ export class GpuShim {
   lost = null;           // the GPUDeviceLostInfo's message once the device is lost
   onLost = null;         // the facade's: falls back to the cpu
   downloadedBytes = 0;
+  submits = 0;           // command buffers submitted (a batch of dispatches, a read, a sync)
 
   #keep;  // the GPU and adapter: Dawn's Node binding tears the device down when they are collected
 
@@ -143,6 +144,7 @@ export class GpuShim {
     if (this.lost) return;
     this.#device.queue.writeBuffer(this.#uniforms, 0, this.#staged, 0, slots * UNIFORM_BYTES / 4);
     this.#device.queue.submit([encoder.finish()]);
+    this.submits += 1;
   }
 
   // ---- called by the facade
@@ -158,6 +160,7 @@ export class GpuShim {
     encoder.copyBufferToBuffer(this.#buffer(id), offset, staging, 0, size);
     encoder.copyBufferToBuffer(this.#buffer(this.#faultId), 0, staging, faultAt, FAULT_BYTES);
     this.#device.queue.submit([encoder.finish()]);
+    this.submits += 1;
     try {
       await staging.mapAsync(MAP_MODE_READ);
       const out = staging.getMappedRange(0, size).slice(0, bytes);
@@ -182,6 +185,7 @@ export class GpuShim {
     const encoder = this.#device.createCommandEncoder();
     encoder.copyBufferToBuffer(this.#buffer(this.#faultId), 0, staging, 0, FAULT_BYTES);
     this.#device.queue.submit([encoder.finish()]);
+    this.submits += 1;
     try {
       await staging.mapAsync(MAP_MODE_READ);
       const fault = new Uint32Array(staging.getMappedRange().slice(0));

@@ -32,7 +32,7 @@ test('npm run bench:webgpu -- --headless prints W4 and W1 on the wasm build and 
   assert.match(lines[0], /^adapter: .*swiftshader.* \(the CPU: its times mean nothing\); engine: wasm threaded-simd, \d+ threads?$/i);
   const time = String.raw`[\d.]+ ms/step, [\d.]+ GFLOP/s`;
   // A step in steady state makes nothing and moves nothing between host and device.
-  const counters = String.raw`per step: [1-9]\d* dispatches, 0 B up, 0 B down, 0 pipelines, 0 buffers made; \d+ B live`;
+  const counters = String.raw`per step: [1-9]\d* dispatches in [\d.]+ submits, 0 B up, 0 B down, 0 pipelines, 0 buffers made; \d+ B live`;
   for (const w of ['w4-fc', 'w1']) {
     assert.match(out, new RegExp(`^${w} cpu \\(wasm threaded-simd, \\d+ threads?\\): ${time}$`, 'm'), out);
     assert.match(out, new RegExp(`^${w} webgpu \\(.*swiftshader.*\\): ${time}; ${counters}$`, 'mi'), out);

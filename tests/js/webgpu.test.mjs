@@ -239,6 +239,7 @@ for (const variant of VARIANTS) {
       const b = fc.variable(['out'], [6], values(6, 23));
       const y = x.conv2d(w, { bias: b, stride: [2, 1], padding: [1, 2], dilation: [1, 2], groups: 2 });
       const r = x.conv2dRelu(w, { bias: b, groups: 2 });
+      const fused = fc.noGrad(() => x.conv2dRelu(w, { bias: b, groups: 2 }));  // bias and relu in the kernel
       // Channels last: the same convolution over x laid out {n, h, w, c}.
       const wl = fc.variable(['out', 'c', 'kh', 'kw'], [5, 4, 3, 3], values(180, 24));
       const cl = x.permuteTo(['n', 'h', 'w', 'c']).contiguous().conv2d(wl, { padding: [1, 1] });
@@ -254,7 +255,7 @@ for (const variant of VARIANTS) {
       const one = fc.variable(['c', 'h', 'w'], [1, 1, 1], [2]).conv2d(fc.constant(['out', 'c', 'kh', 'kw'], [1, 1, 1, 1], [3]));
       y.mul(y).sumAll().add(r.sumAll()).add(cl.mul(cl).sumAll()).add(yb.mul(yb).sumAll().scale(0.01)).add(y1.mul(y1).sumAll())
         .add(t1.mul(t1).sumAll()).backward();
-      return { y, r, cl, yb, y1, t1, one, gx: x.grad(), gw: w.grad(), gb: b.grad(), gwl: wl.grad(), gbig: big.grad(),
+      return { y, r, fused, cl, yb, y1, t1, one, gx: x.grad(), gw: w.grad(), gb: b.grad(), gwl: wl.grad(), gbig: big.grad(),
         gwb: wb.grad(), gs: s.grad(), gw1: w1.grad(), gwt: wt.grad() };
     });
     compare(out, 1e-4);
@@ -370,6 +371,9 @@ for (const variant of VARIANTS) {
         assert.equal(after.uploadedBytes, before.uploadedBytes, 'nothing uploaded in steady state');
         assert.equal(after.downloadedBytes, before.downloadedBytes, 'nothing downloaded before data()');
         assert.ok(after.dispatches > before.dispatches);
+        // Batched: a submit carries many dispatches (Note [Dispatch batches]).
+        assert.ok(after.submits - before.submits <= Math.ceil((after.dispatches - before.dispatches) / 64) + 1,
+          `${after.submits - before.submits} submits for ${after.dispatches - before.dispatches} dispatches`);
       } else {
         for (let i = 0; i < 4; ++i) step().dispose();
       }

@@ -275,7 +275,7 @@ const counters: number[] = [memory.liveTensors, memory.liveBytes, memory.peakByt
 const devs: DevicesMemoryInfo = memory.devices;
 const gpu: DeviceMemoryInfo | undefined = devs.webgpu;
 const gpuCounters: number[] = gpu ? [gpu.liveBytes, gpu.peakBytes, gpu.liveBuffers, gpu.pooledBytes, gpu.buffersMade,
-  gpu.pipelinesMade, gpu.uploadedBytes, gpu.downloadedBytes, gpu.dispatches] : [];
+  gpu.pipelinesMade, gpu.uploadedBytes, gpu.downloadedBytes, gpu.dispatches, gpu.submits] : [];
 const where: Device = fc.defaultDevice;
 fc.defaultDevice = 'cpu';
 // @ts-expect-error a device is 'cpu' or 'webgpu'
