@@ -204,7 +204,8 @@ for (const variant of VARIANTS) {
 
   test(`webgpu (${variant}): products match the cpu: batched, transposed operands, odd sizes`, async () => {
     const fc = await gpuEngine(variant);
-    for (const [m, k, n] of [[1, 1, 1], [7, 19, 33], [65, 70, 130], [3, 129, 2]]) {
+    // k a multiple of 4 (rows loaded four k at a time) and not; views whose rows start off and on a multiple of 4.
+    for (const [m, k, n] of [[1, 1, 1], [7, 19, 33], [65, 70, 130], [3, 129, 2], [5, 36, 67], [66, 72, 3]]) {
       const out = await onBoth(fc, (fc) => {
         const a = fc.variable(['b', 'm', 'k'], [2, m, k], values(2 * m * k, m + 10 * k));
         const w = fc.variable(['n', 'k'], [n, k], values(n * k, n));  // k inner: read transposed
@@ -212,8 +213,10 @@ for (const variant of VARIANTS) {
         const y = a.addDot(w, 'k', bias);
         const yt = a.permuteTo(['k', 'b', 'm']).dot(w.permuteTo(['k', 'n']), 'k');
         const batched = a.dot(a, 'k');  // b and m are batch axes: one dot product per (b, m)
+        const inner = k > 8 ? a.narrow('k', 4, k - 8).dot(w.narrow('k', 4, k - 8), 'k') : a.dot(w, 'k');
+        const shifted = k > 8 ? a.narrow('k', 1, k - 5).dot(w.narrow('k', 3, k - 5), 'k') : a.dot(w, 'k');
         y.mul(yt).sum('n').sum('m').sum('b').backward();
-        return { y, yt, batched, ga: a.grad(), gw: w.grad(), gbias: bias.grad() };
+        return { y, yt, batched, inner, shifted, ga: a.grad(), gw: w.grad(), gbias: bias.grad() };
       });
       compare(out, 1e-4);
     }

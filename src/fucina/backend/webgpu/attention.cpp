@@ -32,13 +32,13 @@ std::string shape() {
 // One product: A[b][m][k] and B[b][k][n] as WGSL expressions over (b, m or n, k), stored into c at
 // `store_at` (over b, m, n), times `factor`.
 std::string product(const std::string& a, const std::string& b, const std::string& store_at, const char* factor,
-                    bool a_deep_fast, bool b_deep_fast) {
+                    bool a_deep_fast, bool b_deep_fast) {  // each operand loaded along k, or along its rows
   return tiledGemmSource(readBinding(0, "x") + readBinding(1, "y") + writeBinding(2, "c") + shape() +
                              "fn a_at(b: u32, m: u32, k: u32) -> f32 { let q = att(); return " + a + "; }\n"
                              "fn b_at(b: u32, n: u32, k: u32) -> f32 { let q = att(); return " + b + "; }\n"
                              "fn store(b: u32, s: u32, m: u32, n: u32, v: f32) { let q = att(); c[" + store_at +
                              "] = v" + factor + "; }\n",
-                         3, a_deep_fast, b_deep_fast);
+                         3, along(a_deep_fast), along(b_deep_fast));
 }
 
 // Rows r = n·Tq + i of P (in place): the softmax over the keys row i sees, 0 past them.

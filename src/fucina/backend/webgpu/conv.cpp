@@ -56,7 +56,7 @@ std::string source(Pass pass, bool cl) {
               "  if (uw(" + flags + "u) != 0u) { r = r + bias[o]; }\n"
               "  if (uw(" + flags + "u + 1u) != 0u && r < 0.0) { r = 0.0; }\n" +
               (cl ? "  y[(n * q.OH * q.OW + p) * q.OC + o] = r;\n}\n" : "  y[(n * q.OC + o) * q.OH * q.OW + p] = r;\n}\n"),
-          4, true, cl);
+          4, TileLoad::along_depth, along(cl));
     case Pass::input_grad:  // C[n·G + g] [Cg, H·W]: depth (o', tap), gathered from the outputs
       return tiledGemmSource(
           readBinding(0, "gy") + readBinding(1, "w") + writeBinding(2, "gx") + geometry() +
@@ -76,7 +76,7 @@ std::string source(Pass pass, bool cl) {
               "fn store(b: u32, s: u32, c: u32, pix: u32, v: f32) {\n  let q = geo();\n  let n = b / q.G;\n"
               "  let ch = (b % q.G) * (q.C / q.G) + c;\n" +
               (cl ? "  gx[(n * q.H * q.W + pix) * q.C + ch] = v;\n}\n" : "  gx[(n * q.C + ch) * q.H * q.W + pix] = v;\n}\n"),
-          3, !cl, false);
+          3, along(!cl), TileLoad::along_rows);
     case Pass::weight_grad:  // C[g] [OCg, Cg·kh·kw] over depth (image, position), in slices s
       return tiledGemmSource(
           readBinding(0, "x") + readBinding(1, "gy") + writeBinding(2, "gw") + geometry() + xCol(cl) +
@@ -87,7 +87,7 @@ std::string source(Pass pass, bool cl) {
               "  return x_col(d / P, b, k, d % P);\n}\n"
               "fn store(b: u32, s: u32, m: u32, k: u32, v: f32) {\n  let q = geo();\n"
               "  gw[((s * q.G + b) * (q.OC / q.G) + m) * (q.C / q.G * q.kh * q.kw) + k] = v;\n}\n",
-          3, !cl, !cl);
+          3, along(!cl), along(!cl));
   }
   return {};
 }

@@ -49,21 +49,33 @@ Matrices asMatrices(ExecContext& ctx, const RawTensor& t, const Tags& z, const T
   return {c, fold(c, z), fold(c, rows), fold(c, cols)};
 }
 
+// How a folded operand's tiles load (Note [Tiled GEMM]): four k at a time when its rows are
+// contiguous along k and every row starts at a multiple of four floats.
+TileLoad loadOf(const Matrices& m, int64_t k) {
+  if (m.cols.stride != 1) return TileLoad::along_rows;
+  const bool aligned = k % 4 == 0 && m.t.offset() % 4 == 0 && m.z.stride % 4 == 0 && m.rows.stride % 4 == 0;
+  return aligned ? TileLoad::quads : TileLoad::along_depth;
+}
+
 // A[b][m][k] and B[b][k][n] through each operand's offset and strides (words from kGemmWord on);
 // C[b] contiguous, added to when word kGemmWord + 8 is set.
-std::string contractSource(bool a_deep_fast, bool b_deep_fast) {
+std::string contractSource(TileLoad a, TileLoad b) {
   auto word = [](int k) { return "ui(" + std::to_string(kGemmWord + k) + "u)"; };
-  auto at = [&](const char* fn, const char* buf, int w) {
-    return std::string("fn ") + fn + "(b: u32, r: u32, k: u32) -> f32 { return " + buf + "[u32(" + word(w) + " + " +
-           word(w + 1) + " * i32(b) + i32(r) * " + word(w + 2) + " + i32(k) * " + word(w + 3) + ")]; }\n";
+  auto operand = [&](int binding, const char* fn, const char* buf, int w, TileLoad how) {
+    const std::string at = word(w) + " + " + word(w + 1) + " * i32(b) + i32(r) * " + word(w + 2);
+    if (how == TileLoad::quads)  // k and every term above are multiples of 4
+      return readBinding(binding, buf, "vec4<f32>") + "fn " + fn + "4(b: u32, r: u32, k: u32) -> vec4<f32> { return " +
+             buf + "[u32(" + at + " + i32(k)) / 4u]; }\n";
+    return readBinding(binding, buf) + "fn " + fn + "(b: u32, r: u32, k: u32) -> f32 { return " + buf + "[u32(" + at +
+           " + i32(k) * " + word(w + 3) + ")]; }\n";
   };
   const std::string operands =
-      readBinding(0, "lhs") + readBinding(1, "rhs") + writeBinding(2, "c") + at("a_at", "lhs", 0) + at("b_at", "rhs", 4) +
+      operand(0, "a_at", "lhs", 0, a) + operand(1, "b_at", "rhs", 4, b) + writeBinding(2, "c") +
       "fn store(b: u32, s: u32, m: u32, n: u32, v: f32) {\n"
       "  let o = (b * uw(0u) + m) * uw(1u) + n;\n"
       "  if (" + word(8) + " != 0) { c[o] = c[o] + v; } else { c[o] = v; }\n"
       "}\n";
-  return tiledGemmSource(operands, 3, a_deep_fast, b_deep_fast);
+  return tiledGemmSource(operands, 3, a, b);
 }
 
 }  // namespace
@@ -94,7 +106,7 @@ RawTensor contract(ExecContext& ctx, const RawTensor& a, const RawTensor& b, con
     u.i(mb.t.offset()).i(mb.z.stride).i(mb.rows.stride).i(mb.cols.stride);
     u.u(accumulate ? 1 : 0);
     const uint32_t buffers[3] = {bufferOf(ma.t, "contract"), bufferOf(mb.t, "contract"), bufferOf(out, "contract")};
-    dispatchGemm(contractSource(ma.cols.stride == 1, mb.cols.stride == 1), buffers, u, {z, m, n, k}, "contract");
+    dispatchGemm(contractSource(loadOf(ma, k), loadOf(mb, k)), buffers, u, {z, m, n, k}, "contract");
   }
   return kernels::inResultOrder(ctx, out, a, contracted, axes.b_free);
 }

@@ -6,9 +6,18 @@ namespace fucina::backend::webgpu {
 namespace {
 
 // Loads of one operand's 16 x 64 tile: `deep` the depth (k) index, `wide` the row (m, or n)
-// index; deep_fast: neighbouring invocations take neighbouring k.
+// index. Four k at a time: invocation t reads quad t % 4 of row t / 4 (kend is a multiple of 4).
 std::string tileLoad(const std::string& tile, const std::string& at, const std::string& wide0,
-                     const std::string& limit, bool deep_fast) {
+                     const std::string& limit, TileLoad how) {
+  if (how == TileLoad::quads)
+    return "    {\n"
+           "      let kk = (t % 4u) * 4u;\n      let gw = " + wide0 + " + t / 4u;\n"
+           "      var v = vec4<f32>(0.0);\n"
+           "      if (gw < " + limit + " && k0 + kk < kend) { v = " + at + "4(b, gw, k0 + kk); }\n"
+           "      " + tile + "[kk][t / 4u] = v.x;\n      " + tile + "[kk + 1u][t / 4u] = v.y;\n"
+           "      " + tile + "[kk + 2u][t / 4u] = v.z;\n      " + tile + "[kk + 3u][t / 4u] = v.w;\n"
+           "    }\n";
+  const bool deep_fast = how == TileLoad::along_depth;
   const std::string deep = deep_fast ? "e % 16u" : "e / 64u", wide = deep_fast ? "e / 16u" : "e % 64u";
   return "    for (var j = 0u; j < 4u; j = j + 1u) {\n"
          "      let e = t + j * 256u;\n"
@@ -22,7 +31,7 @@ std::string tileLoad(const std::string& tile, const std::string& at, const std::
 
 }  // namespace
 
-std::string tiledGemmSource(const std::string& operands, int uniform_binding, bool a_deep_fast, bool b_deep_fast) {
+std::string tiledGemmSource(const std::string& operands, int uniform_binding, TileLoad a, TileLoad b) {
   return prelude(uniform_binding) + operands +
          "var<workgroup> ta: array<array<f32, 64>, 16>;\n"
          "var<workgroup> tb: array<array<f32, 64>, 16>;\n"
@@ -34,7 +43,7 @@ std::string tiledGemmSource(const std::string& operands, int uniform_binding, bo
          "  let m0 = wg.y * 64u;\n  let n0 = wg.x * 64u;\n  let t = lid.y * 16u + lid.x;\n"
          "  var acc: array<array<f32, 4>, 4>;\n"
          "  for (var k0 = kbegin; k0 < kend; k0 = k0 + 16u) {\n" +
-         tileLoad("ta", "a_at", "m0", "M", a_deep_fast) + tileLoad("tb", "b_at", "n0", "N", b_deep_fast) +
+         tileLoad("ta", "a_at", "m0", "M", a) + tileLoad("tb", "b_at", "n0", "N", b) +
          "    workgroupBarrier();\n"
          "    for (var kk = 0u; kk < 16u; kk = kk + 1u) {\n"
          "      var av: array<f32, 4>;\n      var bv: array<f32, 4>;\n"
@@ -58,7 +67,7 @@ void dispatchGemm(const std::string& source, std::span<const uint32_t> buffers, 
                   const char* what) {
   if (s.batches == 0 || s.m == 0 || s.n == 0) return;
   const int64_t splits = std::max<int64_t>(s.splits, 1);
-  const int64_t chunk = (s.k + splits - 1) / splits;
+  const int64_t chunk = ((s.k + splits - 1) / splits + 15) / 16 * 16;  // slices start at multiples of 16
   Uniforms head;
   head.u(static_cast<uint64_t>(s.m)).u(static_cast<uint64_t>(s.n)).u(static_cast<uint64_t>(s.k));
   head.u(static_cast<uint64_t>(splits)).u(static_cast<uint64_t>(std::max<int64_t>(chunk, 1)));
