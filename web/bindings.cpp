@@ -764,8 +764,8 @@ int32_t sampleToken(val logits, double temperature, double top_k, double seed, d
     const fucina::nn::GenerateOptions o{.temperature = temperature,
                                         .top_k = toInt(top_k, "nn.Gpt.generate: topK"),
                                         .seed = toSeed(seed, "nn.Gpt.generate: seed")};
-    return fucina::nn::sampleToken(ctx(), tensorOf(logits, "nn.Gpt.generate: logits"), o,
-                                   toSeed(step, "nn.Gpt.generate: step"));
+    const Tensor t = tensorOf(logits, "nn.Gpt.generate: logits");
+    return fucina::nn::sampleToken(ctxOf(t), t, o, toSeed(step, "nn.Gpt.generate: step"));
   });
 }
 

@@ -284,6 +284,17 @@ export function makeNn(fc) {
   };
   const cachedLength = (cache) => (cache?.length ? cache[0].k.shape[cache[0].k.tags.indexOf('t')] : 0);
 
+  // fn() with fc.defaultDevice set to device: tensors a method makes for a model go where it is.
+  const onDevice = (device, fn) => {
+    const before = fc.defaultDevice;
+    fc.defaultDevice = device;
+    try {
+      return fn();
+    } finally {
+      fc.defaultDevice = before;
+    }
+  };
+
   /** W3: a byte-level pre-LayerNorm GPT; tokens{batch, "t"} (i32) -> logits{batch, "t", "vocab"}. */
   class Gpt {
     constructor(options, seed = 0) {
@@ -385,7 +396,7 @@ export function makeNn(fc) {
               // outgrows the position table, its last `positions` tokens, uncached.
               const full = context.length > positions;
               const run = full ? positions : cache.length === 0 ? context.length : 1;
-              const tokens = fc.constant(['batch', 't'], [1, run], context.slice(-run), 'i32');
+              const tokens = onDevice('cpu', () => fc.constant(['batch', 't'], [1, run], context.slice(-run), 'i32'));
               past = [...cache];
               const logits = this.#logits(tokens, run, full ? null : cache);
               drop(past);  // copied into the new keys and values (or not needed any more)
@@ -411,6 +422,7 @@ export function makeNn(fc) {
     async generateAsync(prompt, options) {
       const { ids, maxTokens, temperature, topK, seed, onToken } =
         generateArgs(prompt, options, this.config.vocab, 'nn.Gpt.generateAsync');
+      const { device } = this.token.table;
       const positions = this.config.context;
       const context = Array.from(ids);
       const out = [];
@@ -424,7 +436,7 @@ export function makeNn(fc) {
         try {
           // Unscoped: the cache and the logits outlive a scope the caller's first step ran in.
           [last] = fc._unscoped(() => fc.noGrad(() => fc.scope(() => {
-            const tokens = fc.constant(['batch', 't'], [1, run], context.slice(-run), 'i32');
+            const tokens = onDevice(device, () => fc.constant(['batch', 't'], [1, run], context.slice(-run), 'i32'));
             const logits = this.#logits(tokens, run, full ? null : cache);
             return [logits.select('batch', 0).select('t', run - 1).contiguous(), cache];
           })));
@@ -443,13 +455,10 @@ export function makeNn(fc) {
         } finally {
           last.dispose();
         }
-        const device = fc.defaultDevice;
-        fc.defaultDevice = 'cpu';
-        const id = fc.scope(() => {
+        const id = onDevice('cpu', () => fc.scope(() => {
           const row = fc.constant(['vocab'], [values.length], values);
           return fc._call((M) => M.sampleToken(row._handle, temperature, topK, seed, step));
-        });
-        fc.defaultDevice = device;
+        }));
         out.push(id);
         context.push(id);
         if (onToken !== undefined && onToken(id) === false) break;
