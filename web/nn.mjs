@@ -427,44 +427,45 @@ export function makeNn(fc) {
       const context = Array.from(ids);
       const out = [];
       let cache = [];  // as generate's: the forward replaces its entries
-      const drop = (...lists) => new Set(lists.flat().flatMap(({ k, v }) => [k, v])).forEach((t) => t.dispose());
-      for (let step = 0; step < maxTokens; ++step) {
-        const full = context.length > positions;
-        const run = full ? positions : cache.length === 0 ? context.length : 1;
-        const old = [...cache];
-        let last;
-        try {
-          // Unscoped: the cache and the logits outlive a scope the caller's first step ran in.
-          [last] = fc._unscoped(() => fc.noGrad(() => fc.scope(() => {
-            const tokens = onDevice(device, () => fc.constant(['batch', 't'], [1, run], context.slice(-run), 'i32'));
-            const logits = this.#logits(tokens, run, full ? null : cache);
-            return [logits.select('batch', 0).select('t', run - 1).contiguous(), cache];
-          })));
-        } catch (e) {
-          drop(old, cache);
-          throw e;
+      const drop = (entries) => entries.forEach(({ k, v }) => { k.dispose(); v.dispose(); });
+      try {
+        for (let step = 0; step < maxTokens; ++step) {
+          const full = context.length > positions;
+          const run = full ? positions : cache.length === 0 ? context.length : 1;
+          const old = [...cache];
+          let last;
+          try {
+            // Unscoped: the cache and the logits outlive a scope the caller's first step ran in.
+            [last] = fc._unscoped(() => fc.noGrad(() => fc.scope(() => {
+              const tokens = onDevice(device, () => fc.constant(['batch', 't'], [1, run], context.slice(-run), 'i32'));
+              const logits = this.#logits(tokens, run, full ? null : cache);
+              return [logits.select('batch', 0).select('t', run - 1).contiguous(), cache];
+            })));
+          } finally {
+            drop(old.filter((e) => !cache.includes(e)));  // replaced by the forward's entries
+          }
+          if (full) {  // not cached past the context
+            drop(cache);
+            cache = [];
+          }
+          let values;
+          try {
+            values = await last.data();
+          } finally {
+            last.dispose();
+          }
+          const id = onDevice('cpu', () => fc.scope(() => {
+            const row = fc.constant(['vocab'], [values.length], values);
+            return fc._call((M) => M.sampleToken(row._handle, temperature, topK, seed, step));
+          }));
+          out.push(id);
+          context.push(id);
+          if (onToken !== undefined && onToken(id) === false) break;
         }
-        drop(old);  // replaced by the forward's entries, or (full) not needed any more
-        if (full) cache = [];
-        let values;
-        try {
-          values = await last.data();
-        } catch (e) {
-          drop(cache);
-          throw e;
-        } finally {
-          last.dispose();
-        }
-        const id = onDevice('cpu', () => fc.scope(() => {
-          const row = fc.constant(['vocab'], [values.length], values);
-          return fc._call((M) => M.sampleToken(row._handle, temperature, topK, seed, step));
-        }));
-        out.push(id);
-        context.push(id);
-        if (onToken !== undefined && onToken(id) === false) break;
+        return out;
+      } finally {
+        drop(cache);
       }
-      drop(cache);
-      return out;
     }
     /** The trainable tensors: all, or after freezeProjections the embeddings and LayerNorms. */
     parameters() {

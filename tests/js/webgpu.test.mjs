@@ -459,12 +459,15 @@ for (const variant of VARIANTS) {
     gpt.to('webgpu');
     fc.defaultDevice = 'cpu';
     throwsCode(() => gpt.generate([4], { maxTokens: 2 }), 'DeviceReadIsAsync');
-    before = fc.memory().liveTensors;
+    // liveTensors counts the host's tensors: the device's are counted by the bytes they hold.
+    const held = () => [fc.memory().liveTensors, fc.memory().devices.webgpu.liveBytes];
+    before = held();
     const stops = [];
     assert.deepEqual(await gpt.generateAsync([4], { maxTokens: 10, temperature: 0, onToken: (id) => stops.push(id) < 6 }),
       greedy.slice(0, 6));
     assert.deepEqual(stops, greedy.slice(0, 6));
-    assert.equal(fc.memory().liveTensors, before, 'the caches and logits are disposed');
+    await assert.rejects(gpt.generateAsync([4], { maxTokens: 3, onToken: () => { throw new Error('enough'); } }), /enough/);
+    assert.deepEqual(held(), before, 'the caches and logits are disposed, also when onToken throws');
     gpt.parameters().forEach((p) => p.dispose());
   });
 
