@@ -454,20 +454,22 @@ for (const variant of VARIANTS) {
     const sampled = gpt.generate([1, 2, 3], options);
     let before = fc.memory().liveTensors;
     assert.deepEqual(await gpt.generateAsync([1, 2, 3], options), sampled);
-    assert.equal(fc.memory().liveTensors, before, 'the caches and logits are disposed');
+    // On the cpu, data() resolves without a task in between: no finalizer runs, the count is exact.
+    await assert.rejects(gpt.generateAsync([1], { maxTokens: 3, onToken: () => { throw new Error('enough'); } }), /enough/);
+    assert.equal(fc.memory().liveTensors, before, 'the caches and logits are disposed, also when onToken throws');
     const greedy = gpt.generate([4], { maxTokens: 10, temperature: 0 });
     gpt.to('webgpu');
     fc.defaultDevice = 'cpu';
     throwsCode(() => gpt.generate([4], { maxTokens: 2 }), 'DeviceReadIsAsync');
-    // liveTensors counts the host's tensors: the device's are counted by the bytes they hold.
-    const held = () => [fc.memory().liveTensors, fc.memory().devices.webgpu.liveBytes];
-    before = held();
+    // liveTensors counts the host's tensors, the device's bytes its own; finalizers of handles
+    // earlier tests let go may run during the reads, so only growth is a leak here.
+    before = fc.memory().devices.webgpu.liveBytes;
     const stops = [];
     assert.deepEqual(await gpt.generateAsync([4], { maxTokens: 10, temperature: 0, onToken: (id) => stops.push(id) < 6 }),
       greedy.slice(0, 6));
     assert.deepEqual(stops, greedy.slice(0, 6));
     await assert.rejects(gpt.generateAsync([4], { maxTokens: 3, onToken: () => { throw new Error('enough'); } }), /enough/);
-    assert.deepEqual(held(), before, 'the caches and logits are disposed, also when onToken throws');
+    assert.ok(fc.memory().devices.webgpu.liveBytes <= before, 'the caches and logits are disposed on the device too');
     gpt.parameters().forEach((p) => p.dispose());
   });
 
