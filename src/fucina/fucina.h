@@ -22,6 +22,7 @@
 #include "fucina/nn/generate.h"
 #include "fucina/nn/layers.h"
 #include "fucina/nn/gpt2.h"
+#include "fucina/nn/llama.h"
 #include "fucina/nn/lora.h"
 #include "fucina/nn/models.h"
 #include "fucina/nn/serialize.h"

@@ -1,13 +1,9 @@
 // nn::Gpt2 and LoRA against the PyTorch reference in tests/fixtures/gpt2 (written by
 // tests/fixtures/gpt2_fixture.py): logits and loss per base dtype, full fine-tuning gradients,
 // peft adapters with their gradients; then checkpointing, files, merging, generation and errors.
-#include "test_helpers.h"
+#include "hf_fixture.h"
 
-#include <fstream>
-#include <iterator>
 #include <map>
-
-#include "fucina/io/json.h"
 
 using fucina::DType;
 using fucina::ExecContext;
@@ -15,54 +11,16 @@ using fucina::Tensor;
 using fucina::nn::Gpt2;
 using fucina::nn::Gpt2Options;
 using fucina::nn::LoraOptions;
+using test::adapterOf;
+using test::overwrite;
+using test::requireClose;
 namespace json = fucina::io::json;
 
 namespace {
 
-std::string readText(const std::string& name) {
-  std::ifstream f(FUCINA_SOURCE_DIR "/tests/fixtures/gpt2/" + name, std::ios::binary);
-  REQUIRE(f.good());
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-std::vector<uint8_t> readBytes(const std::string& name) {
-  const std::string s = readText(name);
-  return std::vector<uint8_t>(s.begin(), s.end());
-}
-
-struct Fixture {
-  std::vector<uint8_t> model = readBytes("model.safetensors"), adapters = readBytes("adapters.safetensors");
-  std::string config = readText("config.json");
-  json::Value ref = json::parse(readText("reference.json"), "reference.json");
-
-  const json::Value& at(std::initializer_list<std::string_view> path) const {
-    const json::Value* v = &ref;
-    for (std::string_view k : path) {
-      v = v->find(k);
-      REQUIRE(v != nullptr);
-    }
-    return *v;
-  }
-  std::vector<double> numbers(std::initializer_list<std::string_view> path) const {
-    std::vector<double> out;
-    for (const json::Value& x : at(path).items) out.push_back(x.real);
-    return out;
-  }
-  Tensor tokens(ExecContext& ctx) const {
-    std::vector<int64_t> ids;
-    const json::Value& rows = at({"tokens"});
-    for (const json::Value& row : rows.items)
-      for (const json::Value& x : row.items) ids.push_back(x.count);
-    return Tensor::fromInts(ctx, {"batch", "t"}, {static_cast<int64_t>(rows.items.size()),
-                                                  static_cast<int64_t>(rows.items[0].items.size())}, ids, DType::i32);
-  }
-  LoraOptions lora() const {
-    LoraOptions o;
-    o.rank = at({"lora", "options", "rank"}).count;
-    o.alpha = at({"lora", "options", "alpha"}).real;
-    o.targets.clear();
-    for (const json::Value& t : at({"lora", "options", "targets"}).items) o.targets.push_back(t.text);
-    return o;
-  }
+struct Fixture : test::HfFixture {
+  std::vector<uint8_t> adapters = test::readFixtureBytes("gpt2", "adapters.safetensors");
+  Fixture() : test::HfFixture{"gpt2"} {}
 };
 
 const Fixture& fixture() {
@@ -70,36 +28,8 @@ const Fixture& fixture() {
   return f;
 }
 
-// |got - want| <= atol + rtol·|want| elementwise; returns the largest |got - want|.
-double requireClose(const std::vector<float>& got, const std::vector<double>& want, double atol, double rtol) {
-  REQUIRE(got.size() == want.size());
-  double worst = 0;
-  size_t bad = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double d = std::abs(got[i] - want[i]);
-    worst = std::max(worst, d);
-    if (d > atol + rtol * std::abs(want[i]) && bad++ < 5) UNSCOPED_INFO("index " << i << ": " << got[i] << " vs " << want[i]);
-  }
-  CHECK(bad == 0);
-  return worst;
-}
-
 Gpt2 loadFixture(ExecContext& ctx, Gpt2Options o = {}) {
   return Gpt2::load(ctx, fixture().model, fixture().config, o);
-}
-
-// Overwrites a leaf's values in place (as an optimizer does): gives B non-zero values.
-void overwrite(const Tensor& leaf, const Tensor& values) {
-  const std::vector<float> v = values.toVector();
-  REQUIRE(static_cast<int64_t>(v.size()) == leaf.numel());
-  std::copy(v.begin(), v.end(), leaf.value().f32());
-}
-
-Tensor adapterOf(Gpt2& m, const std::string& layer, bool b) {
-  for (auto& [n, l] : m.layers())
-    if (n == layer) return b ? l->b : l->a;
-  FAIL("no layer " << layer);
-  return {};
 }
 
 }  // namespace

@@ -83,15 +83,7 @@ std::vector<std::string> decodeTags(const std::string& s) {
   return out;
 }
 
-// One tensor of a header, checked against the file before anything is allocated.
-struct Entry {
-  std::string name;
-  DType dtype;
-  Tags tags;
-  Extents shape;
-  uint64_t begin, end;
-  std::optional<Tag> block_axis;  // q8_0 only
-};
+using Entry = SafetensorsEntry;
 
 std::string jsonArray(const std::vector<std::string>& items) {
   std::string out = "[";
@@ -252,37 +244,43 @@ std::vector<uint8_t> encodeSafetensors(ExecContext& ctx, const NamedTensors& ten
   });
 }
 
+SafetensorsReader::SafetensorsReader(std::span<const uint8_t> bytes) {
+  if (bytes.size() < 8) bad("shorter than the 8-byte header length");
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | bytes[static_cast<size_t>(i)];
+  if (n > bytes.size() - 8 || n > (100u << 20)) bad("header length " + std::to_string(n) + " exceeds the file");
+  const json::Value doc = json::parse(std::string_view(reinterpret_cast<const char*>(bytes.data() + 8), n), "safetensors");
+  if (doc.kind != json::Value::kObject) bad("the header is not a JSON object");
+  body_ = bytes.subspan(8 + n);
+  for (const auto& [k, v] : doc.members)
+    if (k == "__metadata__") {
+      if (v.kind != json::Value::kObject) bad("__metadata__ is not an object");
+      for (const auto& [mk, mv] : v.members) {
+        if (mv.kind != json::Value::kString) bad("__metadata__ values must be strings");
+        metadata_[mk] = mv.text;
+      }
+    }
+  entries_ = entriesOf(doc, metadata_, body_.size());  // every size and range checked up front
+  std::erase_if(metadata_, [](const auto& kv) {
+    return kv.first.rfind("axes.", 0) == 0 || kv.first.rfind("q8_0.", 0) == 0;
+  });
+}
+
+Tensor SafetensorsReader::read(ExecContext& ctx, const SafetensorsEntry& e) const {
+  return withOutOfMemoryAsError("safetensors decode", [&] {
+    RawTensor v = e.dtype == DType::q8_0 ? RawTensor::emptyQ8(ctx, e.tags, e.shape, *e.block_axis)
+                                         : RawTensor::empty(ctx, e.tags, e.shape, e.dtype);
+    if (e.end > e.begin) std::memcpy(v.storage()->data(), body_.data() + e.begin, e.end - e.begin);  // offset 0
+    return Tensor::fromRaw(ctx, std::move(v));
+  });
+}
+
 NamedTensors decodeSafetensors(ExecContext& ctx, std::span<const uint8_t> bytes, Metadata* metadata) {
   return withOutOfMemoryAsError("safetensors decode", [&] {
-    if (bytes.size() < 8) bad("shorter than the 8-byte header length");
-    uint64_t n = 0;
-    for (int i = 7; i >= 0; --i) n = (n << 8) | bytes[static_cast<size_t>(i)];
-    if (n > bytes.size() - 8 || n > (100u << 20)) bad("header length " + std::to_string(n) + " exceeds the file");
-    const json::Value doc = json::parse(std::string_view(reinterpret_cast<const char*>(bytes.data() + 8), n), "safetensors");
-    if (doc.kind != json::Value::kObject) bad("the header is not a JSON object");
-    const std::span<const uint8_t> body = bytes.subspan(8 + n);
-    Metadata meta;
-    for (const auto& [k, v] : doc.members)
-      if (k == "__metadata__") {
-        if (v.kind != json::Value::kObject) bad("__metadata__ is not an object");
-        for (const auto& [mk, mv] : v.members) {
-          if (mv.kind != json::Value::kString) bad("__metadata__ values must be strings");
-          meta[mk] = mv.text;
-        }
-      }
-    // Every size and range is checked before the first tensor is allocated.
+    const SafetensorsReader reader(bytes);
     NamedTensors out;
-    for (Entry& e : entriesOf(doc, meta, body.size())) {
-      RawTensor v = e.dtype == DType::q8_0
-                        ? RawTensor::emptyQ8(ctx, std::move(e.tags), std::move(e.shape), *e.block_axis)
-                        : RawTensor::empty(ctx, std::move(e.tags), std::move(e.shape), e.dtype);
-      if (e.end > e.begin) std::memcpy(v.storage()->data(), body.data() + e.begin, e.end - e.begin);  // offset 0
-      out.emplace_back(e.name, Tensor::fromRaw(ctx, std::move(v)));
-    }
-    std::erase_if(meta, [](const auto& kv) {
-      return kv.first.rfind("axes.", 0) == 0 || kv.first.rfind("q8_0.", 0) == 0;
-    });
-    if (metadata) *metadata = std::move(meta);
+    for (const Entry& e : reader.entries()) out.emplace_back(e.name, reader.read(ctx, e));
+    if (metadata) *metadata = reader.metadata();
     return out;
   });
 }

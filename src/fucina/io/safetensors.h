@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -39,6 +40,35 @@ std::vector<uint8_t> encodeSafetensors(ExecContext& ctx, const NamedTensors& ten
 /// size and byte range is checked against the file before anything is allocated. Only
 /// fucina::Error leaves either (OutOfMemory when a buffer cannot be had).
 NamedTensors decodeSafetensors(ExecContext& ctx, std::span<const uint8_t> bytes, Metadata* metadata = nullptr);
+
+/// One tensor of a file's header, checked against the file (offsets into the data after the header).
+struct SafetensorsEntry {
+  std::string name;
+  DType dtype;
+  Tags tags;
+  Extents shape;
+  uint64_t begin, end;
+  std::optional<Tag> block_axis;  ///< q8_0 only
+};
+
+/// A file's header, parsed and checked as decodeSafetensors checks it, with its tensors decoded
+/// one at a time: a model that loads tensor by tensor holds at most one decoded tensor beside
+/// what it keeps. The bytes are not copied: they must outlive the reader.
+class SafetensorsReader {
+ public:
+  explicit SafetensorsReader(std::span<const uint8_t> bytes);
+  /// The tensors in the file's byte order.
+  const std::vector<SafetensorsEntry>& entries() const { return entries_; }
+  /// The metadata, fucina's axis names and q8_0 notes left out.
+  const Metadata& metadata() const { return metadata_; }
+  /// A new constant holding one entry's values (OutOfMemory when no buffer can be had).
+  Tensor read(ExecContext& ctx, const SafetensorsEntry& entry) const;
+
+ private:
+  std::span<const uint8_t> body_;
+  std::vector<SafetensorsEntry> entries_;
+  Metadata metadata_;
+};
 
 void saveSafetensors(ExecContext& ctx, const std::string& path, const NamedTensors& tensors, const Metadata& metadata = {});
 NamedTensors loadSafetensors(ExecContext& ctx, const std::string& path, Metadata* metadata = nullptr);

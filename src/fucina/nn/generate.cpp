@@ -25,12 +25,11 @@ uint64_t stepSeed(uint64_t seed, uint64_t step) {
 
 }  // namespace
 
-Tensor causalSelfAttention(ExecContext& ctx, const Tensor& qkv, KvCache* cache, size_t layer) {
-  Tensor k = qkv.select(ctx, "part", 1), v = qkv.select(ctx, "part", 2);
+Tensor cachedAttention(ExecContext& ctx, const Tensor& q, Tensor k, Tensor v, KvCache* cache, size_t layer) {
   if (cache) {
     if (cache->keys.size() == layer) {
       // The first forward given this cache: it attends as an uncached one does (the same values
-      // to the bit) and keeps copies of K and V alone, not the whole qkv buffer they view.
+      // to the bit) and keeps copies of K and V alone, not the buffers they view.
       cache->keys.push_back(k.contiguous(ctx));
       cache->values.push_back(v.contiguous(ctx));
     } else {
@@ -44,7 +43,12 @@ Tensor causalSelfAttention(ExecContext& ctx, const Tensor& qkv, KvCache* cache, 
   attention.time = "t";
   attention.dim = "hd";
   attention.causal = true;  // end-aligned: the new positions see every cached one
-  return Tensor::groupedAttention(ctx, qkv.select(ctx, "part", 0), k, v, attention);
+  return Tensor::groupedAttention(ctx, q, k, v, attention);
+}
+
+Tensor causalSelfAttention(ExecContext& ctx, const Tensor& qkv, KvCache* cache, size_t layer) {
+  return cachedAttention(ctx, qkv.select(ctx, "part", 0), qkv.select(ctx, "part", 1), qkv.select(ctx, "part", 2), cache,
+                         layer);
 }
 
 int32_t sampleToken(ExecContext& ctx, const Tensor& logits, const GenerateOptions& o, uint64_t step) {

@@ -38,10 +38,16 @@ struct KvCache {
   int64_t length() const { return keys.empty() ? 0 : keys.front().extent("t"); }
 };
 
+/// Causal attention of one block's new positions: q{batch..., "t", "head": H, "hd"} over keys
+/// and values k, v{batch..., "t", "head": Hkv, "hd"} (grouped-query when Hkv < H). With a cache,
+/// k and v are appended to block `layer`'s (the first forward creates them) and the queries
+/// attend over all of them, the causal mask aligned to the end. Returns {batch..., head, t, hd}.
+Tensor cachedAttention(ExecContext& ctx, const Tensor& q, Tensor k, Tensor v, KvCache* cache, size_t layer);
+
 /// Causal self-attention of one block (heads "head", time "t", dims "hd"): qkv{batch..., t,
 /// "part": 3, head, hd} of the new positions. With a cache, the new keys and values are appended
 /// to block `layer`'s (the first forward creates them) and the queries attend over all of them,
-/// the causal mask aligned to the end. Returns {batch..., head, t, hd}.
+/// the causal mask aligned to the end (cachedAttention). Returns {batch..., head, t, hd}.
 Tensor causalSelfAttention(ExecContext& ctx, const Tensor& qkv, KvCache* cache, size_t layer);
 
 /// The token drawn from logits{"vocab"} (one position) with the intentionally no-grad ops: argmax

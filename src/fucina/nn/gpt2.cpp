@@ -40,64 +40,6 @@ int64_t positiveField(const io::json::Value& doc, std::string_view key, std::opt
 
 const Tag kVocab("vocab"), kT("t"), kE("e"), kQkv("qkv"), kAo("ao"), kMlp("mlp");
 
-// value: a constant (f32, f16 or bf16; decoded from a file or drawn) with the model's axes.
-// Returns it as the model stores it: an f32 leaf when trainable, else a constant, in the model's
-// dtype for the large matrices (q8_0 blocks along block_axis) and f32 for the rest. A value that
-// already has the dtype is kept as it is (a decoded file tensor owns its buffer: no copy).
-Tensor store(ExecContext& ctx, const Tensor& value, const Gpt2Options& o, bool large, Tag block_axis) {
-  if (o.trainable) return Tensor::variable(ctx, value.to(ctx, DType::f32));
-  if (large && o.dtype == DType::q8_0) return value.quantize(ctx, DType::q8_0, block_axis);
-  return value.to(ctx, large ? o.dtype : DType::f32);
-}
-
-bool matchesTarget(const std::string& layer, const std::string& target) {
-  return layer == target ||
-         (layer.size() > target.size() && layer.ends_with(target) && layer[layer.size() - target.size() - 1] == '.');
-}
-
-std::string loraNote(const LoraOptions& o) {
-  std::string targets;
-  for (const std::string& t : o.targets) targets += (targets.empty() ? "" : ",") + io::json::quote(t);
-  char numbers[96];
-  std::snprintf(numbers, sizeof numbers, "\"alpha\":%.17g,\"dropout\":%.17g", o.alpha, o.dropout);
-  return "{\"rank\":" + std::to_string(o.rank) + "," + numbers + ",\"seed\":" + std::to_string(o.seed) +
-         ",\"targets\":[" + targets + "]}";
-}
-
-LoraOptions parseLoraNote(const std::string& note) {
-  const io::json::Value doc = io::json::parse(note, "Gpt2::loadAdapters: the fucina.lora note");
-  const auto need = [&](std::string_view key, bool ok) {
-    if (!ok) invalid("Gpt2::loadAdapters: the fucina.lora note has no valid '" + std::string(key) + "'");
-  };
-  need("", doc.kind == io::json::Value::kObject);
-  LoraOptions o;
-  const io::json::Value* rank = doc.find("rank");
-  need("rank", rank && rank->kind == io::json::Value::kCount);
-  o.rank = rank->count;
-  const io::json::Value* alpha = doc.find("alpha");
-  need("alpha", alpha && alpha->isNumber());
-  o.alpha = alpha->real;
-  if (const io::json::Value* d = doc.find("dropout")) need("dropout", d->isNumber()), o.dropout = d->real;
-  if (const io::json::Value* s = doc.find("seed")) need("seed", s->kind == io::json::Value::kCount), o.seed = static_cast<uint64_t>(s->count);
-  const io::json::Value* targets = doc.find("targets");
-  need("targets", targets && targets->kind == io::json::Value::kArray);
-  o.targets.clear();
-  for (const io::json::Value& t : targets->items) {
-    need("targets", t.kind == io::json::Value::kString);
-    o.targets.push_back(t.text);
-  }
-  return o;
-}
-
-// Copies src's values (any dtype, the same extents in order) into the f32 leaf dst, in place.
-void copyInto(ExecContext& ctx, const Tensor& dst, const Tensor& src, const std::string& what) {
-  if (src.shape() != dst.shape())
-    fail(ErrorCode::ShapeMismatch, what + " has shape " + describe(src.tags(), src.shape()) + ", expected " +
-                                       describe(dst.tags(), dst.shape()));
-  const internal::RawTensor values = src.value().to(ctx, DType::f32);
-  std::memcpy(dst.value().f32(), values.f32(), static_cast<size_t>(dst.numel()) * sizeof(float));
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------- config
@@ -141,14 +83,12 @@ std::string Gpt2Config::toJson() const {
 
 // ---------------------------------------------------------------- construction
 
-Gpt2::Gpt2(const Gpt2Config& c, const Gpt2Options& o) : config_(c), options_(o) {
+Gpt2::Gpt2(const Gpt2Config& c, const Gpt2Options& o)
+    : Model("Gpt2", "h.N.attn.c_attn, h.N.attn.c_proj, h.N.mlp.c_fc, h.N.mlp.c_proj", "base_model.model.transformer.",
+            true, o),
+      config_(c) {
   if (c.d_model % c.heads != 0)
     invalid("Gpt2: n_embd " + std::to_string(c.d_model) + " is not a multiple of n_head " + std::to_string(c.heads));
-  if (o.dtype != DType::f32 && o.dtype != DType::f16 && o.dtype != DType::bf16 && o.dtype != DType::q8_0)
-    invalid("Gpt2: dtype is f32, f16, bf16 or q8_0, not " + std::string(name(o.dtype)));
-  if (o.trainable && o.dtype != DType::f32)
-    invalid("Gpt2: a trainable model is f32 (got " + std::string(name(o.dtype)) +
-            "); fine-tune a 16-bit or q8_0 base with LoRA adapters instead");
   if (o.dtype == DType::q8_0 && (c.d_model % 32 != 0 || c.inner % 32 != 0))
     invalid("Gpt2: a q8_0 base needs n_embd and n_inner to be multiples of 32, got " + std::to_string(c.d_model) +
             " and " + std::to_string(c.inner));
@@ -189,8 +129,8 @@ bool ignoredInFile(const std::string& n) {
 
 // Builds the model's tensors from a source of values by Hugging Face name (a file, or a seeded
 // draw), stored as the options say.
-template <class Source>
-void assemble(ExecContext& ctx, const Gpt2Config& c, const Gpt2Options& o, Source&& get, Tensor& wte, Tensor& wpe,
+template <class Source, class Store>
+void assemble(const Gpt2Config& c, Source&& get, Store&& store, Tensor& wte, Tensor& wpe,
               Tensor& lnf_w, Tensor& lnf_b, std::vector<std::array<Tensor, 12>>& blocks) {
   const std::array<std::pair<Tag, int64_t>, 6> extents = {{{kVocab, c.vocab}, {kT, c.positions}, {kE, c.d_model},
                                                           {kQkv, 3 * c.d_model}, {kAo, c.d_model}, {kMlp, c.inner}}};
@@ -199,7 +139,7 @@ void assemble(ExecContext& ctx, const Gpt2Config& c, const Gpt2Options& o, Sourc
     for (Tag t : tags)
       for (const auto& [tag, n] : extents)
         if (tag == t) shape.push_back(n);
-    return store(ctx, get(name, tags, shape), o, large, block);
+    return store(get(name, tags, shape), large, block);
   };
   wte = one("wte.weight", {kVocab, kE}, true, kE);
   wpe = one("wpe.weight", {kT, kE}, false, kE);
@@ -230,7 +170,7 @@ Gpt2::Gpt2(ExecContext& ctx, const Gpt2Config& c, uint64_t seed, const Gpt2Optio
     return Tensor::normal(ctx, tags, shape, 0.0, std, s);
   };
   std::vector<std::array<Tensor, 12>> raw;
-  assemble(ctx, c, o, draw, wte_, wpe_, lnf_w_, lnf_b_, raw);
+  assemble(c, draw, [&](const Tensor& v, bool large, Tag block) { return store(ctx, v, large, block); }, wte_, wpe_, lnf_w_, lnf_b_, raw);
   for (auto& r : raw)
     blocks_.push_back(Block{r[0], r[1], r[6], r[7], linear(r[2], r[3], kE, kQkv), linear(r[4], r[5], kAo, kE),
                             linear(r[8], r[9], kE, kMlp), linear(r[10], r[11], kMlp, kE)});
@@ -266,7 +206,7 @@ Gpt2 Gpt2::load(ExecContext& ctx, std::span<const uint8_t> bytes, std::string_vi
     return t.withTags(ctx, tags);
   };
   std::vector<std::array<Tensor, 12>> raw;
-  assemble(ctx, c, o, take, m.wte_, m.wpe_, m.lnf_w_, m.lnf_b_, raw);
+  assemble(c, take, [&](const Tensor& v, bool large, Tag block) { return m.store(ctx, v, large, block); }, m.wte_, m.wpe_, m.lnf_w_, m.lnf_b_, raw);
   if (!by_name.empty())
     invalid("Gpt2::load: the file holds '" + by_name.begin()->first + "', which is not part of a GPT-2 (" +
             std::to_string(by_name.size()) + " unknown tensor(s))");
@@ -312,15 +252,7 @@ Tensor Gpt2::logits(ExecContext& ctx, const Tensor& tokens, KvCache& cache) cons
 }
 
 Tensor Gpt2::forward(ExecContext& ctx, const Tensor& tokens, KvCache* cache) const {
-  if (tokens.dtype() != DType::i32 && tokens.dtype() != DType::i64)
-    fail(ErrorCode::DTypeMismatch, "Gpt2: tokens must be i32 or i64, got " + std::string(name(tokens.dtype())) + " " +
-                                       describe(tokens.tags(), tokens.shape()));
-  if (!hasTag(tokens.tags(), kT))
-    fail(ErrorCode::ShapeMismatch, "Gpt2: tokens need a time axis 't', got " + describe(tokens.tags(), tokens.shape()));
-  for (Tag own : {kVocab, kE, kQkv, kAo, kMlp, Tag("part"), Tag("head"), Tag("hd"), Tag("rank")})
-    if (hasTag(tokens.tags(), own))
-      fail(ErrorCode::ShapeMismatch, "Gpt2: tokens may not have an axis '" + std::string(own.name()) +
-                                         "' (the model makes it), got " + describe(tokens.tags(), tokens.shape()));
+  checkTokens(tokens, {kVocab, kE, kQkv, kAo, kMlp, Tag("part"), Tag("head"), Tag("hd")});
   const int64_t t = tokens.extent(kT), start = cache ? cache->length() : 0;
   if (t < 1 || start + t > config_.positions)
     invalid("Gpt2: " + std::to_string(t) + " tokens along 't'" +
@@ -332,8 +264,7 @@ Tensor Gpt2::forward(ExecContext& ctx, const Tensor& tokens, KvCache* cache) con
   x = x.add(ctx, wpe_.narrow(ctx, kT, start, t));
   // Note [Recompute-safe LoRA dropout]: one seed per recorded forward, chosen before any
   // checkpoint captures it; none (no dropout) when nothing is recorded.
-  std::optional<uint64_t> call_seed;
-  if (lora_ && lora_->dropout > 0 && isGradEnabled()) call_seed = subSeed(lora_->seed, 1 + training_calls_++);
+  const std::optional<uint64_t> call_seed = callSeed();
   for (size_t i = 0; i < blocks_.size(); ++i) {
     const Block& b = blocks_[i];
     const std::optional<uint64_t> seed = call_seed ? std::optional(subSeed(*call_seed, i)) : std::nullopt;
@@ -341,28 +272,14 @@ Tensor Gpt2::forward(ExecContext& ctx, const Tensor& tokens, KvCache* cache) con
       x = block(ctx, b, x, seed, cache, i);
       continue;
     }
-    std::vector<Tensor> inputs{x};
-    for (const Tensor* s : slots(b))
-      if (s->defined() && s->requiresGrad()) inputs.push_back(*s);
-    x = checkpointErased(ctx, [this, b, seed](ExecContext& c, const std::vector<Tensor>& xs) {
-      Block local = b;
-      size_t next = 1;
-      for (Tensor* s : slots(local))
-        if (s->defined() && s->requiresGrad()) *s = xs[next++];
-      return block(c, local, xs[0], seed);
-    }, inputs);
+    x = checkpointBlock(ctx, b, x, [](auto& blk) { return slots(blk); },
+                        [this, seed](ExecContext& c, const Block& blk, const Tensor& in) { return block(c, blk, in, seed); });
   }
   return x.layerNorm(ctx, kE, lnf_w_, lnf_b_, config_.eps).dot(ctx, wte_, kE);  // the head is tied to wte
 }
 
 Tensor Gpt2::loss(ExecContext& ctx, const Tensor& tokens) const {
-  if (!hasTag(tokens.tags(), kT))
-    fail(ErrorCode::ShapeMismatch, "Gpt2::loss: tokens need a time axis 't', got " + describe(tokens.tags(), tokens.shape()));
-  const int64_t t = tokens.extent(kT);
-  if (t < 2 || t > config_.positions + 1)
-    invalid("Gpt2::loss: " + std::to_string(t) + " tokens along 't'; loss takes 2 to " +
-            std::to_string(config_.positions + 1));
-  return logits(ctx, tokens.narrow(ctx, kT, 0, t - 1)).crossEntropy(ctx, tokens.narrow(ctx, kT, 1, t - 1), kVocab);
+  return nextTokenLoss(ctx, tokens, config_.positions, [&](const Tensor& x) { return logits(ctx, x); });
 }
 
 std::vector<int32_t> Gpt2::generate(ExecContext& ctx, std::span<const int32_t> prompt, const GenerateOptions& o,
@@ -402,125 +319,6 @@ std::vector<std::pair<std::string, Tensor>> Gpt2::namedTensors() const {
   out.emplace_back("ln_f.weight", lnf_w_);
   out.emplace_back("ln_f.bias", lnf_b_);
   return out;
-}
-
-std::vector<Tensor> Gpt2::parameters() const {
-  std::vector<Tensor> out;
-  if (options_.trainable)
-    for (const auto& [n, t] : namedTensors()) out.push_back(t);
-  for (const Block& b : blocks_)
-    for (const LoraLinear* l : {&b.c_attn, &b.attn_proj, &b.c_fc, &b.mlp_proj})
-      if (l->adapted()) out.insert(out.end(), {l->a, l->b});
-  return out;
-}
-
-std::vector<uint8_t> Gpt2::save(ExecContext& ctx) const {
-  const NoGradScope no_grad = noGrad();
-  io::NamedTensors named;
-  for (const auto& [n, t] : namedTensors())
-    named.emplace_back(n, t.dtype() == DType::q8_0 ? t.to(ctx, DType::f32) : t.detach(ctx));
-  return io::encodeSafetensors(ctx, named, {{"format", "pt"}});
-}
-
-std::vector<Tensor> Gpt2::addLora(ExecContext& ctx, const LoraOptions& o) {
-  if (lora_) invalid("Gpt2::addLora: the model already has LoRA adapters (mergeAdapters folds them in first)");
-  if (o.targets.empty()) invalid("Gpt2::addLora: no targets (e.g. c_attn, c_proj, c_fc)");
-  auto all = layers();
-  std::vector<bool> used(o.targets.size(), false);
-  std::vector<LoraLinear*> chosen;
-  for (const auto& [n, l] : all)
-    for (size_t k = 0; k < o.targets.size(); ++k)
-      if (matchesTarget(n, o.targets[k])) used[k] = true, chosen.push_back(l);
-  for (size_t k = 0; k < o.targets.size(); ++k)
-    if (!used[k])
-      invalid("Gpt2::addLora: target '" + o.targets[k] + "' matches no layer (the layers are h.N.attn.c_attn, " +
-              "h.N.attn.c_proj, h.N.mlp.c_fc, h.N.mlp.c_proj)");
-  checkLora(o.rank, o.alpha, o.dropout);  // before any layer changes: a refused call changes nothing
-  std::vector<Tensor> adapters;
-  for (size_t i = 0; i < all.size(); ++i)
-    if (std::find(chosen.begin(), chosen.end(), all[i].second) != chosen.end()) {
-      all[i].second->adapt(ctx, o.rank, o.alpha, o.dropout, subSeed(o.seed, i));
-      adapters.insert(adapters.end(), {all[i].second->a, all[i].second->b});
-    }
-  lora_ = o;
-  return adapters;
-}
-
-std::vector<uint8_t> Gpt2::saveAdapters(ExecContext& ctx) const {
-  if (!lora_) invalid("Gpt2::saveAdapters: the model has no LoRA adapters (add them with nn::lora)");
-  io::NamedTensors named;
-  for (const auto& [n, l] : layers())
-    if (l->adapted()) {
-      named.emplace_back("base_model.model.transformer." + n + ".lora_A.weight", l->a.detach(ctx));
-      named.emplace_back("base_model.model.transformer." + n + ".lora_B.weight", l->b.detach(ctx));
-    }
-  return io::encodeSafetensors(ctx, named, {{"format", "pt"}, {"fucina.lora", loraNote(*lora_)}});
-}
-
-void Gpt2::loadAdapters(ExecContext& ctx, std::span<const uint8_t> bytes, std::optional<LoraOptions> options) {
-  io::Metadata meta;
-  const io::NamedTensors file = io::decodeSafetensors(ctx, bytes, &meta);
-  if (!options) {
-    const auto note = meta.find("fucina.lora");
-    if (note == meta.end())
-      invalid("Gpt2::loadAdapters: the file has no fucina.lora note; pass the LoRA options (rank, alpha, targets) it was made with");
-    options = parseLoraNote(note->second);
-  }
-  // Each adapter's tensor by layer name: "<any prefix>.<layer>.lora_{A,B}.weight" (peft's
-  // "base_model.model.transformer." or none).
-  std::map<std::string, const Tensor*> found;
-  for (const auto& [n, t] : file) {
-    std::string key = n;
-    for (const char* prefix : {"base_model.model.transformer.", "base_model.model.", "transformer."})
-      if (key.starts_with(prefix)) {
-        key = key.substr(std::strlen(prefix));
-        break;
-      }
-    if (!key.ends_with(".lora_A.weight") && !key.ends_with(".lora_B.weight"))
-      invalid("Gpt2::loadAdapters: '" + n + "' is not a LoRA tensor (…lora_A.weight / …lora_B.weight)");
-    found[key] = &t;
-  }
-  const bool fresh = !lora_;
-  if (fresh) addLora(ctx, *options);
-  else if (options->rank != lora_->rank || options->alpha != lora_->alpha || options->targets != lora_->targets)
-    invalid("Gpt2::loadAdapters: the model's adapters were made with other options (rank " + std::to_string(lora_->rank) +
-            ") than the file's; load it into a model without adapters");
-  try {
-    const NoGradScope no_grad = noGrad();
-    size_t used = 0;
-    for (const auto& [n, l] : layers()) {
-      if (!l->adapted()) continue;
-      for (const auto& [suffix, dst] : {std::pair{".lora_A.weight", &l->a}, std::pair{".lora_B.weight", &l->b}}) {
-        const auto it = found.find(n + suffix);
-        if (it == found.end()) invalid("Gpt2::loadAdapters: the file has no adapter for " + n + " (" + n + suffix + ")");
-        copyInto(ctx, *dst, *it->second, "Gpt2::loadAdapters: " + n + suffix);
-        ++used;
-      }
-    }
-    if (used != found.size())
-      invalid("Gpt2::loadAdapters: the file holds adapters for layers the model's targets do not adapt (" +
-              std::to_string(found.size() - used) + " tensor(s))");
-  } catch (...) {
-    if (fresh) {  // leave the model as it was
-      for (auto& [n, l] : layers()) l->a = Tensor(), l->b = Tensor();
-      lora_.reset();
-    }
-    throw;
-  }
-}
-
-void Gpt2::mergeAdapters(ExecContext& ctx) {
-  for (auto& [n, l] : layers())
-    if (l->adapted()) {
-      const Tensor merged = l->merge(ctx);
-      l->weight = options_.trainable ? Tensor::variable(ctx, merged) : merged;  // a trainable model's stay leaves
-      l->a = Tensor(), l->b = Tensor();
-    }
-  lora_.reset();
-}
-
-std::vector<Tensor> lora(ExecContext& ctx, Gpt2& model, const LoraOptions& options) {
-  return model.addLora(ctx, options);
 }
 
 }  // namespace fucina::nn

@@ -38,6 +38,7 @@
 #include "fucina/nn/generate.h"
 #include "fucina/nn/layers.h"
 #include "fucina/nn/lora.h"
+#include "fucina/nn/model.h"
 
 namespace fucina::nn {
 
@@ -53,14 +54,9 @@ struct Gpt2Config {
   std::string toJson() const;
 };
 
-struct Gpt2Options {
-  DType dtype = DType::f32;        ///< the large matrices' dtype (file comment)
-  bool trainable = false;          ///< every parameter a leaf (f32 only)
-  bool checkpoint_blocks = false;  ///< recompute each block in backward (frozen weights ride in
-                                   ///< the checkpoint's captured block: constants, like `extra`)
-};
+using Gpt2Options = ModelOptions;
 
-class Gpt2 {
+class Gpt2 : public Model {
  public:
   /// A model with Hugging Face's initialisation (weights N(0, 0.02), biases zero, LayerNorms
   /// ones and zeros) drawn from seed, then stored as options say.
@@ -87,39 +83,14 @@ class Gpt2 {
   std::vector<int32_t> generate(ExecContext& ctx, std::span<const int32_t> prompt, const GenerateOptions& options,
                                 const std::function<bool(int32_t)>& on_token = {}) const;
 
-  /// The trainable tensors: every parameter when trainable, else the LoRA adapters (A, B of each
-  /// adapted layer in model order), else none.
-  std::vector<Tensor> parameters() const;
-  /// The base's tensors by Hugging Face name, in the file's order (as stored: their dtype, axes
-  /// and, when trainable, the leaves themselves).
-  std::vector<std::pair<std::string, Tensor>> namedTensors() const;
-  /// The base in the Hugging Face layout (F32 for f32 models, F16/BF16 as stored, q8_0
-  /// dequantized to F32), adapters not included (mergeAdapters first to fold them in).
-  std::vector<uint8_t> save(ExecContext& ctx) const;
-
-  /// LoRA: adapts the layers options.targets names (nn/lora.h); returns the new adapters (A, B
-  /// per layer). InvalidArgument when a target matches no layer or the model already has
-  /// adapters. Layer names: h.N.attn.c_attn, h.N.attn.c_proj, h.N.mlp.c_fc, h.N.mlp.c_proj.
-  std::vector<Tensor> addLora(ExecContext& ctx, const LoraOptions& options);
-  /// The adapters alone as safetensors, in peft's layout: `base_model.model.transformer.LAYER.lora_A.weight`
-  /// [rank, in] and `...lora_B.weight` [out, rank] (LAYER: h.0.attn.c_attn, ...), with the options in the
-  /// metadata ("fucina.lora": JSON) so that loadAdapters can rebuild them on a fresh base.
-  std::vector<uint8_t> saveAdapters(ExecContext& ctx) const;
-  /// Loads saveAdapters' bytes (or a peft adapter_model.safetensors with `options`): adds the
-  /// adapters first when the model has none, then copies the values in place. A model that has
-  /// adapters takes only a file (and options) of the same rank, alpha and targets.
-  void loadAdapters(ExecContext& ctx, std::span<const uint8_t> bytes, std::optional<LoraOptions> options = {});
-  /// Folds every adapter into its weight (LoraLinear::merge): those weights become f32 (leaves
-  /// when the model is trainable, else constants) and the adapters are gone.
-  void mergeAdapters(ExecContext& ctx);
+  /// The base's tensors by Hugging Face name, in the file's order (Model::namedTensors).
+  std::vector<std::pair<std::string, Tensor>> namedTensors() const override;
 
   const Gpt2Config& config() const { return config_; }
-  DType dtype() const { return options_.dtype; }
-  bool checkpointBlocks() const { return options_.checkpoint_blocks; }
-  void setCheckpointBlocks(bool on) { options_.checkpoint_blocks = on; }
-  /// The model's layers by dotted name (LoRA targets), in model order.
-  std::vector<std::pair<std::string, LoraLinear*>> layers();
-  std::vector<std::pair<std::string, const LoraLinear*>> layers() const;
+  /// The layers LoRA adapts (Model::layers): h.N.attn.c_attn, h.N.attn.c_proj, h.N.mlp.c_fc,
+  /// h.N.mlp.c_proj; their adapters' PEFT names start "base_model.model.transformer.".
+  std::vector<std::pair<std::string, LoraLinear*>> layers() override;
+  std::vector<std::pair<std::string, const LoraLinear*>> layers() const override;
 
  private:
   struct Block {
@@ -134,14 +105,8 @@ class Gpt2 {
   Tensor forward(ExecContext& ctx, const Tensor& tokens, KvCache* cache) const;
 
   Gpt2Config config_;
-  Gpt2Options options_;
-  std::optional<LoraOptions> lora_;
   Tensor wte_, wpe_, lnf_w_, lnf_b_;
   std::vector<Block> blocks_;
-  mutable uint64_t training_calls_ = 0;  // advances the LoRA dropout seed per recorded forward
 };
-
-/// The adapters of nn::lora's users: model.addLora(ctx, options) (API.md's name).
-std::vector<Tensor> lora(ExecContext& ctx, Gpt2& model, const LoraOptions& options);
 
 }  // namespace fucina::nn
