@@ -172,7 +172,7 @@ TEST_CASE("Llama checkpointing gives bitwise-equal adapter gradients, LoRA dropo
   for (size_t i = 0; i < grads[0].size(); ++i) CHECK(grads[0][i] == grads[1][i]);
 }
 
-TEST_CASE("Llama's KV cache gives the full forward's logits; generate is seeded and greedy at 0", "[llama]") {
+TEST_CASE("Llama's KV cache gives the full forward's logits, and generate is seeded and greedy at 0", "[llama]") {
   ExecContext ctx;
   for (const char* dir : {"llama", "qwen2"}) {
     DYNAMIC_SECTION(dir) {
