@@ -25,6 +25,7 @@
 #include <fucina/fucina.h>
 #include <fucina/nn/generate.h>
 #include <fucina/nn/gpt2.h>
+#include <fucina/nn/llama.h>
 #include <fucina/nn/lora.h>
 #include <fucina/backend/webgpu/gpu.h>
 
@@ -665,27 +666,25 @@ EMSCRIPTEN_BINDINGS(fucina_io) {
   });
 }
 
-// ================================================================ GPT-2 and LoRA (fc.nn.Gpt2, fc.nn.LoraLinear): BEGIN
-// One C++ implementation (nn/gpt2.h, nn/lora.h) bound as two classes the facade wraps (web/nn.mjs)
-// and deletes on dispose(). Tensors go out as new handles; the facade fills in every option, and
+// ================================================================ pretrained models and LoRA (fc.nn.Gpt2, fc.nn.Llama, fc.nn.LoraLinear): BEGIN
+// One C++ implementation (nn/model.h, nn/gpt2.h, nn/llama.h, nn/lora.h) bound as classes the
+// facade wraps (web/nn.mjs) and deletes on dispose(): Model holds what both models share. Tensors go out as new handles; the facade fills in every option, and
 // each is checked again here before it is converted.
 namespace {
 
 using fucina::nn::Gpt2;
+using fucina::nn::Llama;
 using fucina::nn::LoraLinear;
+using fucina::nn::Model;
 using Gpt2Ptr = std::shared_ptr<Gpt2>;
+using LlamaPtr = std::shared_ptr<Llama>;
+using ModelPtr = std::shared_ptr<Model>;
+using LlamaLoaderPtr = std::shared_ptr<Llama::Loader>;
 using LoraLinearPtr = std::shared_ptr<LoraLinear>;
 
-// dtype of a GPT-2 base: the four a frozen base may be stored in.
-fucina::DType baseDType(const std::string& name) {
-  const fucina::DType d = toDType(name);
-  if (d != fucina::DType::f32 && d != fucina::DType::f16 && d != fucina::DType::bf16 && d != fucina::DType::q8_0)
-    invalid("nn.Gpt2: dtype is f32, f16, bf16 or q8_0, got " + name);
-  return d;
-}
-
-fucina::nn::Gpt2Options gpt2Options(const std::string& dtype, bool trainable, bool checkpoint_blocks) {
-  return {.dtype = baseDType(dtype), .trainable = trainable, .checkpoint_blocks = checkpoint_blocks};
+// How a pretrained model stores its base (the model's constructor checks the dtype).
+fucina::nn::ModelOptions modelOptions(const std::string& dtype, bool trainable, bool checkpoint_blocks) {
+  return {.dtype = toDType(dtype), .trainable = trainable, .checkpoint_blocks = checkpoint_blocks};
 }
 
 // A number field of a JS options object, or fallback when it is undefined.
@@ -721,39 +720,75 @@ fucina::nn::LoraOptions loraOptions(const val& o, const std::string& what) {
 Gpt2Ptr gpt2New(std::string config, double seed, std::string dtype, bool trainable, bool checkpoint_blocks) {
   return guard([&] {
     const fucina::nn::Gpt2Config c = fucina::nn::Gpt2Config::fromJson(config);
-    return std::make_shared<Gpt2>(ctx(), c, toSeed(seed, "nn.Gpt2: seed"), gpt2Options(dtype, trainable, checkpoint_blocks));
+    return std::make_shared<Gpt2>(ctx(), c, toSeed(seed, "nn.Gpt2: seed"), modelOptions(dtype, trainable, checkpoint_blocks));
+  });
+}
+
+LlamaPtr llamaNew(std::string config, double seed, std::string dtype, bool trainable, bool checkpoint_blocks) {
+  return guard([&] {
+    const fucina::nn::LlamaConfig c = fucina::nn::LlamaConfig::fromJson(config);
+    return std::make_shared<Llama>(ctx(), c, toSeed(seed, "nn.Llama: seed"), modelOptions(dtype, trainable, checkpoint_blocks));
+  });
+}
+
+LlamaLoaderPtr llamaLoader(std::string config, std::string dtype, bool trainable, bool checkpoint_blocks) {
+  return guard([&] {
+    return std::make_shared<Llama::Loader>(config, modelOptions(dtype, trainable, checkpoint_blocks));
   });
 }
 
 Gpt2Ptr gpt2Load(val bytes, std::string config, std::string dtype, bool trainable, bool checkpoint_blocks) {
   return guard([&] {
     const std::vector<uint8_t> b = bytesOf(bytes);
-    return std::make_shared<Gpt2>(Gpt2::load(ctx(), b, config, gpt2Options(dtype, trainable, checkpoint_blocks)));
+    return std::make_shared<Gpt2>(Gpt2::load(ctx(), b, config, modelOptions(dtype, trainable, checkpoint_blocks)));
   });
 }
 
 // generate's onToken: the facade's wrapper returns true (go on), false (stop), or null after
 // parking what the user's function threw; then a C++ error unwinds generate and the facade
 // rethrows the parked value.
-val gpt2Generate(Gpt2& m, val prompt, double max_tokens, double temperature, double top_k, double seed, val on_token) {
+template <class M>
+val generateOf(M& m, val prompt, double max_tokens, double temperature, double top_k, double seed, val on_token) {
   return guard([&] {
-    if (!prompt.instanceof(val::global("Int32Array"))) invalid("nn.Gpt2.generate: prompt must be an Int32Array");
+    const std::string what = "nn." + m.kind() + ".generate";
+    if (!prompt.instanceof(val::global("Int32Array"))) invalid(what + ": prompt must be an Int32Array");
     const std::vector<int32_t> p = emscripten::convertJSArrayToNumberVector<int32_t>(prompt);
-    const fucina::nn::GenerateOptions o{.max_tokens = toInt(max_tokens, "nn.Gpt2.generate: maxTokens"),
+    const fucina::nn::GenerateOptions o{.max_tokens = toInt(max_tokens, what + ": maxTokens"),
                                         .temperature = temperature,
-                                        .top_k = toInt(top_k, "nn.Gpt2.generate: topK"),
-                                        .seed = toSeed(seed, "nn.Gpt2.generate: seed")};
+                                        .top_k = toInt(top_k, what + ": topK"),
+                                        .seed = toSeed(seed, what + ": seed")};
     std::function<bool(int32_t)> callback;
     if (!on_token.isNull() && !on_token.isUndefined()) {
-      if (on_token.typeOf().as<std::string>() != "function") invalid("nn.Gpt2.generate: onToken must be a function");
-      callback = [&on_token](int32_t id) {
+      if (on_token.typeOf().as<std::string>() != "function") invalid(what + ": onToken must be a function");
+      callback = [&on_token, &what](int32_t id) {
         const val r = on_token(id);
-        if (!r.isTrue() && !r.isFalse()) invalid("nn.Gpt2.generate: the onToken callback threw");
+        if (!r.isTrue() && !r.isFalse()) invalid(what + ": the onToken callback threw");
         return r.isTrue();
       };
     }
     const std::vector<int32_t> out = m.generate(ctx(), p, o, callback);
     return copyOut(out.size(), out.data());
+  });
+}
+
+// One file tensor into a Llama::Loader: its bytes (a Uint8Array the facade cut from the file it
+// keeps outside the wasm heap) are copied straight into a new tensor's buffer.
+void llamaLoaderAdd(Llama::Loader& loader, std::string name, std::string dtype, val shape, val bytes) {
+  guard([&] {
+    const std::string what = "nn.Llama.load: '" + name + "'";
+    if (!bytes.instanceof(val::global("Uint8Array"))) invalid(what + ": bytes must be a Uint8Array");
+    const fucina::DType d = toDType(dtype);
+    if (d == fucina::DType::q8_0) invalid(what + ": is q8_0; F32, F16 or BF16 expected");
+    const fucina::Extents extents = toExtents(shape);
+    fucina::Tags tags;
+    for (size_t i = 0; i < extents.size(); ++i) tags.emplace_back("d" + std::to_string(i));
+    fucina::internal::RawTensor v = fucina::internal::RawTensor::empty(ctx(), tags, extents, d);
+    const size_t n = bytes["length"].as<size_t>();
+    if (n != static_cast<size_t>(v.numel()) * fucina::elementSize(d))
+      invalid(what + " holds " + std::to_string(n) + " bytes, its shape needs " +
+              std::to_string(static_cast<size_t>(v.numel()) * fucina::elementSize(d)));
+    if (n) val(emscripten::typed_memory_view(n, reinterpret_cast<uint8_t*>(v.storage()->data()))).call<void>("set", bytes);
+    loader.add(ctx(), name, Tensor::fromRaw(ctx(), std::move(v)));
   });
 }
 
@@ -784,20 +819,27 @@ LoraLinearPtr loraLinearNew(val weight, val bias, std::string in, std::string ou
 
 val definedHandle(const Tensor& t) { return t.defined() ? handleOf(t) : val::null(); }
 
+// The methods of a model kind M: its forward and sizes.
+template <class M>
+void bindModel(emscripten::class_<M, emscripten::base<Model>>& c) {
+  c.function("logits", +[](M& m, val tokens) {
+     return guard([&] { return wrap(m.logits(ctx(), tensorOf(tokens, ("nn." + m.kind() + ".logits: tokens").c_str()))); });
+   })
+      .function("loss", +[](M& m, val tokens) {
+        return guard([&] { return wrap(m.loss(ctx(), tensorOf(tokens, ("nn." + m.kind() + ".loss: tokens").c_str()))); });
+      })
+      .function("generate", &generateOf<M>)
+      .function("config", +[](M& m) { return guard([&] { return m.config().toJson(); }); });
+}
+
 }  // namespace
 
-EMSCRIPTEN_BINDINGS(fucina_gpt2) {
+EMSCRIPTEN_BINDINGS(fucina_models) {
   using namespace emscripten;
-  class_<Gpt2>("Gpt2")
-      .smart_ptr<Gpt2Ptr>("Gpt2Ptr")
-      .function("logits", +[](Gpt2& m, val tokens) {
-        return guard([&] { return wrap(m.logits(ctx(), tensorOf(tokens, "nn.Gpt2.logits: tokens"))); });
-      })
-      .function("loss", +[](Gpt2& m, val tokens) {
-        return guard([&] { return wrap(m.loss(ctx(), tensorOf(tokens, "nn.Gpt2.loss: tokens"))); });
-      })
-      .function("parameters", +[](Gpt2& m) { return guard([&] { return handlesOf(m.parameters()); }); })
-      .function("namedTensors", +[](Gpt2& m) {
+  class_<Model>("Model")
+      .smart_ptr<ModelPtr>("ModelPtr")
+      .function("parameters", +[](Model& m) { return guard([&] { return handlesOf(m.parameters()); }); })
+      .function("namedTensors", +[](Model& m) {
         return guard([&] {
           val names = val::array(), tensors = val::array();
           for (const auto& [name, t] : m.namedTensors()) {
@@ -810,34 +852,56 @@ EMSCRIPTEN_BINDINGS(fucina_gpt2) {
           return out;
         });
       })
-      .function("layers", +[](Gpt2& m) {
+      .function("layers", +[](Model& m) {
         return guard([&] {
           val names = val::array();
           for (const auto& [name, layer] : m.layers()) names.call<void>("push", name);
           return names;
         });
       })
-      .function("save", +[](Gpt2& m) { return guard([&] { return toUint8Array(m.save(ctx())); }); })
-      .function("generate", &gpt2Generate)
-      .function("addLora", +[](Gpt2& m, val options) {
+      .function("save", +[](Model& m) { return guard([&] { return toUint8Array(m.save(ctx())); }); })
+      .function("addLora", +[](Model& m, val options) {
         return guard([&] { return handlesOf(m.addLora(ctx(), loraOptions(options, "nn.lora"))); });
       })
-      .function("saveAdapters", +[](Gpt2& m) { return guard([&] { return toUint8Array(m.saveAdapters(ctx())); }); })
-      .function("loadAdapters", +[](Gpt2& m, val bytes, val options) {
+      .function("saveAdapters", +[](Model& m) { return guard([&] { return toUint8Array(m.saveAdapters(ctx())); }); })
+      .function("loadAdapters", +[](Model& m, val bytes, val options) {
         guard([&] {
           const std::vector<uint8_t> b = bytesOf(bytes);
           std::optional<fucina::nn::LoraOptions> o;
-          if (!options.isNull() && !options.isUndefined()) o = loraOptions(options, "nn.Gpt2.loadAdapters");
+          if (!options.isNull() && !options.isUndefined()) o = loraOptions(options, "nn." + m.kind() + ".loadAdapters");
           m.loadAdapters(ctx(), b, o);
         });
       })
-      .function("mergeAdapters", +[](Gpt2& m) { guard([&] { m.mergeAdapters(ctx()); }); })
-      .function("config", +[](Gpt2& m) { return guard([&] { return m.config().toJson(); }); })
-      .function("dtype", +[](Gpt2& m) { return guard([&] { return std::string(fucina::name(m.dtype())); }); })
-      .function("checkpointBlocks", +[](Gpt2& m) { return guard([&] { return m.checkpointBlocks(); }); })
-      .function("setCheckpointBlocks", +[](Gpt2& m, bool on) { guard([&] { m.setCheckpointBlocks(on); }); });
+      .function("exportPeft", +[](Model& m) {
+        return guard([&] {
+          const fucina::nn::PeftAdapter p = fucina::nn::exportPeft(ctx(), m);
+          val out = val::object();
+          out.set("safetensors", toUint8Array(p.safetensors));
+          out.set("config", p.config_json);
+          return out;
+        });
+      })
+      .function("loadPeft", +[](Model& m, val bytes, std::string config) {
+        guard([&] { fucina::nn::loadPeft(ctx(), m, bytesOf(bytes), config); });
+      })
+      .function("mergeAdapters", +[](Model& m) { guard([&] { m.mergeAdapters(ctx()); }); })
+      .function("dtype", +[](Model& m) { return guard([&] { return std::string(fucina::name(m.dtype())); }); })
+      .function("checkpointBlocks", +[](Model& m) { return guard([&] { return m.checkpointBlocks(); }); })
+      .function("setCheckpointBlocks", +[](Model& m, bool on) { guard([&] { m.setCheckpointBlocks(on); }); });
+  class_<Gpt2, base<Model>> gpt2("Gpt2");
+  gpt2.smart_ptr<Gpt2Ptr>("Gpt2Ptr");
+  bindModel(gpt2);
+  class_<Llama, base<Model>> llama("Llama");
+  llama.smart_ptr<LlamaPtr>("LlamaPtr");
+  bindModel(llama);
+  class_<Llama::Loader>("LlamaLoader")
+      .smart_ptr<LlamaLoaderPtr>("LlamaLoaderPtr")
+      .function("add", &llamaLoaderAdd)
+      .function("finish", +[](Llama::Loader& l) { return guard([&] { return std::make_shared<Llama>(l.finish()); }); });
   function("gpt2New", &gpt2New);
   function("gpt2Load", &gpt2Load);
+  function("llamaNew", &llamaNew);
+  function("llamaLoader", &llamaLoader);
   function("sampleToken", &sampleToken);
 
   class_<LoraLinear>("LoraLinear")
@@ -866,7 +930,7 @@ EMSCRIPTEN_BINDINGS(fucina_gpt2) {
       .function("scale", +[](LoraLinear& l) { return guard([&] { return l.scale; }); });
   function("loraLinearNew", &loraLinearNew);
 }
-// ================================================================ GPT-2 and LoRA: END
+// ================================================================ pretrained models and LoRA: END
 
 // ================================================================ prepared convolution: BEGIN
 // prepareConv2dWeights's handle (hand-written: web/ops.table.mjs, HAND_WRITTEN), a shared_ptr the

@@ -1509,10 +1509,52 @@ export interface Gpt2Config {
   [key: string]: unknown;
 }
 
-/** Options of {@link Gpt2Constructor}'s constructor and load. */
-export interface Gpt2Options {
-  /** The dtype of wte (also the tied head) and the four projections of every block; wpe, the
-   * LayerNorms and the biases stay f32 (default 'f32'). */
+/** A Hugging Face Llama-family config.json (LlamaForCausalLM, Qwen2ForCausalLM), parsed: the
+ * fields {@link Llama} reads, and any others (which it ignores). */
+export interface LlamaConfig {
+  /** 'llama' (SmolLM2, Llama 3.2, ...) or 'qwen2' (Qwen2.5: biases on q, k and v). */
+  model_type: 'llama' | 'qwen2' | string;
+  /** Vocabulary size. */
+  vocab_size: number;
+  /** Width of the residual stream. */
+  hidden_size: number;
+  /** Transformer blocks. */
+  num_hidden_layers: number;
+  /** Query heads. */
+  num_attention_heads: number;
+  /** Key/value heads (grouped-query attention; default: num_attention_heads). */
+  num_key_value_heads?: number;
+  /** Width of each head (default hidden_size / num_attention_heads). */
+  head_dim?: number;
+  /** Hidden width of each block's gated MLP. */
+  intermediate_size: number;
+  /** Longest sequence. */
+  max_position_embeddings: number;
+  /** The RMSNorms' epsilon (default 1e-6). */
+  rms_norm_eps?: number;
+  /** The rotary base (default 10000). */
+  rope_theta?: number;
+  /** null, or { rope_type: 'linear', factor } or { rope_type: 'llama3', factor, low_freq_factor,
+   * high_freq_factor, original_max_position_embeddings } (Llama 3.1+). */
+  rope_scaling?: Record<string, unknown> | null;
+  /** 'silu' (the only one these models use). */
+  hidden_act?: string;
+  /** The head is the token embedding (default false). */
+  tie_word_embeddings?: boolean;
+  /** llama: biases on q, k, v and o (default false). */
+  attention_bias?: boolean;
+  /** llama: biases on the MLP's three projections (default false). */
+  mlp_bias?: boolean;
+  /** Other config.json keys, ignored. */
+  [key: string]: unknown;
+}
+
+/** Options of the pretrained models' constructors and load ({@link Gpt2Constructor},
+ * {@link LlamaConstructor}). */
+export interface ModelOptions {
+  /** The dtype of the large matrices (GPT-2: wte and the four projections of every block; Llama:
+   * the embeddings, the head and the seven projections of every block); the rest (GPT-2's wpe,
+   * the norms, the biases) stays f32 (default 'f32'). */
   dtype?: BaseDType;
   /** Every parameter a trainable leaf, for full fine-tuning (dtype 'f32' only; default false:
    * the base is frozen and trains through LoRA adapters). */
@@ -1521,8 +1563,11 @@ export interface Gpt2Options {
   checkpointBlocks?: boolean;
 }
 
-/** LoRA options (peft's LoraConfig names) of {@link Nn.lora}, {@link Gpt2.addLora} and
- * {@link Gpt2.loadAdapters}. */
+/** GPT-2's options: {@link ModelOptions}. */
+export type Gpt2Options = ModelOptions;
+
+/** LoRA options (peft's LoraConfig names) of {@link Nn.lora}, {@link PretrainedModel.addLora} and
+ * {@link PretrainedModel.loadAdapters}. */
 export interface LoraOptions {
   /** r: the inner width of the update, >= 1 (default 8). */
   rank?: number;
@@ -1531,7 +1576,8 @@ export interface LoraOptions {
   /** lora_dropout on the adapter's input while training, in [0, 1) (default 0). */
   dropout?: number;
   /** The layers to adapt: a layer whose dotted name equals one of these or ends with "." and one
-   * of these ('c_proj' matches the attention's and the MLP's; default ['c_attn']). */
+   * of these (GPT-2: 'c_proj' matches the attention's and the MLP's; Llama: 'q_proj', 'v_proj',
+   * 'gate_proj', ...; default ['c_attn'], GPT-2's). */
   targets?: string[];
   /** Seeds A's initialisation and the dropout masks, >= 0 (default 0). */
   seed?: number;
@@ -1565,48 +1611,48 @@ export interface GenerateOptions {
 }
 
 /**
- * GPT-2 in the Hugging Face layout (C++'s nn::Gpt2, bound: there is no JS twin), for running and
- * fine-tuning a pretrained model, with LoRA, on a frozen base held as f32, f16, bf16 or q8_0.
- * tokens{batch..., "t"} (i32/i64 ids) -> logits{batch..., "t", "vocab"}. The model holds engine
- * memory until {@link Gpt2.dispose}.
+ * What the pretrained models share ({@link Gpt2}, {@link Llama}; C++'s nn::Model, bound: there is
+ * no JS twin): running and fine-tuning a pretrained model, with LoRA, on a frozen base held as
+ * f32, f16, bf16 or q8_0. tokens{batch..., "t"} (i32/i64 ids) -> logits{batch..., "t", "vocab"}.
+ * The model holds engine memory until {@link PretrainedModel.dispose}.
  */
-export interface Gpt2 {
-  /** Its config.json fields (a fresh object each time). */
-  readonly config: Gpt2Config;
+export interface PretrainedModel {
   /** The dtype of the base's large matrices. */
   readonly dtype: BaseDType;
   /** Whether each block is recomputed in backward; settable. */
   checkpointBlocks: boolean;
   /** Whether dispose() was called. */
   readonly isDisposed: boolean;
-  /** logits{batch..., t, vocab} of tokens{batch..., t} (1 to n_positions positions; ids below
-   * vocab_size). */
+  /** logits{batch..., t, vocab} of tokens{batch..., t} (1 to n_positions or
+   * max_position_embeddings positions; ids below vocab_size). */
   logits(tokens: Tensor): Tensor;
   /** Mean next-token cross-entropy of tokens[.., :-1] predicting tokens[.., 1:] (a scalar). */
   loss(tokens: Tensor): Tensor;
   /** The trainable tensors: every parameter when trainable, else the LoRA adapters (A, B of each
    * adapted layer, in model order), else none. New handles, valid until disposed. */
   parameters(): Tensor[];
-  /** The base's tensors by Hugging Face name ('wte.weight', 'h.0.attn.c_attn.weight', ...), in
+  /** The base's tensors by Hugging Face name ('wte.weight', 'model.layers.0.self_attn.q_proj.weight', ...), in
    * the file's order, as stored: their dtype and axes, and when trainable the leaves themselves.
    * New handles, valid until disposed. */
   namedTensors(): Record<string, Tensor>;
-  /** The layers LoRA can adapt by dotted name ('h.0.attn.c_attn', 'h.0.attn.c_proj',
-   * 'h.0.mlp.c_fc', 'h.0.mlp.c_proj', ...), in model order. */
+  /** The layers LoRA can adapt by dotted name (GPT-2: 'h.0.attn.c_attn', 'h.0.attn.c_proj',
+   * 'h.0.mlp.c_fc', 'h.0.mlp.c_proj', ...; Llama: 'layers.0.self_attn.q_proj' (k, v, o) and
+   * 'layers.0.mlp.gate_proj' (up, down), ...), in model order. */
   layers(): string[];
   /** The base as model.safetensors bytes in the Hugging Face layout (F32, or F16/BF16 as stored;
    * q8_0 dequantized to F32); adapters not included (mergeAdapters first to fold them in). */
   save(): Uint8Array;
   /** Samples up to maxTokens tokens after prompt (gradients off) and returns the new ones. A KV
-   * cache makes each token cost one position while prompt and tokens fit in n_positions; beyond
-   * it the last n_positions tokens are each step's context (a full forward per token). */
+   * cache makes each token cost one position while prompt and tokens fit in the model's
+   * positions; beyond them the last that many tokens are each step's context (a full forward per
+   * token). */
   generate(prompt: readonly number[] | Int32Array, options?: GenerateOptions): number[];
   /** Adds LoRA adapters to the layers options.targets names and returns them (A{rank, in},
    * B{out, rank} per layer; B starts at zero). Fails if a target matches no layer or the model
    * has adapters already. The same as {@link Nn.lora}. */
   addLora(options?: LoraOptions): Tensor[];
-  /** The adapters alone as safetensors bytes in peft's layout, with the LoRA options in the
-   * metadata. */
+  /** The adapters alone as safetensors bytes in PEFT's layout, with the LoRA options in the
+   * metadata (exportPeft gives PEFT's adapter_config.json too). */
   saveAdapters(): Uint8Array;
   /** Loads saveAdapters' bytes, or a peft adapter_model.safetensors with its options (rank,
    * alpha, targets); adds the adapters first when the model has none. */
@@ -1615,6 +1661,57 @@ export interface Gpt2 {
   mergeAdapters(): void;
   /** Frees the model (tensors from parameters() stay valid until they are disposed). */
   dispose(): void;
+}
+
+/** GPT-2 in the Hugging Face layout (C++'s nn::Gpt2). */
+export interface Gpt2 extends PretrainedModel {
+  /** Its config.json fields (a fresh object each time). */
+  readonly config: Gpt2Config;
+}
+
+/** A Llama-family model in the Hugging Face layout (C++'s nn::Llama): LlamaForCausalLM and
+ * Qwen2ForCausalLM checkpoints (SmolLM2, Qwen2.5, Llama 3.2, ...), RMSNorm, rotary positions,
+ * grouped-query attention, a SiLU-gated MLP. */
+export interface Llama extends PretrainedModel {
+  /** Its config.json fields (a fresh object each time). */
+  readonly config: LlamaConfig;
+}
+
+/** The constructor fc.nn.Llama. */
+export interface LlamaConstructor {
+  /** A model with Hugging Face's initialisation (weights N(0, 0.02), biases zero, norms ones)
+   * from seed (default 0), stored as options say. */
+  new (config: LlamaConfig, seed?: number, options?: ModelOptions): Llama;
+  /** Loads model.safetensors bytes (F32, F16 or BF16; an array for a sharded checkpoint) with
+   * their config.json, tensor by tensor: the wasm heap holds the model plus one tensor. Every
+   * tensor is checked against the config. */
+  load(bytes: Uint8Array | readonly Uint8Array[], config: LlamaConfig, options?: ModelOptions): Llama;
+  /** The same from Blobs or Files (a file picker's): only the header and one tensor at a time are
+   * read, so the file is never whole in memory. */
+  loadAsync(blobs: Blob | readonly Blob[], config: LlamaConfig, options?: ModelOptions): Promise<Llama>;
+}
+
+/** PEFT's adapter_config.json (parsed): the fields fucina writes and reads. */
+export interface PeftConfig {
+  peft_type: 'LORA' | string;
+  task_type?: string;
+  r: number;
+  lora_alpha?: number;
+  lora_dropout?: number;
+  /** Module names (the whole name or its last dotted parts), a regular expression over PEFT's
+   * module names, or 'all-linear'. */
+  target_modules: string[] | string;
+  bias?: string;
+  fan_in_fan_out?: boolean;
+  [key: string]: unknown;
+}
+
+/** A model's adapters as PEFT's two files. */
+export interface PeftAdapter {
+  /** adapter_model.safetensors. */
+  safetensors: Uint8Array;
+  /** adapter_config.json, parsed (JSON.stringify writes the file). */
+  config: PeftConfig;
 }
 
 /** The constructor fc.nn.Gpt2. */
@@ -1669,7 +1766,7 @@ export interface LoraLinearConstructor {
 }
 
 /** fc.nn: the twins of C++'s fucina::nn (the same seed gives the same parameters in both), and
- * GPT-2 and LoRA bound from C++. */
+ * the pretrained models (GPT-2, Llama) and LoRA bound from C++. */
 export interface Nn {
   /** A fully connected layer ({@link Linear}). */
   readonly Linear: LinearConstructor;
@@ -1687,10 +1784,18 @@ export interface Nn {
   readonly Gpt: GptConstructor;
   /** GPT-2 in the Hugging Face layout, for LoRA fine-tuning ({@link Gpt2}). */
   readonly Gpt2: Gpt2Constructor;
+  /** Llama-family models (llama, qwen2) in the Hugging Face layout ({@link Llama}). */
+  readonly Llama: LlamaConstructor;
   /** A frozen linear layer with an optional LoRA adapter ({@link LoraLinear}). */
   readonly LoraLinear: LoraLinearConstructor;
   /** Adds LoRA adapters to model (model.addLora) and returns them, A and B per layer. */
-  lora(model: Gpt2, options?: LoraOptions): Tensor[];
+  lora(model: PretrainedModel, options?: LoraOptions): Tensor[];
+  /** The model's adapters as PEFT's files (adapter_model.safetensors, adapter_config.json), for
+   * PyTorch's peft (PeftModel.from_pretrained on the same base). */
+  exportPeft(model: PretrainedModel): PeftAdapter;
+  /** Reads PEFT's files into model (which gets the adapters when it has none): adapter_config.json
+   * parsed. What fucina's LoRA does not do (DoRA, rsLoRA, rank_pattern, biases, ...) is refused. */
+  loadPeft(model: PretrainedModel, bytes: Uint8Array, config: PeftConfig): void;
   /** The per-parameter seed of C++'s nn::subSeed (both non-negative integers; below 2^53). */
   subSeed(seed: number, index: number): number;
   /** params (a model's parameters(), in order) as safetensors bytes named "param.0", "param.1", ... */

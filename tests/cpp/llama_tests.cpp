@@ -281,13 +281,24 @@ TEST_CASE("PEFT files: exportPeft writes PEFT's names and config, loadPeft reads
     CHECK(it->second->adapted() == l->adapted());
     if (l->adapted()) CHECK(it->second->b.toVector() == l->b.toVector());
   }
-  // A regex target_modules and "all-linear", as PEFT writes them.
-  Llama by_regex = loadFixture(ctx, "llama");
-  const std::string regex_config = std::string(peft.config_json).replace(
-      peft.config_json.find("\"target_modules\":["), std::string("\"target_modules\":[\"q_proj\",\"v_proj\",\"gate_proj\"]").size(),
-      "\"target_modules\":\"model\\\\.layers\\\\.\\\\d+\\\\.(self_attn\\\\.(q|v)_proj|mlp\\\\.gate_proj)\"");
-  fucina::nn::loadPeft(ctx, by_regex, peft.safetensors, regex_config);
-  CHECK(by_regex.parameters().size() == 12);
+  // "all-linear", as PEFT writes it, adapts every layer; a regular expression is refused by name.
+  Llama all = loadFixture(ctx, "llama");
+  const std::string list = "\"target_modules\":[\"q_proj\",\"v_proj\",\"gate_proj\"]";
+  std::string all_linear = peft.config_json;
+  all_linear.replace(all_linear.find(list), list.size(), "\"target_modules\":\"all-linear\"");
+  REQUIRE_FUCINA_ERROR(fucina::nn::loadPeft(ctx, all, peft.safetensors, all_linear), InvalidArgument);  // no adapters for k_proj...
+  CHECK(!all.loraOptions());
+  std::string regex = peft.config_json;
+  regex.replace(regex.find(list), list.size(), "\"target_modules\":\".*(q|v)_proj\"");
+  REQUIRE_FUCINA_ERROR(fucina::nn::loadPeft(ctx, all, peft.safetensors, regex), InvalidArgument);
+  fucina::nn::lora(ctx, all, [] { LoraOptions o; o.targets = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}; return o; }());
+  const fucina::nn::PeftAdapter every = fucina::nn::exportPeft(ctx, all);
+  Llama by_all = loadFixture(ctx, "llama");
+  std::string every_config = every.config_json;
+  const size_t at = every_config.find("\"target_modules\":[");
+  every_config.replace(at, every_config.find(']', at) + 1 - at, "\"target_modules\":\"all-linear\"");
+  fucina::nn::loadPeft(ctx, by_all, every.safetensors, every_config);
+  CHECK(by_all.parameters().size() == 2 * 7 * 2);
   // GPT-2's adapters: under "transformer.", fan_in_fan_out true.
   fucina::nn::Gpt2 g = fucina::nn::Gpt2::load(ctx, test::readFixtureBytes("gpt2", "model.safetensors"),
                                               test::readFixtureText("gpt2", "config.json"));

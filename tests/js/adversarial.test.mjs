@@ -127,6 +127,23 @@ function fixtures(fc, foreign) {
   const twoLayers = new fc.nn.Gpt2({ ...C.GPT2, n_layer: 2 }, 8);
   f.gpt2Bytes2 = twoLayers.save();
   twoLayers.dispose();
+  // Llama: the same, and PEFT's files of one with adapters.
+  const llama = (seed, lora) => {
+    const m = new fc.nn.Llama(C.LLAMA, seed);
+    if (lora) fc.nn.lora(m, lora).forEach((t) => t.dispose());
+    return m;
+  };
+  f['#Llama'] = llama(0);
+  f['#LlamaAdd'] = llama(1);
+  f['#LlamaLoad'] = llama(2);
+  f['#LlamaForPeft'] = llama(3);
+  f['#LlamaLora'] = llama(4, { rank: 2, targets: ['q_proj', 'down_proj'] });
+  f['#LlamaGone'] = llama(5);
+  f['#LlamaGone'].dispose();
+  f.llamaBytes = f['#Llama'].save();
+  f.llamaBlob = new Blob([f.llamaBytes]);
+  f.llamaAdapterBytes = f['#LlamaLora'].saveAdapters();
+  ({ safetensors: f.llamaPeftBytes, config: f.llamaPeftConfig } = fc.nn.exportPeft(f['#LlamaLora']));
   // The adapters as a peft file: the same tensors without fucina's "fucina.lora" metadata.
   f.peftBytes = fc.scope(() => fc.encodeSafetensors(fc.decodeSafetensors(f.adapterBytes).tensors));
   f.wl = fc.constant(['in', 'out'], [2, 2], [1, 2, 3, 4]);
@@ -216,7 +233,7 @@ function callbackCases() {
   };
   // generate's onToken returns a boolean or nothing (anything else goes on): only what it throws.
   for (const value of thrown)
-    for (const model of ['#Gpt2', '#Gpt'])
+    for (const model of ['#Gpt2', '#Llama', '#Gpt'])
       out.push({ label: `${model.slice(1)} generate onToken throws ${show(value)}`, expect: value,
         run: (f) => f[model].generate([1, 2], { maxTokens: 3, onToken: () => { throw value; } }) });
   for (const [site, run] of Object.entries(sites)) {
@@ -269,7 +286,10 @@ function optimizerCases() {
 const OPTIMIZER_EXEMPT = { params: 'a copy of the list, no arguments', isDisposed: 'a flag', dispose: 'idempotent' };
 
 // ---- the members to cover, found by enumeration
-const publicNames = (proto) => Object.getOwnPropertyNames(proto).filter((n) => n !== 'constructor' && !n.startsWith('_'));
+// A prototype's public names, its base classes' included (nn.Gpt2 and nn.Llama share theirs).
+const publicNames = (proto) => [...new Set(ownAndInherited(proto))].filter((n) => n !== 'constructor' && !n.startsWith('_'));
+const ownAndInherited = (proto) => (proto && proto !== Object.prototype
+  ? [...Object.getOwnPropertyNames(proto), ...ownAndInherited(Object.getPrototypeOf(proto))] : []);
 const isClass = (v) => typeof v === 'function' && /^class\b/.test(Function.prototype.toString.call(v));
 
 function covered(fc) {

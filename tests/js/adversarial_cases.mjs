@@ -272,6 +272,12 @@ const gpt2Configs = [null, 7, 'x', [], { n_embd: 4 }, { ...GPT2, n_head: 3 }, { 
   { ...GPT2, vocab_size: 1.5 }, { ...GPT2, n_embd: '4' }, { ...GPT2, n_layer: 0 }, { ...GPT2, n_positions: 0 },
   { ...GPT2, activation_function: 'relu' }, { ...GPT2, tie_word_embeddings: false }, { ...GPT2, n_layer: 1n },
   { ...GPT2, layer_norm_epsilon: -1 }];
+export const LLAMA = { model_type: 'llama', vocab_size: 8, hidden_size: 4, num_hidden_layers: 1, num_attention_heads: 2,
+  num_key_value_heads: 1, intermediate_size: 8, max_position_embeddings: 4 };
+const llamaConfigs = [null, 7, 'x', [], { hidden_size: 4 }, { ...LLAMA, num_key_value_heads: 3 }, { ...LLAMA, vocab_size: -1 },
+  { ...LLAMA, vocab_size: 1.5 }, { ...LLAMA, hidden_size: '4' }, { ...LLAMA, num_hidden_layers: 0 },
+  { ...LLAMA, model_type: 'gpt2' }, { ...LLAMA, hidden_act: 'gelu' }, { ...LLAMA, rope_scaling: { rope_type: 'yarn' } },
+  { ...LLAMA, rms_norm_eps: -1 }, { ...LLAMA, num_hidden_layers: 1n }, { ...LLAMA, head_dim: 3 }];
 const loraKeys = { rank: 'pos', alpha: ['8', null, -1, NaN, Infinity], dropout: ['0.1', null, -0.1, 1, NaN],
   targets: [[], ['nope'], 'c_attn', [7], [''], null], seed: 'nat' };
 export const CNN = { image: 10, conv1: 1, conv2: 1, hidden: 2, classes: 2 };
@@ -323,6 +329,28 @@ export const NN = {
   'Gpt2#loadAdapters': { self: '#Gpt2Load', args: [raw('@adapterBytes', ['@corrupt', '@gpt2Bytes', '@bytes', null, 'x']),
     raw(undefined, [{ rank: 0 }, { bogus: 1 }, 7, null])] },
   lora: { args: [raw('@#Gpt2ForLora', [null, {}, 7, '@#Gpt']), options({ rank: 2 }, loraKeys)] },
+  // Llama-family models (bound C++), and PEFT's files.
+  Llama: { construct: true, args: [raw(LLAMA, llamaConfigs), nat(0), options({}, gpt2Keys)] },
+  'Llama.load': { args: [raw('@llamaBytes', ['@corrupt', '@adapterBytes', '@gpt2Bytes', null, 'x', [1, 2], [], ['@llamaBytes', 'x']]),
+    raw(LLAMA, llamaConfigs), options({}, gpt2Keys)] },
+  'Llama.loadAsync': { async: true, args: [raw('@llamaBlob', ['@llamaBytes', null, 'x', [], [null]]), raw(LLAMA, llamaConfigs),
+    options({}, gpt2Keys)] },
+  'Llama#logits': { self: '#Llama', args: [tensor('tokens')] },
+  'Llama#loss': { self: '#Llama', args: [tensor('tokens')] },
+  'Llama#generate': { self: '#Llama', args: [raw([1, 2], [[], [8], [-1], [1.5], ['1'], [NaN], 'x', null, {}]),
+    options({ maxTokens: 2 }, { maxTokens: 'nat', temperature: [-1, NaN, Infinity, '1', null], topK: [-1, 1.5, null],
+      seed: 'nat', onToken: 'fn' })] },
+  'Llama#checkpointBlocks': { self: '#Llama', setter: true, args: [bool(true)] },
+  'Llama#addLora': { self: '#LlamaAdd', args: [options({ rank: 2, targets: ['q_proj'] }, loraKeys)] },
+  'Llama#loadAdapters': { self: '#LlamaLoad', args: [raw('@llamaAdapterBytes', ['@corrupt', '@llamaBytes', '@adapterBytes', null, 'x']),
+    raw(undefined, [{ rank: 0 }, { bogus: 1 }, 7, null])] },
+  exportPeft: { args: [raw('@#LlamaLora', [null, {}, 7, '@#Gpt', '@#Llama', '@#LlamaGone'])] },
+  loadPeft: { args: [raw('@#LlamaForPeft', [null, {}, 7, '@#Gpt', '@#LlamaGone']),
+    raw('@llamaPeftBytes', ['@corrupt', '@llamaBytes', '@adapterBytes', null, 'x']),
+    raw('@llamaPeftConfig', [null, 7, 'x', [], {}, { peft_type: 'LORA' }, { peft_type: 'LORA', r: 2, target_modules: ['nope'] },
+      { peft_type: 'LORA', r: 2, target_modules: ['q_proj', 'down_proj'], use_dora: true },
+      { peft_type: 'IA3', r: 2, target_modules: ['q_proj', 'down_proj'] },
+      { peft_type: 'LORA', r: 3, target_modules: ['q_proj', 'down_proj'] }])] },
   LoraLinear: { construct: true, args: [tensor('wl'), raw(null, ['@gone', '@foreign', '@v', '@wl', 42, {}]), axis('in'),
     raw('out', [7, null, '', 'in', 'zz'])] },
   'LoraLinear#adapt': { self: '#LoraLinear', args: [options({ rank: 2 }, { rank: 'pos', alpha: loraKeys.alpha,
@@ -330,12 +358,12 @@ export const NN = {
   'LoraLinear#forward': { self: '#LoraLinear', args: [tensor('lin'), nat(3)] },
 };
 export const NN_EXEMPT = {
-  ...Object.fromEntries(['Linear', 'Conv2d', 'LayerNorm', 'Embedding', 'Mlp', 'Cnn', 'Gpt', 'Gpt2', 'LoraLinear']
+  ...Object.fromEntries(['Linear', 'Conv2d', 'LayerNorm', 'Embedding', 'Mlp', 'Cnn', 'Gpt', 'Gpt2', 'Llama', 'LoraLinear']
     .map((c) => [`${c}#parameters`, 'no arguments'])),
   ...Object.fromEntries(['Linear', 'Conv2d', 'Mlp', 'Cnn'].map((c) => [`${c}#pack`, 'no arguments'])),
   // No arguments: what they refuse (a disposed model or layer, no adapters) is in ENGINE and PARTIAL.
   ...Object.fromEntries(['config', 'dtype', 'isDisposed', 'namedTensors', 'layers', 'save', 'saveAdapters', 'mergeAdapters', 'dispose']
-    .map((m) => [`Gpt2#${m}`, 'no arguments'])),
+    .flatMap((m) => [[`Gpt2#${m}`, 'no arguments'], [`Llama#${m}`, 'no arguments']])),
   ...Object.fromEntries(['merge', 'weight', 'bias', 'a', 'b', 'in', 'out', 'scale', 'isDisposed', 'dispose']
     .map((m) => [`LoraLinear#${m}`, 'no arguments'])),
 };
@@ -414,6 +442,11 @@ export const ENGINE = {
   'gradcheck of constants only': (f) => f.fc.gradcheck((a) => a.sumAll(), [f.p]),
   'gradcheck with eps < 0': (f) => f.fc.gradcheck((a) => a.sumAll(), [f.x], { eps: -1 }),
   'a Gpt2 given tokens past its vocabulary': (f) => f['#Gpt2'].logits(f.tokensOut),
+  'a Llama given tokens past its vocabulary': (f) => f['#Llama'].logits(f.tokensOut),
+  'a Llama given more positions than it has': (f) => f['#Llama'].logits(f.fc.zeros(['batch', 't'], [1, 5], 'i32')),
+  'a Llama given tokens with its own axis': (f) => f['#Llama'].logits(f.fc.zeros(['kv', 't'], [1, 2], 'i32')),
+  'a Llama loaded with another config': (f) => f.fc.nn.Llama.load(f.llamaBytes, { ...LLAMA, intermediate_size: 16 }),
+  'a q8_0 Llama of width 4 (q8_0 needs multiples of 32)': (f) => new f.fc.nn.Llama(LLAMA, 0, { dtype: 'q8_0' }),
   'a Gpt2 given f32 tokens': (f) => f['#Gpt2'].logits(f.p),
   'a Gpt2 given tokens without t': (f) => f['#Gpt2'].logits(f.idx),
   'a Gpt2 given more positions than it has': (f) => f['#Gpt2'].logits(f.fc.zeros(['batch', 't'], [1, 5], 'i32')),
@@ -503,7 +536,8 @@ export const PARTIAL = {
     ['loadAdapters', (m, f) => m.loadAdapters(f.adapterBytes)], ['mergeAdapters', (m) => m.mergeAdapters()],
     ['config', (m) => m.config], ['dtype', (m) => m.dtype], ['checkpointBlocks', (m) => m.checkpointBlocks],
     ['checkpointBlocks =', (m) => { m.checkpointBlocks = true; }], ['lora', (m, f) => f.fc.nn.lora(m)]]
-    .map(([what, run]) => [`Gpt2 ${what} after dispose`, (f) => run(f['#Gpt2Gone'], f)])),
+    .flatMap(([what, run]) => [[`Gpt2 ${what} after dispose`, (f) => run(f['#Gpt2Gone'], f)],
+      [`Llama ${what} after dispose`, (f) => run(f['#LlamaGone'], f)]])),
   ...Object.fromEntries([['adapt', (l) => l.adapt()], ['forward', (l, f) => l.forward(f.lin)], ['merge', (l) => l.merge()],
     ['scale', (l) => l.scale]].map(([what, run]) => [`LoraLinear ${what} after dispose`, (f) => run(f['#LoraGone'], f)])),
 };

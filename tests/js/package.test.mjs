@@ -27,11 +27,11 @@ after(() => rmSync(work, { recursive: true, force: true }));
 
 test('the tarball holds exactly the package files, within the size budget', () => {
   const expected = ['LICENSE', 'README.md', 'package.json', 'index.d.ts', 'index.node.mjs', 'index.browser.mjs',
-    'facade.mjs', 'platform.node.mjs', 'platform.browser.mjs', 'errors.mjs', 'data.mjs', 'nn.mjs', 'ops.table.mjs', 'webgpu.mjs',
+    'facade.mjs', 'platform.node.mjs', 'platform.browser.mjs', 'errors.mjs', 'data.mjs', 'nn.mjs', 'pretrained.mjs', 'ops.table.mjs', 'webgpu.mjs',
     ...['simd', 'threaded-simd'].flatMap((v) => [`wasm/fucina-${v}.wasm`, `wasm/fucina-${v}.mjs`, `wasm/fucina-${v}.node.mjs`]),
     'wasm/fucina-threaded-simd.node.worker.cjs', 'threaded-simd-worker.mjs'].sort();
   assert.deepEqual(files, expected);
-  // Budget: 1.9 MB compressed, 9.0 MB unpacked (measured 2026-12-01: 1.03 MB and 4.48 MB; 2026-12-02,
+  // Budget: 2.1 MB compressed, 9.8 MB unpacked (measured 2026-12-01: 1.03 MB and 4.48 MB; 2026-12-02,
   // with the dtype branches (f64, integer, 16-bit and q8_0 paths): 1.16 MB and 5.29 MB, each wasm
   // 0.33-0.44 MB larger; with GPT-2 and LoRA (nn::Gpt2 and its bindings): 1.26 MB and 5.64 MB, the
   // simd wasm 0.12 MB and the threaded one 0.19 MB larger; with the 38 ops that complete the
@@ -47,13 +47,16 @@ test('the tarball holds exactly the package files, within the size budget', () =
   // the webgpu device (its backend, compiled for size, the WGSL it writes, the device contexts, the
   // shim): 1.91 MB and 9.26 MB, the simd wasm 3.65 MB and the threaded one 4.87 MB, so 2.0 and
   // 9.5 MB: the GPU is the next speed step. The growth since the figures before also holds the
-  // previous stop's channels-last and optimizer primitives, not measured apart).
+  // previous stop's channels-last and optimizer primitives, not measured apart); 2026-12-05, with
+  // the Llama family and PEFT's files (nn::Model, nn::Llama and its loader, their bindings; no
+  // std::regex, which alone cost the simd wasm 0.14 MB): 2.00 MB and 9.57 MB, the simd wasm
+  // 3.79 MB and the threaded one 5.09 MB, so 2.1 and 9.8 MB: the models users fine-tune today.
   // Each op costs ~6 KB of simd wasm and ~9 KB of threaded wasm. Raising it is a decision: say why
   // in the commit.
   const packed = statSync(tarball).size;
   const unpacked = files.reduce((n, f) => n + statSync(join(dist, f)).size, 0);
-  assert.ok(packed <= 2.0e6, `tarball is ${packed} bytes, over its 2.0 MB budget`);
-  assert.ok(unpacked <= 9.5e6, `unpacked package is ${unpacked} bytes, over its 9.5 MB budget`);
+  assert.ok(packed <= 2.1e6, `tarball is ${packed} bytes, over its 2.1 MB budget`);
+  assert.ok(unpacked <= 9.8e6, `unpacked package is ${unpacked} bytes, over its 9.8 MB budget`);
 });
 
 test('the manifest: exports conditions, engines, sideEffects; the repository points into dist/', () => {

@@ -73,6 +73,8 @@ test('the d.ts matches the runtime, member for member, and the consumer uses eve
     Cnn: new fc.nn.Cnn({ image: 10, conv1: 1, conv2: 1, hidden: 1 }),
     Gpt: gpt,
     Gpt2: new fc.nn.Gpt2({ vocab_size: 8, n_positions: 4, n_embd: 4, n_layer: 1, n_head: 1 }),
+    Llama: new fc.nn.Llama({ model_type: 'llama', vocab_size: 8, hidden_size: 4, num_hidden_layers: 1, num_attention_heads: 1,
+      intermediate_size: 8, max_position_embeddings: 4 }),
     LoraLinear: new fc.nn.LoraLinear(fc.ones(['in', 'out'], [2, 2]), null, 'in', 'out'),
   };
   let thrown;
@@ -128,5 +130,6 @@ test('the d.ts matches the runtime, member for member, and the consumer uses eve
   assert.deepEqual(problems, []);
   for (const l of Object.values(layers)) for (const p of l.parameters()) p.dispose();
   layers.Gpt2.dispose();
+  layers.Llama.dispose();
   layers.LoraLinear.dispose();
 });

@@ -17,6 +17,7 @@ import type {
   MlpConstructor, CnnConfig, Cnn, CnnConstructor, GptConfig, GptBlock, Gpt, GptConstructor, Nn, Fucina,
   IdxArray, DatasetSplit, FashionMnistOptions, Batch, CompareOp, BaseDType, Gpt2Config, Gpt2Options, LoraOptions,
   LoraAdaptOptions, GenerateOptions, Gpt2, Gpt2Constructor, LoraLinear, LoraLinearConstructor, PackedModel, PreparedConv2d,
+  LlamaConfig, ModelOptions, PretrainedModel, Llama, LlamaConstructor, PeftConfig, PeftAdapter,
 } from 'fucina';
 
 const expectType = <T>(value: T): T => value;
@@ -528,6 +529,46 @@ nn.lora(gpt2, { r: 4 });
 // @ts-expect-error dtype is read-only
 gpt2.dtype = 'f16';
 
+// ---------------------------------------------------------------- Llama-family models and PEFT files
+const llamaConfig: LlamaConfig = { model_type: 'qwen2', vocab_size: 96, hidden_size: 64, num_hidden_layers: 2,
+  num_attention_heads: 4, num_key_value_heads: 1, intermediate_size: 128, max_position_embeddings: 64,
+  rms_norm_eps: 1e-6, rope_theta: 1e6, rope_scaling: null, tie_word_embeddings: true, torch_dtype: 'bfloat16' };
+const modelOptions: ModelOptions = { dtype: 'q8_0', checkpointBlocks: true };
+const LlamaClass: LlamaConstructor = nn.Llama;
+const seeded: Llama = new LlamaClass(llamaConfig, 2, { trainable: true });
+const llamaBytes: Uint8Array = seeded.save();
+const llama: Llama = nn.Llama.load(llamaBytes, seeded.config, modelOptions);
+const sharded: Llama = nn.Llama.load([llamaBytes], llamaConfig);
+const fromFile: Promise<Llama> = nn.Llama.loadAsync(new Blob([llamaBytes.slice()]), llamaConfig, { dtype: 'bf16' });
+const llamaDType: BaseDType = llama.dtype;
+const heads: unknown = llama.config.num_key_value_heads;
+llama.checkpointBlocks = !llama.checkpointBlocks;
+const llamaLogits: Tensor = llama.logits(gpt2Tokens);
+const llamaAdapters: Tensor[] = llama.addLora({ rank: 8, targets: ['q_proj', 'v_proj'] });
+llama.loss(gpt2Tokens).backward();
+const llamaParams: Tensor[] = llama.parameters();
+const llamaLayers: string[] = llama.layers();
+const embed: Tensor | undefined = llama.namedTensors()['model.embed_tokens.weight'];
+const llamaSampled: number[] = llama.generate([1, 2], { maxTokens: 4, temperature: 0 });
+const peft: PeftAdapter = nn.exportPeft(llama);
+const peftConfig: PeftConfig = peft.config;
+const peftBytes: Uint8Array = peft.safetensors;
+nn.loadPeft(sharded, peftBytes, peftConfig);
+nn.loadPeft(seeded, peftBytes, { peft_type: 'LORA', r: 8, target_modules: '.*\\.(q|v)_proj' });
+const llamaAdapterBytes: Uint8Array = llama.saveAdapters();
+seeded.mergeAdapters();
+seeded.loadAdapters(llamaAdapterBytes);
+const asModel: PretrainedModel = Math.random() < 0.5 ? llama : gpt2;
+nn.lora(asModel, { targets: ['q_proj'] });
+const llamaDisposed: boolean = llama.isDisposed;
+llama.dispose();
+// @ts-expect-error config.json needs hidden_size, num_hidden_layers, ...
+new nn.Llama({ model_type: 'llama' });
+// @ts-expect-error the bytes of model.safetensors, not a path
+nn.Llama.load('model.safetensors', llamaConfig);
+// @ts-expect-error adapter_config.json needs peft_type, r and target_modules
+nn.loadPeft(llama, peftBytes, { r: 8 });
+
 const LoraLinearClass: LoraLinearConstructor = nn.LoraLinear;
 const frozen = fc.normal(['in', 'out'], [32, 4], 0, 0.1, 1).quantize('q8_0', 'in');
 const loraLayer: LoraLinear = new LoraLinearClass(frozen, fc.zeros(['out'], [4]), 'in', 'out');
@@ -625,4 +666,5 @@ console.log(variant, threads, backend, device, copy, z, o, f, u, n, tags, shape,
   y1, linearParams, channelAxis, convFields, lnFields, embFields, mlpLayers, cnnFields, context, blockLayers, firstLayer,
   gptFields, logits, gptLoss, gptSampled, seed, made, dims, read, splitFields, batchTensors, baseDType, vocabSize, gpt2Logits,
   adapters, layerNames, wte, sampled, gpt2Disposed, loraFields, loraY, merged, loraParams, inPlace, taken, routeWeights, routeIndices, packedY, packedFields, packedText, packedOps,
-  gpuCounters, where, synced, deviceRead, onDevice, gpuInit);
+  gpuCounters, where, synced, deviceRead, onDevice, gpuInit, fromFile, llamaDType, heads, llamaLogits, llamaAdapters, llamaParams,
+  llamaLayers, embed, llamaSampled, llamaDisposed);

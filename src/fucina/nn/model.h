@@ -150,9 +150,10 @@ std::vector<Tensor> lora(ExecContext& ctx, Model& model, const LoraOptions& opti
 PeftAdapter exportPeft(ExecContext& ctx, const Model& model);
 /// Reads PEFT's files back (loadAdapters with the options adapter_config.json gives), onto a
 /// model with no adapters or with adapters of the same options. target_modules is a list of
-/// names (matched as PEFT does: the whole name or its last dotted parts), a regular expression
-/// string (matched against PEFT's module names, "model.layers.0.self_attn.q_proj"), or
-/// "all-linear". What fucina's LoRA does not do is InvalidArgument, named: a peft_type other than
+/// names (matched as PEFT does: the whole name or its last dotted parts) or "all-linear"; a
+/// regular expression is InvalidArgument here (the JavaScript facade matches one against PEFT's
+/// module names, "model.layers.0.self_attn.q_proj", and passes the list). What fucina's LoRA does
+/// not do is InvalidArgument, named: a peft_type other than
 /// LORA, bias other than "none", use_rslora, use_dora, rank_pattern, alpha_pattern,
 /// layers_to_transform, modules_to_save.
 void loadPeft(ExecContext& ctx, Model& model, std::span<const uint8_t> safetensors, std::string_view config_json);
