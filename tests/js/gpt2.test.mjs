@@ -5,7 +5,7 @@
 // checkpointing, memory, and a short LoRA training run.
 import { describe, test } from 'node:test';
 import { readFileSync } from 'node:fs';
-import { VARIANTS, engine, values, assert, throwsCode } from './helpers.mjs';
+import { VARIANTS, engine, values, assert, assertClose, throwsCode } from './helpers.mjs';
 
 const fixture = (name) => new URL(`../fixtures/gpt2/${name}`, import.meta.url);
 const modelBytes = new Uint8Array(readFileSync(fixture('model.safetensors')));
@@ -14,18 +14,6 @@ const config = JSON.parse(readFileSync(fixture('config.json'), 'utf8'));
 const ref = JSON.parse(readFileSync(fixture('reference.json'), 'utf8'));
 const [BATCH, T] = [ref.tokens.length, ref.tokens[0].length];
 const VOCAB = config.vocab_size;
-
-// |got - want| <= atol + rtol·|want| element by element (f32 arithmetic against a float64
-// reference of the same weights); reports the worst element.
-function assertClose(got, want, what, { atol = 1e-4, rtol = 1e-3 } = {}) {
-  assert.equal(got.length, want.length, `${what}: ${got.length} values, expected ${want.length}`);
-  let worst = -1, excess = 0;
-  for (let i = 0; i < want.length; ++i) {
-    const e = Math.abs(got[i] - want[i]) - (atol + rtol * Math.abs(want[i]));
-    if (!(e <= excess)) [worst, excess] = [i, Number.isNaN(e) ? Infinity : e];
-  }
-  assert.ok(worst < 0, `${what}: element ${worst} is ${got[worst]}, expected ${want[worst]} (beyond ${atol} + ${rtol}·|want|)`);
-}
 
 const maxAbsDiff = (a, b) => a.reduce((m, x, i) => Math.max(m, Math.abs(x - b[i])), 0);
 const tokensOf = (fc) => fc.constant(['batch', 't'], [BATCH, T], ref.tokens.flat(), 'i32');

@@ -29,4 +29,16 @@ export function throwsCode(fn, code) {
 
 export const values = (t) => Array.from(t.toArray());
 
+/** |got - want| <= atol + rtol·|want| element by element (f32 arithmetic against a float64
+ * reference of the same weights); reports the worst element. */
+export function assertClose(got, want, what, { atol = 1e-4, rtol = 1e-3 } = {}) {
+  assert.equal(got.length, want.length, `${what}: ${got.length} values, expected ${want.length}`);
+  let worst = -1, excess = 0;
+  for (let i = 0; i < want.length; ++i) {
+    const e = Math.abs(got[i] - want[i]) - (atol + rtol * Math.abs(want[i]));
+    if (!(e <= excess)) [worst, excess] = [i, Number.isNaN(e) ? Infinity : e];
+  }
+  assert.ok(worst < 0, `${what}: element ${worst} is ${got[worst]}, expected ${want[worst]} (beyond ${atol} + ${rtol}·|want|)`);
+}
+
 export { init, FucinaError, assert };

@@ -6,7 +6,7 @@
 // errors, and a short LoRA run.
 import { describe, test } from 'node:test';
 import { readFileSync } from 'node:fs';
-import { VARIANTS, engine, values, assert, throwsCode } from './helpers.mjs';
+import { VARIANTS, engine, values, assert, assertClose, throwsCode } from './helpers.mjs';
 
 const read = (dir, name) => readFileSync(new URL(`../fixtures/${dir}/${name}`, import.meta.url));
 const FIXTURES = Object.fromEntries(['llama', 'qwen2'].map((dir) => [dir, {
@@ -17,16 +17,6 @@ const FIXTURES = Object.fromEntries(['llama', 'qwen2'].map((dir) => [dir, {
 const peftBytes = new Uint8Array(read('llama', 'adapter_model.safetensors'));
 const peftConfig = JSON.parse(read('llama', 'adapter_config.json'));
 
-// |got - want| <= atol + rtol·|want| element by element; reports the worst element.
-function assertClose(got, want, what, { atol = 1e-4, rtol = 1e-3 } = {}) {
-  assert.equal(got.length, want.length, `${what}: ${got.length} values, expected ${want.length}`);
-  let worst = -1, excess = 0;
-  for (let i = 0; i < want.length; ++i) {
-    const e = Math.abs(got[i] - want[i]) - (atol + rtol * Math.abs(want[i]));
-    if (!(e <= excess)) [worst, excess] = [i, Number.isNaN(e) ? Infinity : e];
-  }
-  assert.ok(worst < 0, `${what}: element ${worst} is ${got[worst]}, expected ${want[worst]} (beyond ${atol} + ${rtol}·|want|)`);
-}
 const maxAbsDiff = (a, b) => a.reduce((m, x, i) => Math.max(m, Math.abs(x - b[i])), 0);
 const tokensOf = (fc, ref) => fc.constant(['batch', 't'], [ref.tokens.length, ref.tokens[0].length], ref.tokens.flat(), 'i32');
 const SEVEN = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];

@@ -25,8 +25,9 @@
 /// dtype: the large matrices (the seven projections of every block, the embeddings and the head)
 /// are stored in the chosen dtype; the norms and biases stay f32. q8_0 puts its blocks of 32
 /// along each matrix's input axis, so hidden_size, heads·head_dim and intermediate_size must be
-/// multiples of 32. Loading converts tensor by tensor: the peak is the model as stored plus one
-/// file tensor (and its f32 widening), never the file's tensors beside the model.
+/// multiples of 32. Loading converts tensor by tensor (Note [Loading tensor by tensor],
+/// docs/design-notes.md): the peak is the model as stored plus one file tensor (and its f32
+/// widening), never the file's tensors beside the model.
 ///
 /// Axes: tokens{batch..., "t"} (i32/i64) -> logits{batch..., "t", "vocab"}.
 #pragma once
