@@ -16,7 +16,6 @@ using fucina::Tensor;
 
 namespace {
 
-fucina::ExecContext& context() { return fuzz::budgetedContext(size_t{256} << 20); }
 void require(bool ok, const char* what) { fuzz::require(ok, "gpt2_fuzz", what); }
 
 void exercise(fucina::ExecContext& ctx, std::span<const uint8_t> file, std::string_view config, uint8_t options) {
@@ -53,16 +52,5 @@ void exercise(fucina::ExecContext& ctx, std::span<const uint8_t> file, std::stri
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size < 3) return 0;
-  fucina::ExecContext& ctx = context();
-  const fucina::MemoryStats before = ctx.memory();
-  const size_t length = std::min<size_t>(size - 3, data[1] | (size_t{data[2]} << 8));
-  const std::string_view config(reinterpret_cast<const char*>(data + 3), length);
-  try {
-    exercise(ctx, {data + 3 + length, size - 3 - length}, config, data[0]);
-  } catch (const fucina::Error&) {
-  }
-  require(ctx.memory().live_tensors == before.live_tensors, "a tensor is still live");
-  require(ctx.memory().live_bytes == before.live_bytes, "bytes are still live");
-  return 0;
+  return fuzz::runModelInput("gpt2_fuzz", data, size, size_t{256} << 20, exercise);
 }

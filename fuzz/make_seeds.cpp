@@ -1,11 +1,13 @@
 // Writes the generated part of the seed corpus (fuzz/corpus/<harness>/seed-*): safetensors files
-// from the encoder, tiny GPT-2 checkpoints (gpt2_fuzz), IDX files plain and gzip, and op programs. Run from the repo root:
+// from the encoder, tiny GPT-2 checkpoints (gpt2_fuzz), tiny Llama and Qwen2 checkpoints
+// (llama_fuzz), IDX files plain and gzip, and op programs. Run from the repo root:
 //   build/fuzz/fuzz/make_seeds
 // Hand-made edge cases (edge-*) and crash reproducers (crash-*) sit beside them.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <zlib.h>
 
 #include <fucina/fucina.h>
@@ -62,6 +64,22 @@ int main() {
       const std::vector<uint8_t> model = m.save(ctx);
       seed.insert(seed.end(), model.begin(), model.end());
       write("gpt2_fuzz", "seed-tiny-" + std::to_string(options), seed);
+    }
+  }
+  {  // llama_fuzz: the same framing, a tiny Llama (grouped heads, llama3 rope) and a tiny Qwen2
+    fucina::nn::LlamaConfig c;
+    c.vocab = 8, c.positions = 4, c.d_model = 32, c.heads = 2, c.kv_heads = 1, c.head_dim = 16, c.layers = 1, c.inner = 64;
+    c.rope_scaling = fucina::nn::LlamaConfig::RopeScaling::llama3, c.rope_factor = 8, c.original_positions = 32;
+    fucina::nn::LlamaConfig q = c;
+    q.model_type = "qwen2", q.qkv_bias = true, q.tied = true, q.rope_scaling = fucina::nn::LlamaConfig::RopeScaling::none;
+    for (const auto& [name, config, options] : {std::tuple{"llama", c, uint8_t{0}}, std::tuple{"qwen2", q, uint8_t{3 | 4 | 16 | 32}},
+                                                std::tuple{"llama-trainable", c, uint8_t{8}}}) {
+      const std::string json = config.toJson();
+      std::vector<uint8_t> seed = {options, static_cast<uint8_t>(json.size()), static_cast<uint8_t>(json.size() >> 8)};
+      seed.insert(seed.end(), json.begin(), json.end());
+      const std::vector<uint8_t> model = fucina::nn::Llama(ctx, config, 1).save(ctx);
+      seed.insert(seed.end(), model.begin(), model.end());
+      write("llama_fuzz", std::string("seed-") + name, seed);
     }
   }
   write("safetensors_fuzz", "seed-dtypes", io::encodeSafetensors(ctx, {
