@@ -1,12 +1,14 @@
 // The Fine-tune page: the base, the text and the choices go to the worker (which loads the base,
 // adds the adapters and trains), and the page draws what comes back: the loss, the memory each
-// part takes, the samples before and after, and the adapters as a download. The page owns the
-// tokenizer (finetune.mjs's createTokenizer), so the worker sees only token ids.
+// part takes, the samples before and after, and the adapters as PEFT's two files. The base is the
+// shipped tiny GPT-2 or a checkpoint picked from disk: a GPT-2, or a Llama-family model with its
+// tokenizer.json. The page owns the tokenizer (finetune.mjs's createTokenizer), so the worker sees
+// only token ids.
 import { Engine } from '../common/engine.mjs';
 import { LineChart } from '../common/chart.mjs';
 import { autostart, stepLimit, params, demo, showError, RateMeter, setText, showEngine } from '../common/page.mjs';
-import { createTokenizer, parameterCount, dims, budgetFor, expectedFrozenBytes, adapterElements, DTYPES, RANKS, TARGETS }
-  from './finetune.mjs';
+import { createTokenizer, familyOf, parameterCount, dims, budgetFor, expectedFrozenBytes, adapterElements, DTYPES, RANKS,
+  FAMILIES, TARGET_CHOICES } from './finetune.mjs';
 
 const SMOOTHING = 0.9;
 const $ = (id) => document.getElementById(id);
@@ -15,19 +17,20 @@ const lossChart = new LineChart($('loss'), { series: [{ name: 'per step', color:
 const rate = new RateMeter();
 const engine = new Engine(new URL('./worker.mjs', import.meta.url));
 
-const SHIPPED = { name: 'shipped', url: new URL('./base/', import.meta.url).href };
-let base = { kind: 'shipped', config: null };  // the base in use: its config and, for a file, its name and bytes
-let userBase = null;                            // { name, bytes (until sent), config } from the file inputs
+const SHIPPED_URL = new URL('./base/', import.meta.url).href;
+// The base in use: { kind: 'shipped' | 'file', config, family, tokenizer } and, for a checkpoint
+// from disk, files (its model.safetensors Files: the worker reads them as it loads).
+let base = null;
 let tokenizer = null, sentText = null, defaultText = '';
 let ready = false, running = false, ema = 0, emaWeight = 0, stepMs = null, runId = 0;
 let pendingRun = autostart ? stepLimit : null;  // steps to train once the next 'before' sample is in
-let sampled = {};  // which ('before' | 'after') -> { prompt, ids }
-let downloadUrl = null;
+let sampled = {};  // which ('before' | 'after') -> { prompt, promptIds, ids }
+let downloadUrls = [];
 Object.assign(demo, { losses: [], steps: 0, running: false, memory: null, info: null, samples: {}, runs: [], download: null,
   liveTensors: [] });
 
 // The test hook's choices (?dtype=f32&rank=4&targets=all) before the first configuration.
-for (const [id, allowed] of [['dtype', DTYPES], ['rank', RANKS.map(String)], ['targets', Object.keys(TARGETS)]]) {
+for (const [id, allowed] of [['dtype', DTYPES], ['rank', RANKS.map(String)], ['targets', TARGET_CHOICES]]) {
   if (params.has(id) && allowed.includes(params.get(id))) $(id).value = params.get(id);
 }
 if (params.get('checkpoint') === '1') $('checkpoint').checked = true;
@@ -41,25 +44,12 @@ const KiB = 1024, MiB = 1024 * 1024;
 const bytes = (n) => (n === null || n === undefined ? '–' : n >= MiB ? `${(n / MiB).toFixed(2)} MiB`
   : `${(n / KiB).toFixed(n >= 100 * KiB ? 0 : 1)} KiB`);
 const count = (n) => (n >= 1e6 ? `${(n / 1e6).toFixed(2)}M` : n >= 1e4 ? `${(n / 1e3).toFixed(1)}k` : n.toLocaleString('en'));
-const choiceLabel = (c) => `${c.dtype} · r${c.rank} · ${c.targets === 'all' ? 'all projections' : 'c_attn'}` +
-  `${c.checkpointBlocks ? ' · checkpointed' : ''}`;
+const targetsLabel = (c) => FAMILIES[c.family].labels[c.targets];
+const choiceLabel = (c) => `${c.dtype} · r${c.rank} · ${targetsLabel(c)}${c.checkpointBlocks ? ' · checkpointed' : ''}`;
 
 // ---- configuration: (re)load the base with the current choices
 const choices = () => ({ dtype: $('dtype').value, rank: Number($('rank').value), targets: $('targets').value,
   checkpointBlocks: $('checkpoint').checked });
-
-const tokenizers = new Map();  // vocab_size -> a promise of its tokenizer (GPT-2's takes a moment to build)
-function tokenizerFor(vocabSize) {
-  if (!tokenizers.has(vocabSize)) tokenizers.set(vocabSize, createTokenizer(vocabSize));
-  return tokenizers.get(vocabSize);
-}
-
-async function baseConfig() {
-  if (base.kind === 'file') return userBase.config;
-  const response = await fetch(new URL('config.json', SHIPPED.url));
-  if (!response.ok) throw new Error(`base/config.json: HTTP ${response.status}`);
-  return response.json();
-}
 
 function enable(on) {
   for (const id of ['train', 'resample']) $(id).disabled = !on;
@@ -71,13 +61,13 @@ function setRunning(on) {
   demo.running = on;
   $('train').textContent = on ? 'Stop' : 'Train';
   for (const id of ['dtype', 'rank', 'targets', 'checkpoint']) $(id).disabled = on;
-  for (const input of document.querySelectorAll('input[name=base], #model-file, #config-file')) input.disabled = on;
+  for (const input of document.querySelectorAll('input[name=base], #model-files')) input.disabled = on;
   $('resample').disabled = on || !ready;
   $('download').disabled = on || !ready || demo.steps === 0;
 }
 
-/** Reloads the base with the current choices; the worker answers 'ready'. */
-async function configure() {
+/** Reloads the base with the current choices; the worker answers 'ready' (with this run's id). */
+function configure() {
   ready = false;
   enable(false);
   lossChart.clear();
@@ -87,28 +77,27 @@ async function configure() {
   Object.assign(demo, { losses: [], steps: 0, memory: null, info: null, samples: {}, download: null, liveTensors: [], done: false });
   for (const w of ['before', 'after']) { $(w).replaceChildren(); }
   $('after-head').textContent = 'after training';
+  $('download-links').hidden = true;  // new adapters: the last ones' files are another run's
   for (const id of ['step', 'loss-value', 'smoothed-value', 'ms']) setText(id, id === 'step' ? '0' : '–');
   showMemory(null);
   setText('status', 'loading the base…');
-  const config = await baseConfig();
-  base.config = config;
-  tokenizer = await tokenizerFor(config.vocab_size);
+  tokenizer = base.tokenizer;
   const tokens = encodeText();
-  const c = choices();
   runId += 1;
-  const message = { base: base.kind === 'shipped' ? SHIPPED : { name: userBase.name, config }, tokens, ...c };
-  if (base.kind === 'file' && userBase.bytes) {
-    // The first time only, and transferred rather than copied (a GPT-2 is hundreds of MB): the
-    // worker keeps it by name for the next change of dtype or rank.
-    message.base.bytes = userBase.bytes;
-    engine.worker.postMessage({ type: 'config', config: message }, [userBase.bytes.buffer]);
-    userBase.bytes = null;
-  } else engine.config(message);
+  // A File is a handle to the disk, not its bytes: sending one costs nothing, whatever its size.
+  const sent = base.kind === 'shipped' ? { url: SHIPPED_URL } : { files: base.files, config: base.config };
+  engine.config({ run: runId, base: sent, tokens, ...choices() });
 }
-let failed = false;  // the last configuration failed on the page (an empty text, a bad config.json)
+let failed = false;  // the last configuration failed on the page (an empty text)
 const reconfigure = () => {
   failed = false;
-  configure().catch((e) => { failed = true; showError(e.message); setText('status', 'not loaded'); });
+  try {
+    configure();
+  } catch (e) {
+    failed = true;
+    showError(e.message);
+    setText('status', 'not loaded');
+  }
 };
 /** A new text: sent to the trained adapters, or a new try when the last configuration failed. */
 function textChanged() {
@@ -123,7 +112,7 @@ function encodeText() {
   if (tokens.length < 2) throw new Error('the text is empty: paste, type or drop some text to train on');
   sentText = text;
   setText('text-info', `${new TextEncoder().encode(text).length.toLocaleString('en')} bytes · ` +
-    `${tokens.length.toLocaleString('en')} tokens (${tokenizer.kind === 'bytes' ? 'bytes are tokens' : "GPT-2's BPE"})`);
+    `${tokens.length.toLocaleString('en')} tokens (${tokenizer.label})`);
   return tokens;
 }
 /** Sends the text's ids if it changed since the last time; false (and an error shown) when it
@@ -151,43 +140,88 @@ $('text').addEventListener('drop', async (e) => {
 $('text').addEventListener('change', textChanged);
 $('default-text').onclick = () => { $('text').value = defaultText; textChanged(); };
 
-// ---- the base: the shipped one, or a model.safetensors + config.json pair from disk
-async function readUserBase() {
-  const [model, config] = [$('model-file').files[0], $('config-file').files[0]];
-  if (!model || !config) {
-    setText('base-info', `pick ${model ? 'config.json' : config ? 'model.safetensors' : 'both files'} (from a Hugging Face GPT-2 folder)`);
-    return false;
-  }
-  let parsed;
-  try {
-    parsed = JSON.parse(await config.text());
-  } catch (e) {
-    throw new Error(`${config.name} is not JSON: ${e.message}`);
-  }
-  await tokenizerFor(parsed.vocab_size);  // fails here, clearly, for a vocabulary with no tokenizer
-  setText('base-info', `reading ${model.name} (${bytes(model.size)})…`);
-  userBase = { name: `${model.name}:${model.size}:${model.lastModified}`, bytes: new Uint8Array(await model.arrayBuffer()), config: parsed };
-  return true;
+// ---- the base: the shipped one, or a checkpoint from disk (picked or dropped as one set of files)
+async function shippedBase() {
+  const response = await fetch(new URL('config.json', SHIPPED_URL));
+  if (!response.ok) throw new Error(`base/config.json: HTTP ${response.status}`);
+  const config = await response.json();
+  return { kind: 'shipped', config, family: familyOf(config), tokenizer: await createTokenizer(config) };
 }
+
+async function readJson(file) {
+  try {
+    return JSON.parse(await file.text());
+  } catch (e) {
+    throw new Error(`${file.name} is not JSON: ${e.message}`);
+  }
+}
+
+/** The picked files as a base: model.safetensors (or a sharded checkpoint's files, in name order),
+ * config.json, and for a Llama-family model tokenizer.json (tokenizer_config.json when given);
+ * others (README.md, generation_config.json, ...) are left out. Null, with what is missing in the
+ * base's caption, until they are all there. */
+async function pickedBase(files) {
+  const named = (name) => files.find((f) => f.name === name);
+  const weights = files.filter((f) => f.name.endsWith('.safetensors') && f.name !== 'adapter_model.safetensors')
+    .sort((a, b) => a.name.localeCompare(b.name));
+  const [configFile, tokenizerFile, tokenizerConfigFile] = ['config.json', 'tokenizer.json', 'tokenizer_config.json'].map(named);
+  const missing = [...(weights.length ? [] : ['model.safetensors']), ...(configFile ? [] : ['config.json'])];
+  if (missing.length) {
+    setText('base-info', files.length ? `${missing.join(' and ')} missing: pick all of the model's files at once`
+      : "pick the model's files (above)");
+    return null;
+  }
+  const config = await readJson(configFile);
+  const family = familyOf(config);
+  if (family === 'llama' && !tokenizerFile) {
+    setText('base-info', `a ${config.model_type ?? 'Llama-family'} model is tokenized by its own tokenizer.json: pick it too`);
+    return null;
+  }
+  if (family === 'gpt2' && weights.length > 1) throw new Error(`a GPT-2 loads from one model.safetensors, got ${weights.length}`);
+  const tokenizer = await createTokenizer(config, family === 'gpt2' ? {} : {
+    tokenizerJson: await readJson(tokenizerFile), tokenizerConfig: tokenizerConfigFile && await readJson(tokenizerConfigFile) });
+  return { kind: 'file', config, family, tokenizer, files: weights };
+}
+
+/** The LoRA choices name the family's layers; a base of another family starts from its default. */
+function showTargets(family, previous) {
+  for (const option of $('targets').options) option.textContent = FAMILIES[family].labels[option.value];
+  if (previous && previous !== family) $('targets').value = FAMILIES[family].defaultTargets;
+}
+
 async function chooseBase() {
   const kind = document.querySelector('input[name=base]:checked').value;
-  if (kind === 'file' && !(await readUserBase())) return;
-  base = { kind, config: null };
+  const next = kind === 'shipped' ? await shippedBase() : await pickedBase([...$('model-files').files]);
+  if (!next) return;
+  showTargets(next.family, base?.family);
+  base = next;
+  demo.runs = [];  // the table compares choices on one base
+  $('runs').replaceChildren();
   reconfigure();
 }
-// A base that cannot be used (a vocabulary with no tokenizer, a config that is not JSON) leaves the
-// one in use selected.
+// A base that cannot be used (a config that is not JSON, a tokenizer.json that does not load)
+// leaves the one in use selected.
 const pickBase = () => chooseBase().catch((e) => {
   showError(e.message);
-  document.querySelector(`input[name=base][value=${base.kind}]`).checked = true;
+  if (base) document.querySelector(`input[name=base][value=${base.kind}]`).checked = true;
 });
 for (const input of document.querySelectorAll('input[name=base]')) input.onchange = pickBase;
-for (const id of ['model-file', 'config-file']) {
-  $(id).onchange = () => {
-    document.querySelector('input[name=base][value=file]').checked = true;
-    pickBase();
-  };
-}
+const pickFiles = () => {
+  document.querySelector('input[name=base][value=file]').checked = true;
+  pickBase();
+};
+$('model-files').onchange = pickFiles;
+// Dropped on the card, the files become the picker's (as if picked there).
+const baseCard = $('base-card');
+baseCard.addEventListener('dragover', (e) => { e.preventDefault(); baseCard.classList.add('drop'); });
+baseCard.addEventListener('dragleave', () => baseCard.classList.remove('drop'));
+baseCard.addEventListener('drop', (e) => {
+  e.preventDefault();
+  baseCard.classList.remove('drop');
+  if (running || e.dataTransfer.files.length === 0) return;
+  $('model-files').files = e.dataTransfer.files;
+  pickFiles();
+});
 for (const id of ['dtype', 'rank', 'targets', 'checkpoint']) $(id).onchange = () => { if (!running) reconfigure(); };
 
 // ---- training
@@ -204,17 +238,20 @@ $('train').onclick = () => { if (running) engine.stop(); else start(); };
 // ---- samples: the same seed and settings before and after, so the difference is the adapters'
 function requestSample(which) {
   const prompt = $('prompt').value;
-  sampled[which] = { prompt, ids: [] };
+  const promptIds = tokenizer.encode(prompt);
+  sampled[which] = { prompt, promptIds, ids: [] };
   showSample(which);
   const { sampling } = budgetFor(base.config);
   if (params.has('sampleTokens')) sampling.maxTokens = Number(params.get('sampleTokens'));  // the test hook: shorter samples
-  engine.send('sample', { which, prompt: tokenizer.encode(prompt), options: { start: tokenizer.start, ...sampling } });
+  engine.send('sample', { which, prompt: promptIds, options: { start: tokenizer.start, ...sampling } });
 }
+/** What the model wrote after the prompt, as text. */
+const sampleText = ({ promptIds, ids }) => tokenizer.continuation(promptIds, ids);
 function showSample(which) {
   const span = document.createElement('span');
   span.className = 'prompt';
   span.textContent = sampled[which].prompt;
-  $(which).replaceChildren(span, tokenizer.decode(sampled[which].ids));
+  $(which).replaceChildren(span, sampleText(sampled[which]));
 }
 // A new prompt: the base alone before any training, the adapted model after.
 $('resample').onclick = () => requestSample(demo.steps === 0 ? 'before' : 'after');
@@ -257,7 +294,7 @@ function showPredicted(info) {
   const join = (items) => items.flatMap((x, i) => (i ? [' · ', x] : [x]));
   $('predict-dtype').replaceChildren(...join(DTYPES.map((dt) => item(dt, expectedFrozenBytes(info.config, dt).total, dt === info.dtype))));
   $('predict-rank').replaceChildren(...join(RANKS.map((r) => item(`r${r}`, 16 * adapterElements(info.config, r, info.targets), r === info.rank))),
-    ` (${info.targets === 'all' ? 'all projections' : 'c_attn'}; 16 B a parameter)`);
+    ` (${targetsLabel(info)}; 16 B a parameter)`);
 }
 
 function updateRun() {
@@ -301,29 +338,47 @@ function updateRun() {
   $('runs').replaceChildren(...rows);
 }
 
-// ---- downloads
-$('download').onclick = () => engine.send('adapters');
-engine.on('adapters', (m) => {
-  if (downloadUrl) URL.revokeObjectURL(downloadUrl);
-  downloadUrl = URL.createObjectURL(new Blob([m.bytes], { type: 'application/octet-stream' }));
-  const link = $('download-link');
-  link.href = downloadUrl;
-  link.download = `adapters-${demo.info.dtype}-r${demo.info.rank}-${demo.info.targets}-${m.step}steps.safetensors`;
-  demo.download = { bytes: m.bytes.length, name: link.download, href: downloadUrl };
-  link.click();
+// ---- downloads: PEFT's two files, under the names PeftModel.from_pretrained looks for in a folder
+$('download').onclick = () => engine.send('peft');
+engine.on('peft', (m) => {
+  const files = [['adapter_model.safetensors', m.safetensors, 'application/octet-stream'],
+    ['adapter_config.json', `${JSON.stringify(m.adapterConfig, null, 2)}\n`, 'application/json']];
+  downloadUrls.forEach((url) => URL.revokeObjectURL(url));
+  downloadUrls = files.map(([, data, type]) => URL.createObjectURL(new Blob([data], { type })));
+  const links = files.map(([name], i) => {
+    const link = document.createElement('a');
+    Object.assign(link, { href: downloadUrls[i], download: name, textContent: name });
+    return link;
+  });
+  // Both files download at once; the links stay, in case the browser holds the second one back.
+  $('download-links').replaceChildren(`after ${m.step} steps: `, links[0], ' · ', links[1]);
+  $('download-links').hidden = false;
+  demo.download = { step: m.step, files: files.map(([name]) => name), adapterConfig: m.adapterConfig };
+  links.forEach((link) => link.click());
 });
 
 // ---- the worker's reports
-engine.on('error', (m) => showError(m.message));
+// The engine's typed errors (a FucinaError: a file or a config.json it cannot read) are the user's
+// to fix, and their message says how: the stack would only bury it. Anything else keeps its stack.
+const readable = (text) => (text.startsWith('FucinaError: ') ? text.slice('FucinaError: '.length).split('\n    at ')[0] : text);
+engine.on('error', (m) => {
+  showError(readable(m.message));
+  if (!ready) setText('status', 'not loaded');
+});
 engine.on('ready', (m) => {
-  const { config, dtype, rank, targets, checkpointBlocks, fileBytes, adapterCount, training: t, span, tokens, loadMs } = m.info;
+  const { run, config, family, dtype, rank, targets, checkpointBlocks, fileBytes, shards, adapterCount, training: t, span, tokens,
+    loadMs } = m.info;
+  if (run !== runId) return;  // a base the page has since replaced
   showEngine(m);
-  demo.info = { dtype, rank, targets, checkpointBlocks, config, adapterCount, fileBytes, span, tokens, loadMs };
+  demo.info = { family, dtype, rank, targets, checkpointBlocks, config, adapterCount, fileBytes, span, tokens, loadMs };
   const d = dims(config);
-  setText('base-info', `${d.layers} blocks · d ${d.d} · ${d.heads} heads · context ${d.positions} · vocab ${d.vocab} · ` +
-    `${count(parameterCount(config))} parameters · file ${bytes(fileBytes)} · loaded as ${dtype} in ${Math.round(loadMs)} ms`);
+  const heads = d.kvHeads === d.heads ? `${d.heads} heads` : `${d.heads} heads (${d.kvHeads} kv)`;
+  setText('base-info', `${config.model_type} · ${d.layers} blocks · d ${d.d} · ${heads} · context ${d.positions} · ` +
+    `vocab ${d.vocab} · ${count(parameterCount(config))} parameters · ${shards > 1 ? `${shards} files` : 'file'} ` +
+    `${bytes(fileBytes)} · loaded as ${dtype} in ${Math.round(loadMs)} ms`);
   setText('trainable', count(adapterCount));
-  $('trainable').parentElement.title = `LoRA rank ${rank} on ${targets === 'all' ? 'every projection' : 'c_attn'}: ` +
+  const adapted = targets === 'all' ? 'every projection' : targetsLabel(demo.info);
+  $('trainable').parentElement.title = `LoRA rank ${rank} on ${adapted}: ` +
     `batches of ${t.batch} windows of ${span - 1} tokens, AdamW lr ${t.lr}`;
   showMemory(m.info.memory);
   showPredicted(demo.info);
@@ -340,7 +395,7 @@ engine.on('sample', (m) => {
   if (!ready) return;
   sampled[m.which].ids = m.ids;
   showSample(m.which);
-  demo.samples[m.which] = { step: m.step, prompt: sampled[m.which].prompt, text: tokenizer.decode(m.ids), ms: m.ms };
+  demo.samples[m.which] = { step: m.step, prompt: sampled[m.which].prompt, text: sampleText(sampled[m.which]), ms: m.ms };
   if (m.which === 'after') {
     $('after-head').textContent = `after ${m.step} steps (${choiceLabel(demo.info)})`;
     if (!running) demo.done = true;  // the test hook: a run has ended and its sample is in
@@ -401,5 +456,6 @@ demo.run = (options, steps) => {
   if (!response.ok) throw new Error(`log.txt: HTTP ${response.status}`);
   defaultText = await response.text();
   $('text').value = defaultText;
+  base = await shippedBase();
   reconfigure();
 })().catch((e) => showError(e.message));

@@ -3,45 +3,50 @@
 // choices in 'config'; each step reports its loss and the memory it took.
 //
 // Messages (page -> worker) besides config/start/stop:
-//   config: { base: { name, url } | { name, bytes, config }, tokens, dtype, rank, targets, checkpointBlocks }
-//           a base is fetched or received once and kept by name, so a new dtype or rank reloads it
-//           from memory ({ name } alone reuses a kept base)
+//   config: { run, base: { url } | { files, config }, tokens, dtype, rank, targets, checkpointBlocks }
+//           the shipped base ({ url }) is fetched once and kept; a base from disk comes as `files`,
+//           its model.safetensors Files (one, or a checkpoint's shards): a File is a handle to the
+//           disk, cheap to send, read as the base loads (a Llama-family base one tensor at a
+//           time), so a new dtype or rank reads it again rather than keeping its bytes. `run`
+//           comes back in 'ready', so the page can tell a stale one from the latest
 //   { type: 'runFor', steps }          the next run stops after this many steps
 //   { type: 'tokens', tokens }         a new text to train on (the adapters keep what they learned)
 //   { type: 'sample', which, prompt, options }
 //                                      generates from the prompt's ids: { type: 'token', which, id }
 //                                      per token as it is drawn, then { type: 'sample', which, ids, ms }
-//   { type: 'adapters' }               replies { type: 'adapters', bytes } (safetensors)
+//   { type: 'peft' }                   replies { type: 'peft', safetensors, adapterConfig, step }:
+//                                      the adapters as PEFT's adapter_model.safetensors bytes and
+//                                      adapter_config.json (an object)
 import { serveTrainer } from '../common/worker-loop.mjs';
-import { createFineTuner } from './finetune.mjs';
+import { createFineTuner, familyOf } from './finetune.mjs';
 
-const bases = new Map();  // name -> { bytes, config }
+const fetched = new Map();  // url -> { weights: [Blob], config }: the shipped base, fetched once
 
-async function baseFor({ name, url, bytes, config }) {
-  if (bytes) bases.set(name, { bytes: new Uint8Array(bytes), config });
-  if (!bases.has(name)) {
-    if (!url) throw new Error(`no base named '${name}' was sent`);
+async function baseFor({ url, files, config }) {
+  if (files) return { weights: files, config };
+  if (!fetched.has(url)) {
     const get = async (file) => {
       const response = await fetch(new URL(file, url));
       if (!response.ok) throw new Error(`${new URL(file, url).pathname}: HTTP ${response.status}`);
       return response;
     };
     const [model, cfg] = await Promise.all([get('model.safetensors'), get('config.json')]);
-    bases.set(name, { bytes: new Uint8Array(await model.arrayBuffer()), config: await cfg.json() });
+    fetched.set(url, { weights: [await model.blob()], config: await cfg.json() });
   }
-  return bases.get(name);
+  return fetched.get(url);
 }
 
-serveTrainer(async (fc, { base, tokens, dtype, rank, targets, checkpointBlocks }) => {
-  const { bytes, config } = await baseFor(base);
+serveTrainer(async (fc, { run, base, tokens, dtype, rank, targets, checkpointBlocks }) => {
+  const { weights, config } = await baseFor(base);
   const loadStarted = performance.now();
-  const tuner = createFineTuner(fc, { modelBytes: bytes, config, tokens, dtype, rank, targets, checkpointBlocks });
+  const tuner = await createFineTuner(fc, { weights, config, tokens, dtype, rank, targets, checkpointBlocks });
   const loadMs = performance.now() - loadStarted;
   let stopAt = Infinity;
   const report = () => ({ step: tuner.steps, memory: tuner.memory() });
 
   return {
-    info: { config, dtype, rank, targets, checkpointBlocks, fileBytes: bytes.length, loadMs, adapterCount: tuner.adapterCount,
+    info: { run, config, family: familyOf(config), dtype, rank, targets, checkpointBlocks,
+      fileBytes: weights.reduce((n, w) => n + w.size, 0), shards: weights.length, loadMs, adapterCount: tuner.adapterCount,
       training: tuner.training, span: tuner.span, tokens: tokens.length, ...report() },
     step() {
       const progress = tuner.step();
@@ -60,7 +65,10 @@ serveTrainer(async (fc, { base, tokens, dtype, rank, targets, checkpointBlocks }
           const ids = tuner.sample(msg.prompt, { ...msg.options, onToken });
           return { type: 'sample', which: msg.which, step: tuner.steps, ids, ms: performance.now() - started };
         }
-        case 'adapters': return { type: 'adapters', bytes: tuner.saveAdapters(), step: tuner.steps, ...report() };
+        case 'peft': {
+          const { safetensors, config: adapterConfig } = tuner.exportPeft();
+          return { type: 'peft', safetensors, adapterConfig, step: tuner.steps };
+        }
         default: throw new Error(`unknown message type '${msg.type}'`);
       }
     },
