@@ -4,7 +4,7 @@
 //
 //   fucina_bench --workload w1|w2|w2-nhwc|w3|w3-ckpt|w3-frozen-f32|w3-frozen-f16|w3-frozen-q8|w4-1024|
 //                           w4-fc|w5-f32|w5-f16|w5-q8|w5-f32-ckpt|w5-f16-ckpt|w5-q8-ckpt|w6-b1|w6-b64|
-//                           w6-b1-nhwc|w6-b64-nhwc|w7|w3-d<D>-l<L>
+//                           w6-b1-nhwc|w6-b64-nhwc|w7|w8-q8-ckpt|w8-qwen05-q8-ckpt|w3-d<D>-l<L>
 //                --threads N [--json] [--quick] [--gemm-layout kn|nk] [--rhs-dtype f32|f16|bf16|q8_0]
 //                [--steps N]
 //   fucina_bench --peak [--json]
@@ -14,6 +14,14 @@
 // vocab 50257; random weights) on batch 4 × T 128, rank 8 (alpha 16) on c_attn, c_proj and c_fc
 // of every block, AdamW on the adapters, the frozen base stored as f32, f16 or q8_0, blocks
 // checkpointed with -ckpt. Its steps take seconds, so its protocol is 2 warm-up and 5 timed steps.
+//
+// w8-q8-ckpt, w8-qwen05-q8-ckpt: the same LoRA fine-tuning (rank 8, alpha 16, AdamW on the
+// adapters, batch 4 × T 128, 2 + 5 steps) of Llama-family models (nn::Llama, random weights): a
+// SmolLM2-135M-shaped one (30 layers, d 576, 9 heads, 3 kv heads, MLP 1536, vocab 49152, tied),
+// and a Qwen2.5-0.5B-shaped one (qwen2: q/k/v biases; 24 layers, d 896, 14 heads, 2 kv heads, MLP
+// 4864, vocab 151936, tied), adapters on all seven projections (q/k/v/o_proj, gate/up/down_proj:
+// every linear layer of a block, as W5's c_attn/c_proj/c_fc are GPT-2's), the base q8_0 and the
+// blocks checkpointed. The grammar is W5's (w8[-qwen05]-f32|f16|q8[-ckpt]); the README lists the two.
 //
 // w3-frozen-<dtype>: W3 with the blocks' projections frozen (Gpt::freezeProjections) as f32, f16
 // or q8_0 constants, training the embeddings and LayerNorms (forward + backward through the
@@ -82,7 +90,7 @@ struct Args {
   std::fprintf(stderr,
                "fucina_bench: %s\nusage: fucina_bench --workload w1|w2|w3|w3-ckpt|w3-frozen-f32|"
                "w3-frozen-f16|w3-frozen-q8|w4-1024|w4-fc|w5-f32|w5-f16|w5-q8|w5-*-ckpt|w6-b1|w6-b64|w2-nhwc|w6-b1-nhwc|"
-               "w6-b64-nhwc|w7|w3-d<D>-l<L> --threads N [--json] [--quick] [--gemm-layout kn|nk] "
+               "w6-b64-nhwc|w7|w8-q8-ckpt|w8-qwen05-q8-ckpt|w3-d<D>-l<L> --threads N [--json] [--quick] [--gemm-layout kn|nk] "
                "[--rhs-dtype f32|f16|bf16|q8_0] [--steps N]\n       fucina_bench --peak [--json]\n"
                "       fucina_bench --coherence [--json]\n",
                why.c_str());
@@ -130,6 +138,39 @@ std::optional<std::pair<int64_t, int64_t>> scaleShape(const std::string& w) {
   return std::pair<int64_t, int64_t>{d, layers};
 }
 
+// W5 and W8 (bench/README.md): LoRA fine-tuning of a pretrained-shaped model, named
+// w5-<dtype>[-ckpt] (GPT-2 small), w8-<dtype>[-ckpt] (SmolLM2-135M) or w8-qwen05-<dtype>[-ckpt]
+// (Qwen2.5-0.5B), dtype f32, f16 or q8 (q8_0); nothing for another workload.
+struct LoraWorkload {
+  std::string model;  // "gpt2", "smollm2", "qwen05"
+  std::string dtype;  // "f32", "f16", "q8"
+  bool ckpt = false;
+};
+
+std::optional<LoraWorkload> loraWorkload(const std::string& w) {
+  LoraWorkload l;
+  std::string rest;
+  if (w.rfind("w5-", 0) == 0) l.model = "gpt2", rest = w.substr(3);
+  else if (w.rfind("w8-qwen05-", 0) == 0) l.model = "qwen05", rest = w.substr(10);
+  else if (w.rfind("w8-", 0) == 0) l.model = "smollm2", rest = w.substr(3);
+  else return std::nullopt;
+  if (rest.ends_with("-ckpt")) l.ckpt = true, rest.resize(rest.size() - 5);
+  if (rest != "f32" && rest != "f16" && rest != "q8") return std::nullopt;
+  l.dtype = rest;
+  return l;
+}
+
+// W8's models: the config.json fields of SmolLM2-135M and Qwen2.5-0.5B (their published
+// config.json, less what nn::Llama does not read), the twins of bench/protocol.mjs's W8_MODELS.
+constexpr const char* kSmolLm2Config =
+    R"({"model_type": "llama", "vocab_size": 49152, "hidden_size": 576, "num_hidden_layers": 30,
+        "num_attention_heads": 9, "num_key_value_heads": 3, "intermediate_size": 1536,
+        "max_position_embeddings": 8192, "rms_norm_eps": 1e-5, "rope_theta": 100000, "tie_word_embeddings": true})";
+constexpr const char* kQwen05Config =
+    R"({"model_type": "qwen2", "vocab_size": 151936, "hidden_size": 896, "num_hidden_layers": 24,
+        "num_attention_heads": 14, "num_key_value_heads": 2, "intermediate_size": 4864,
+        "max_position_embeddings": 32768, "rms_norm_eps": 1e-6, "rope_theta": 1000000, "tie_word_embeddings": true})";
+
 double loadAverage1m() {
   std::ifstream f("/proc/loadavg");
   double l = -1;
@@ -162,7 +203,7 @@ Timing runProtocol(const std::function<void()>& step, const Args& a, const std::
   timeOne(step);
   const double second = timeOne(step);
   if (!a.quick && second > 400.0) warmup = 5, steps = 20, t.reduced = true;
-  if (!a.quick && (a.workload.rfind("w5-", 0) == 0 || scaleShape(a.workload)))  // seconds a step
+  if (!a.quick && (loraWorkload(a.workload) || scaleShape(a.workload)))  // seconds a step
     warmup = 2, steps = 5, t.reduced = true;
   if (a.steps > 0) steps = a.steps;
   for (int i = 2; i < warmup; ++i) step();
@@ -199,6 +240,7 @@ std::function<void()> trainingStep(ExecContext& ctx, optim::Optimizer& opt, std:
 
 struct Result {
   Timing timing;
+  double setup_ms = 0;  // from the start of run() to the first step (building the model, data, optimizer)
   double gflop = 0;  // per step
   fucina::MemoryStats before, after;  // around the timed steps (peak reset before them)
   std::optional<size_t> saved_bytes;  // training workloads
@@ -207,8 +249,12 @@ struct Result {
   double items_per_step = 0;  // ... and how many a step makes
 };
 
+// When run() started: measure() reports the set-up time from it.
+std::chrono::steady_clock::time_point g_setup_start;
+
 Result measure(ExecContext& ctx, const std::function<void()>& step, const Args& a) {
   Result r;
+  r.setup_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - g_setup_start).count();
   r.timing = runProtocol(step, a, [&] {
     ctx.resetPeak();
     r.before = ctx.memory();
@@ -236,6 +282,32 @@ double w7Gflop(const nn::GptConfig& c, int64_t prompt, int64_t fresh) {
   const double weights = c.layers * (c.d_model * 3.0 * c.d_model + c.d_model * c.d_model + 2.0 * c.d_model * c.mlp) +
                          static_cast<double>(c.vocab * c.d_model);
   return 2.0 * weights * static_cast<double>(prompt + fresh - 1) / 1e9;
+}
+
+// W5 and W8's step: LoRA rank 8, alpha 16 on `targets` of model (a pretrained-shaped nn::Gpt2 or
+// nn::Llama), AdamW on the adapters, batch 4 sequences of 129 tokens (128 predicted).
+constexpr int64_t kLoraBatch = 4, kLoraT = 128;
+
+template <class Model>
+Result measureLora(ExecContext& ctx, Model& model, std::vector<std::string> targets, int64_t vocab, const Args& a) {
+  nn::LoraOptions lora;
+  lora.rank = 8;
+  lora.alpha = 16;
+  lora.targets = std::move(targets);
+  const std::vector<Tensor> adapters = nn::lora(ctx, model, lora);
+  optim::AdamW opt(adapters, {.lr = 1e-4, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.01});
+  const Tensor tokens = Tensor::fromInts(ctx, {"batch", "t"}, {kLoraBatch, kLoraT + 1},
+                                         labelPattern(kLoraBatch * (kLoraT + 1), vocab), fucina::DType::i32);
+  return measureTraining(ctx, opt, [&] { return model.loss(ctx, tokens); }, a);
+}
+
+// A LoRA step's GFLOP: the forward, 2·tokens·(block matrices + the head) + attention (QKᵀ and AV
+// over attention_width = heads · head dim), and a backward of the same again for the input
+// gradients (the frozen weights get none); the adapters' own work is left out.
+double loraGflop(double block_matrices, double head, double layers, double attention_width) {
+  const double tokens = kLoraBatch * kLoraT;
+  const double attention = layers * kLoraBatch * 2 * (2.0 * kLoraT * kLoraT * attention_width);
+  return 2 * (2 * tokens * (block_matrices + head) + attention) / 1e9;
 }
 
 Result run(const Args& a, ExecContext& ctx) {
@@ -296,33 +368,28 @@ Result run(const Args& a, ExecContext& ctx) {
                                   ", embeddings and LayerNorms trained";
     return r;
   }
-  if (w.rfind("w5-", 0) == 0) {
-    constexpr int64_t kBatch = 4, kT = 128;
-    const bool ckpt = w.size() > 5 && w.ends_with("-ckpt");
-    const std::string dtype = w.substr(3, w.size() - 3 - (ckpt ? 5 : 0));
-    if (dtype != "f32" && dtype != "f16" && dtype != "q8") usage("unknown workload " + w);
-    nn::Gpt2Config config;  // GPT-2 small
-    nn::Gpt2Options options;
-    options.dtype = dtype == "f32" ? fucina::DType::f32 : dtype == "f16" ? fucina::DType::f16 : fucina::DType::q8_0;
-    options.checkpoint_blocks = ckpt;
-    nn::Gpt2 model(ctx, config, 1, options);
-    nn::LoraOptions lora;
-    lora.rank = 8;
-    lora.alpha = 16;
-    lora.targets = {"c_attn", "c_proj", "c_fc"};
-    const std::vector<Tensor> adapters = nn::lora(ctx, model, lora);
-    optim::AdamW opt(adapters, {.lr = 1e-4, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.01});
-    const Tensor tokens = Tensor::fromInts(ctx, {"batch", "t"}, {kBatch, kT + 1},
-                                           labelPattern(kBatch * (kT + 1), config.vocab), fucina::DType::i32);
-    Result r = measureTraining(ctx, opt, [&] { return model.loss(ctx, tokens); }, a);
-    // Forward 2·tokens·(block matrices + the tied head) + attention; backward the same again for
-    // the input gradients (the frozen weights get none); the adapters' own work is left out.
-    const double d = config.d_model, tokens_per_step = kBatch * kT;
-    const double block_params = config.layers * (d * 3 * d + d * d + 2 * d * config.inner);
-    const double attention = config.layers * kBatch * 2 * (2.0 * kT * kT * d);
-    r.gflop = 2 * (2 * tokens_per_step * (block_params + d * config.vocab) + attention) / 1e9;
-    r.note = "GPT-2 small, LoRA r8 on c_attn/c_proj/c_fc, base " + (dtype == "q8" ? std::string("q8_0") : dtype) +
-             (ckpt ? ", checkpointed" : "");
+  if (const auto lw = loraWorkload(w)) {
+    nn::ModelOptions options;
+    options.dtype = lw->dtype == "f32" ? fucina::DType::f32 : lw->dtype == "f16" ? fucina::DType::f16 : fucina::DType::q8_0;
+    options.checkpoint_blocks = lw->ckpt;
+    const std::string base = ", base " + (lw->dtype == "q8" ? std::string("q8_0") : lw->dtype) + (lw->ckpt ? ", checkpointed" : "");
+    if (lw->model == "gpt2") {
+      const nn::Gpt2Config config;  // GPT-2 small
+      nn::Gpt2 model(ctx, config, 1, options);
+      Result r = measureLora(ctx, model, {"c_attn", "c_proj", "c_fc"}, config.vocab, a);
+      const double d = config.d_model;
+      r.gflop = loraGflop(config.layers * (d * 3 * d + d * d + 2 * d * config.inner), d * config.vocab, config.layers, d);
+      r.note = "GPT-2 small, LoRA r8 on c_attn/c_proj/c_fc" + base;
+      return r;
+    }
+    const bool qwen = lw->model == "qwen05";
+    const nn::LlamaConfig config = nn::LlamaConfig::fromJson(qwen ? kQwen05Config : kSmolLm2Config);
+    nn::Llama model(ctx, config, 1, options);
+    Result r = measureLora(ctx, model, {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"},
+                           config.vocab, a);
+    const double d = config.d_model, q = config.heads * config.head_dim, kv = config.kv_heads * config.head_dim;
+    r.gflop = loraGflop(config.layers * (d * (q + 2 * kv) + q * d + 3 * d * config.inner), d * config.vocab, config.layers, q);
+    r.note = std::string(qwen ? "Qwen2.5-0.5B" : "SmolLM2-135M") + " shape, LoRA r8 on q/k/v/o/gate/up/down_proj" + base;
     return r;
   }
   if (w == "w6-b1" || w == "w6-b64" || w == "w6-b1-nhwc" || w == "w6-b64-nhwc") {
@@ -422,6 +489,7 @@ int main(int argc, char** argv) {
   ExecContext ctx(fucina::ExecOptions{.threads = a.threads});
   Result r;
   try {
+    g_setup_start = std::chrono::steady_clock::now();
     r = run(a, ctx);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fucina_bench %s: %s\n", a.workload.c_str(), e.what());
@@ -455,18 +523,18 @@ int main(int argc, char** argv) {
     std::printf("{\"workload\":\"%s\",\"impl\":\"fucina-native\",\"threads\":%d,\"median_ms\":%.4f,"
                 "\"min_ms\":%.4f,\"max_ms\":%.4f,\"gflops_median\":%.3f,\"reduced_protocol\":%s,"
                 "\"load_avg_1m\":%.2f,\"warmup\":%d,\"steps\":%zu,\"peak_bytes\":%zu,\"step_bytes\":%zu,"
-                "\"allocs_per_step\":%.2f,%s%s%s\"isa\":\"%s\",\"note\":\"%s\"}\n",
+                "\"allocs_per_step\":%.2f,\"setup_ms\":%.1f,%s%s%s\"isa\":\"%s\",\"note\":\"%s\"}\n",
                 a.workload.c_str(), a.threads, median, t.ms.front(), t.ms.back(), gflops,
                 t.reduced ? "true" : "false", load, t.warmup, steps, r.after.peak_bytes, step_bytes,
-                allocs, saved.c_str(), by_dtype.c_str(), rate, fucina::kernels::detail::gemmTargetName(), r.note.c_str());
+                allocs, r.setup_ms, saved.c_str(), by_dtype.c_str(), rate, fucina::kernels::detail::gemmTargetName(), r.note.c_str());
   } else {
     char saved_mib[48] = "";
     if (r.saved_bytes) std::snprintf(saved_mib, sizeof saved_mib, ", saved %.1f MiB", static_cast<double>(*r.saved_bytes) / 1048576.0);
     std::printf("%-8s fucina-native %d thr  median %9.3f ms  (min %.3f, max %.3f)  %7.2f GFLOP/s  "
-                "peak %.1f MiB (step %.1f MiB%s, live %.1f MiB)  %.1f allocs/step  load %.2f  %s%s%s%s\n",
+                "peak %.1f MiB (step %.1f MiB%s, live %.1f MiB)  %.1f allocs/step  setup %.1f s  load %.2f  %s%s%s%s\n",
                 a.workload.c_str(), a.threads, median, t.ms.front(), t.ms.back(), gflops,
                 static_cast<double>(r.after.peak_bytes) / 1048576.0, static_cast<double>(step_bytes) / 1048576.0,
-                saved_mib, static_cast<double>(r.after.live_bytes) / 1048576.0, allocs, load, fucina::kernels::detail::gemmTargetName(), t.reduced ? "  [reduced protocol]" : "", r.note.empty() ? "" : "  ", r.note.c_str());
+                saved_mib, static_cast<double>(r.after.live_bytes) / 1048576.0, allocs, r.setup_ms / 1e3, load, fucina::kernels::detail::gemmTargetName(), t.reduced ? "  [reduced protocol]" : "", r.note.empty() ? "" : "  ", r.note.c_str());
     if (!r.rate.empty()) std::printf("         %.1f %s\n", r.items_per_step / (median / 1e3), r.rate == "images_per_s" ? "images/s" : "tokens/s");
   }
   return 0;

@@ -1,7 +1,7 @@
 // The timing protocol of ../shared/BENCHMARKS.md, shared by every JavaScript benchmark (fucina's
 // bench.mjs and the peers in peers/): 10 warm-up steps, then 50 steps timed one by one; 5 + 20
 // when the second warm-up step takes more than 400 ms (reduced_protocol: true), 2 + 5 for the
-// multi-second steps of W5 and Scale; --quick is a smoke test of 2 + 3. Inference steps (W6, W7) follow the same
+// multi-second steps of W5, W8 and Scale; --quick is a smoke test of 2 + 3. Inference steps (W6, W7) follow the same
 // protocol. Plus the workloads' FLOP counts and the command line they all share.
 // Browser-safe (bench/browser-worker.mjs imports it): Node's os module only where Node runs it.
 const os = globalThis.process?.versions?.node ? await import('node:os') : undefined;
@@ -21,11 +21,17 @@ export const OWN_WORKLOADS = ['w3-frozen-f32', 'w3-frozen-f16', 'w3-frozen-q8', 
 /** W5 (bench/README.md): LoRA fine-tuning of a GPT-2-small-shaped model, base f32/f16/q8_0, with
  * and without checkpointed blocks. Seconds a step: run on request (--workloads), not by default. */
 export const W5_WORKLOADS = ['w5-f32', 'w5-f16', 'w5-q8', 'w5-f32-ckpt', 'w5-f16-ckpt', 'w5-q8-ckpt'];
+/** W8 (bench/README.md): LoRA fine-tuning of Llama-family models (fc.nn.Llama, random weights),
+ * q8_0 base, checkpointed blocks: w8-q8-ckpt a SmolLM2-135M-shaped model, w8-qwen05-q8-ckpt a
+ * Qwen2.5-0.5B-shaped one. Seconds a step: run on request (--workloads), not by default.
+ * (loraWorkload also reads W5's grammar for them, w8[-qwen05]-f32|f16|q8[-ckpt].) */
+export const W8_WORKLOADS = ['w8-q8-ckpt', 'w8-qwen05-q8-ckpt'];
 /** Inference (bench/README.md): W6 the W2 CNN's forward on batch 1 and 64 (images/s), W7 greedy
  * generation of 128 tokens after a 64-token prompt by W3's model (tokens/s). Not in
  * BENCHMARKS.md; run on request (--workloads). */
 export const INFERENCE_WORKLOADS = ['w6-b1', 'w6-b64', 'w7'];
-export const ALL_WORKLOADS = [...WORKLOADS, ...LAYOUT_WORKLOADS, ...W5_WORKLOADS, ...INFERENCE_WORKLOADS, ...SCALE_WORKLOADS];
+export const ALL_WORKLOADS = [...WORKLOADS, ...LAYOUT_WORKLOADS, ...W5_WORKLOADS, ...W8_WORKLOADS, ...INFERENCE_WORKLOADS,
+  ...SCALE_WORKLOADS];
 /** { d, layers } of a w3-d<D>-l<L> workload, else undefined. */
 export function scaleShape(workload) {
   const m = /^w3-d(\d+)-l(\d+)$/.exec(workload);
@@ -36,6 +42,28 @@ export const W7_PROMPT = 64, W7_NEW = 128;
 /** W5's model: GPT-2 small's config.json fields, and its batch. */
 export const W5_CONFIG = { n_embd: 768, n_layer: 12, n_head: 12, n_positions: 1024, vocab_size: 50257 };
 export const W5_BATCH = 4, W5_T = 128;
+/** W8's models: the config.json fields of SmolLM2-135M and Qwen2.5-0.5B (their published
+ * config.json, less what fc.nn.Llama does not read), the twins of bench.cpp's kSmolLm2Config and
+ * kQwen05Config. Batch and T are W5's. */
+export const W8_MODELS = {
+  smollm2: { model_type: 'llama', vocab_size: 49152, hidden_size: 576, num_hidden_layers: 30, num_attention_heads: 9,
+    num_key_value_heads: 3, intermediate_size: 1536, max_position_embeddings: 8192, rms_norm_eps: 1e-5, rope_theta: 100000,
+    tie_word_embeddings: true },
+  qwen05: { model_type: 'qwen2', vocab_size: 151936, hidden_size: 896, num_hidden_layers: 24, num_attention_heads: 14,
+    num_key_value_heads: 2, intermediate_size: 4864, max_position_embeddings: 32768, rms_norm_eps: 1e-6, rope_theta: 1000000,
+    tie_word_embeddings: true },
+};
+/** W8's adapters: every linear layer of a block, as W5's c_attn/c_proj/c_fc are GPT-2's. */
+export const W8_TARGETS = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
+
+/** W5 and W8: { model ('gpt2', 'smollm2', 'qwen05'), dtype (f32, f16, q8_0), ckpt } of
+ * w5-<dtype>[-ckpt], w8-<dtype>[-ckpt] or w8-qwen05-<dtype>[-ckpt] (dtype f32, f16 or q8), else
+ * undefined (bench.cpp's loraWorkload). */
+export function loraWorkload(workload) {
+  const m = /^w(5|8)-(?:(qwen05)-)?(f32|f16|q8)(-ckpt)?$/.exec(workload);
+  if (!m || (m[1] === '5' && m[2])) return undefined;
+  return { model: m[1] === '5' ? 'gpt2' : m[2] ?? 'smollm2', dtype: m[3] === 'q8' ? 'q8_0' : m[3], ckpt: Boolean(m[4]) };
+}
 
 /** GEMM shapes of W4: [M, K, N]. */
 export const GEMM_SHAPES = { 'w4-1024': [1024, 1024, 1024], 'w4-fc': [128, 784, 512] };
@@ -69,11 +97,19 @@ export function gflopPerStep(workload) {
   const scale = scaleShape(workload);
   if (scale) return w3Gflop(scale.d, scale.layers);
   if (workload.startsWith('w3')) return w3Gflop(W3_D, W3_LAYERS);  // the frozen variants: the same nominal work (bench.cpp)
-  if (workload.startsWith('w5')) {  // forward, and the input gradients again (bench.cpp)
-    const d = W5_CONFIG.n_embd, layers = W5_CONFIG.n_layer, inner = 4 * d, tokens = W5_BATCH * W5_T;
-    const blockParams = layers * (d * 3 * d + d * d + 2 * d * inner);
-    const attention = layers * W5_BATCH * 2 * (2 * W5_T * W5_T * d);
-    return (2 * (2 * tokens * (blockParams + d * W5_CONFIG.vocab_size) + attention)) / 1e9;
+  const lora = loraWorkload(workload);
+  if (lora) {  // forward, and the input gradients again (bench.cpp's loraGflop)
+    const tokens = W5_BATCH * W5_T;
+    const gflop = (blockMatrices, head, layers, attentionWidth) =>
+      (2 * (2 * tokens * (blockMatrices + head) + layers * W5_BATCH * 2 * (2 * W5_T * W5_T * attentionWidth))) / 1e9;
+    if (lora.model === 'gpt2') {
+      const d = W5_CONFIG.n_embd, layers = W5_CONFIG.n_layer, inner = 4 * d;
+      return gflop(layers * (d * 3 * d + d * d + 2 * d * inner), d * W5_CONFIG.vocab_size, layers, d);
+    }
+    const c = W8_MODELS[lora.model], d = c.hidden_size, hd = d / c.num_attention_heads;
+    const q = c.num_attention_heads * hd, kv = c.num_key_value_heads * hd;
+    return gflop(c.num_hidden_layers * (d * (q + 2 * kv) + q * d + 3 * d * c.intermediate_size), d * c.vocab_size,
+      c.num_hidden_layers, q);
   }
   const [m, k, n] = GEMM_SHAPES[workload];
   return (2 * m * n * k) / 1e9;
@@ -128,7 +164,7 @@ export function runProtocol(step, { quick = false, afterWarmup = () => {}, long 
   let warmup = quick ? 2 : 10, steps = quick ? 3 : 50, reduced = false;
   timeOne(step);
   if (timeOne(step) > 400 && !quick) [warmup, steps, reduced] = [5, 20, true];
-  if (long && !quick) [warmup, steps, reduced] = [2, 5, true];  // W5: seconds a step
+  if (long && !quick) [warmup, steps, reduced] = [2, 5, true];  // W5, W8: seconds a step
   if (warmupSteps !== undefined) warmup = Math.max(2, warmupSteps);
   for (let i = 2; i < warmup; ++i) step();
   afterWarmup();
@@ -155,12 +191,14 @@ export function report(r, json) {
     console.log(JSON.stringify(r));
     return;
   }
+  const mib = (b) => (b / 1048576).toFixed(1);
+  const heap = r.heap_bytes !== undefined ? `  wasm heap ${mib(r.heap_bytes)} MiB` : '';
   if (r.error) {
-    console.log(`${r.workload.padEnd(8)} ${r.impl} ${r.threads} thr  fails: ${r.error}`);
+    console.log(`${r.workload.padEnd(8)} ${r.impl} ${r.threads} thr  fails: ${r.error}${heap}`);
     return;
   }
-  const mib = (b) => (b / 1048576).toFixed(1);
-  const memory = r.peak_bytes !== undefined ? `  peak ${mib(r.peak_bytes)} MiB` : '';
+  const memory = (r.peak_bytes !== undefined ? `  peak ${mib(r.peak_bytes)} MiB` : '') + heap +
+    (r.setup_ms !== undefined ? `  setup ${(r.setup_ms / 1e3).toFixed(1)} s` : '');
   const rate = r.images_per_s ? `  ${r.images_per_s.toFixed(1)} images/s` : r.tokens_per_s ? `  ${r.tokens_per_s.toFixed(1)} tokens/s` : '';
   console.log(`${r.workload.padEnd(8)} ${r.impl} ${r.threads} thr  median ${r.median_ms.toFixed(3).padStart(9)} ms` +
     `  (min ${r.min_ms.toFixed(3)}, max ${r.max_ms.toFixed(3)})  ${r.gflops_median.toFixed(2).padStart(7)} GFLOP/s${rate}${memory}` +

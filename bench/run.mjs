@@ -6,9 +6,12 @@
 //                      [--configs fucina-native:1,fucina-wasm-st:1,torch:2]
 //   node bench/run.mjs --webgpu [--workloads w1,w4-1024] [--steps N] [--json]
 // The default workloads are W1-W4; W5 (w5-f32,w5-f16,w5-q8 and their -ckpt variants: seconds a
-// step) and the inference workloads W6 (w6-b1, w6-b64) and W7 run when --workloads names them.
-// PyTorch runs W5 as full fine-tuning (f32, every parameter) beside w5-f32 and w5-f32-ckpt, and
-// W7 by two loops: torch (no KV cache) and torch-kv; TF.js does not run W7.
+// step), W8 (w8-q8-ckpt, w8-qwen05-q8-ckpt: LoRA on Llama-family models) and the inference
+// workloads W6 (w6-b1, w6-b64) and W7 run when --workloads names them.
+// PyTorch runs W5 as full fine-tuning (f32, every parameter) beside w5-f32 and w5-f32-ckpt, W8's
+// full fine-tuning of the f32 SmolLM2-shaped model beside w8-q8-ckpt (torch plain, torch-ckpt
+// with checkpointed blocks; no peer for the Qwen shape), and W7 by two loops: torch (no KV cache)
+// and torch-kv; TF.js runs neither W5, W7 nor W8.
 // Every round also measures one core's multiply-add ceilings in fresh processes (fucina_bench
 // --peak: the FMA peak of the ISA the GEMM dispatches to, AVX2's and AVX-512's; bench/peak.mjs:
 // wasm SIMD128's mul+add peak), and the table quotes each configuration's speed as a share of its
@@ -26,7 +29,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ALL_WORKLOADS, OWN_WORKLOADS, WORKLOADS, gflopPerStep, rates, requiredGflopPerStep } from './protocol.mjs';
+import { ALL_WORKLOADS, OWN_WORKLOADS, WORKLOADS, gflopPerStep, loraWorkload, rates, requiredGflopPerStep } from './protocol.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const argv = process.argv.slice(2);
@@ -88,7 +91,7 @@ if (flag('--browser')) {  // the same package in headless Chromium (bench/browse
 if (compare) {
   if (existsSync(join(root, 'node_modules', '@tensorflow', 'tfjs-backend-wasm'))) {
     const tfjs = [node, join(root, 'bench', 'peers', 'tfjs_bench.mjs'), '--threads', '1'];
-    configs.push({ impl: 'tfjs-wasm', threads: 1, cmd: tfjs, only: (w) => w !== 'w3-ckpt' && !OWN_WORKLOADS.includes(w) && !w.startsWith('w5') && w !== 'w7' },
+    configs.push({ impl: 'tfjs-wasm', threads: 1, cmd: tfjs, only: (w) => w !== 'w3-ckpt' && !OWN_WORKLOADS.includes(w) && !loraWorkload(w) && w !== 'w7' },
       { impl: 'tfjs-wasm-xt', threads: 1, cmd: [...tfjs, '--grads', 'xt'], only: (w) => w === 'w1' },
       { impl: 'tfjs-wasm-onehot', threads: 1, cmd: [...tfjs, '--embedding', 'onehot'], only: (w) => w === 'w3' });
     if (workloads.includes('w7')) note('tfjs-wasm does not run W7: it has no KV-cached generation (bench/README.md)');
@@ -101,12 +104,17 @@ if (compare) {
   if (python) {
     const torch = [python, join(root, 'bench', 'peers', 'torch_bench.py')];
     // W5: torch fine-tunes every parameter of the f32 model (its w5 / w5-ckpt) beside fucina's
-    // LoRA on the f32 base; the 16-bit and q8_0 bases have no torch counterpart.
-    const W5_TORCH = { 'w5-f32': 'w5', 'w5-f32-ckpt': 'w5-ckpt' };
-    const peer = (w) => !OWN_WORKLOADS.includes(w) && (!w.startsWith('w5') || w in W5_TORCH);
-    const as = (w) => W5_TORCH[w] ?? w;
+    // LoRA on the f32 base; the 16-bit and q8_0 bases have no torch counterpart. W8: beside
+    // fucina's LoRA on the q8_0 checkpointed SmolLM2 shape, torch's full fine-tuning of the same
+    // f32 model, plain (torch: what a PyTorch user runs) and checkpointed (torch-ckpt).
+    const LORA_TORCH = { 'w5-f32': 'w5', 'w5-f32-ckpt': 'w5-ckpt', 'w8-q8-ckpt': 'w8' };
+    const peer = (w) => !OWN_WORKLOADS.includes(w) && (!loraWorkload(w) || w in LORA_TORCH);
+    const as = (w) => LORA_TORCH[w] ?? w;
+    const w8ckpt = (w) => w === 'w8-q8-ckpt';
     configs.push({ impl: 'torch', threads: 1, cmd: [...torch, '--threads', '1'], only: peer, as },
       { impl: 'torch', threads: 2, cmd: [...torch, '--threads', '2'], only: peer, as },
+      { impl: 'torch-ckpt', threads: 1, cmd: [...torch, '--threads', '1'], only: w8ckpt, as: () => 'w8-ckpt' },
+      { impl: 'torch-ckpt', threads: 2, cmd: [...torch, '--threads', '2'], only: w8ckpt, as: () => 'w8-ckpt' },
       // W7's second loop: keys and values cached (torch's impl is then the naive loop)
       { impl: 'torch-kv', threads: 1, cmd: [...torch, '--threads', '1', '--generate', 'kv'], only: (w) => w === 'w7' },
       { impl: 'torch-kv', threads: 2, cmd: [...torch, '--threads', '2', '--generate', 'kv'], only: (w) => w === 'w7' });
@@ -131,7 +139,9 @@ function runOne(config, workload) {
   const args = [...config.cmd.slice(1), '--workload', config.as ? config.as(workload) : workload, '--json', ...(quick ? ['--quick'] : [])];
   const p = spawnSync(config.cmd[0], args, { cwd: root, encoding: 'utf8', timeout: 30 * 60 * 1000, env: { ...process.env, OMP_WAIT_POLICY: 'PASSIVE' } });
   const line = (p.stdout ?? '').split('\n').find((l) => l.startsWith('{'));
-  if (line) return { ...JSON.parse(line), workload };  // under fucina's name (torch's w5 is full fine-tuning)
+  // Under fucina's name (torch's w5 and w8 are full fine-tuning) and the configuration's impl
+  // (torch-ckpt runs torch_bench.py, which calls itself torch).
+  if (line) return { ...JSON.parse(line), workload, impl: config.impl };
   const why = p.error?.message ?? (p.stderr ?? '').trim().split('\n').pop() ?? `exit ${p.status}`;
   return { workload, impl: config.impl, threads: config.threads, error: why || `exit ${p.status}` };
 }
@@ -194,13 +204,13 @@ for (const [k, rs] of groups) {
   }
   const m = median(ok.map((r) => r.median_ms));
   const s = { ...base, median_ms: m, min_ms: Math.min(...ok.map((r) => r.min_ms)), max_ms: Math.max(...ok.map((r) => r.max_ms)),
-    // Each run's own rate: torch's W5 does full fine-tuning's work, not LoRA's.
+    // Each run's own rate: torch's W5 and W8 do full fine-tuning's work, not LoRA's.
     gflops_median: median(ok.map((r) => r.gflops_median)), ...rates(workload, m),
     reduced_protocol: ok.some((r) => r.reduced_protocol), load_avg_1m: ok.map((r) => r.load_avg_1m),
     isa: ok[0].isa ?? (WASM_IMPLS.includes(impl) ? 'SIMD128' : undefined), comparable: ok.every((r) => r.comparable !== false) };
   const ceiling = ceilingOf(impl);
   if (ceiling) s.peak_fraction = requiredGflopPerStep(workload) / (m / 1e3) / (ceiling * s.threads);
-  for (const f of ['peak_bytes', 'step_bytes', 'allocs_per_step', 'saved_bytes', 'rss_increase_bytes'])
+  for (const f of ['peak_bytes', 'step_bytes', 'allocs_per_step', 'saved_bytes', 'rss_increase_bytes', 'heap_bytes', 'setup_ms'])
     if (ok[0][f] !== undefined) s[f] = median(ok.map((r) => r[f]));
   summary.set(k, s);
 }
@@ -232,6 +242,8 @@ const RATIOS = [
   [['chromium-wasm-st', 1], ['fucina-wasm-st', 1], 'chromium-st / Node wasm-st'],
   [['fucina-native', 1], ['torch', 1], 'native / torch (1 thr)'],
   [['fucina-native', 2], ['torch', 2], 'native / torch (2 thr)'],
+  [['fucina-native', 1], ['torch-ckpt', 1], 'native / torch-ckpt (1 thr)'],
+  [['fucina-native', 2], ['torch-ckpt', 2], 'native / torch-ckpt (2 thr)'],
   [['fucina-native', 1], ['torch-kv', 1], 'native / torch-kv (1 thr)'],
   [['fucina-native', 2], ['torch-kv', 2], 'native / torch-kv (2 thr)'],
   [['fucina-wasm-st', 1], ['tfjs-wasm', 1], 'wasm-st / tfjs-wasm'],
@@ -243,6 +255,8 @@ const NAMES = { w1: 'W1 mlp', w2: 'W2 cnn', w3: 'W3 gpt', 'w3-ckpt': 'W3 gpt, ch
   'w5-f32': 'W5 LoRA on GPT-2 small, f32 base (torch: full fine-tuning)', 'w5-f16': 'W5 LoRA, f16 base', 'w5-q8': 'W5 LoRA, q8_0 base',
   'w5-f32-ckpt': 'W5 LoRA, f32 base, checkpointed (torch: full fine-tuning, checkpointed)',
   'w5-f16-ckpt': 'W5 LoRA, f16 base, checkpointed', 'w5-q8-ckpt': 'W5 LoRA, q8_0 base, checkpointed',
+  'w8-q8-ckpt': 'W8 LoRA on a SmolLM2-135M shape, q8_0 base, checkpointed (torch: full fine-tuning of the f32 model; torch-ckpt: checkpointed)',
+  'w8-qwen05-q8-ckpt': 'W8 LoRA on a Qwen2.5-0.5B shape, q8_0 base, checkpointed',
   'w4-1024': 'W4 GEMM 1024x1024x1024', 'w4-fc': 'W4 GEMM 128x784x512',
   'w6-b1': 'W6 CNN inference, batch 1', 'w6-b64': 'W6 CNN inference, batch 64',
   'w7': 'W7 tiny-GPT generation, 64-token prompt + 128 greedy tokens (torch: no KV cache; torch-kv: cached)' };
@@ -257,7 +271,8 @@ for (const w of workloads) {
       continue;
     }
     const memory = [s.step_bytes !== undefined ? `step ${mib(s.step_bytes)}` : s.peak_bytes !== undefined ? `peak ${mib(s.peak_bytes)}` : '',
-      s.saved_bytes !== undefined && (s.workload.startsWith('w3') || s.workload.startsWith('w5')) ? `saved ${mib(s.saved_bytes)}` : ''].filter(Boolean).join(', ');
+      s.saved_bytes !== undefined && (s.workload.startsWith('w3') || loraWorkload(s.workload)) ? `saved ${mib(s.saved_bytes)}` : '',
+      s.heap_bytes !== undefined && loraWorkload(s.workload) ? `heap ${mib(s.heap_bytes)}` : ''].filter(Boolean).join(', ');
     const rate = s.images_per_s ? `  ${s.images_per_s.toFixed(1)} images/s` : s.tokens_per_s ? `  ${s.tokens_per_s.toFixed(1)} tokens/s` : '';
     console.log(`${head}${s.median_ms.toFixed(2).padStart(10)}  ${`${s.min_ms.toFixed(2)}-${s.max_ms.toFixed(2)}`.padStart(19)}  ` +
       `${s.gflops_median.toFixed(2).padStart(8)}  ${(s.peak_fraction ? `${(100 * s.peak_fraction).toFixed(1)}%` : '').padStart(7)}  ` +

@@ -4,8 +4,8 @@
 // on a device, for bench/webgpu.mjs (Node) and bench/webgpu-worker.mjs (a page). The
 // models are fc.nn's (web/nn.mjs), the same definitions tests/js/models.test.mjs trains; every
 // workload does what bench/bench.cpp does natively.
-import { GEMM_SHAPES, W5_BATCH, W5_CONFIG, W5_T, W6_BATCH, W7_NEW, W7_PROMPT, gflopPerStep, labelPattern, record, runProtocol,
-  scaleShape } from './protocol.mjs';
+import { GEMM_SHAPES, W5_BATCH, W5_CONFIG, W5_T, W6_BATCH, W7_NEW, W7_PROMPT, W8_MODELS, W8_TARGETS, gflopPerStep, labelPattern,
+  loraWorkload, record, runProtocol, scaleShape } from './protocol.mjs';
 
 /** A training step as the protocol defines it: zero, forward + loss, backward, update, loss.item(). */
 const trainingStep = (fc, opt, lossOf) => () => fc.scope(() => {
@@ -48,14 +48,20 @@ export function setUp(fc, workload) {
       note: `d_model ${scale.d}, ${scale.layers} blocks, ${scale.d / 32} heads, 129 tokens per sequence` };
     return { step: trainingStep(fc, opt, () => model.loss(tokens)), note };
   }
-  if (workload.startsWith('w5-')) {
-    const ckpt = workload.endsWith('-ckpt'), dtype = { f32: 'f32', f16: 'f16', q8: 'q8_0' }[workload.split('-')[1]];
-    const model = new fc.nn.Gpt2(W5_CONFIG, 1, { dtype, checkpointBlocks: ckpt });
-    const adapters = fc.nn.lora(model, { rank: 8, alpha: 16, targets: ['c_attn', 'c_proj', 'c_fc'] });
+  const lora = loraWorkload(workload);
+  if (lora) {  // W5 and W8: LoRA r8 (alpha 16), AdamW on the adapters, batch 4 x 129 tokens (128 predicted)
+    const { dtype, ckpt } = lora, gpt2 = lora.model === 'gpt2';
+    const config = gpt2 ? W5_CONFIG : W8_MODELS[lora.model];
+    const model = gpt2 ? new fc.nn.Gpt2(config, 1, { dtype, checkpointBlocks: ckpt })
+      : new fc.nn.Llama(config, 1, { dtype, checkpointBlocks: ckpt });
+    const targets = gpt2 ? ['c_attn', 'c_proj', 'c_fc'] : W8_TARGETS;
+    const adapters = fc.nn.lora(model, { rank: 8, alpha: 16, targets });
     const opt = fc.optim.adamw(adapters, { lr: 1e-4, betas: [0.9, 0.999], eps: 1e-8, weightDecay: 0.01 });
-    const tokens = fc.constant(['batch', 't'], [W5_BATCH, W5_T + 1], labelPattern(W5_BATCH * (W5_T + 1), W5_CONFIG.vocab_size), 'i32');
+    const tokens = fc.constant(['batch', 't'], [W5_BATCH, W5_T + 1], labelPattern(W5_BATCH * (W5_T + 1), config.vocab_size), 'i32');
+    const what = gpt2 ? 'GPT-2 small, LoRA r8 on c_attn/c_proj/c_fc'
+      : `${lora.model === 'qwen05' ? 'Qwen2.5-0.5B' : 'SmolLM2-135M'} shape, LoRA r8 on q/k/v/o/gate/up/down_proj`;
     return { step: trainingStep(fc, opt, () => model.loss(tokens)), long: true,
-      note: `GPT-2 small, LoRA r8 on c_attn/c_proj/c_fc, base ${dtype}${ckpt ? ', checkpointed' : ''}` };
+      note: `${what}, base ${dtype}${ckpt ? ', checkpointed' : ''}` };
   }
   if (workload in W6_BATCH) {
     const model = new fc.nn.Cnn({}, 1);
@@ -89,7 +95,9 @@ export function setUp(fc, workload) {
 /** Times workload on fc with the protocol (options: runProtocol's quick and warmupSteps) and returns
  * its record (protocol.mjs) under impl, with the memory fields and any `extra`. */
 export function timeWorkload(fc, workload, impl, { quick = false, warmupSteps, load, extra = {} } = {}) {
+  const t0 = performance.now();
   const { step, note, long } = setUp(fc, workload);
+  const setup_ms = performance.now() - t0;  // building the model, data and optimizer
   let before;
   const timing = runProtocol(step, { quick, long, warmupSteps, afterWarmup: () => { fc.resetPeak(); before = fc.memory(); } });
   const after = fc.memory();
@@ -98,6 +106,11 @@ export function timeWorkload(fc, workload, impl, { quick = false, warmupSteps, l
   return record(workload, impl, fc.threads, timing, load,
     { peak_bytes: after.peakBytes, step_bytes: after.peakBytes - before.liveBytes, live_bytes: after.liveBytes,
       heap_bytes: after.heapBytes,  // the wasm memory at the end (it never shrinks: its high-water mark)
+      cached_bytes: after.cachedBytes,  // freed buffers the engine keeps for reuse, inside heap_bytes
+      // system allocations per timed step (native's allocs_per_step): above 0 when the engine's
+      // cache does not keep a step's buffers (its limit, or a full heap: it trims the cache to make room)
+      allocs_per_step: (after.systemAllocations - before.systemAllocations) / timing.steps,
+      setup_ms,
       live_bytes_by_dtype: Object.fromEntries(Object.entries(after.bytesByDtype ?? {}).filter(([, v]) => v > 0)),
       isa: 'SIMD128', ...extra, ...(note ? { note } : {}) });
 }

@@ -3,11 +3,16 @@
 ../protocol.mjs. One configuration per process:
     python3 bench/peers/torch_bench.py --workload W --threads N [--json] [--quick]
 Prints a table line or one JSON object (impl "torch"). OMP_WAIT_POLICY=PASSIVE is set before torch
-loads (without it 2 threads are slower than 1 on this machine kind). W3 also reports the bytes of
+loads (without it 2 threads are slower than 1 on this machine kind), and so are OPENBLAS_NUM_THREADS
+and OMP_NUM_THREADS, to --threads (unless already set): torch.set_num_threads does not reach
+Debian's OpenBLAS, which otherwise runs its own threads beside them (../../shared/BENCHMARKS.md). W3 also reports the bytes of
 the activations autograd saves in one forward (parameters excluded), as BENCHMARKS.md measures.
 W5 (bench/README.md) is full fine-tuning of a GPT-2-small-shaped model (f32, AdamW on every
 parameter, batch 4 x T 128, random weights), the PyTorch side of fucina's LoRA W5, with 2 warm-up
-and 5 timed steps. W6 (w6-b1, w6-b64) is W2's CNN in eval mode under torch.no_grad(), one
+and 5 timed steps. W8 (w8, w8-ckpt) is the same for a SmolLM2-135M-shaped Llama (30 layers, d 576,
+9 heads, 3 kv heads, MLP 1536, vocab 49152, tied; RMSNorm, rotary positions, grouped-query attention,
+SiLU-gated MLP, written here as Hugging Face's LlamaForCausalLM computes it), the PyTorch side of
+fucina's LoRA w8-q8-ckpt. W6 (w6-b1, w6-b64) is W2's CNN in eval mode under torch.no_grad(), one
 forward of 1 or 64 images to the logits read back (images_per_s); W7 generates 128 tokens
 greedily after a 64-token prompt with W3's model (tokens_per_s) by the loop a PyTorch user writes:
 --generate naive (the default: a full forward over the last `context` tokens per new token, as
@@ -25,6 +30,20 @@ import time
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+
+def _threads_arg(argv):
+    """--threads N from the command line before argparse runs (the BLAS reads its env when torch loads)."""
+    for i, a in enumerate(argv):
+        if a == "--threads" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--threads="):
+            return a.split("=", 1)[1]
+    return "1"
+
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+    os.environ.setdefault(_var, _threads_arg(sys.argv[1:]))
+
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
@@ -32,6 +51,8 @@ from torch.utils.checkpoint import checkpoint  # noqa: E402
 
 GEMM_SHAPES = {"w4-1024": (1024, 1024, 1024), "w4-fc": (128, 784, 512)}
 W6_BATCH = {"w6-b1": 1, "w6-b64": 64}
+# W8's model: SmolLM2-135M's config.json fields (bench/protocol.mjs's W8_MODELS.smollm2)
+W8_CONFIG = dict(vocab=49152, d=576, layers=30, heads=9, kv_heads=3, inner=1536, eps=1e-5, rope_theta=100000.0)
 W7_PROMPT, W7_NEW = 64, 128
 
 
@@ -47,6 +68,13 @@ def gflop_per_step(w):
         d, layers, inner, vocab, tokens = 768, 12, 3072, 50257, 4 * 128
         block_params = layers * (d * 3 * d + d * d + 2 * d * inner)
         forward = 2 * tokens * (block_params + d * vocab) + layers * 4 * 2 * (2 * 128 * 128 * d)
+        return 3 * forward / 1e9
+    if w.startswith("w8"):  # the same for the Llama shape: q, k, v, o and the gated MLP's three
+        c, tokens = W8_CONFIG, 4 * 128
+        d, hd = c["d"], c["d"] // c["heads"]
+        q, kv = c["heads"] * hd, c["kv_heads"] * hd
+        block_params = c["layers"] * (d * (q + 2 * kv) + q * d + 3 * d * c["inner"])
+        forward = 2 * tokens * (block_params + d * c["vocab"]) + c["layers"] * 4 * 2 * (2 * 128 * 128 * q)
         return 3 * forward / 1e9
     if w in W6_BATCH:  # one forward
         return W6_BATCH[w] * 2 * (26 * 26 * 32 * 9 + 11 * 11 * 64 * 288 + 1600 * 128 + 128 * 10) / 1e9
@@ -120,6 +148,82 @@ class Gpt(nn.Module):
         for i, b in enumerate(self.blocks):
             x = checkpoint(b, x) if self.checkpoint_blocks else b(x, caches[i] if caches else None)
         return self.lnf(x) @ self.te.weight.t()  # tied head
+
+
+class RmsNorm(nn.Module):
+    """Hugging Face's LlamaRMSNorm: x / sqrt(mean(x^2) + eps) * weight."""
+
+    def __init__(self, d, eps):
+        super().__init__()
+        self.weight, self.eps = nn.Parameter(torch.ones(d)), eps
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def rotate_half(x):
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class LlamaBlock(nn.Module):
+    """A Llama decoder layer as LlamaForCausalLM computes it (eager attention): RMSNorm, q/k/v with
+    rotary positions (rotate_half pairs i and i + hd/2), grouped-query attention (each kv head
+    repeated for its heads), o_proj; RMSNorm, down(silu(gate(x)) * up(x)). No biases (llama)."""
+
+    def __init__(self, d, heads, kv_heads, inner, eps):
+        super().__init__()
+        self.heads, self.kv_heads, self.hd = heads, kv_heads, d // heads
+        self.input_layernorm, self.post_attention_layernorm = RmsNorm(d, eps), RmsNorm(d, eps)
+        self.q_proj = nn.Linear(d, heads * self.hd, bias=False)
+        self.k_proj = nn.Linear(d, kv_heads * self.hd, bias=False)
+        self.v_proj = nn.Linear(d, kv_heads * self.hd, bias=False)
+        self.o_proj = nn.Linear(heads * self.hd, d, bias=False)
+        self.gate_proj, self.up_proj = nn.Linear(d, inner, bias=False), nn.Linear(d, inner, bias=False)
+        self.down_proj = nn.Linear(inner, d, bias=False)
+
+    def forward(self, x, cos, sin):
+        b, t, _ = x.shape
+        h = self.input_layernorm(x)
+        q = self.q_proj(h).view(b, t, self.heads, self.hd).transpose(1, 2)
+        k = self.k_proj(h).view(b, t, self.kv_heads, self.hd).transpose(1, 2)
+        v = self.v_proj(h).view(b, t, self.kv_heads, self.hd).transpose(1, 2)
+        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+        groups = self.heads // self.kv_heads
+        k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / self.hd ** 0.5)
+        causal = torch.ones(t, t, dtype=torch.bool).triu(1)
+        att = F.softmax(att.masked_fill(causal, float("-inf")), dim=-1)
+        x = x + self.o_proj((att @ v).transpose(1, 2).reshape(b, t, -1))
+        h = self.post_attention_layernorm(x)
+        return x + self.down_proj(F.silu(self.gate_proj(h)) * self.up_proj(h))
+
+
+class Llama(nn.Module):
+    """W8's SmolLM2-135M-shaped LlamaForCausalLM: token embedding, the blocks, a final RMSNorm and
+    the head tied to the embedding; weights N(0, 0.02) as Hugging Face initialises them."""
+
+    def __init__(self, vocab, d, layers, heads, kv_heads, inner, eps, rope_theta, checkpoint_blocks=False):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(vocab, d)
+        self.layers = nn.ModuleList(LlamaBlock(d, heads, kv_heads, inner, eps) for _ in range(layers))
+        self.norm = RmsNorm(d, eps)
+        self.checkpoint_blocks = checkpoint_blocks
+        hd = d // heads
+        self.inv_freq = 1.0 / rope_theta ** (torch.arange(0, hd, 2, dtype=torch.float32) / hd)
+        for m in self.modules():
+            if isinstance(m, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(m.weight, std=0.02)
+
+    def forward(self, idx):
+        t = idx.shape[1]
+        freqs = torch.outer(torch.arange(t, dtype=torch.float32), self.inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos, sin = emb.cos(), emb.sin()
+        x = self.embed_tokens(idx)
+        for block in self.layers:
+            x = checkpoint(block, x, cos, sin) if self.checkpoint_blocks else block(x, cos, sin)
+        return self.norm(x) @ self.embed_tokens.weight.t()  # tied head
 
 
 def generate(model, prompt, new_tokens, context, kv):
@@ -197,6 +301,13 @@ def set_up(w, kv=False):
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
         loss = lambda: F.cross_entropy(model(tokens[:, :-1]).reshape(-1, 50257), tokens[:, 1:].reshape(-1))  # noqa: E731
         return model, opt, loss, "GPT-2 small, full fine-tuning (f32, every parameter)"
+    if w.startswith("w8"):
+        c = W8_CONFIG
+        model = Llama(**c, checkpoint_blocks=w.endswith("-ckpt"))
+        tokens = torch.tensor(label_pattern(4 * 129, c["vocab"])).view(4, 129)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
+        loss = lambda: F.cross_entropy(model(tokens[:, :-1]).reshape(-1, c["vocab"]), tokens[:, 1:].reshape(-1))  # noqa: E731
+        return model, opt, loss, "SmolLM2-135M shape, full fine-tuning (f32, every parameter)"
     m, k, n = GEMM_SHAPES[w]
     a, b = torch.randn(m, k), torch.randn(k, n)
     return None, None, lambda: torch.mm(a, b), "torch.mm(a[m,k], b[k,n])"
@@ -222,7 +333,7 @@ def saved_activation_bytes(model, loss_of):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--workload", required=True, choices=["w1", "w2", "w3", "w3-ckpt", "w4-1024", "w4-fc", "w5", "w5-ckpt",
-                                                            "w6-b1", "w6-b64", "w7"])
+                                                            "w6-b1", "w6-b64", "w7", "w8", "w8-ckpt"])
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--json", action="store_true")
     p.add_argument("--quick", action="store_true")
@@ -258,7 +369,7 @@ def main():
     timed()
     if timed() > 400 and not args.quick:
         warmup, steps, reduced = 5, 20, True
-    if args.workload.startswith("w5") and not args.quick:
+    if args.workload.startswith(("w5", "w8")) and not args.quick:
         warmup, steps, reduced = 2, 5, True
     for _ in range(warmup - 2):
         step()
@@ -269,9 +380,10 @@ def main():
          "min_ms": ms[0], "max_ms": ms[-1], "gflops_median": gflop_per_step(args.workload) / (median / 1e3),
          "reduced_protocol": reduced, "load_avg_1m": load, "warmup": warmup, "steps": steps,
          "rss_increase_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - rss0,
-         "blas": loaded_blas(), "isa": torch_isa(), **rate(args.workload, median)}
+         "blas": loaded_blas(), "blas_threads": os.environ["OPENBLAS_NUM_THREADS"], "isa": torch_isa(),
+         **rate(args.workload, median)}
     r["comparable"] = not reference_blas(r["blas"])
-    if model is not None and args.workload.startswith(("w3", "w5")):
+    if model is not None and args.workload.startswith(("w3", "w5", "w8")):
         r["saved_bytes"] = saved_activation_bytes(model, loss_of)
     if note:
         r["note"] = note
