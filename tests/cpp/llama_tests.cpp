@@ -276,10 +276,12 @@ TEST_CASE("PEFT files: exportPeft writes PEFT's names and config, loadPeft reads
   Llama fresh = loadFixture(ctx, "llama", half);
   fucina::nn::loadPeft(ctx, fresh, peft.safetensors, peft.config_json);
   const auto fresh_layers = fresh.layers();
-  for (const auto& [n, l] : m.layers()) {
-    const auto it = std::find_if(fresh_layers.begin(), fresh_layers.end(), [&](const auto& p) { return p.first == n; });
-    CHECK(it->second->adapted() == l->adapted());
-    if (l->adapted()) CHECK(it->second->b.toVector() == l->b.toVector());
+  const auto layers = m.layers();
+  REQUIRE(layers.size() == fresh_layers.size());
+  for (size_t i = 0; i < layers.size(); ++i) {  // the same names in the same order
+    CHECK(fresh_layers[i].first == layers[i].first);
+    CHECK(fresh_layers[i].second->adapted() == layers[i].second->adapted());
+    if (layers[i].second->adapted()) CHECK(fresh_layers[i].second->b.toVector() == layers[i].second->b.toVector());
   }
   // "all-linear", as PEFT writes it, adapts every layer; a regular expression is refused by name.
   Llama all = loadFixture(ctx, "llama");
