@@ -1693,16 +1693,24 @@ export interface LlamaConstructor {
 
 /** PEFT's adapter_config.json (parsed): the fields fucina writes and reads. */
 export interface PeftConfig {
+  /** 'LORA': the only kind fucina reads. */
   peft_type: 'LORA' | string;
+  /** 'CAUSAL_LM' in the files fucina writes. */
   task_type?: string;
+  /** The adapters' rank. */
   r: number;
+  /** The update is scaled by lora_alpha / r (PEFT's default 8). */
   lora_alpha?: number;
+  /** Dropout on the adapters' input while training (default 0). */
   lora_dropout?: number;
   /** Module names (the whole name or its last dotted parts), a regular expression over PEFT's
    * module names, or 'all-linear'. */
   target_modules: string[] | string;
+  /** 'none': fucina's adapters train no biases. */
   bias?: string;
+  /** true for GPT-2's Conv1D layers (their weights are stored [in, out]). */
   fan_in_fan_out?: boolean;
+  /** PEFT's other keys: those fucina cannot honour (use_dora, use_rslora, rank_pattern, ...) are refused. */
   [key: string]: unknown;
 }
 
