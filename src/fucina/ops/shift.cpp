@@ -244,10 +244,17 @@ Tensor Tensor::repeatAxis(ExecContext& ctx, Tag axis, int64_t times, bool interl
     if (interleave) return splitView(t, p, n, times, source ? s : times * s, source ? 0 : s, copies, false);
     return splitView(t, p, times, n, source ? 0 : n * s, s, copies, true);
   };
-  backend::kernelsOf(ctx).copy(ctx, layout(a, a.strides()[p], true), layout(out, out.strides()[p], false));
+  // An empty result copies nothing; its strides may be too large to scale (an axis of extent 0
+  // beside one of 2^62), so no split view of it is made.
+  if (out.numel() > 0)
+    backend::kernelsOf(ctx).copy(ctx, layout(a, a.strides()[p], true), layout(out, out.strides()[p], false));
   return ops::finishOp(ctx, "repeatAxis", out, {this}, [&] {
     return [tags = a.tags(), in_shape = a.shape(), p, n, times, interleave, copies](
                ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
+      if (numelOf(in_shape) == 0) {  // as above: nothing to sum, and strides not to be scaled
+        g[0] = RawTensor::empty(c, tags, in_shape, gy.dtype());
+        return;
+      }
       const RawTensor t = gy.permuted(tags);
       const int64_t s = t.strides()[p];
       const RawTensor split = interleave ? splitView(t, p, n, times, times * s, s, copies, false)
