@@ -1,21 +1,9 @@
-// The webgpu device in Node: Dawn (the npm package webgpu) over chromium's SwiftShader, so the
-// kernels run on the CPU here (their times mean nothing; their values and the counters do).
-// Every case runs the same computation on the cpu device and on the webgpu device and compares.
+// The webgpu device in Node (gpu.mjs: Dawn over SwiftShader). Every case runs the same
+// computation on the cpu device and on the webgpu device and compares.
 import { test } from 'node:test';
 import { init, FucinaError, assert, throwsCode, VARIANTS } from './helpers.mjs';
 import { values } from './seeded.mjs';
-
-process.env.VK_ICD_FILENAMES ??= '/usr/lib/chromium/vk_swiftshader_icd.json';
-const { create } = await import('webgpu');
-
-const engines = new Map();
-async function gpuEngine(variant) {
-  if (!engines.has(variant)) {
-    engines.set(variant, await init({ variant, device: 'webgpu', gpu: create([]), threads: variant === 'simd' ? undefined : 2 }));
-  }
-  return engines.get(variant);
-}
-
+import { gpuEngine, create } from './gpu.mjs';
 
 function close(actual, expected, tol, what) {
   assert.equal(actual.length, expected.length, `${what}: length`);
@@ -232,6 +220,48 @@ for (const variant of VARIANTS) {
       };
     });
     compare(out, 1e-5);
+  });
+
+  test(`webgpu (${variant}): extrema, products and scans along an axis match the cpu: long rows, ties, NaN, size 1, empty`, async () => {
+    const fc = await gpuEngine(variant);
+    const out = await onBoth(fc, (fc) => {
+      const raw = values(3 * 700, 31).map((v) => Math.round(v * 8) / 8);  // coarse: many ties
+      raw[5] = NaN;  // row 0 of the strided view below: NaN wins, at its first position
+      raw[700 + 400] = raw[700 + 10] = 9;  // row 1 by the last axis: the first of two maxima
+      const x = fc.variable(['r', 'c'], [3, 700], raw);
+      const xt = fc.variable(['c', 'r'], [700, 3], values(2100, 32)).permuteTo(['r', 'c']);  // strided rows
+      const one = fc.variable(['r', 'c'], [2, 1], [3, -4]);
+      const short = fc.variable(['r', 'c'], [4, 3], values(12, 33));
+      const [mx, mxi] = [x.max('c'), x.argmax('c')];
+      const p = short.prod('c').sumAll().add(one.prod('c').sumAll());
+      const cs = xt.cumsum('c'), csr = xt.cumsum('r');
+      cs.mul(cs).sumAll().add(p.sumAll()).add(csr.sumAll()).add(xt.logsumexp('c').sumAll()).backward();  // max's and min's VJPs scatter (not yet on the device)
+      return {
+        mx, mxi: mxi.to('f32'), mn: x.min('r'), lse: xt.logsumexp('c'), p, cs, csr,
+        gxt: xt.grad(), gshort: short.grad(), gone: one.grad(),
+        empty: fc.zeros(['r', 'c'], [0, 5]).max('c'), emptyScan: fc.zeros(['r', 'c'], [2, 0]).cumsum('c'),
+      };
+    });
+    compare(out, 2e-5);
+  });
+
+  test(`webgpu (${variant}): gated units and rotary rows and their VJPs match the cpu, long rows and strided`, async () => {
+    const fc = await gpuEngine(variant);
+    const out = await onBoth(fc, (fc) => {
+      const x = fc.variable(['b', 't', 'd'], [2, 5, 600], values(6000, 41));
+      const gate = fc.variable(['d', 't', 'b'], [600, 5, 2], values(6000, 42)).permuteTo(['b', 't', 'd']);
+      const sw = x.swiglu('d'), gg = x.gated(gate, 'gelu'), st = x.situ(gate, 2.5);
+      const r = x.rope({ base: 500 }), ra = x.permuteTo(['t', 'b', 'd']).rope({ mode: 'interleaved', offset: 7 });
+      const w = fc.variable(['d'], [600], values(600, 43));
+      const angles = values(7 * 300, 45).map((v) => 3 * v);
+      const cos = fc.constant(['t', 'd'], [7, 300], angles.map(Math.cos)), sin = fc.constant(['t', 'd'], [7, 300], angles.map(Math.sin));
+      const fused = x.rmsNormMulRopeHalfPrepared(w, cos, sin, 'd', { position: 't', offset: 2 });
+      const g = fc.constant(['b', 't', 'd'], [2, 5, 600], values(6000, 44));
+      sw.sumAll().add(gg.mul(g).sumAll()).add(st.mul(g).sumAll()).add(r.mul(g).sumAll())
+        .add(ra.permuteTo(['b', 't', 'd']).mul(g).sumAll()).add(fused.mul(g).sumAll()).backward();
+      return { sw, gg, st, r, ra, fused, gx: x.grad(), ggate: gate.grad(), gw: w.grad() };
+    });
+    compare(out, 5e-5);
   });
 
   test(`webgpu (${variant}): convolutions and their VJPs match the cpu: strides, padding, dilation, groups, both layouts`, async () => {

@@ -141,6 +141,7 @@ struct Pow : Binary {
   static auto fwd(auto a, auto b, const P&) { return std::pow(a, b); }
   static float da(float g, float a, float b, float, const P&) { return b == 0.0f ? 0.0f : g * b * std::pow(a, b - 1.0f); }
   static float db(float g, float a, float, float y, const P&) { return a == 0.0f ? 0.0f : g * y * std::log(a); }
+  static constexpr WgslForms wgsl{"pow_(a, b)", "select(g * b * pow_(a, b - 1.0), 0.0, b == 0.0)", "select(g * y * log(a), 0.0, a == 0.0)"};
 };
 // snake: x + sin²(αx)/α. d/dx = 1 + sin(2αx); d/dα = x·sin(2αx)/α − sin²(αx)/α².
 struct Snake : Binary {
@@ -153,6 +154,8 @@ struct Snake : Binary {
     const float s = std::sin(al * a);
     return g * (a * std::sin(2.0f * al * a) / al - s * s / (al * al));
   }
+  static constexpr WgslForms wgsl{"a + sin_(b * a) * sin_(b * a) / b", "g * (1.0 + sin_(2.0 * b * a))",
+                                  "g * (a * sin_(2.0 * b * a) / b - sin_(b * a) * sin_(b * a) / (b * b))"};
 };
 // prelu: max(0, x) + w·min(0, x); at x = 0 the gradient is w (torch: x > 0 ? 1 : w), and w's is min(0, x).
 struct Prelu : Binary {
@@ -160,6 +163,7 @@ struct Prelu : Binary {
   static auto fwd(auto a, auto w, const P&) { return a > 0 ? a : w * a; }
   static float da(float g, float a, float w, float, const P&) { return a > 0 ? g : g * w; }
   static float db(float g, float a, float, float, const P&) { return a > 0 ? 0.0f : g * a; }
+  static constexpr WgslForms wgsl{"select(b * a, a, a > 0.0)", "select(g * b, g, a > 0.0)", "select(g * a, 0.0, a > 0.0)"};
 };
 
 // ---------------------------------------------------------------- with a scalar (pointwise.cpp)
@@ -283,6 +287,7 @@ struct QuickGelu : Unary {
     const float s = logistic(1.702f * a);
     return g * (s + 1.702f * a * s * (1.0f - s));
   }
+  static constexpr WgslForms wgsl{"a * sigmoid(1.702 * a)", "g * quick_gelu_grad(a)"};
 };
 // silu (swish): x·σ(x) (backend/activation.h).
 struct Silu : Unary {
@@ -296,11 +301,13 @@ struct Elu : Unary {
   static constexpr unsigned da_reads = kA;
   static auto fwd(auto a, const P& p) { return a > 0 ? a : static_cast<decltype(a)>(p.a) * std::expm1(a); }
   static float da(float g, float a, float, const P& p) { return a > 0 ? g : g * static_cast<float>(p.a) * std::exp(a); }
+  static constexpr WgslForms wgsl{"select(pa * expm1_(a), a, a > 0.0)", "select(g * pa * exp(a), g, a > 0.0)"};
 };
 struct Log1p : Unary {
   static constexpr unsigned da_reads = kA;
   static auto fwd(auto a, const P&) { return std::log1p(a); }
   static float da(float g, float a, float, const P&) { return g / (1.0f + a); }
+  static constexpr WgslForms wgsl{"log1p_(a)", "g / (1.0 + a)"};
 };
 // rsqrt: x^(-1/2); d/dx = −½·y³.
 struct Rsqrt : Unary {
@@ -319,13 +326,13 @@ struct Sin : Unary {
   static constexpr unsigned da_reads = kA;
   static auto fwd(auto a, const P&) { return std::sin(a); }
   static float da(float g, float a, float, const P&) { return g * std::cos(a); }
-  static constexpr WgslForms wgsl{"sin(a)", "g * cos(a)"};
+  static constexpr WgslForms wgsl{"sin_(a)", "g * cos_(a)"};
 };
 struct Cos : Unary {
   static constexpr unsigned da_reads = kA;
   static auto fwd(auto a, const P&) { return std::cos(a); }
   static float da(float g, float a, float, const P&) { return -g * std::sin(a); }
-  static constexpr WgslForms wgsl{"cos(a)", "-g * sin(a)"};
+  static constexpr WgslForms wgsl{"cos_(a)", "-g * sin_(a)"};
 };
 // clamp to [p.a, p.b]: the gradient passes where lo <= x <= hi, boundaries included (as torch).
 struct Clamp : Unary {
@@ -355,6 +362,7 @@ struct Rounding : Unary {
     }
   }
   static float da(float, float, float, const P&) { return 0.0f; }
+  static constexpr WgslForms wgsl{"rounding(a, pa)", "0.0"};
 };
 // Lambert's continued fraction for tanh cut after 8 levels, as one ratio x·p(x²)/q(x²). It
 // reaches 1 at |x| ~ 6.29 and stays above, so clamping the result to [-1, 1] gives at most 6.9e-6
@@ -371,6 +379,7 @@ struct FastTanh : Unary {
     return y < T(-1) ? T(-1) : y > T(1) ? T(1) : y;
   }
   static float da(float g, float, float y, const P&) { return g * (1.0f - y * y); }
+  static constexpr WgslForms wgsl{"fast_tanh(a)", "g * (1.0 - y * y)"};
 };
 // softcap (c = p.a): c·tanh(x/c).
 struct Softcap : Unary {
@@ -384,6 +393,7 @@ struct Softcap : Unary {
     const float t = y / static_cast<float>(p.a);
     return g * (1.0f - t * t);
   }
+  static constexpr WgslForms wgsl{"pa * tanh_(a / pa)", "g * (1.0 - (y / pa) * (y / pa))"};
 };
 
 
@@ -457,6 +467,7 @@ struct HuberLoss : Loss {
   }
   static float da(float g, float x, float t, float, const P& p) { return g * grad(x, t, p); }
   static float db(float g, float x, float t, float, const P& p) { return g * -grad(x, t, p); }
+  static constexpr WgslForms wgsl{"huber(abs(a - b), pa)", "g * clamp_(a - b, -pa, pa)", "g * -clamp_(a - b, -pa, pa)"};
 };
 // Binary cross-entropy on probabilities x, each log clamped at −100 as torch's BCELoss.
 struct BceLoss : Loss {
@@ -485,6 +496,7 @@ struct BceWithLogitsLoss : Loss {
     return g * ((x >= 0 ? 1.0f / (1.0f + e) : e / (1.0f + e)) - t);
   }
   static float db(float g, float x, float, float, const P&) { return g * -x; }
+  static constexpr WgslForms wgsl{"max(a, 0.0) - a * b + log1p_(exp(-abs(a)))", "g * (sigmoid(a) - b)", "g * -a"};
 };
 // KL divergence of the target from the input's log-probabilities x: t·(log t − x), 0 where t = 0;
 // with p.a = 1 the target is a log-probability: exp(t)·(t − x).
@@ -499,6 +511,8 @@ struct KlDivLoss : Loss {
     if (p.a != 0) return g * (std::exp(t) * (t - x + 1));
     return g * (t > 0 ? std::log(t) + 1 - x : -x);
   }
+  static constexpr WgslForms wgsl{"kl_div(a, b, pa)", "g * select(-b, -exp(b), pa != 0.0)",
+                                  "g * select(select(-a, log(b) + 1.0 - a, b > 0.0), exp(b) * (b - a + 1.0), pa != 0.0)"};
 };
 
 }  // namespace rows

@@ -62,6 +62,13 @@ Tensor argExtremum(ExecContext& ctx, const char* op, const Tensor& x, Tag axis, 
   const RawTensor& a = ops::elementwiseValue(op, x);
   const int64_t n = a.extent(axis);
   if (n == 0) fail(ErrorCode::InvalidArgument, std::string(op) + " over the empty axis '" + std::string(axis.name()) + "' of " + a.describe());
+  if (a.device() != Device::cpu && a.dtype() == DType::f32) {
+    // A device has no f64 rows: the position of its extremum along the axis (the same first one,
+    // NaN the same extreme), exact in f32 for the lines a device holds (under 2^24 elements).
+    using A = backend::Kernels::AlongAxis;
+    const auto along = backend::kernelsOf(ctx).reduceAlong(ctx, largest ? A::max : A::min, a, axis);
+    return Tensor::make(ctx, along.index.to(ctx, DType::i64), nullptr);
+  }
   const RawTensor rows = ops::axisLastAs(ctx, a, axis, DType::f64);
   return Tensor::make(ctx, backend::kernelsOf(ctx).argExtremumRows(ctx, rows, largest), nullptr);
 }

@@ -23,11 +23,11 @@ constexpr std::array<RowWgsl, kElemOpCount> kRows{
 };
 
 // out[i] = expr over the named operands, each read at its strided offset; pa, pb the parameters.
-std::string mapSource(const std::vector<std::string>& names, const std::string& expr) {
+std::string mapSource(const std::vector<std::string>& names, const std::string& expr, const std::string& functions) {
   const int k = static_cast<int>(names.size());
   std::string src = prelude(k + 1);
   for (int j = 0; j < k; ++j) src += readBinding(j, "in" + std::to_string(j));
-  src += writeBinding(k, "out");
+  src += writeBinding(k, "out") + functions;
   src += std::string(kMainSignature) + " {\n  " + kLinearIndex + "\n  if (i >= uw(0u)) { return; }\n";
   src += "  let pa = uf(" + std::to_string(kParamWord) + "u);\n  let pb = uf(" + std::to_string(kParamWord + 1) + "u);\n";
   for (int j = 0; j < k; ++j)
@@ -36,9 +36,11 @@ std::string mapSource(const std::vector<std::string>& names, const std::string& 
   return src;
 }
 
-// A new contiguous f32 tensor (tags, shape) = expr over ins aligned to it by tag.
+}  // namespace
+
 RawTensor mapExpr(ExecContext& ctx, const Tags& tags, const Extents& shape, Inputs ins,
-                  const std::vector<std::string>& names, const std::string& expr, const ElemParams& p) {
+                  const std::vector<std::string>& names, const std::string& expr, const ElemParams& p,
+                  const std::string& functions) {
   RawTensor out = RawTensor::empty(ctx, tags, shape);
   if (out.numel() == 0) return out;
   std::vector<std::vector<int64_t>> strides;
@@ -53,9 +55,11 @@ RawTensor mapExpr(ExecContext& ctx, const Tags& tags, const Extents& shape, Inpu
   buffers.push_back(bufferOf(out, "elementwise"));
   Uniforms u = stridedLayout(shape, strides, offsets).uniforms();
   u.setF(kParamWord, static_cast<float>(p.a)).setF(kParamWord + 1, static_cast<float>(p.b));
-  dispatchLinear(Gpu::get().pipeline(mapSource(names, expr)), buffers, u, out.numel());
+  dispatchLinear(Gpu::get().pipeline(mapSource(names, expr, functions)), buffers, u, out.numel());
   return out;
 }
+
+namespace {
 
 const char* formOf(ElemOp op, Form form) {
   const WgslForms& f = kRows[static_cast<size_t>(op)].forms;

@@ -1,5 +1,5 @@
-// Fills, strided copies between device buffers, and uploads from the host: by 32-bit words, so
-// they serve every dtype of 4 or 8 bytes (Note [Strided kernels]).
+// Fills, strided copies between device buffers (converting among f32, i32 and i64), and uploads
+// from the host: by 32-bit words, so they serve every dtype of 4 or 8 bytes (Note [Strided kernels]).
 #include <cstring>
 #include <string>
 #include <vector>
@@ -38,12 +38,49 @@ std::string copySource(uint32_t words) {
   return src + "}\n";
 }
 
-// i32 to i64 (indices and labels widened for the kernels that read i64): sign-extended.
-std::string widenSource() {
-  return prelude(2) + readBinding(0, "src", "u32") + writeBinding(1, "dst", "u32") + kMainSignature + " {\n  " +
-         kLinearIndex +
-         "\n  if (i >= uw(0u)) { return; }\n  let v = src[strided(i, 0u)];\n  let d = strided(i, 1u) * 2u;\n"
-         "  dst[d] = v;\n  dst[d + 1u] = select(0u, 0xffffffffu, bitcast<i32>(v) < 0);\n}\n";
+// Conversions among f32, i32 and i64, as the host's (backend/element_io.h): float to integer
+// truncates toward zero and saturates, NaN becoming 0; i64 to i32 saturates. An i64 is two words,
+// low first; read as a float it is hi·2^32 + lo.
+bool converts(DType from, DType to) {
+  const auto word = [](DType t) { return t == DType::f32 || t == DType::i32 || t == DType::i64; };
+  return from != to && word(from) && word(to);
+}
+
+std::string convertSource(DType from, DType to) {
+  const uint32_t in_words = from == DType::i64 ? 2 : 1, out_words = to == DType::i64 ? 2 : 1;
+  std::string src = prelude(2) + readBinding(0, "src", "u32") + writeBinding(1, "dst", "u32") +
+                    // f32 to i64 words: the magnitude's, negated in two's complement.
+                    "fn f32_to_i64(v: f32) -> vec2u {\n"
+                    "  if (!is_finite(v) && (bitcast<u32>(v) & 0x7fffffu) != 0u) { return vec2u(0u, 0u); }\n"
+                    "  if (v >= 9.223372036854775807e18) { return vec2u(0xffffffffu, 0x7fffffffu); }\n"
+                    "  if (v <= -9.223372036854775807e18) { return vec2u(0u, 0x80000000u); }\n"
+                    "  let a = trunc(abs(v));\n  let h = floor(a / 4294967296.0);\n"
+                    "  var lo = u32(a - h * 4294967296.0);\n  var hi = u32(h);\n"
+                    "  if (v < 0.0) { lo = ~lo + 1u; hi = ~hi + select(0u, 1u, lo == 0u); }\n"
+                    "  return vec2u(lo, hi);\n"
+                    "}\n" +
+                    kMainSignature + " {\n  " + kLinearIndex +
+                    "\n  if (i >= uw(0u)) { return; }\n  let s = strided(i, 0u) * " + std::to_string(in_words) +
+                    "u;\n  let d = strided(i, 1u) * " + std::to_string(out_words) + "u;\n";
+  if (from == DType::i64) {
+    src += "  let lo = src[s];\n  let hi = src[s + 1u];\n";
+    if (to == DType::f32) src += "  dst[d] = bitcast<u32>(f32(bitcast<i32>(hi)) * 4294967296.0 + f32(lo));\n";
+    else  // i32: saturated unless hi is lo's sign extension
+      src += "  let fits = (hi == 0u && lo < 0x80000000u) || (hi == 0xffffffffu && lo >= 0x80000000u);\n"
+             "  dst[d] = select(select(0x7fffffffu, 0x80000000u, bitcast<i32>(hi) < 0), lo, fits);\n";
+  } else if (from == DType::i32) {
+    if (to == DType::f32) src += "  dst[d] = bitcast<u32>(f32(bitcast<i32>(src[s])));\n";
+    else src += "  let v = src[s];\n  dst[d] = v;\n  dst[d + 1u] = select(0u, 0xffffffffu, bitcast<i32>(v) < 0);\n";
+  } else {  // f32
+    src += "  let v = bitcast<f32>(src[s]);\n";
+    if (to == DType::i64) src += "  let w = f32_to_i64(v);\n  dst[d] = w.x;\n  dst[d + 1u] = w.y;\n";
+    else
+      src += "  var r = 0;\n"
+             "  if (v >= 2147483647.0) { r = 2147483647; } else if (v <= -2147483648.0) { r = -2147483647 - 1; }\n"
+             "  else if (is_finite(v)) { r = i32(trunc(v)); }\n"
+             "  dst[d] = bitcast<u32>(r);\n";
+  }
+  return src + "}\n";
 }
 
 // Host bytes (contiguous, dst's dtype) into contiguous dst: one write, padded to whole words.
@@ -85,15 +122,16 @@ void copy(ExecContext&, const RawTensor& src, const RawTensor& dst) {
   if (dst.dtype() == DType::q8_0)
     fail(ErrorCode::DTypeMismatch, "cannot write into q8_0 " + dst.describe() + " element by element");
   if (src.device() == Device::cpu && dst.device() == Device::webgpu) return upload(src, dst);
-  const bool widen = src.dtype() == DType::i32 && dst.dtype() == DType::i64;
-  if (src.dtype() != dst.dtype() && !widen)
+  const bool convert = converts(src.dtype(), dst.dtype());
+  if (src.dtype() != dst.dtype() && !convert)
     unsupported("a conversion from " + std::string(name(src.dtype())) + " to " + std::string(name(dst.dtype())));
-  const uint32_t words = widen ? 1 : wordsOf(src.dtype(), "a copy");
+  const uint32_t words = convert ? 1 : wordsOf(src.dtype(), "a copy");
   const uint32_t buffers[2] = {bufferOf(src, "copy"), bufferOf(dst, "copy")};
   if (src.numel() == 0) return;
   if (buffers[0] == buffers[1]) unsupported("a copy within one buffer");
   const Uniforms u = stridedLayout(src.shape(), {src.strides(), dst.strides()}, {src.offset(), dst.offset()}).uniforms();
-  dispatchLinear(Gpu::get().pipeline(widen ? widenSource() : copySource(words)), buffers, u, src.numel());
+  dispatchLinear(Gpu::get().pipeline(convert ? convertSource(src.dtype(), dst.dtype()) : copySource(words)), buffers, u,
+                 src.numel());
 }
 
 }  // namespace fucina::backend::webgpu

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "fucina/backend/kernels.h"
 
@@ -14,11 +16,33 @@ using ConvPlan = kernels::ConvPlan;
 using Conv2dGeometry = kernels::Conv2dGeometry;
 
 // elementwise.cpp: the rows of backend/elementwise_table.h with a WGSL form.
+/// A new contiguous f32 tensor (tags, shape) = expr, a WGSL expression over the operands ins
+/// (aligned to it by tag, any strides) by their names, and the parameters pa and pb; functions:
+/// WGSL the expression calls, beside the prelude's.
+RawTensor mapExpr(ExecContext& ctx, const Tags& tags, const Extents& shape, Inputs ins,
+                  const std::vector<std::string>& names, const std::string& expr, const ElemParams& p,
+                  const std::string& functions = "");
 RawTensor map(ExecContext& ctx, ElemOp op, Form form, const Tags& tags, const Extents& shape, Inputs ins,
               const ElemParams& p);
 void updateInto(ExecContext& ctx, ElemOp op, const RawTensor& dst, const RawTensor* src, const ElemParams& p);
 RawTensor select(ExecContext& ctx, const Tags& tags, const Extents& shape, Inputs ins);
 void addInto(ExecContext& ctx, const RawTensor& dst, const RawTensor& src);
+
+// gated.cpp: the gated units' gate pairs (backend/gates.h).
+RawTensor gated(ExecContext& ctx, const GateFn& fn, const RawTensor& up, const RawTensor& gate);
+void gatedVjp(ExecContext& ctx, const GateFn& fn, const RawTensor& gy, const RawTensor& up, const RawTensor& gate,
+              const RawTensor& gup, const RawTensor& ggate);
+
+// rope.cpp: rotary rows, their tables (made on the host), rmsNorm·weight fused before them.
+RawTensor ropeRows(ExecContext& ctx, const RawTensor& x, const RawTensor& cos, const RawTensor& sin,
+                   Kernels::RopePairs pairs, bool inverse);
+Kernels::RopeTables ropeTables(ExecContext& ctx, Tag position, Tag dim, int64_t T, int64_t D, double base,
+                               int64_t offset);
+Kernels::RmsRopeRows rmsNormRopeRows(ExecContext& ctx, const RawTensor& x, const RawTensor& w, const RawTensor& cos,
+                                     const RawTensor& sin, double eps);
+Kernels::RmsRopeGrads rmsNormRopeRowsVjp(ExecContext& ctx, const Kernels::RmsRopeRows& saved, const RawTensor& w,
+                                         const RawTensor& cos, const RawTensor& sin, const RawTensor& gy,
+                                         bool need_x, bool need_w);
 
 // memory.cpp: fills, strided copies between device buffers, and uploads from the host.
 void fill(ExecContext& ctx, const RawTensor& dst, double value);
@@ -26,6 +50,8 @@ void copy(ExecContext& ctx, const RawTensor& src, const RawTensor& dst);
 
 // reduce.cpp
 RawTensor sumAxes(ExecContext& ctx, const RawTensor& a, const Tags& axes);
+/// along.cpp
+Kernels::Along reduceAlong(ExecContext& ctx, Kernels::AlongAxis op, const RawTensor& a, Tag axis);
 /// The f32 scalar (Σ loss)/denom of an f32 loss (the sum in f32, in a tree).
 RawTensor reduceLoss(ExecContext& ctx, const RawTensor& loss, double denom);
 

@@ -24,7 +24,9 @@ class WebgpuKernels final : public Kernels {
   void addInto(ExecContext& ctx, const RawTensor& dst, const RawTensor& src) const override { webgpu::addInto(ctx, dst, src); }
   RawTensor contract(ExecContext& ctx, const RawTensor& a, const RawTensor& b, const Tags& contracted, const RawTensor& initial) const override { return webgpu::contract(ctx, a, b, contracted, initial); }
   RawTensor contractF64(ExecContext&, const RawTensor&, const RawTensor&, const Tags&) const override { unsupported("f64 contractions (WGSL has no f64)"); }
-  Along reduceAlong(ExecContext&, AlongAxis, const RawTensor&, Tag) const override { unsupported("reduceAlong"); }
+  Along reduceAlong(ExecContext& ctx, AlongAxis op, const RawTensor& a, Tag axis) const override {
+    return webgpu::reduceAlong(ctx, op, a, axis);
+  }
   RawTensor reduceF64(ExecContext&, F64Line, const RawTensor&, const Tags&, double) const override { unsupported("reduceF64"); }
   RawTensor pNormVjp(ExecContext&, const RawTensor&, const RawTensor&, const RawTensor&, double) const override { unsupported("pNormVjp"); }
   RawTensor cumprodRows(ExecContext&, const RawTensor&) const override { unsupported("cumprodRows"); }
@@ -92,10 +94,22 @@ class WebgpuKernels final : public Kernels {
   RawTensor normRowsVjp(ExecContext& ctx, Norm kind, const NormRows& saved, const RawTensor& gy) const override {
     return webgpu::normRowsVjp(ctx, kind, saved, gy);
   }
-  RawTensor ropeRows(ExecContext&, const RawTensor&, const RawTensor&, const RawTensor&, RopePairs, bool) const override { unsupported("ropeRows"); }
-  RopeTables ropeTables(ExecContext&, Tag, Tag, int64_t, int64_t, double, int64_t) const override { unsupported("ropeTables"); }
-  RmsRopeRows rmsNormRopeRows(ExecContext&, const RawTensor&, const RawTensor&, const RawTensor&, const RawTensor&, double) const override { unsupported("rmsNormRopeRows"); }
-  RmsRopeGrads rmsNormRopeRowsVjp(ExecContext&, const RmsRopeRows&, const RawTensor&, const RawTensor&, const RawTensor&, const RawTensor&, bool, bool) const override { unsupported("rmsNormRopeRowsVjp"); }
+  RawTensor ropeRows(ExecContext& ctx, const RawTensor& x, const RawTensor& cos, const RawTensor& sin, RopePairs pairs,
+                     bool inverse) const override {
+    return webgpu::ropeRows(ctx, x, cos, sin, pairs, inverse);
+  }
+  RopeTables ropeTables(ExecContext& ctx, Tag position, Tag dim, int64_t T, int64_t D, double base,
+                        int64_t offset) const override {
+    return webgpu::ropeTables(ctx, position, dim, T, D, base, offset);
+  }
+  RmsRopeRows rmsNormRopeRows(ExecContext& ctx, const RawTensor& x, const RawTensor& w, const RawTensor& cos,
+                              const RawTensor& sin, double eps) const override {
+    return webgpu::rmsNormRopeRows(ctx, x, w, cos, sin, eps);
+  }
+  RmsRopeGrads rmsNormRopeRowsVjp(ExecContext& ctx, const RmsRopeRows& saved, const RawTensor& w, const RawTensor& cos,
+                                  const RawTensor& sin, const RawTensor& gy, bool need_x, bool need_w) const override {
+    return webgpu::rmsNormRopeRowsVjp(ctx, saved, w, cos, sin, gy, need_x, need_w);
+  }
   IndexFault firstLabelOutside(ExecContext& ctx, const RawTensor& labels, int64_t classes,
                                std::optional<int64_t> ignore) const override {
     return webgpu::firstIndexOutside(ctx, labels, classes, ignore);
@@ -124,8 +138,13 @@ class WebgpuKernels final : public Kernels {
                               bool need_k, bool need_v) const override {
     return webgpu::attentionVjp(ctx, g, q, k, v, probs, gy, need_q, need_k, need_v);
   }
-  RawTensor gated(ExecContext&, const GateFn&, const RawTensor&, const RawTensor&) const override { unsupported("gated"); }
-  void gatedVjp(ExecContext&, const GateFn&, const RawTensor&, const RawTensor&, const RawTensor&, const RawTensor&, const RawTensor&) const override { unsupported("gatedVjp"); }
+  RawTensor gated(ExecContext& ctx, const GateFn& fn, const RawTensor& up, const RawTensor& gate) const override {
+    return webgpu::gated(ctx, fn, up, gate);
+  }
+  void gatedVjp(ExecContext& ctx, const GateFn& fn, const RawTensor& gy, const RawTensor& up, const RawTensor& gate,
+                const RawTensor& gup, const RawTensor& ggate) const override {
+    webgpu::gatedVjp(ctx, fn, gy, up, gate, gup, ggate);
+  }
   std::vector<int64_t> readI64(ExecContext&, const RawTensor&) const override { unsupported("host reads (device reads are async)"); }
   RawTensor band(ExecContext&, const RawTensor&, Tag, Tag, int64_t, int64_t) const override { unsupported("band"); }
   void scatterAddView(ExecContext&, const RawTensor&, const RawTensor&) const override { unsupported("scatterAddView"); }

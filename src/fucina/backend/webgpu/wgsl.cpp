@@ -144,7 +144,55 @@ std::string prelude(int uniform_binding) {
          "  let m = pow(-a, e);\n"
          "  return select(m, -m, abs(e) % 2.0 == 1.0);\n"
          "}\n"
-         "fn exp_shifted(a: f32, b: f32) -> f32 { return select(exp(a - b), 0.0, is_neg_inf(b)); }\n";
+         "fn exp_shifted(a: f32, b: f32) -> f32 { return select(exp(a - b), 0.0, is_neg_inf(b)); }\n"
+         // WGSL's sin and cos promise only an absolute error of 2^-11 on [-π, π] (SwiftShader's
+         // are that coarse): a Cody-Waite reduction by π/2 in three parts, then Cephes' f32
+         // polynomials on [-π/4, π/4], within a few ulp of std::sin while |x| < 2^15·π/2.
+         "fn sin_quadrant(x: f32, shift: i32) -> f32 {\n"
+         "  let q = round(x * 0.6366197723675814);\n"
+         "  let r = ((x - q * 1.5703125) - q * 4.837512969970703125e-4) - q * 7.549789948768648e-8;\n"
+         "  let z = r * r;\n"
+         "  let s = r + r * z * (-1.6666654611e-1 + z * (8.3321608736e-3 + z * -1.9515295891e-4));\n"
+         "  let c = 1.0 - 0.5 * z + z * z * (4.166664568298827e-2 + z * (-1.388731625493765e-3 + z * 2.443315711809948e-5));\n"
+         "  let k = (i32(q) + shift) & 3;\n"
+         "  let v = select(s, c, (k & 1) == 1);\n"
+         "  return select(select(v, -v, k >= 2), nan(), !is_finite(x));\n"
+         "}\n"
+         "fn sin_(x: f32) -> f32 { return sin_quadrant(x, 0); }\n"
+         "fn cos_(x: f32) -> f32 { return sin_quadrant(x, 1); }\n"
+         // expm1 and log1p from exp and log without cancellation (Kahan's corrections).
+         "fn expm1_(x: f32) -> f32 {\n"
+         "  let e = exp(x);\n"
+         "  if (e == 1.0 || !is_finite(e)) { return select(e, x, e == 1.0); }\n"
+         "  let d = e - 1.0;\n"
+         "  if (d == -1.0) { return -1.0; }\n"
+         "  return d * x / log(e);\n"
+         "}\n"
+         "fn log1p_(x: f32) -> f32 {\n"
+         "  let v = 1.0 + x;\n"
+         "  if (v == 1.0 || !is_finite(v) || v == 0.0) { return select(log(v), x, v == 1.0); }\n"
+         "  return log(v) * x / (v - 1.0);\n"
+         "}\n"
+         "fn quick_gelu_grad(a: f32) -> f32 { let s = sigmoid(1.702 * a); return s + 1.702 * a * s * (1.0 - s); }\n"
+         // floor, ceil, round half to even, sign (±0 and NaN kept): Rounding's modes 0..3.
+         "fn rounding(a: f32, mode: f32) -> f32 {\n"
+         "  if (mode == 0.0) { return floor(a); }\n"
+         "  if (mode == 1.0) { return ceil(a); }\n"
+         "  if (mode == 2.0) { return round(a); }\n"
+         "  return select(select(a, -1.0, a < 0.0), 1.0, a > 0.0);\n"
+         "}\n"
+         // FastTanh's ratio (elementwise_table.h), its clamps passing NaN.
+         "fn fast_tanh(a: f32) -> f32 {\n"
+         "  let x = clamp_(a, -7.0, 7.0);\n  let z = x * x;\n"
+         "  let p = (((z + 990.0) * z + 135135.0) * z + 4729725.0) * z + 34459425.0;\n"
+         "  let q = (((45.0 * z + 13860.0) * z + 945945.0) * z + 16216200.0) * z + 34459425.0;\n"
+         "  return clamp_(x * p / q, -1.0, 1.0);\n"
+         "}\n"
+         "fn huber(d: f32, delta: f32) -> f32 { return select(delta * (d - 0.5 * delta), 0.5 * d * d, d <= delta); }\n"
+         "fn kl_div(x: f32, t: f32, log_target: f32) -> f32 {\n"
+         "  if (log_target != 0.0) { return exp(t) * (t - x); }\n"
+         "  return select(0.0, t * (log(t) - x), t > 0.0);\n"
+         "}\n";
 }
 
 std::string readBinding(int b, const std::string& name, const std::string& type) {
@@ -176,10 +224,12 @@ std::string rowKernelHead() {
          "  let base = row * n;\n";
 }
 
-void dispatchRows(const std::string& source, std::span<const uint32_t> buffers, const RowLayout& l, float param) {
+void dispatchRows(const std::string& source, std::span<const uint32_t> buffers, const RowLayout& l, float param,
+                  std::span<const uint32_t> extra) {
   if (l.rows == 0 || l.n == 0) return;
   Uniforms u;
   u.u(static_cast<uint64_t>(l.rows)).u(static_cast<uint64_t>(l.n)).f(param);
+  for (const uint32_t w : extra) u.u(w);
   const int64_t x = std::min<int64_t>(l.rows, Gpu::kMaxGroups), y = (l.rows + x - 1) / x;
   Gpu::get().dispatch(Gpu::get().pipeline(source), buffers, u.words, static_cast<uint32_t>(x), static_cast<uint32_t>(y));
 }

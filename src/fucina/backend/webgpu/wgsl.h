@@ -90,8 +90,10 @@ void dispatchLinear(uint32_t pipeline, std::span<const uint32_t> buffers, const 
 /// defined, and `reduce(l, v, take_max)`, which combines every invocation's v in a tree and
 /// returns it to all (every invocation must call it: it has barriers). The caller closes main.
 std::string rowKernelHead();
-/// Dispatches a row kernel over l.rows workgroups (two dimensions past 65535); uf(2u) is param.
-void dispatchRows(const std::string& source, std::span<const uint32_t> buffers, const RowLayout& l, float param = 0);
+/// Dispatches a row kernel over l.rows workgroups (two dimensions past 65535); uf(2u) is param,
+/// and words 3... the extra ones.
+void dispatchRows(const std::string& source, std::span<const uint32_t> buffers, const RowLayout& l, float param = 0,
+                  std::span<const uint32_t> extra = {});
 /// DTypeMismatch unless f32, InvalidArgument unless contiguous: the row kernels' operands.
 void requireRows(const RawTensor& t, const char* what);
 /// t when it is contiguous from its buffer's first element, else a copy that is: kernels that

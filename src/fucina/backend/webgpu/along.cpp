@@ -1,0 +1,127 @@
+// Reductions and scans along one axis (Kernels::reduceAlong), as the reference states them: the
+// axis is moved last (a contiguous copy where it is not), then each row is one workgroup (max,
+// min, prod: partial results of 256 invocations combined in a tree) or one invocation walking it
+// in order (cumsum, its reverse, prodOthers). In f32, where the host's prod and cumsum use f64.
+#include <string>
+
+#include "fucina/backend/webgpu/primitives.h"
+#include "fucina/backend/webgpu/wgsl.h"
+#include "fucina/core/error.h"
+#include "fucina/exec/context.h"
+
+namespace fucina::backend::webgpu {
+namespace {
+
+using A = Kernels::AlongAxis;
+
+// The first extremum of each row and its position; NaN wins (the first NaN). Each invocation
+// keeps the best of its elements, in order; the tree prefers NaN, then the better value, then
+// the lower position, so the result is the sequential scan's.
+std::string extremumSource(bool max) {
+  return prelude(3) + readBinding(0, "x") + writeBinding(1, "val") + writeBinding(2, "idx") +
+         "var<workgroup> bv: array<f32, 256>;\nvar<workgroup> bi: array<u32, 256>;\n"
+         "const none = 0xffffffffu;\n"
+         "fn is_nan_(v: f32) -> bool { return !is_finite(v) && (bitcast<u32>(v) & 0x7fffffu) != 0u; }\n"
+         // Whether (v at i) takes the place of (w at j), w being held (j != none).
+         "fn wins(v: f32, i: u32, w: f32, j: u32) -> bool {\n"
+         "  if (is_nan_(v) || is_nan_(w)) { return is_nan_(v) && (!is_nan_(w) || i < j); }\n"
+         "  return v " + std::string(max ? ">" : "<") + " w || (v == w && i < j);\n"
+         "}\n"
+         "@compute @workgroup_size(256) fn main(@builtin(local_invocation_index) l: u32, "
+         "@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) ng: vec3u) {\n"
+         "  let row = wg.x + wg.y * ng.x;\n"
+         "  if (row >= uw(0u)) { return; }\n"
+         "  let n = uw(1u);\n  let base = row * n;\n"
+         "  var v = 0.0;\n  var at = none;\n"
+         "  for (var i = l; i < n; i = i + 256u) {\n"
+         "    if (at == none || wins(x[base + i], i, v, at)) { v = x[base + i]; at = i; }\n"
+         "  }\n"
+         "  bv[l] = v;\n  bi[l] = at;\n"
+         "  workgroupBarrier();\n"
+         "  for (var w = 128u; w > 0u; w = w >> 1u) {\n"
+         "    if (l < w && bi[l + w] != none && (bi[l] == none || wins(bv[l + w], bi[l + w], bv[l], bi[l]))) {\n"
+         "      bv[l] = bv[l + w];\n      bi[l] = bi[l + w];\n"
+         "    }\n"
+         "    workgroupBarrier();\n"
+         "  }\n"
+         "  if (l == 0u) { val[row] = bv[0]; idx[row] = f32(bi[0]); }\n"
+         "}\n";
+}
+
+std::string prodSource() {
+  return prelude(2) + readBinding(0, "x") + writeBinding(1, "out") +
+         "var<workgroup> part: array<f32, 256>;\n"
+         "@compute @workgroup_size(256) fn main(@builtin(local_invocation_index) l: u32, "
+         "@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) ng: vec3u) {\n"
+         "  let row = wg.x + wg.y * ng.x;\n"
+         "  if (row >= uw(0u)) { return; }\n"
+         "  let n = uw(1u);\n  let base = row * n;\n"
+         "  var p = 1.0;\n"
+         "  for (var i = l; i < n; i = i + 256u) { p = p * x[base + i]; }\n"
+         "  part[l] = p;\n"
+         "  workgroupBarrier();\n"
+         "  for (var w = 128u; w > 0u; w = w >> 1u) {\n"
+         "    if (l < w) { part[l] = part[l] * part[l + w]; }\n"
+         "    workgroupBarrier();\n"
+         "  }\n"
+         "  if (l == 0u) { out[row] = part[0]; }\n"
+         "}\n";
+}
+
+// One invocation per row (uniforms: rows, n).
+std::string scanSource(A op) {
+  std::string body;
+  switch (op) {
+    case A::cumsum: body = "  var s = 0.0;\n  for (var i = 0u; i < n; i = i + 1u) { s = s + x[base + i]; y[base + i] = s; }\n"; break;
+    case A::cumsumReverse:
+      body = "  var s = 0.0;\n  for (var i = n; i > 0u; i = i - 1u) { s = s + x[base + i - 1u]; y[base + i - 1u] = s; }\n";
+      break;
+    default:  // prodOthers: the product before each element, then times the product after it
+      body = "  var p = 1.0;\n  for (var i = 0u; i < n; i = i + 1u) { y[base + i] = p; p = p * x[base + i]; }\n"
+             "  p = 1.0;\n  for (var i = n; i > 0u; i = i - 1u) { y[base + i - 1u] = y[base + i - 1u] * p; p = p * x[base + i - 1u]; }\n";
+  }
+  return prelude(2) + readBinding(0, "x") + writeBinding(1, "y") + kMainSignature + " {\n  " + kLinearIndex +
+         "\n  if (i >= uw(0u)) { return; }\n  let n = uw(1u);\n  let base = i * n;\n" + body + "}\n";
+}
+
+}  // namespace
+
+Kernels::Along reduceAlong(ExecContext& ctx, A op, const RawTensor& a, Tag axis) {
+  requireF32(a, "reduceAlong");
+  Tags order, tags;
+  Extents shape;
+  for (size_t i = 0; i < a.rank(); ++i)
+    if (a.tags()[i] != axis) tags.push_back(a.tags()[i]), shape.push_back(a.shape()[i]);
+  order = tags;
+  order.push_back(axis);
+  const RawTensor in = whole(ctx, a.permuted(order));
+  const int64_t n = a.extent(axis), rows = numelOf(shape);
+  const bool keep = op == A::cumsum || op == A::cumsumReverse || op == A::prodOthers;
+  Kernels::Along r;
+  r.values = keep ? RawTensor::empty(ctx, in.tags(), in.shape()) : RawTensor::empty(ctx, tags, shape);
+  if (op == A::max || op == A::min) r.index = RawTensor::empty(ctx, tags, shape);
+  if (rows == 0 || n == 0) {  // an extremum of an empty axis is refused by its ops
+    if (op == A::prod && rows > 0) fill(ctx, r.values, 1.0);
+    if (keep) r.values = r.values.permuted(a.tags());
+    return r;
+  }
+  const RowLayout l{rows, n};
+  const uint32_t in_buf = bufferOf(in, "reduceAlong"), out_buf = bufferOf(r.values, "reduceAlong");
+  if (op == A::max || op == A::min) {
+    const uint32_t buffers[3] = {in_buf, out_buf, bufferOf(r.index, "reduceAlong")};
+    dispatchRows(extremumSource(op == A::max), buffers, l);
+    return r;
+  }
+  const uint32_t buffers[2] = {in_buf, out_buf};
+  if (op == A::prod) {
+    dispatchRows(prodSource(), buffers, l);
+    return r;
+  }
+  Uniforms u;
+  u.u(static_cast<uint64_t>(rows)).u(static_cast<uint64_t>(n));
+  dispatchLinear(Gpu::get().pipeline(scanSource(op)), buffers, u, rows);
+  r.values = whole(ctx, r.values.permuted(a.tags()));  // back in a's order
+  return r;
+}
+
+}  // namespace fucina::backend::webgpu

@@ -1,0 +1,18 @@
+// The webgpu device in Node for the suites: Dawn (the npm package webgpu) over chromium's
+// SwiftShader, so kernels run on the CPU here (their times mean nothing; their values and the
+// counters do). One engine per variant per test file.
+import { init } from './helpers.mjs';
+
+process.env.VK_ICD_FILENAMES ??= '/usr/lib/chromium/vk_swiftshader_icd.json';
+const { create } = await import('webgpu');
+
+const engines = new Map();
+/** The engine of this variant with the webgpu device as its default. */
+export async function gpuEngine(variant) {
+  if (!engines.has(variant)) {
+    engines.set(variant, await init({ variant, device: 'webgpu', gpu: create([]), threads: variant === 'simd' ? undefined : 2 }));
+  }
+  return engines.get(variant);
+}
+
+export { create };
