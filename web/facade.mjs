@@ -389,7 +389,7 @@ class Fucina {
     }
     const raw = await pending;
     if (dtype === 'f32') return new Float32Array(raw);
-    const View = { i32: Int32Array, i64: BigInt64Array, f64: Float64Array }[dtype];
+    const View = { i32: Int32Array, i64: BigInt64Array, f64: Float64Array, u8: Uint8Array }[dtype];
     if (!View) throw new FucinaError('UnsupportedOnDevice', `UnsupportedOnDevice: data() of a ${dtype} device tensor`);
     return Float32Array.from(new View(raw), Number);
   }

@@ -152,18 +152,19 @@ export class GpuShim {
    * be reused by later work), the values arrive when the device has run everything before it. */
   async read(id, offset, bytes) {
     if (this.lost) throw new FucinaError('DeviceLost', `DeviceLost: ${this.lost}`);
-    const size = Math.max(4, Math.ceil(bytes / 4) * 4);
+    const skip = offset % 4;  // a copy starts on a word: a u8 view may not
+    const size = Math.max(4, Math.ceil((skip + bytes) / 4) * 4);
     const faultAt = Math.ceil(size / 8) * 8;  // a mapped range starts at a multiple of 8
     this.#flush();
     const staging = this.#device.createBuffer({ size: faultAt + FAULT_BYTES, usage: MAP_READ | COPY_DST });
     const encoder = this.#device.createCommandEncoder();
-    encoder.copyBufferToBuffer(this.#buffer(id), offset, staging, 0, size);
+    encoder.copyBufferToBuffer(this.#buffer(id), offset - skip, staging, 0, size);
     encoder.copyBufferToBuffer(this.#buffer(this.#faultId), 0, staging, faultAt, FAULT_BYTES);
     this.#device.queue.submit([encoder.finish()]);
     this.submits += 1;
     try {
       await staging.mapAsync(MAP_MODE_READ);
-      const out = staging.getMappedRange(0, size).slice(0, bytes);
+      const out = staging.getMappedRange(0, size).slice(skip, skip + bytes);
       const fault = new Uint32Array(staging.getMappedRange(faultAt, FAULT_BYTES).slice(0));
       staging.unmap();
       this.downloadedBytes += bytes;

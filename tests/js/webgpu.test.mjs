@@ -264,6 +264,51 @@ for (const variant of VARIANTS) {
     compare(out, 5e-5);
   });
 
+  test(`webgpu (${variant}): gathers and scatters along an axis match the cpu: repeated indices, i32 indices, strided tables`, async () => {
+    const fc = await gpuEngine(variant);
+    const ids = Array.from({ length: 3 * 40 }, (_, i) => (i * 7) % 9);  // every target hit several times
+    const out = await onBoth(fc, (fc) => {
+      const table = fc.variable(['c', 'r'], [9, 3], values(27, 51)).permuteTo(['r', 'c']);  // strided
+      const ix64 = fc.constant(['r', 'c'], [3, 40], ids, 'i64');
+      const ix32 = fc.constant(['r', 'c'], [3, 40], ids, 'i32');
+      const g = table.gather('c', ix64), t = table.takeAlongAxis('c', ix32);
+      const src = fc.variable(['r', 'c'], [3, 40], values(120, 52));
+      const added = fc.zeros(['r', 'c'], [3, 9]).scatterAdd('c', ix64, src);  // repeats add in order
+      const written = fc.zeros(['r', 'c'], [3, 9]).scatter('c', ix32, src);  // the last write wins
+      const w = fc.constant(['r', 'c'], [3, 40], values(120, 53));
+      g.mul(w).sumAll().add(t.sumAll()).add(added.mul(added).sumAll()).add(written.sumAll()).backward();
+      return { g, t, added, written, gtable: table.grad(), gsrc: src.grad() };
+    });
+    compare(out, 2e-5);
+  });
+
+  test(`webgpu (${variant}): truth values, bands and u8 masks match the cpu: NaN, i64 pairs, long and empty rows, odd offsets`, async () => {
+    const fc = await gpuEngine(variant);
+    const raw = values(3 * 301, 61).map((v, i) => (i % 17 === 0 ? NaN : i % 13 === 0 ? Infinity : Math.round(v * 4) / 4));
+    const big = [2 ** 40 + 1, -(2 ** 40), 5, -1, 2 ** 40, 7];
+    const out = await onBoth(fc, (fc) => {
+      const x = fc.constant(['r', 'c'], [3, 301], raw);
+      const y = fc.constant(['c', 'r'], [301, 3], values(903, 62).map((v) => Math.round(v * 4) / 4)).permuteTo(['r', 'c']);
+      const p = fc.constant(['i'], [6], big, 'i64'), q = fc.constant(['i'], [6], [2 ** 40, -(2 ** 40), 5, 0, 2 ** 40 + 1, 7], 'i64');
+      const lt = x.compare(y, 'lt'), nan = x.isnan();
+      const mask = x.compare(y, 'ge');
+      const a = fc.variable(['r', 'c'], [3, 301], values(903, 63));
+      const picked = fc.where(mask, a, a.neg());  // a u8 mask, widened on the device
+      picked.sumAll().backward();
+      return {
+        lt: lt.to('f32'), nan: nan.to('f32'), ne: x.compare(y, 'ne').to('f32'), fin: x.isfinite().to('f32'),
+        xor: lt.logicalXor(nan).to('f32'), anyRows: lt.any('c').to('f32'), allRows: x.isfinite().all('c').to('f32'),
+        emptyAny: fc.zeros(['r', 'c'], [4, 0]).isnan().any('c').to('f32'), emptyAll: fc.zeros(['r', 'c'], [4, 0]).isnan().all('c').to('f32'),
+        i64: fc.stack([p.compare(q, 'lt'), p.compare(q, 'eq'), p.compare(q, 'ge')], 'k').to('f32'),
+        band: fc.bandMask('i', 'j', 7, 9, 2, 1).to('f32'), tril: a.tril('r', 'c', 1), triu: a.permuteTo(['c', 'r']).triu('r', 'c', -1),
+        odd: nan.narrow('c', 3, 50).to('f32'), picked, ga: a.grad(),
+      };
+    });
+    compare(out, 0);
+    const odd = fc.constant(['c'], [9], [0, 1, NaN, 3, NaN, NaN, 6, 7, NaN]).isnan().narrow('c', 1, 6);
+    assert.deepEqual(Array.from(await odd.data()), [0, 1, 0, 1, 1, 0], 'a u8 view from an odd byte');
+  });
+
   test(`webgpu (${variant}): convolutions and their VJPs match the cpu: strides, padding, dilation, groups, both layouts`, async () => {
     const fc = await gpuEngine(variant);
     const out = await onBoth(fc, (fc) => {

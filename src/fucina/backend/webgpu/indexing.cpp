@@ -69,6 +69,39 @@ std::string updateSource(Kernels::RowUpdate how) {
          "  }\n}\n";
 }
 
+// gatherAlong: out[i] = table[offset of i without the axis + index[i]·axis stride] over index's
+// positions (operand 0: the table, its axis stride 0). Words from kParamWord: n, the axis stride
+// (signed, as every stride: a flipped view's are negative).
+std::string gatherSource() {
+  const std::string p = std::to_string(kParamWord);
+  return prelude(3) + readBinding(0, "table") + readBinding(1, "ix", "u32") + writeBinding(2, "out") + kIndexAt +
+         kMainSignature + " {\n  " + kLinearIndex + "\n  if (i >= uw(0u)) { return; }\n"
+         "  out[i] = table[u32(i32(strided(i, 0u)) + i32(index_at(i, uw(" + p + "u))) * ui(" + p + "u + 1u))];\n}\n";
+}
+
+// scatterAlong: one invocation per line of index's positions along the axis (operands 0..2: the
+// index, src and dst over the other axes), walking it in order, so repeated targets add (or the
+// last assignment wins) in row-major order with no atomics. Words from kParamWord: K (the index's
+// extent along the axis), n (dst's), then the axis strides of index, src and dst.
+std::string scatterSource(bool add) {
+  const std::string p = std::to_string(kParamWord);
+  return prelude(3) + readBinding(0, "ix", "u32") + readBinding(1, "src") + writeBinding(2, "dst") + kIndexAt +
+         kMainSignature + " {\n  " + kLinearIndex + "\n  if (i >= uw(0u)) { return; }\n"
+         "  let oi = strided(i, 0u);\n  let os = strided(i, 1u);\n  let od = strided(i, 2u);\n"
+         "  for (var q = 0u; q < uw(" + p + "u); q = q + 1u) {\n"
+         "    let d = u32(i32(od) + i32(index_at(oi + q * uw(" + p + "u + 2u), uw(" + p + "u + 1u))) * ui(" + p + "u + 4u));\n"
+         "    let v = src[u32(i32(os) + i32(q) * ui(" + p + "u + 3u))];\n"
+         "    dst[d] = " + (add ? "dst[d] + v" : "v") + ";\n"
+         "  }\n}\n";
+}
+
+// index as contiguous i64 from its buffer's start (an i32 index widened).
+RawTensor indexOf(ExecContext& ctx, const RawTensor& index) {
+  if (index.dtype() != DType::i64 && index.dtype() != DType::i32)
+    fail(ErrorCode::DTypeMismatch, "indices must be i32 or i64, got " + std::string(name(index.dtype())));
+  return index.dtype() == DType::i64 ? whole(ctx, index) : index.to(ctx, DType::i64);
+}
+
 void requireIndex(const RawTensor& index, const char* what) {
   if (index.dtype() != DType::i64 || !index.isContiguous())
     unsupported(std::string(what) + " at " + std::string(name(index.dtype())) + " indices " + index.describe() +
@@ -136,6 +169,58 @@ void updateRows(ExecContext& ctx, const RawTensor& dst, Tag axis, const RawTenso
   Uniforms u = rowUniforms(count, n, k, inner);
   u.u(static_cast<uint64_t>(blocks)).u(static_cast<uint64_t>(rows_per));
   dispatchLinear(Gpu::get().pipeline(updateSource(how)), buffers, u, count);
+}
+
+}  // namespace fucina::backend::webgpu
+
+namespace fucina::backend::webgpu {
+
+RawTensor gatherAlong(ExecContext& ctx, const RawTensor& table_in, Tag axis, const RawTensor& index_in) {
+  requireF32(table_in, "gatherAlong");
+  const RawTensor index = indexOf(ctx, index_in);
+  RawTensor out = RawTensor::empty(ctx, index.tags(), index.shape());
+  if (out.numel() == 0) return out;
+  const RawTensor table = table_in.permuted(index.tags());
+  const size_t a = index.axis(axis);
+  std::vector<int64_t> strides = table.strides();
+  const int64_t axis_stride = strides[a], n = table.shape()[a];
+  strides[a] = 0;
+  Uniforms u = stridedLayout(index.shape(), {strides}, {table.offset()}).uniforms();
+  u.set(kParamWord, static_cast<uint32_t>(n)).set(kParamWord + 1, static_cast<uint32_t>(static_cast<int32_t>(axis_stride)));
+  const uint32_t buffers[3] = {bufferOf(table, "gatherAlong"), bufferOf(index, "gatherAlong"), bufferOf(out, "gatherAlong")};
+  dispatchLinear(Gpu::get().pipeline(gatherSource()), buffers, u, out.numel());
+  return out;
+}
+
+void scatterAlong(ExecContext& ctx, const RawTensor& dst_in, Tag axis, const RawTensor& index_in,
+                  const RawTensor& src_in, bool add) {
+  requireF32(dst_in, "scatterAlong");
+  requireF32(src_in, "scatterAlong");
+  const RawTensor index = indexOf(ctx, index_in);
+  if (index.numel() == 0) return;
+  const RawTensor dst = dst_in.permuted(index.tags());
+  // A buffer is bound for reading or for writing in one dispatch: a source in dst's buffer is copied.
+  const RawTensor src = (bufferOf(src_in, "scatterAlong") == bufferOf(dst, "scatterAlong") ? src_in.clone(ctx) : src_in)
+                            .permuted(index.tags());
+  const size_t a = index.axis(axis);
+  const auto contiguous = [&] {  // the index's own strides (it is contiguous)
+    std::vector<int64_t> st(index.rank());
+    for (size_t d = index.rank(), s = 1; d-- > 0;) st[d] = static_cast<int64_t>(s), s *= static_cast<size_t>(index.shape()[d]);
+    return st;
+  }();
+  std::vector<std::vector<int64_t>> strides{contiguous, src.strides(), dst.strides()};
+  const int64_t ix_stride = strides[0][a], src_stride = strides[1][a], dst_stride = strides[2][a];
+  for (auto& st : strides) st[a] = 0;
+  Extents lines = index.shape();
+  const int64_t K = lines[a];
+  lines[a] = 1;
+  Uniforms u = stridedLayout(lines, strides, {0, src.offset(), dst.offset()}).uniforms();
+  u.set(kParamWord, static_cast<uint32_t>(K)).set(kParamWord + 1, static_cast<uint32_t>(dst.shape()[a]));
+  u.set(kParamWord + 2, static_cast<uint32_t>(ix_stride));
+  u.set(kParamWord + 3, static_cast<uint32_t>(static_cast<int32_t>(src_stride)));
+  u.set(kParamWord + 4, static_cast<uint32_t>(static_cast<int32_t>(dst_stride)));
+  const uint32_t buffers[3] = {bufferOf(index, "scatterAlong"), bufferOf(src, "scatterAlong"), bufferOf(dst, "scatterAlong")};
+  dispatchLinear(Gpu::get().pipeline(scatterSource(add)), buffers, u, numelOf(lines));
 }
 
 }  // namespace fucina::backend::webgpu

@@ -13,8 +13,8 @@
 namespace fucina::backend::webgpu {
 namespace {
 
-// The 32-bit words of one element of dtype, or UnsupportedOnDevice for the dtypes narrower
-// than a word (a kernel cannot write part of one without atomics) and q8_0.
+// The 32-bit words of one element of dtype, or UnsupportedOnDevice for q8_0 and the 16-bit dtypes
+// (u8, narrower too, is written byte by byte with atomics: byteSource).
 uint32_t wordsOf(DType dtype, const char* what) {
   const size_t size = dtype == DType::q8_0 ? 0 : elementSize(dtype);
   if (size != 4 && size != 8) unsupported(std::string(what) + " of " + std::string(name(dtype)) + " elements");
@@ -38,16 +38,28 @@ std::string copySource(uint32_t words) {
   return src + "}\n";
 }
 
-// Conversions among f32, i32 and i64, as the host's (backend/element_io.h): float to integer
-// truncates toward zero and saturates, NaN becoming 0; i64 to i32 saturates. An i64 is two words,
+// u8 elements are bytes of words that other invocations write too: each is set with an atomic
+// clear and an atomic or of its own byte (a fill's value, or the source's byte).
+std::string byteSource(bool fill) {
+  std::string src = prelude(fill ? 1 : 2) + (fill ? "" : readBinding(0, "src", "u32")) + "@group(0) @binding(" +
+                    (fill ? "0" : "1") + ") var<storage, read_write> dst: array<atomic<u32>>;\n" + kMainSignature +
+                    " {\n  " + kLinearIndex + "\n  if (i >= uw(0u)) { return; }\n";
+  src += fill ? "  let b = uw(" + std::to_string(kParamWord) + "u) & 0xffu;\n  let d = strided(i, 0u);\n"
+              : "  let s = strided(i, 0u);\n  let b = (src[s / 4u] >> (8u * (s % 4u))) & 0xffu;\n  let d = strided(i, 1u);\n";
+  return src + "  let shift = 8u * (d % 4u);\n"
+               "  atomicAnd(&dst[d / 4u], ~(0xffu << shift));\n  atomicOr(&dst[d / 4u], b << shift);\n}\n";
+}
+
+// Conversions among f32, i32 and i64, and from u8 to them, as the host's (backend/element_io.h):
+// float to integer truncates toward zero and saturates, NaN becoming 0; i64 to i32 saturates. An i64 is two words,
 // low first; read as a float it is hi·2^32 + lo.
 bool converts(DType from, DType to) {
   const auto word = [](DType t) { return t == DType::f32 || t == DType::i32 || t == DType::i64; };
-  return from != to && word(from) && word(to);
+  return from != to && (word(from) || from == DType::u8) && word(to);
 }
 
 std::string convertSource(DType from, DType to) {
-  const uint32_t in_words = from == DType::i64 ? 2 : 1, out_words = to == DType::i64 ? 2 : 1;
+  const uint32_t in_words = from == DType::i64 ? 2 : 1, out_words = to == DType::i64 ? 2 : 1;  // u8: in bytes
   std::string src = prelude(2) + readBinding(0, "src", "u32") + writeBinding(1, "dst", "u32") +
                     // f32 to i64 words: the magnitude's, negated in two's complement.
                     "fn f32_to_i64(v: f32) -> vec2u {\n"
@@ -62,7 +74,11 @@ std::string convertSource(DType from, DType to) {
                     kMainSignature + " {\n  " + kLinearIndex +
                     "\n  if (i >= uw(0u)) { return; }\n  let s = strided(i, 0u) * " + std::to_string(in_words) +
                     "u;\n  let d = strided(i, 1u) * " + std::to_string(out_words) + "u;\n";
-  if (from == DType::i64) {
+  if (from == DType::u8) {  // s counts bytes: the byte of its word
+    src += "  let b = (src[s / 4u] >> (8u * (s % 4u))) & 0xffu;\n";
+    if (to == DType::f32) src += "  dst[d] = bitcast<u32>(f32(b));\n";
+    else src += std::string("  dst[d] = b;\n") + (to == DType::i64 ? "  dst[d + 1u] = 0u;\n" : "");
+  } else if (from == DType::i64) {
     src += "  let lo = src[s];\n  let hi = src[s + 1u];\n";
     if (to == DType::f32) src += "  dst[d] = bitcast<u32>(f32(bitcast<i32>(hi)) * 4294967296.0 + f32(lo));\n";
     else  // i32: saturated unless hi is lo's sign extension
@@ -106,14 +122,15 @@ void upload(const RawTensor& src, const RawTensor& dst) {
 }  // namespace
 
 void fill(ExecContext&, const RawTensor& dst, double value) {
-  const uint32_t words = wordsOf(dst.dtype(), "fill");
+  const bool bytes = dst.dtype() == DType::u8;
+  const uint32_t words = bytes ? 1 : wordsOf(dst.dtype(), "fill");
   if (dst.numel() == 0) return;
   uint32_t bits[2] = {0, 0};
   io::store(reinterpret_cast<std::byte*>(bits), dst.dtype(), 0, value);
   Uniforms u = stridedLayout(dst.shape(), {dst.strides()}, {dst.offset()}).uniforms();
   for (uint32_t j = 0; j < words; ++j) u.set(kParamWord + j, bits[j]);
   const uint32_t buffer = bufferOf(dst, "fill");
-  dispatchLinear(Gpu::get().pipeline(fillSource(words)), {&buffer, 1}, u, dst.numel());
+  dispatchLinear(Gpu::get().pipeline(bytes ? byteSource(true) : fillSource(words)), {&buffer, 1}, u, dst.numel());
 }
 
 void copy(ExecContext&, const RawTensor& src, const RawTensor& dst) {
@@ -125,13 +142,14 @@ void copy(ExecContext&, const RawTensor& src, const RawTensor& dst) {
   const bool convert = converts(src.dtype(), dst.dtype());
   if (src.dtype() != dst.dtype() && !convert)
     unsupported("a conversion from " + std::string(name(src.dtype())) + " to " + std::string(name(dst.dtype())));
-  const uint32_t words = convert ? 1 : wordsOf(src.dtype(), "a copy");
+  const bool bytes = src.dtype() == DType::u8 && dst.dtype() == DType::u8;
+  const uint32_t words = convert || bytes ? 1 : wordsOf(src.dtype(), "a copy");
   const uint32_t buffers[2] = {bufferOf(src, "copy"), bufferOf(dst, "copy")};
   if (src.numel() == 0) return;
   if (buffers[0] == buffers[1]) unsupported("a copy within one buffer");
   const Uniforms u = stridedLayout(src.shape(), {src.strides(), dst.strides()}, {src.offset(), dst.offset()}).uniforms();
-  dispatchLinear(Gpu::get().pipeline(convert ? convertSource(src.dtype(), dst.dtype()) : copySource(words)), buffers, u,
-                 src.numel());
+  const std::string source = convert ? convertSource(src.dtype(), dst.dtype()) : bytes ? byteSource(false) : copySource(words);
+  dispatchLinear(Gpu::get().pipeline(source), buffers, u, src.numel());
 }
 
 }  // namespace fucina::backend::webgpu

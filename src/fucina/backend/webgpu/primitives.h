@@ -44,6 +44,12 @@ Kernels::RmsRopeGrads rmsNormRopeRowsVjp(ExecContext& ctx, const Kernels::RmsRop
                                          const RawTensor& cos, const RawTensor& sin, const RawTensor& gy,
                                          bool need_x, bool need_w);
 
+// logic.cpp: truth values (u8, packed four to a word), band masks and bands.
+RawTensor logic(ExecContext& ctx, Kernels::Logic op, const Tags& tags, const Extents& shape, Inputs ins);
+RawTensor truthRows(ExecContext& ctx, const RawTensor& truth, bool any);
+RawTensor bandMask(ExecContext& ctx, Tag row, Tag col, int64_t rows, int64_t cols, int64_t lower, int64_t upper);
+RawTensor band(ExecContext& ctx, const RawTensor& a, Tag row, Tag col, int64_t lo, int64_t hi);
+
 // memory.cpp: fills, strided copies between device buffers, and uploads from the host.
 void fill(ExecContext& ctx, const RawTensor& dst, double value);
 void copy(ExecContext& ctx, const RawTensor& src, const RawTensor& dst);
@@ -63,13 +69,17 @@ RawTensor softmaxRowsVjp(ExecContext& ctx, const RawTensor& y, const RawTensor& 
 Kernels::NormRows normRows(ExecContext& ctx, const RawTensor& x, Kernels::Norm kind, double eps);
 RawTensor normRowsVjp(ExecContext& ctx, Kernels::Norm kind, const Kernels::NormRows& saved, const RawTensor& gy);
 
-// indexing.cpp: index checks on the device (Note [Device faults]), rows at i64 indices.
+// indexing.cpp: index checks on the device (Note [Device faults]), rows at i64 indices, gathers
+// and scatters along an axis.
 /// ignore: a value that is not checked (a loss's ignored label).
 Kernels::IndexFault firstIndexOutside(ExecContext& ctx, const RawTensor& index, int64_t extent,
                                      std::optional<int64_t> ignore = std::nullopt);
 RawTensor selectRows(ExecContext& ctx, const RawTensor& table, Tag axis, const RawTensor& index);
 void updateRows(ExecContext& ctx, const RawTensor& dst, Tag axis, const RawTensor& index, const RawTensor& src,
                 Kernels::RowUpdate how);
+RawTensor gatherAlong(ExecContext& ctx, const RawTensor& table, Tag axis, const RawTensor& index);
+void scatterAlong(ExecContext& ctx, const RawTensor& dst, Tag axis, const RawTensor& index, const RawTensor& src,
+                  bool add);
 
 // loss.cpp: label losses over log-probability rows, their rows in f32 (no f64 in WGSL).
 RawTensor labelLossRows(ExecContext& ctx, const RawTensor& lp, const RawTensor& labels, double smoothing, bool plain);

@@ -37,8 +37,13 @@ class WebgpuKernels final : public Kernels {
     return webgpu::firstIndexOutside(ctx, index, extent);
   }
   ValueFault firstValueOutside(ExecContext&, const RawTensor&, double, double) const override { unsupported("value checks on the host"); }
-  RawTensor gatherAlong(ExecContext&, const RawTensor&, Tag, const RawTensor&) const override { unsupported("gatherAlong"); }
-  void scatterAlong(ExecContext&, const RawTensor&, Tag, const RawTensor&, const RawTensor&, bool) const override { unsupported("scatterAlong"); }
+  RawTensor gatherAlong(ExecContext& ctx, const RawTensor& table, Tag axis, const RawTensor& index) const override {
+    return webgpu::gatherAlong(ctx, table, axis, index);
+  }
+  void scatterAlong(ExecContext& ctx, const RawTensor& dst, Tag axis, const RawTensor& index, const RawTensor& src,
+                    bool add) const override {
+    webgpu::scatterAlong(ctx, dst, axis, index, src, add);
+  }
   RawTensor selectRows(ExecContext& ctx, const RawTensor& table, Tag axis, const RawTensor& index) const override {
     return webgpu::selectRows(ctx, table, axis, index);
   }
@@ -49,9 +54,16 @@ class WebgpuKernels final : public Kernels {
   RawTensor maskPositions(ExecContext&, const RawTensor&, Tag) const override { unsupported("maskPositions"); }
   SortedRows sortRows(ExecContext&, const RawTensor&, int64_t, bool) const override { unsupported("sortRows"); }
   RawTensor argExtremumRows(ExecContext&, const RawTensor&, bool) const override { unsupported("argExtremumRows"); }
-  RawTensor logic(ExecContext&, Logic, const Tags&, const Extents&, Inputs) const override { unsupported("logic"); }
-  RawTensor truthRows(ExecContext&, const RawTensor&, bool) const override { unsupported("truthRows"); }
-  RawTensor bandMask(ExecContext&, Tag, Tag, int64_t, int64_t, int64_t, int64_t) const override { unsupported("bandMask"); }
+  RawTensor logic(ExecContext& ctx, Logic op, const Tags& tags, const Extents& shape, Inputs ins) const override {
+    return webgpu::logic(ctx, op, tags, shape, ins);
+  }
+  RawTensor truthRows(ExecContext& ctx, const RawTensor& truth, bool any) const override {
+    return webgpu::truthRows(ctx, truth, any);
+  }
+  RawTensor bandMask(ExecContext& ctx, Tag row, Tag col, int64_t rows, int64_t cols, int64_t lower,
+                     int64_t upper) const override {
+    return webgpu::bandMask(ctx, row, col, rows, cols, lower, upper);
+  }
   RawTensor dropout(ExecContext& ctx, const RawTensor& x, uint64_t seed, double p, float keep_scale) const override {
     return webgpu::dropout(ctx, x, seed, p, keep_scale);
   }
@@ -146,7 +158,9 @@ class WebgpuKernels final : public Kernels {
     webgpu::gatedVjp(ctx, fn, gy, up, gate, gup, ggate);
   }
   std::vector<int64_t> readI64(ExecContext&, const RawTensor&) const override { unsupported("host reads (device reads are async)"); }
-  RawTensor band(ExecContext&, const RawTensor&, Tag, Tag, int64_t, int64_t) const override { unsupported("band"); }
+  RawTensor band(ExecContext& ctx, const RawTensor& a, Tag row, Tag col, int64_t lo, int64_t hi) const override {
+    return webgpu::band(ctx, a, row, col, lo, hi);
+  }
   void scatterAddView(ExecContext&, const RawTensor&, const RawTensor&) const override { unsupported("scatterAddView"); }
   RawTensor quantizeQ8(ExecContext&, const RawTensor&, Tag) const override { unsupported("quantizeQ8"); }
   RawTensor ternaryQuantize(ExecContext&, const RawTensor&) const override { unsupported("ternaryQuantize"); }
