@@ -389,6 +389,7 @@ class Fucina {
     }
     const raw = await pending;
     if (dtype === 'f32') return new Float32Array(raw);
+    if (dtype === 'f16' || dtype === 'bf16') return halvesToF32(new Uint16Array(raw), dtype);
     const View = { i32: Int32Array, i64: BigInt64Array, f64: Float64Array, u8: Uint8Array }[dtype];
     if (!View) throw new FucinaError('UnsupportedOnDevice', `UnsupportedOnDevice: data() of a ${dtype} device tensor`);
     return Float32Array.from(new View(raw), Number);
@@ -941,4 +942,17 @@ function makeOptim(fc) {
     cosineDecay,
     warmupCosine,
   });
+}
+
+/** 16-bit floats' bits as f32 values (a device tensor's f16 or bf16 read back). */
+function halvesToF32(bits, dtype) {
+  const out = new Float32Array(bits.length);
+  const word = new Uint32Array(out.buffer);
+  for (let i = 0; i < bits.length; ++i) {
+    const h = bits[i];
+    if (dtype === 'bf16') { word[i] = h << 16; continue; }
+    const sign = h & 0x8000 ? -1 : 1, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    out[i] = e === 0 ? sign * m * 2 ** -24 : e === 31 ? (m ? NaN : sign * Infinity) : sign * (1 + m / 1024) * 2 ** (e - 15);
+  }
+  return out;
 }

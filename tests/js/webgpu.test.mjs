@@ -8,7 +8,7 @@ import { gpuEngine, create } from './gpu.mjs';
 function close(actual, expected, tol, what) {
   assert.equal(actual.length, expected.length, `${what}: length`);
   for (let i = 0; i < actual.length; ++i) {
-    if (Number.isNaN(expected[i]) && Number.isNaN(actual[i])) continue;
+    if ((Number.isNaN(expected[i]) && Number.isNaN(actual[i])) || actual[i] === expected[i]) continue;
     const d = Math.abs(actual[i] - expected[i]);
     assert.ok(d <= tol * (1 + Math.abs(expected[i])), `${what}[${i}]: ${actual[i]} vs ${expected[i]} (cpu)`);
   }
@@ -307,6 +307,30 @@ for (const variant of VARIANTS) {
     compare(out, 0);
     const odd = fc.constant(['c'], [9], [0, 1, NaN, 3, NaN, NaN, 6, 7, NaN]).isnan().narrow('c', 1, 6);
     assert.deepEqual(Array.from(await odd.data()), [0, 1, 0, 1, 1, 0], 'a u8 view from an odd byte');
+  });
+
+  test(`webgpu (${variant}): conversions among f32, i32, i64, u8, f16 and bf16 match the cpu bit for bit, strided and odd`, async () => {
+    const fc = await gpuEngine(variant);
+    const edge = [0, -0, 1, -1.5, 65504, 65520, 1e6, -1e6, 5.96e-8, 2.98e-8, 8.94e-8, 6.1e-5, 1 / 3, 1e-40,
+      Infinity, -Infinity, NaN, 255.9, 256, -3.7, 2 ** 31, -(2 ** 31) - 512, 3e9, -3e9, 1 + 2 ** -8, 1 + 3 * 2 ** -9, 0.1];
+    const out = await onBoth(fc, (fc) => {
+      const x = fc.constant(['a', 'b'], [3, 9], edge);
+      const xt = x.permuteTo(['b', 'a']);  // strided
+      const h = xt.to('f16'), bh = xt.to('bf16');
+      const r = {};
+      for (const t of ['f32', 'i32', 'i64', 'u8']) { r[`f16_${t}`] = h.to(t).to('f32'); r[`bf16_${t}`] = bh.to(t).to('f32'); }
+      for (const t of ['i32', 'i64', 'u8']) r[`x_${t}`] = xt.to(t).to('f32');
+      r.i64_i32 = fc.constant(['i'], [4], [2 ** 40, -(2 ** 40), -7, 2 ** 31 - 1], 'i64').to('i32').to('f32');
+      r.i64_f32 = fc.constant(['i'], [9], [2 ** 40 + 1, 2 ** 24 + 1, -(2 ** 24 + 3), 2 ** 32 - 3, -(2 ** 32 - 3), 2 ** 52 + 1,
+        -(2 ** 50 + 3), 2 ** 53 - 1, 2 ** 25 + 3], 'i64').to('f32');  // one rounding, to nearest even
+      r.u8_f16 = xt.to('u8').to('f16').to('f32');
+      r.odd = h.narrow('b', 1, 5).to('f32');  // a 16-bit view from the second half of a word
+      r.filled = fc.full(['i'], [5], 2.5, 'f16').to('f32');
+      return r;
+    });
+    compare(out, 0);
+    assert.deepEqual(Array.from(await fc.constant(['i'], [3], [1.5, -2, 65504]).to('f16').data()), [1.5, -2, 65504]);
+    assert.deepEqual(Array.from(await fc.constant(['i'], [2], [1.5, -2]).to('bf16').data()), [1.5, -2]);
   });
 
   test(`webgpu (${variant}): convolutions and their VJPs match the cpu: strides, padding, dilation, groups, both layouts`, async () => {

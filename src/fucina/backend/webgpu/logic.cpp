@@ -1,7 +1,7 @@
 // Truth values (u8: 1 true, 0 false), band masks and bands (backend/logic_rows.h states them). WGSL writes
 // 32-bit words, so a u8 result is made four elements per invocation, packed into one word of a
 // new contiguous tensor (its block holds whole words); u8 operands are read as the byte of their
-// word. Operands of any word dtype or u8 are read as f32 (i64 as hi·2^32 + lo), two i64 operands
+// word. Operands of any word dtype or u8 are read as f32 (i64 rounded to nearest), two i64 operands
 // as i64 pairs; NaN is found by its bits, as a WGSL compiler may assume values are finite.
 #include <algorithm>
 #include <climits>
@@ -27,7 +27,7 @@ std::string readAs(const std::string& buf, DType dtype, const std::string& e) {
     case DType::i32: return "f32(bitcast<i32>(" + buf + "[" + e + "]))";
     case DType::u8: return "f32((" + buf + "[(" + e + ") / 4u] >> (8u * ((" + e + ") % 4u))) & 0xffu)";
     case DType::i64:
-      return "(f32(bitcast<i32>(" + buf + "[2u * (" + e + ") + 1u])) * 4294967296.0 + f32(" + buf + "[2u * (" + e + ")]))";
+      return "i64_to_f32(" + buf + "[2u * (" + e + ")], " + buf + "[2u * (" + e + ") + 1u])";
     default: unsupported("truth values of " + std::string(name(dtype)) + " elements");
   }
 }

@@ -1,5 +1,6 @@
-// Fills, strided copies between device buffers (converting among f32, i32 and i64), and uploads
-// from the host: by 32-bit words, so they serve every dtype of 4 or 8 bytes (Note [Strided kernels]).
+// Fills, strided copies between device buffers (converting among f32, i32, i64, u8, f16 and bf16),
+// and uploads from the host (Note [Strided kernels]): by 32-bit words, and the elements narrower
+// than a word by atomic writes into theirs.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -13,8 +14,8 @@
 namespace fucina::backend::webgpu {
 namespace {
 
-// The 32-bit words of one element of dtype, or UnsupportedOnDevice for q8_0 and the 16-bit dtypes
-// (u8, narrower too, is written byte by byte with atomics: byteSource).
+// The 32-bit words of one element of a word dtype (f32, i32, i64, f64); the narrower ones are
+// copied by narrowSource, and q8_0 is UnsupportedOnDevice.
 uint32_t wordsOf(DType dtype, const char* what) {
   const size_t size = dtype == DType::q8_0 ? 0 : elementSize(dtype);
   if (size != 4 && size != 8) unsupported(std::string(what) + " of " + std::string(name(dtype)) + " elements");
@@ -38,49 +39,105 @@ std::string copySource(uint32_t words) {
   return src + "}\n";
 }
 
-// u8 elements are bytes of words that other invocations write too: each is set with an atomic
-// clear and an atomic or of its own byte (a fill's value, or the source's byte).
-std::string byteSource(bool fill) {
-  std::string src = prelude(fill ? 1 : 2) + (fill ? "" : readBinding(0, "src", "u32")) + "@group(0) @binding(" +
-                    (fill ? "0" : "1") + ") var<storage, read_write> dst: array<atomic<u32>>;\n" + kMainSignature +
-                    " {\n  " + kLinearIndex + "\n  if (i >= uw(0u)) { return; }\n";
-  src += fill ? "  let b = uw(" + std::to_string(kParamWord) + "u) & 0xffu;\n  let d = strided(i, 0u);\n"
-              : "  let s = strided(i, 0u);\n  let b = (src[s / 4u] >> (8u * (s % 4u))) & 0xffu;\n  let d = strided(i, 1u);\n";
-  return src + "  let shift = 8u * (d % 4u);\n"
-               "  atomicAnd(&dst[d / 4u], ~(0xffu << shift));\n  atomicOr(&dst[d / 4u], b << shift);\n}\n";
-}
+// Conversions among f32, i32 and i64 (convertSource), and to or from the dtypes narrower than a
+// word, u8, f16 and bf16 (narrowSource), as the host's (backend/element_io.h, core/dtype.cpp):
+// float to integer truncates toward zero and saturates, NaN becoming 0; i64 to i32 saturates;
+// 16-bit floats round to nearest even. An i64 is two words, low first.
+bool isWord(DType t) { return t == DType::f32 || t == DType::i32 || t == DType::i64; }
+bool isNarrow(DType t) { return t == DType::u8 || t == DType::f16 || t == DType::bf16; }
+bool converts(DType from, DType to) { return from != to && isWord(from) && isWord(to); }
 
-// Conversions among f32, i32 and i64, and from u8 to them, as the host's (backend/element_io.h):
-// float to integer truncates toward zero and saturates, NaN becoming 0; i64 to i32 saturates. An i64 is two words,
-// low first; read as a float it is hi·2^32 + lo.
-bool converts(DType from, DType to) {
-  const auto word = [](DType t) { return t == DType::f32 || t == DType::i32 || t == DType::i64; };
-  return from != to && (word(from) || from == DType::u8) && word(to);
+const char* kF32ToI64 =
+    "fn f32_to_i64(v: f32) -> vec2u {\n"
+    "  if (!is_finite(v) && (bitcast<u32>(v) & 0x7fffffu) != 0u) { return vec2u(0u, 0u); }\n"
+    "  if (v >= 9.223372036854775807e18) { return vec2u(0xffffffffu, 0x7fffffffu); }\n"
+    "  if (v <= -9.223372036854775807e18) { return vec2u(0u, 0x80000000u); }\n"
+    // the magnitude's words, negated in two's complement
+    "  let a = trunc(abs(v));\n  let h = floor(a / 4294967296.0);\n"
+    "  var lo = u32(a - h * 4294967296.0);\n  var hi = u32(h);\n"
+    "  if (v < 0.0) { lo = ~lo + 1u; hi = ~hi + select(0u, 1u, lo == 0u); }\n"
+    "  return vec2u(lo, hi);\n"
+    "}\n"
+    "fn f32_to_i32(v: f32) -> u32 {\n"
+    "  var r = 0;\n"
+    "  if (v >= 2147483647.0) { r = 2147483647; } else if (v <= -2147483648.0) { r = -2147483647 - 1; }\n"
+    "  else if (is_finite(v)) { r = i32(trunc(v)); }\n"
+    "  return bitcast<u32>(r);\n"
+    "}\n";
+
+// The 16-bit floats' bits to and from f32 (core/dtype.cpp's f32ToF16, f16ToF32, f32ToBf16).
+const char* kHalves =
+    "fn f32_to_f16(v: f32) -> u32 {\n"
+    "  let x = bitcast<u32>(v);\n  let sign = (x >> 16u) & 0x8000u;\n  let a = x & 0x7fffffffu;\n"
+    "  if (a >= 0x7f800000u) { return sign | 0x7c00u | select(0u, 0x200u, a > 0x7f800000u); }\n"
+    "  if (a >= 0x477ff000u) { return sign | 0x7c00u; }\n"
+    "  if (a < 0x38800000u) { return sign | u32(round(bitcast<f32>(a) * 16777216.0)); }\n"
+    "  let r = a - 0x38000000u;\n"
+    "  return sign | ((r + 0xfffu + ((r >> 13u) & 1u)) >> 13u);\n"
+    "}\n"
+    "fn f16_to_f32(h: u32) -> f32 {\n"
+    "  let sign = (h & 0x8000u) << 16u;\n  let e = (h >> 10u) & 0x1fu;\n  let m = h & 0x3ffu;\n"
+    "  if (e == 0u) { return bitcast<f32>(bitcast<u32>(f32(m) * (1.0 / 16777216.0)) | sign); }\n"
+    "  if (e == 31u) { return bitcast<f32>(sign | 0x7f800000u | (m << 13u)); }\n"
+    "  return bitcast<f32>(sign | ((e + 112u) << 23u) | (m << 13u));\n"
+    "}\n"
+    "fn f32_to_bf16(v: f32) -> u32 {\n"
+    "  let x = bitcast<u32>(v);\n"
+    "  if ((x & 0x7fffffffu) > 0x7f800000u) { return (x >> 16u) | 0x40u; }\n"
+    "  return (x + 0x7fffu + ((x >> 16u) & 1u)) >> 16u;\n"
+    "}\n";
+
+std::string unitOf(DType t) { return t == DType::u8 ? "1u" : "2u"; }
+std::string maskOf(DType t) { return t == DType::u8 ? "0xffu" : "0xffffu"; }
+
+// A copy or conversion (or, with fill, a fill with the bits of word kParamWord) where the source
+// or the destination is narrower than a word. Narrow elements share their word with others that
+// other invocations write: each is set with an atomic clear and an atomic or of its own bits.
+std::string narrowSource(DType from, DType to, bool fill) {
+  const bool narrow_out = isNarrow(to);
+  std::string src = prelude(fill ? 1 : 2) + (fill ? "" : readBinding(0, "src", "u32")) + "@group(0) @binding(" +
+                    (fill ? "0" : "1") + ") var<storage, read_write> dst: array<" +
+                    (narrow_out ? "atomic<u32>" : "u32") + ">;\n" + kF32ToI64 + kHalves + kMainSignature + " {\n  " +
+                    kLinearIndex + "\n  if (i >= uw(0u)) { return; }\n";
+  std::string bits;  // the destination's bits (narrow) or value (a word dtype)
+  if (fill) {
+    src += "  let bits = uw(" + std::to_string(kParamWord) + "u) & " + maskOf(to) + ";\n";
+  } else {
+    src += "  let s = strided(i, 0u);\n";
+    if (isNarrow(from)) {
+      src += "  let sb = s * " + unitOf(from) + ";\n  let raw = (src[sb / 4u] >> (8u * (sb % 4u))) & " + maskOf(from) + ";\n";
+      src += from == DType::u8 ? "  let v = f32(raw);\n" : from == DType::f16 ? "  let v = f16_to_f32(raw);\n"
+                                                                                : "  let v = bitcast<f32>(raw << 16u);\n";
+    } else if (from == DType::f32) {
+      src += "  let v = bitcast<f32>(src[s]);\n";
+    } else if (from == DType::i32) {
+      src += "  let v = f32(bitcast<i32>(src[s]));\n";
+    } else {
+      src += "  let v = i64_to_f32(src[2u * s], src[2u * s + 1u]);\n";
+    }
+    if (from == to) src += "  let bits = raw;\n";
+    else if (to == DType::u8) src += "  let bits = select(u32(clamp(trunc(v), 0.0, 255.0)), 0u, (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u);\n";
+    else if (to == DType::f16) src += "  let bits = f32_to_f16(v);\n";
+    else if (to == DType::bf16) src += "  let bits = f32_to_bf16(v);\n";
+  }
+  const std::string d = fill ? "strided(i, 0u)" : "strided(i, 1u)";
+  if (narrow_out)
+    return src + "  let db = " + d + " * " + unitOf(to) + ";\n  let shift = 8u * (db % 4u);\n"
+                 "  atomicAnd(&dst[db / 4u], ~(" + maskOf(to) + " << shift));\n  atomicOr(&dst[db / 4u], bits << shift);\n}\n";
+  if (to == DType::f32) return src + "  dst[" + d + "] = bitcast<u32>(v);\n}\n";
+  if (to == DType::i32) return src + "  dst[" + d + "] = f32_to_i32(v);\n}\n";
+  return src + "  let w = f32_to_i64(v);\n  dst[2u * " + d + "] = w.x;\n  dst[2u * " + d + " + 1u] = w.y;\n}\n";
 }
 
 std::string convertSource(DType from, DType to) {
-  const uint32_t in_words = from == DType::i64 ? 2 : 1, out_words = to == DType::i64 ? 2 : 1;  // u8: in bytes
-  std::string src = prelude(2) + readBinding(0, "src", "u32") + writeBinding(1, "dst", "u32") +
-                    // f32 to i64 words: the magnitude's, negated in two's complement.
-                    "fn f32_to_i64(v: f32) -> vec2u {\n"
-                    "  if (!is_finite(v) && (bitcast<u32>(v) & 0x7fffffu) != 0u) { return vec2u(0u, 0u); }\n"
-                    "  if (v >= 9.223372036854775807e18) { return vec2u(0xffffffffu, 0x7fffffffu); }\n"
-                    "  if (v <= -9.223372036854775807e18) { return vec2u(0u, 0x80000000u); }\n"
-                    "  let a = trunc(abs(v));\n  let h = floor(a / 4294967296.0);\n"
-                    "  var lo = u32(a - h * 4294967296.0);\n  var hi = u32(h);\n"
-                    "  if (v < 0.0) { lo = ~lo + 1u; hi = ~hi + select(0u, 1u, lo == 0u); }\n"
-                    "  return vec2u(lo, hi);\n"
-                    "}\n" +
+  const uint32_t in_words = from == DType::i64 ? 2 : 1, out_words = to == DType::i64 ? 2 : 1;
+  std::string src = prelude(2) + readBinding(0, "src", "u32") + writeBinding(1, "dst", "u32") + kF32ToI64 +
                     kMainSignature + " {\n  " + kLinearIndex +
                     "\n  if (i >= uw(0u)) { return; }\n  let s = strided(i, 0u) * " + std::to_string(in_words) +
                     "u;\n  let d = strided(i, 1u) * " + std::to_string(out_words) + "u;\n";
-  if (from == DType::u8) {  // s counts bytes: the byte of its word
-    src += "  let b = (src[s / 4u] >> (8u * (s % 4u))) & 0xffu;\n";
-    if (to == DType::f32) src += "  dst[d] = bitcast<u32>(f32(b));\n";
-    else src += std::string("  dst[d] = b;\n") + (to == DType::i64 ? "  dst[d + 1u] = 0u;\n" : "");
-  } else if (from == DType::i64) {
+  if (from == DType::i64) {
     src += "  let lo = src[s];\n  let hi = src[s + 1u];\n";
-    if (to == DType::f32) src += "  dst[d] = bitcast<u32>(f32(bitcast<i32>(hi)) * 4294967296.0 + f32(lo));\n";
+    if (to == DType::f32) src += "  dst[d] = bitcast<u32>(i64_to_f32(lo, hi));\n";
     else  // i32: saturated unless hi is lo's sign extension
       src += "  let fits = (hi == 0u && lo < 0x80000000u) || (hi == 0xffffffffu && lo >= 0x80000000u);\n"
              "  dst[d] = select(select(0x7fffffffu, 0x80000000u, bitcast<i32>(hi) < 0), lo, fits);\n";
@@ -90,11 +147,7 @@ std::string convertSource(DType from, DType to) {
   } else {  // f32
     src += "  let v = bitcast<f32>(src[s]);\n";
     if (to == DType::i64) src += "  let w = f32_to_i64(v);\n  dst[d] = w.x;\n  dst[d + 1u] = w.y;\n";
-    else
-      src += "  var r = 0;\n"
-             "  if (v >= 2147483647.0) { r = 2147483647; } else if (v <= -2147483648.0) { r = -2147483647 - 1; }\n"
-             "  else if (is_finite(v)) { r = i32(trunc(v)); }\n"
-             "  dst[d] = bitcast<u32>(r);\n";
+    else src += "  dst[d] = f32_to_i32(v);\n";
   }
   return src + "}\n";
 }
@@ -122,15 +175,16 @@ void upload(const RawTensor& src, const RawTensor& dst) {
 }  // namespace
 
 void fill(ExecContext&, const RawTensor& dst, double value) {
-  const bool bytes = dst.dtype() == DType::u8;
-  const uint32_t words = bytes ? 1 : wordsOf(dst.dtype(), "fill");
+  const bool narrow = isNarrow(dst.dtype());
+  const uint32_t words = narrow ? 1 : wordsOf(dst.dtype(), "fill");
   if (dst.numel() == 0) return;
   uint32_t bits[2] = {0, 0};
   io::store(reinterpret_cast<std::byte*>(bits), dst.dtype(), 0, value);
   Uniforms u = stridedLayout(dst.shape(), {dst.strides()}, {dst.offset()}).uniforms();
   for (uint32_t j = 0; j < words; ++j) u.set(kParamWord + j, bits[j]);
   const uint32_t buffer = bufferOf(dst, "fill");
-  dispatchLinear(Gpu::get().pipeline(bytes ? byteSource(true) : fillSource(words)), {&buffer, 1}, u, dst.numel());
+  const std::string source = narrow ? narrowSource(dst.dtype(), dst.dtype(), true) : fillSource(words);
+  dispatchLinear(Gpu::get().pipeline(source), {&buffer, 1}, u, dst.numel());
 }
 
 void copy(ExecContext&, const RawTensor& src, const RawTensor& dst) {
@@ -139,16 +193,19 @@ void copy(ExecContext&, const RawTensor& src, const RawTensor& dst) {
   if (dst.dtype() == DType::q8_0)
     fail(ErrorCode::DTypeMismatch, "cannot write into q8_0 " + dst.describe() + " element by element");
   if (src.device() == Device::cpu && dst.device() == Device::webgpu) return upload(src, dst);
+  const bool narrow = (isNarrow(src.dtype()) || isNarrow(dst.dtype())) && (isWord(src.dtype()) || isNarrow(src.dtype())) &&
+                      (isWord(dst.dtype()) || isNarrow(dst.dtype()));
   const bool convert = converts(src.dtype(), dst.dtype());
-  if (src.dtype() != dst.dtype() && !convert)
+  if (src.dtype() != dst.dtype() && !convert && !narrow)
     unsupported("a conversion from " + std::string(name(src.dtype())) + " to " + std::string(name(dst.dtype())));
-  const bool bytes = src.dtype() == DType::u8 && dst.dtype() == DType::u8;
-  const uint32_t words = convert || bytes ? 1 : wordsOf(src.dtype(), "a copy");
+  const uint32_t words = convert || narrow ? 1 : wordsOf(src.dtype(), "a copy");
   const uint32_t buffers[2] = {bufferOf(src, "copy"), bufferOf(dst, "copy")};
   if (src.numel() == 0) return;
   if (buffers[0] == buffers[1]) unsupported("a copy within one buffer");
   const Uniforms u = stridedLayout(src.shape(), {src.strides(), dst.strides()}, {src.offset(), dst.offset()}).uniforms();
-  const std::string source = convert ? convertSource(src.dtype(), dst.dtype()) : bytes ? byteSource(false) : copySource(words);
+  const std::string source = narrow    ? narrowSource(src.dtype(), dst.dtype(), false)
+                             : convert ? convertSource(src.dtype(), dst.dtype())
+                                       : copySource(words);
   dispatchLinear(Gpu::get().pipeline(source), buffers, u, src.numel());
 }
 
