@@ -333,6 +333,33 @@ for (const variant of VARIANTS) {
     assert.deepEqual(Array.from(await fc.constant(['i'], [2], [1.5, -2]).to('bf16').data()), [1.5, -2]);
   });
 
+  test(`webgpu (${variant}): products with f16, bf16 and q8_0 weights read them in place, forward and VJP, as the cpu`, async () => {
+    const fc = await gpuEngine(variant);
+    for (const [m, k, n] of [[3, 64, 5], [1, 96, 1], [7, 160, 13]]) {
+      const out = await onBoth(fc, (fc) => {
+        const dev = fc.defaultDevice;
+        fc.defaultDevice = 'cpu';  // the weights are made on the host and moved, as a model's are
+        const w = fc.constant(['o', 'k'], [n, k], values(n * k, k + 1));
+        const typed = { f16: w.to('f16'), bf16: w.to('bf16'), q8: w.quantize('q8_0', 'k') };
+        fc.defaultDevice = dev;
+        const x = fc.variable(['m', 'k'], [m, k], values(m * k, k + 2));
+        const r = {};
+        let total = fc.scalar(0);
+        for (const [name, t] of Object.entries(typed)) {
+          const wd = t.to(dev);
+          r[name] = x.dot(wd, 'k');
+          r[`${name}_t`] = x.dot(wd.permuteTo(['k', 'o']), 'k');  // the same weight, strided
+          r[`${name}_f32`] = wd.to('f32');  // dequantized on the device
+          total = total.add(r[name].mul(r[name]).sumAll());
+        }
+        total.backward();
+        r.gx = x.grad();
+        return r;
+      });
+      compare(out, 2e-5);
+    }
+  });
+
   test(`webgpu (${variant}): convolutions and their VJPs match the cpu: strides, padding, dilation, groups, both layouts`, async () => {
     const fc = await gpuEngine(variant);
     const out = await onBoth(fc, (fc) => {

@@ -386,12 +386,10 @@ Tensor Tensor::to(ExecContext& ctx, Device device) const {
     fail(ErrorCode::UnsupportedOnDevice,
          "to(" + std::string(name(device)) + ") of a tensor that requires gradients: its gradient would have to be "
          "read back from the device synchronously; make the leaves on the device (a variable of a device tensor)");
-  if (a.dtype() == DType::q8_0)
-    fail(ErrorCode::UnsupportedOnDevice, "to(" + std::string(name(device)) + ") of a q8_0 tensor: q8_0 weights on a device are not "
-                                         "supported yet");
   ExecContext& target = ctx.on(device);
-  const RawTensor host = a.contiguous(ctx.on(a.device()));
-  RawTensor out = RawTensor::empty(target, a.tags(), a.shape(), a.dtype());
+  const RawTensor host = a.contiguous(ctx.on(a.device()));  // q8_0: in emptyQ8's layout
+  RawTensor out = a.dtype() == DType::q8_0 ? RawTensor::emptyQ8(target, a.tags(), a.shape(), internal::blockAxisOf(host))
+                                           : RawTensor::empty(target, a.tags(), a.shape(), a.dtype());
   backend::kernelsOf(target).copy(target, host, out);
   return Tensor::fromRaw(target, std::move(out));
 }

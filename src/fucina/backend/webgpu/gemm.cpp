@@ -53,21 +53,26 @@ Matrices asMatrices(ExecContext& ctx, const RawTensor& t, const Tags& z, const T
 // contiguous along k and every row starts at a multiple of four floats.
 TileLoad loadOf(const Matrices& m, int64_t k) {
   if (m.cols.stride != 1) return TileLoad::along_rows;
+  if (m.t.dtype() != DType::f32) return TileLoad::along_depth;  // read element by element
   const bool aligned = k % 4 == 0 && m.t.offset() % 4 == 0 && m.z.stride % 4 == 0 && m.rows.stride % 4 == 0;
   return aligned ? TileLoad::quads : TileLoad::along_depth;
 }
 
 // A[b][m][k] and B[b][k][n] through each operand's offset and strides (words from kGemmWord on);
-// C[b] contiguous, added to when word kGemmWord + 8 is set.
-std::string contractSource(TileLoad a, TileLoad b) {
+// C[b] contiguous, added to when word kGemmWord + 8 is set. B of f16, bf16 or q8_0 is read in
+// place, each element converted (a q8_0 one dequantized) as the tile is loaded.
+std::string contractSource(TileLoad a, TileLoad b, DType b_dtype) {
   auto word = [](int k) { return "ui(" + std::to_string(kGemmWord + k) + "u)"; };
   auto operand = [&](int binding, const char* fn, const char* buf, int w, TileLoad how) {
     const std::string at = word(w) + " + " + word(w + 1) + " * i32(b) + i32(r) * " + word(w + 2);
     if (how == TileLoad::quads)  // k and every term above are multiples of 4
       return readBinding(binding, buf, "vec4<f32>") + "fn " + fn + "4(b: u32, r: u32, k: u32) -> vec4<f32> { return " +
              buf + "[u32(" + at + " + i32(k)) / 4u]; }\n";
-    return readBinding(binding, buf) + "fn " + fn + "(b: u32, r: u32, k: u32) -> f32 { return " + buf + "[u32(" + at +
-           " + i32(k) * " + word(w + 3) + ")]; }\n";
+    const std::string e = "u32(" + at + " + i32(k) * " + word(w + 3) + ")";
+    if (binding == 1 && b_dtype != DType::f32)
+      return readBinding(binding, buf, "u32") + kHalves + elementReader(buf, b_dtype) + "fn " + fn +
+             "(b: u32, r: u32, k: u32) -> f32 { return " + buf + "_at(" + e + "); }\n";
+    return readBinding(binding, buf) + "fn " + fn + "(b: u32, r: u32, k: u32) -> f32 { return " + buf + "[" + e + "]; }\n";
   };
   const std::string operands =
       operand(0, "a_at", "lhs", 0, a) + operand(1, "b_at", "rhs", 4, b) + writeBinding(2, "c") +
@@ -84,7 +89,8 @@ RawTensor contract(ExecContext& ctx, const RawTensor& a, const RawTensor& b, con
                    const RawTensor& initial) {
   const kernels::ContractionAxes axes = kernels::contractionAxes(a, b, contracted);
   requireF32(a, "contract");
-  requireF32(b, "contract");
+  if (b.dtype() != DType::f32 && b.dtype() != DType::f16 && b.dtype() != DType::bf16 && b.dtype() != DType::q8_0)
+    requireF32(b, "contract");
   Tags out_tags = axes.batch;
   out_tags.insert(out_tags.end(), axes.a_free.begin(), axes.a_free.end());
   out_tags.insert(out_tags.end(), axes.b_free.begin(), axes.b_free.end());
@@ -106,7 +112,7 @@ RawTensor contract(ExecContext& ctx, const RawTensor& a, const RawTensor& b, con
     u.i(mb.t.offset()).i(mb.z.stride).i(mb.rows.stride).i(mb.cols.stride);
     u.u(accumulate ? 1 : 0);
     const uint32_t buffers[3] = {bufferOf(ma.t, "contract"), bufferOf(mb.t, "contract"), bufferOf(out, "contract")};
-    dispatchGemm(contractSource(loadOf(ma, k), loadOf(mb, k)), buffers, u, {z, m, n, k}, "contract");
+    dispatchGemm(contractSource(loadOf(ma, k), loadOf(mb, k), mb.t.dtype()), buffers, u, {z, m, n, k}, "contract");
   }
   return kernels::inResultOrder(ctx, out, a, contracted, axes.b_free);
 }

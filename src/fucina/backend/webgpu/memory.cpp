@@ -9,6 +9,7 @@
 #include "fucina/backend/webgpu/primitives.h"
 #include "fucina/backend/webgpu/wgsl.h"
 #include "fucina/core/error.h"
+#include "fucina/core/q8.h"
 #include "fucina/exec/context.h"
 
 namespace fucina::backend::webgpu {
@@ -65,28 +66,6 @@ const char* kF32ToI64 =
     "  return bitcast<u32>(r);\n"
     "}\n";
 
-// The 16-bit floats' bits to and from f32 (core/dtype.cpp's f32ToF16, f16ToF32, f32ToBf16).
-const char* kHalves =
-    "fn f32_to_f16(v: f32) -> u32 {\n"
-    "  let x = bitcast<u32>(v);\n  let sign = (x >> 16u) & 0x8000u;\n  let a = x & 0x7fffffffu;\n"
-    "  if (a >= 0x7f800000u) { return sign | 0x7c00u | select(0u, 0x200u, a > 0x7f800000u); }\n"
-    "  if (a >= 0x477ff000u) { return sign | 0x7c00u; }\n"
-    "  if (a < 0x38800000u) { return sign | u32(round(bitcast<f32>(a) * 16777216.0)); }\n"
-    "  let r = a - 0x38000000u;\n"
-    "  return sign | ((r + 0xfffu + ((r >> 13u) & 1u)) >> 13u);\n"
-    "}\n"
-    "fn f16_to_f32(h: u32) -> f32 {\n"
-    "  let sign = (h & 0x8000u) << 16u;\n  let e = (h >> 10u) & 0x1fu;\n  let m = h & 0x3ffu;\n"
-    "  if (e == 0u) { return bitcast<f32>(bitcast<u32>(f32(m) * (1.0 / 16777216.0)) | sign); }\n"
-    "  if (e == 31u) { return bitcast<f32>(sign | 0x7f800000u | (m << 13u)); }\n"
-    "  return bitcast<f32>(sign | ((e + 112u) << 23u) | (m << 13u));\n"
-    "}\n"
-    "fn f32_to_bf16(v: f32) -> u32 {\n"
-    "  let x = bitcast<u32>(v);\n"
-    "  if ((x & 0x7fffffffu) > 0x7f800000u) { return (x >> 16u) | 0x40u; }\n"
-    "  return (x + 0x7fffu + ((x >> 16u) & 1u)) >> 16u;\n"
-    "}\n";
-
 std::string unitOf(DType t) { return t == DType::u8 ? "1u" : "2u"; }
 std::string maskOf(DType t) { return t == DType::u8 ? "0xffu" : "0xffffu"; }
 
@@ -97,24 +76,18 @@ std::string narrowSource(DType from, DType to, bool fill) {
   const bool narrow_out = isNarrow(to);
   std::string src = prelude(fill ? 1 : 2) + (fill ? "" : readBinding(0, "src", "u32")) + "@group(0) @binding(" +
                     (fill ? "0" : "1") + ") var<storage, read_write> dst: array<" +
-                    (narrow_out ? "atomic<u32>" : "u32") + ">;\n" + kF32ToI64 + kHalves + kMainSignature + " {\n  " +
+                    (narrow_out ? "atomic<u32>" : "u32") + ">;\n" + kF32ToI64 + kHalves + (fill || isWord(from) && from != DType::f32 ? "" : elementReader("src", from)) + kMainSignature + " {\n  " +
                     kLinearIndex + "\n  if (i >= uw(0u)) { return; }\n";
   std::string bits;  // the destination's bits (narrow) or value (a word dtype)
   if (fill) {
     src += "  let bits = uw(" + std::to_string(kParamWord) + "u) & " + maskOf(to) + ";\n";
   } else {
     src += "  let s = strided(i, 0u);\n";
-    if (isNarrow(from)) {
+    if (from == to)
       src += "  let sb = s * " + unitOf(from) + ";\n  let raw = (src[sb / 4u] >> (8u * (sb % 4u))) & " + maskOf(from) + ";\n";
-      src += from == DType::u8 ? "  let v = f32(raw);\n" : from == DType::f16 ? "  let v = f16_to_f32(raw);\n"
-                                                                                : "  let v = bitcast<f32>(raw << 16u);\n";
-    } else if (from == DType::f32) {
-      src += "  let v = bitcast<f32>(src[s]);\n";
-    } else if (from == DType::i32) {
-      src += "  let v = f32(bitcast<i32>(src[s]));\n";
-    } else {
-      src += "  let v = i64_to_f32(src[2u * s], src[2u * s + 1u]);\n";
-    }
+    if (from == DType::i32) src += "  let v = f32(bitcast<i32>(src[s]));\n";
+    else if (from == DType::i64) src += "  let v = i64_to_f32(src[2u * s], src[2u * s + 1u]);\n";
+    else src += "  let v = src_at(s);\n";
     if (from == to) src += "  let bits = raw;\n";
     else if (to == DType::u8) src += "  let bits = select(u32(clamp(trunc(v), 0.0, 255.0)), 0u, (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u);\n";
     else if (to == DType::f16) src += "  let bits = f32_to_f16(v);\n";
@@ -157,9 +130,12 @@ void upload(const RawTensor& src, const RawTensor& dst) {
   if (src.dtype() != dst.dtype() || !src.isContiguous() || !dst.isContiguous())
     unsupported("an upload of " + std::string(name(src.dtype())) + " " + src.describe() + " into " +
                 std::string(name(dst.dtype())) + " " + dst.describe() + " (it takes contiguous values of one dtype)");
-  const size_t size = dst.dtype() == DType::q8_0 ? 0 : elementSize(dst.dtype());
-  if (size == 0) unsupported("an upload of q8_0 blocks");
-  const size_t bytes = static_cast<size_t>(src.numel()) * size, at = static_cast<size_t>(dst.offset()) * size;
+  const bool q8 = dst.dtype() == DType::q8_0;  // whole blocks, in emptyQ8's layout on both sides
+  if (q8 && (dst.offset() != 0 || src.offset() % q8::kBlock != 0))
+    unsupported("an upload of q8_0 blocks into a view " + dst.describe());
+  const size_t size = q8 ? 0 : elementSize(dst.dtype());
+  const size_t bytes = q8 ? q8::bytesFor(src.numel()) : static_cast<size_t>(src.numel()) * size;
+  const size_t at = static_cast<size_t>(dst.offset()) * size;
   if (bytes == 0) return;
   const uint32_t buffer = bufferOf(dst, "upload");
   if (bytes % 4 == 0 && at % 4 == 0) {
@@ -190,10 +166,12 @@ void fill(ExecContext&, const RawTensor& dst, double value) {
 void copy(ExecContext&, const RawTensor& src, const RawTensor& dst) {
   if (src.shape() != dst.shape())
     fail(ErrorCode::ShapeMismatch, "copy from " + src.describe() + " into " + dst.describe());
+  if (src.device() == Device::cpu && dst.device() == Device::webgpu) return upload(src, dst);
   if (dst.dtype() == DType::q8_0)
     fail(ErrorCode::DTypeMismatch, "cannot write into q8_0 " + dst.describe() + " element by element");
-  if (src.device() == Device::cpu && dst.device() == Device::webgpu) return upload(src, dst);
-  const bool narrow = (isNarrow(src.dtype()) || isNarrow(dst.dtype())) && (isWord(src.dtype()) || isNarrow(src.dtype())) &&
+  // From q8_0 it dequantizes; into q8_0 only an upload (quantizing is Tensor::quantize's).
+  const bool narrow = (isNarrow(src.dtype()) || isNarrow(dst.dtype()) || src.dtype() == DType::q8_0) &&
+                      (isWord(src.dtype()) || isNarrow(src.dtype()) || src.dtype() == DType::q8_0) &&
                       (isWord(dst.dtype()) || isNarrow(dst.dtype()));
   const bool convert = converts(src.dtype(), dst.dtype());
   if (src.dtype() != dst.dtype() && !convert && !narrow)

@@ -210,6 +210,45 @@ std::string prelude(int uniform_binding) {
          "}\n";
 }
 
+// The 16-bit floats' bits to and from f32 (core/dtype.cpp's f32ToF16, f16ToF32, f32ToBf16).
+const char* const kHalves =
+    "fn f32_to_f16(v: f32) -> u32 {\n"
+    "  let x = bitcast<u32>(v);\n  let sign = (x >> 16u) & 0x8000u;\n  let a = x & 0x7fffffffu;\n"
+    "  if (a >= 0x7f800000u) { return sign | 0x7c00u | select(0u, 0x200u, a > 0x7f800000u); }\n"
+    "  if (a >= 0x477ff000u) { return sign | 0x7c00u; }\n"
+    "  if (a < 0x38800000u) { return sign | u32(round(bitcast<f32>(a) * 16777216.0)); }\n"
+    "  let r = a - 0x38000000u;\n"
+    "  return sign | ((r + 0xfffu + ((r >> 13u) & 1u)) >> 13u);\n"
+    "}\n"
+    "fn f16_to_f32(h: u32) -> f32 {\n"
+    "  let sign = (h & 0x8000u) << 16u;\n  let e = (h >> 10u) & 0x1fu;\n  let m = h & 0x3ffu;\n"
+    "  if (e == 0u) { return bitcast<f32>(bitcast<u32>(f32(m) * (1.0 / 16777216.0)) | sign); }\n"
+    "  if (e == 31u) { return bitcast<f32>(sign | 0x7f800000u | (m << 13u)); }\n"
+    "  return bitcast<f32>(sign | ((e + 112u) << 23u) | (m << 13u));\n"
+    "}\n"
+    "fn f32_to_bf16(v: f32) -> u32 {\n"
+    "  let x = bitcast<u32>(v);\n"
+    "  if ((x & 0x7fffffffu) > 0x7f800000u) { return (x >> 16u) | 0x40u; }\n"
+    "  return (x + 0x7fffu + ((x >> 16u) & 1u)) >> 16u;\n"
+    "}\n";
+
+std::string elementReader(const std::string& buf, DType dtype) {
+  const std::string head = "fn " + buf + "_at(e: u32) -> f32 {\n";
+  auto part = [&](const std::string& at, const char* mask) {  // the byte or half at byte `at`
+    return "((" + buf + "[(" + at + ") / 4u] >> (8u * ((" + at + ") % 4u))) & " + mask + ")";
+  };
+  switch (dtype) {
+    case DType::f32: return head + "  return bitcast<f32>(" + buf + "[e]);\n}\n";
+    case DType::u8: return head + "  return f32(" + part("e", "0xffu") + ");\n}\n";
+    case DType::f16: return head + "  return f16_to_f32(" + part("2u * e", "0xffffu") + ");\n}\n";
+    case DType::bf16: return head + "  return bitcast<f32>(" + part("2u * e", "0xffffu") + " << 16u);\n}\n";
+    case DType::q8_0:  // Note [q8_0 layout]: value e % 32 of block e / 32, times the block's f16 scale
+      return head + "  let blk = (e / 32u) * 34u;\n  let q = " + part("blk + 2u + e % 32u", "0xffu") +
+             ";\n  return f16_to_f32(" + part("blk", "0xffffu") + ") * f32(bitcast<i32>(q << 24u) >> 24u);\n}\n";
+    default: unsupported("reading " + std::string(name(dtype)) + " elements as f32");
+  }
+}
+
 std::string readBinding(int b, const std::string& name, const std::string& type) {
   return "@group(0) @binding(" + std::to_string(b) + ") var<storage, read> " + name + ": array<" + type + ">;\n";
 }

@@ -62,6 +62,11 @@ std::vector<int64_t> alignedStrides(const RawTensor& t, const Tags& tags);
 /// `uniform_binding`), `strided(i, k)` is operand k's element offset for logical index i, and the
 /// numeric helpers the elementwise rows use.
 std::string prelude(int uniform_binding);
+/// WGSL: f32_to_f16, f16_to_f32 and f32_to_bf16 on the bits of 16-bit floats (core/dtype.cpp's).
+extern const char* const kHalves;
+/// WGSL: `fn <buf>_at(e: u32) -> f32`, element e (an element offset) of the u32 array `buf`
+/// holding dtype (f32, u8, f16, bf16 or q8_0: Note [q8_0 layout]) as f32; needs kHalves.
+std::string elementReader(const std::string& buf, DType dtype);
 /// Declarations of bindings: `var<storage, read> name: array<type>;` at binding b.
 std::string readBinding(int b, const std::string& name, const std::string& type = "f32");
 std::string writeBinding(int b, const std::string& name, const std::string& type = "f32");
