@@ -81,6 +81,8 @@ ExecContext& ctx() { return hostCtx().on(g_default_device); }
 
 // The context of a tensor's device: ops compute where their operands live.
 ExecContext& ctxOf(const Tensor& t) { return hostCtx().on(t.device()); }
+// A model's methods compute where its tensors are (Model::to), whatever the default device.
+ExecContext& ctxOf(const fucina::nn::Model& m) { return hostCtx().on(m.device()); }
 ExecContext& ctxOf(const std::vector<Tensor>& ts) { return ts.empty() ? ctx() : ctxOf(ts.front()); }
 
 fucina::Device toDevice(const std::string& name) {
@@ -766,7 +768,7 @@ val generateOf(M& m, val prompt, double max_tokens, double temperature, double t
         return r.isTrue();
       };
     }
-    const std::vector<int32_t> out = m.generate(ctx(), p, o, callback);
+    const std::vector<int32_t> out = m.generate(ctxOf(m), p, o, callback);
     return copyOut(out.size(), out.data());
   });
 }
@@ -823,12 +825,19 @@ val definedHandle(const Tensor& t) { return t.defined() ? handleOf(t) : val::nul
 template <class M>
 void bindModel(emscripten::class_<M, emscripten::base<Model>>& c) {
   c.function("logits", +[](M& m, val tokens) {
-     return guard([&] { return wrap(m.logits(ctx(), tensorOf(tokens, ("nn." + m.kind() + ".logits: tokens").c_str()))); });
+     return guard([&] { return wrap(m.logits(ctxOf(m), tensorOf(tokens, ("nn." + m.kind() + ".logits: tokens").c_str()))); });
    })
       .function("loss", +[](M& m, val tokens) {
-        return guard([&] { return wrap(m.loss(ctx(), tensorOf(tokens, ("nn." + m.kind() + ".loss: tokens").c_str()))); });
+        return guard([&] { return wrap(m.loss(ctxOf(m), tensorOf(tokens, ("nn." + m.kind() + ".loss: tokens").c_str()))); });
       })
       .function("generate", &generateOf<M>)
+      // One step of generateAsync: the logits of tokens that continue cache (Note [KV cache]).
+      .function("logitsCached", +[](M& m, val tokens, fucina::nn::KvCache& cache) {
+        return guard([&] {
+          const fucina::NoGradScope no_grad = fucina::noGrad();
+          return wrap(m.logits(ctxOf(m), tensorOf(tokens, ("nn." + m.kind() + ".generateAsync: tokens").c_str()), cache));
+        });
+      })
       .function("config", +[](M& m) { return guard([&] { return m.config().toJson(); }); });
 }
 
@@ -859,22 +868,22 @@ EMSCRIPTEN_BINDINGS(fucina_models) {
           return names;
         });
       })
-      .function("save", +[](Model& m) { return guard([&] { return toUint8Array(m.save(ctx())); }); })
+      .function("save", +[](Model& m) { return guard([&] { return toUint8Array(m.save(ctxOf(m))); }); })
       .function("addLora", +[](Model& m, val options) {
-        return guard([&] { return handlesOf(m.addLora(ctx(), loraOptions(options, "nn.lora"))); });
+        return guard([&] { return handlesOf(m.addLora(ctxOf(m), loraOptions(options, "nn.lora"))); });
       })
-      .function("saveAdapters", +[](Model& m) { return guard([&] { return toUint8Array(m.saveAdapters(ctx())); }); })
+      .function("saveAdapters", +[](Model& m) { return guard([&] { return toUint8Array(m.saveAdapters(ctxOf(m))); }); })
       .function("loadAdapters", +[](Model& m, val bytes, val options) {
         guard([&] {
           const std::vector<uint8_t> b = bytesOf(bytes);
           std::optional<fucina::nn::LoraOptions> o;
           if (!options.isNull() && !options.isUndefined()) o = loraOptions(options, "nn." + m.kind() + ".loadAdapters");
-          m.loadAdapters(ctx(), b, o);
+          m.loadAdapters(ctxOf(m), b, o);
         });
       })
       .function("exportPeft", +[](Model& m) {
         return guard([&] {
-          const fucina::nn::PeftAdapter p = fucina::nn::exportPeft(ctx(), m);
+          const fucina::nn::PeftAdapter p = fucina::nn::exportPeft(ctxOf(m), m);
           val out = val::object();
           out.set("safetensors", toUint8Array(p.safetensors));
           out.set("config", p.config_json);
@@ -882,12 +891,18 @@ EMSCRIPTEN_BINDINGS(fucina_models) {
         });
       })
       .function("loadPeft", +[](Model& m, val bytes, std::string config) {
-        guard([&] { fucina::nn::loadPeft(ctx(), m, bytesOf(bytes), config); });
+        guard([&] { fucina::nn::loadPeft(ctxOf(m), m, bytesOf(bytes), config); });
       })
-      .function("mergeAdapters", +[](Model& m) { guard([&] { m.mergeAdapters(ctx()); }); })
+      .function("mergeAdapters", +[](Model& m) { guard([&] { m.mergeAdapters(ctxOf(m)); }); })
       .function("dtype", +[](Model& m) { return guard([&] { return std::string(fucina::name(m.dtype())); }); })
+      .function("to", +[](Model& m, std::string device) { guard([&] { m.to(hostCtx(), toDevice(device)); }); })
+      .function("device", +[](Model& m) { return guard([&] { return std::string(fucina::name(m.device())); }); })
       .function("checkpointBlocks", +[](Model& m) { return guard([&] { return m.checkpointBlocks(); }); })
       .function("setCheckpointBlocks", +[](Model& m, bool on) { guard([&] { m.setCheckpointBlocks(on); }); });
+  // generateAsync's KV cache: its tensors live in C++ between the steps' reads.
+  class_<fucina::nn::KvCache>("KvCache")
+      .constructor<>()
+      .function("length", +[](const fucina::nn::KvCache& c) { return static_cast<double>(c.length()); });
   class_<Gpt2, base<Model>> gpt2("Gpt2");
   gpt2.smart_ptr<Gpt2Ptr>("Gpt2Ptr");
   bindModel(gpt2);

@@ -1619,6 +1619,14 @@ export interface GenerateOptions {
 export interface PretrainedModel {
   /** The dtype of the base's large matrices. */
   readonly dtype: BaseDType;
+  /** Where the model's tensors are: 'cpu', or the device {@link PretrainedModel.to} moved them to. */
+  readonly device: Device;
+  /** Moves the model's tensors to device: the frozen base as stored (16-bit and q8_0 weights
+   * stay so, read in place by the device's products), the adapters (or every parameter when
+   * trainable) as new leaves there, so make the optimizer afterwards. Tokens then go on that
+   * device too (else DeviceMismatch); to('cpu') of a device model is DeviceReadIsAsync. Returns
+   * the model. */
+  to(device: Device): this;
   /** Whether each block is recomputed in backward; settable. */
   checkpointBlocks: boolean;
   /** Whether dispose() was called. */
@@ -1647,6 +1655,10 @@ export interface PretrainedModel {
    * positions; beyond them the last that many tokens are each step's context (a full forward per
    * token). */
   generate(prompt: readonly number[] | Int32Array, options?: GenerateOptions): number[];
+  /** generate for a model on any device (on webgpu, where generate's synchronous reads are
+   * DeviceReadIsAsync): the same loop and KV cache, each step's last logits read with await
+   * data() and the token drawn on the cpu by the same sampler, so the tokens are generate's. */
+  generateAsync(prompt: readonly number[] | Int32Array, options?: GenerateOptions): Promise<number[]>;
   /** Adds LoRA adapters to the layers options.targets names and returns them (A{rank, in},
    * B{out, rank} per layer; B starts at zero). Fails if a target matches no layer or the model
    * has adapters already. The same as {@link Nn.lora}. */

@@ -168,6 +168,10 @@ export function makePretrained(fc, input) {
       const max = positions + min - 1;
       if (t < min || t > max)
         throw invalid(`nn.${name}.${method}: tokens hold ${t} positions along 't'; ${method} takes ${min} to ${max} (${key} ${positions})`);
+      const device = this.device;
+      if (tokens.device !== device)
+        throw new FucinaError('DeviceMismatch', `DeviceMismatch: nn.${name}.${method}: the tokens are on ${tokens.device}, the model on ${device} (make them there, or move them with tokens.to('${device}'))`);
+      if (device !== 'cpu') return tokens._handle;  // ids out of range are found on the device, reported by the next read
       const ids = tokens.toArray();
       const bad = ids.findIndex((id) => id < 0 || id >= vocab);
       if (bad >= 0)
@@ -182,6 +186,16 @@ export function makePretrained(fc, input) {
     }
     /** The dtype of the base's large matrices. */
     get dtype() { return this.#call('dtype', (h) => h.dtype()); }
+    /** Where the model's tensors are: 'cpu', or the device to() moved them to. */
+    get device() { return this.#call('device', (h) => h.device()); }
+    /** Moves the model's tensors to device (its frozen base as stored, its adapters, or every
+     * parameter when trainable, as new leaves there): make the optimizer afterwards. Returns the model. */
+    to(device) {
+      if (device !== 'cpu' && device !== 'webgpu')
+        throw invalid(`nn.${this.#kind.name}.to: device must be 'cpu' or 'webgpu', got ${typeName(device)}`);
+      this.#call('to', (h) => h.to(device));
+      return this;
+    }
     /** Whether each block is recomputed in backward (activation checkpointing). */
     get checkpointBlocks() { return this.#call('checkpointBlocks', (h) => h.checkpointBlocks()); }
     set checkpointBlocks(on) {
@@ -217,6 +231,8 @@ export function makePretrained(fc, input) {
     generate(prompt, options) {
       const what = `nn.${this.#kind.name}.generate`;
       if (!this.#h) throw invalid(`${what}: this model was disposed`);
+      if (this.device !== 'cpu')
+        throw new FucinaError('DeviceReadIsAsync', `DeviceReadIsAsync: ${what}: each token is read from the logits synchronously, which the ${this.device} device cannot: await generateAsync() instead`);
       const { ids, maxTokens, temperature, topK, seed, onToken } =
         generateArgs(prompt, options, this.config.vocab_size, what);
       const h = this.#h;
@@ -239,6 +255,66 @@ export function makePretrained(fc, input) {
           this.#doomed.delete();
           this.#doomed = null;
         }
+      }
+    }
+
+    /** generate for a model on any device: the same loop, KV cache and sampler (the same tokens),
+     * each step's last logits read with await data() and the token drawn on the cpu. */
+    async generateAsync(prompt, options) {
+      const what = `nn.${this.#kind.name}.generateAsync`;
+      if (!this.#h) throw invalid(`${what}: this model was disposed`);
+      const { ids, maxTokens, temperature, topK, seed, onToken } =
+        generateArgs(prompt, options, this.config.vocab_size, what);
+      const positions = this.config[this.#kind.positions];
+      const device = this.device;
+      const context = Array.from(ids);
+      const out = [];
+      let cache = fc._call((M) => new M.KvCache());
+      try {
+        for (let step = 0; step < maxTokens; ++step) {
+          // All of the context the first time, then the newest token; once the context outgrows
+          // the positions, its last `positions` tokens, uncached (nn::generate's loop).
+          const full = context.length > positions;
+          const run = full ? positions : cache.length() === 0 ? context.length : 1;
+          const last = fc._unscoped(() => fc.noGrad(() => fc.scope(() => {
+            const before = fc.defaultDevice;
+            fc.defaultDevice = device;
+            let tokens;
+            try {
+              tokens = fc.constant(['batch', 't'], [1, run], context.slice(-run), 'i32');
+            } finally {
+              fc.defaultDevice = before;
+            }
+            const logits = fc._wrap(this.#call('generateAsync', (h) => (full ? h.logits(tokens._handle) : h.logitsCached(tokens._handle, cache))));
+            return logits.select('batch', 0).select('t', run - 1).contiguous();
+          })));
+          if (full) {  // never used again: the context only grows
+            cache.delete();
+            cache = fc._call((M) => new M.KvCache());
+          }
+          let values;
+          try {
+            values = await last.data();
+          } finally {
+            last.dispose();
+          }
+          const id = fc.scope(() => {
+            const before = fc.defaultDevice;
+            fc.defaultDevice = 'cpu';
+            try {
+              const row = fc.constant(['vocab'], [values.length], values);
+              return fc._call((M) => M.sampleToken(row._handle, temperature, topK, seed, step));
+            } finally {
+              fc.defaultDevice = before;
+            }
+          });
+          out.push(id);
+          context.push(id);
+          if (onToken !== undefined && onToken(id) === false) break;
+        }
+        return out;
+      } finally {
+        cache.delete();
       }
     }
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+using fucina::Device;
 using fucina::DType;
 using fucina::ExecContext;
 using fucina::Tensor;
@@ -170,6 +171,23 @@ TEST_CASE("Llama checkpointing gives bitwise-equal adapter gradients, LoRA dropo
   }
   REQUIRE(grads[0].size() == 12);
   for (size_t i = 0; i < grads[0].size(); ++i) CHECK(grads[0][i] == grads[1][i]);
+}
+
+TEST_CASE("Model::to: the cpu is where a model is; a device not attached is DeviceUnavailable and moves nothing", "[llama][device]") {
+  ExecContext ctx;
+  Llama m = loadFixture(ctx, "llama", {.dtype = DType::q8_0});
+  LoraOptions o;
+  o.rank = 2;
+  o.targets = {"q_proj"};
+  const std::vector<Tensor> adapters = m.addLora(ctx, o);
+  const Tensor tokens = fixture("llama").tokens(ctx);
+  const std::vector<float> before = m.logits(ctx, tokens).toVector();
+  CHECK(m.device() == Device::cpu);
+  m.to(ctx, Device::cpu);  // already there
+  REQUIRE_FUCINA_ERROR(m.to(ctx, Device::webgpu), DeviceUnavailable);  // native builds have no WebGPU
+  CHECK(m.device() == Device::cpu);
+  CHECK(m.logits(ctx, tokens).toVector() == before);
+  CHECK(m.parameters()[0].impl() == adapters[0].impl());  // the same leaves
 }
 
 TEST_CASE("Llama's KV cache gives the full forward's logits, and generate is seeded and greedy at 0", "[llama]") {

@@ -117,6 +117,7 @@ function fixtures(fc, foreign) {
   f['#Gpt2ForLora'] = gpt2(3);
   f['#Gpt2Lora'] = gpt2(4, { rank: 2, targets: ['c_attn'] });
   f['#Gpt2Bare'] = gpt2(5);
+  f['#Gpt2To'] = gpt2(9);  // to() returns the model, which the harness then disposes
   f['#Gpt2Gone'] = gpt2(6);
   f['#Gpt2Gone'].dispose();
   f.gpt2Bytes = f['#Gpt2'].save();
@@ -138,6 +139,7 @@ function fixtures(fc, foreign) {
   f['#LlamaLoad'] = llama(2);
   f['#LlamaForPeft'] = llama(3);
   f['#LlamaLora'] = llama(4, { rank: 2, targets: ['q_proj', 'down_proj'] });
+  f['#LlamaTo'] = llama(9);
   f['#LlamaGone'] = llama(5);
   f['#LlamaGone'].dispose();
   f.llamaBytes = f['#Llama'].save();

@@ -324,7 +324,11 @@ export const NN = {
   'Gpt2#generate': { self: '#Gpt2', args: [raw([1, 2], [[], [8], [-1], [1.5], ['1'], [NaN], 'x', null, {}]),
     options({ maxTokens: 2 }, { maxTokens: 'nat', temperature: [-1, NaN, Infinity, '1', null], topK: [-1, 1.5, null],
       seed: 'nat', onToken: 'fn' })] },
+  'Gpt2#generateAsync': { self: '#Gpt2', async: true, args: [raw([1, 2], [[], [8], [-1], [1.5], ['1'], [NaN], 'x', null, {}]),
+    options({ maxTokens: 2 }, { maxTokens: 'nat', temperature: [-1, NaN, Infinity, '1', null], topK: [-1, 1.5, null],
+      seed: 'nat', onToken: 'fn' })] },
   'Gpt2#checkpointBlocks': { self: '#Gpt2', setter: true, args: [bool(true)] },
+  'Gpt2#to': { self: '#Gpt2To', args: [raw('cpu', ['tpu', 'CPU', 7, null, {}])] },
   'Gpt2#addLora': { self: '#Gpt2Add', args: [options({ rank: 2 }, loraKeys)] },
   'Gpt2#loadAdapters': { self: '#Gpt2Load', args: [raw('@adapterBytes', ['@corrupt', '@gpt2Bytes', '@bytes', null, 'x']),
     raw(undefined, [{ rank: 0 }, { bogus: 1 }, 7, null])] },
@@ -340,7 +344,11 @@ export const NN = {
   'Llama#generate': { self: '#Llama', args: [raw([1, 2], [[], [8], [-1], [1.5], ['1'], [NaN], 'x', null, {}]),
     options({ maxTokens: 2 }, { maxTokens: 'nat', temperature: [-1, NaN, Infinity, '1', null], topK: [-1, 1.5, null],
       seed: 'nat', onToken: 'fn' })] },
+  'Llama#generateAsync': { self: '#Llama', async: true, args: [raw([1, 2], [[], [8], [-1], [1.5], ['1'], [NaN], 'x', null, {}]),
+    options({ maxTokens: 2 }, { maxTokens: 'nat', temperature: [-1, NaN, Infinity, '1', null], topK: [-1, 1.5, null],
+      seed: 'nat', onToken: 'fn' })] },
   'Llama#checkpointBlocks': { self: '#Llama', setter: true, args: [bool(true)] },
+  'Llama#to': { self: '#LlamaTo', args: [raw('cpu', ['tpu', 'CPU', 7, null, {}])] },
   'Llama#addLora': { self: '#LlamaAdd', args: [options({ rank: 2, targets: ['q_proj'] }, loraKeys)] },
   'Llama#loadAdapters': { self: '#LlamaLoad', args: [raw('@llamaAdapterBytes', ['@corrupt', '@llamaBytes', '@adapterBytes', null, 'x']),
     raw(undefined, [{ rank: 0 }, { bogus: 1 }, 7, null])] },
@@ -362,7 +370,7 @@ export const NN_EXEMPT = {
     .map((c) => [`${c}#parameters`, 'no arguments'])),
   ...Object.fromEntries(['Linear', 'Conv2d', 'Mlp', 'Cnn'].map((c) => [`${c}#pack`, 'no arguments'])),
   // No arguments: what they refuse (a disposed model or layer, no adapters) is in ENGINE and PARTIAL.
-  ...Object.fromEntries(['config', 'dtype', 'isDisposed', 'namedTensors', 'layers', 'save', 'saveAdapters', 'mergeAdapters', 'dispose']
+  ...Object.fromEntries(['config', 'dtype', 'device', 'isDisposed', 'namedTensors', 'layers', 'save', 'saveAdapters', 'mergeAdapters', 'dispose']
     .flatMap((m) => [[`Gpt2#${m}`, 'no arguments'], [`Llama#${m}`, 'no arguments']])),
   ...Object.fromEntries(['merge', 'weight', 'bias', 'a', 'b', 'in', 'out', 'scale', 'isDisposed', 'dispose']
     .map((m) => [`LoraLinear#${m}`, 'no arguments'])),
@@ -534,7 +542,8 @@ export const PARTIAL = {
     ['parameters', (m) => m.parameters()], ['namedTensors', (m) => m.namedTensors()], ['layers', (m) => m.layers()], ['save', (m) => m.save()],
     ['generate', (m) => m.generate([1])], ['addLora', (m) => m.addLora()], ['saveAdapters', (m) => m.saveAdapters()],
     ['loadAdapters', (m, f) => m.loadAdapters(f.adapterBytes)], ['mergeAdapters', (m) => m.mergeAdapters()],
-    ['config', (m) => m.config], ['dtype', (m) => m.dtype], ['checkpointBlocks', (m) => m.checkpointBlocks],
+    ['config', (m) => m.config], ['dtype', (m) => m.dtype], ['device', (m) => m.device], ['to', (m) => m.to('cpu')],
+    ['checkpointBlocks', (m) => m.checkpointBlocks],
     ['checkpointBlocks =', (m) => { m.checkpointBlocks = true; }], ['lora', (m, f) => f.fc.nn.lora(m)]]
     .flatMap(([what, run]) => [[`Gpt2 ${what} after dispose`, (f) => run(f['#Gpt2Gone'], f)],
       [`Llama ${what} after dispose`, (f) => run(f['#LlamaGone'], f)]])),

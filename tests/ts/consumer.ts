@@ -497,6 +497,11 @@ const gpt2: Gpt2 = nn.Gpt2.load(modelBytes, fresh.config, gpt2Options);
 const baseDType: BaseDType = gpt2.dtype;
 const vocabSize: unknown = gpt2.config.vocab_size;
 gpt2.checkpointBlocks = !gpt2.checkpointBlocks;
+const modelDevice: Device = gpt2.device;
+const moved: Gpt2 = gpt2.to('cpu');
+const gpt2Later: Promise<number[]> = gpt2.generateAsync([1, 2], { maxTokens: 2 });
+// @ts-expect-error to() takes a device name
+gpt2.to('tpu');
 const gpt2Tokens = fc.constant(['batch', 't'], [1, 4], [1, 2, 3, 4], 'i32');
 const gpt2Logits: Tensor = gpt2.logits(gpt2Tokens);
 const loraOptions: LoraOptions = { rank: 4, alpha: 8, dropout: 0.1, targets: ['c_attn', 'c_proj'], seed: 3 };
@@ -539,6 +544,8 @@ const seeded: Llama = new LlamaClass(llamaConfig, 2, { trainable: true });
 const llamaBytes: Uint8Array = seeded.save();
 const llama: Llama = nn.Llama.load(llamaBytes, seeded.config, modelOptions);
 const sharded: Llama = nn.Llama.load([llamaBytes], llamaConfig);
+const llamaDevice: Device = sharded.to('cpu').device;
+const llamaLater: Promise<number[]> = sharded.generateAsync([1, 2], { maxTokens: 2 });
 const fromFile: Promise<Llama> = nn.Llama.loadAsync(new Blob([llamaBytes.slice()]), llamaConfig, { dtype: 'bf16' });
 const llamaDType: BaseDType = llama.dtype;
 const heads: unknown = llama.config.num_key_value_heads;
@@ -664,7 +671,7 @@ console.log(variant, threads, backend, device, copy, z, o, f, u, n, tags, shape,
   binaries, scalars, unaries, reductions, norms, losses, indexing, inventory, losses2, convs, constantResults, contractions, structure, spatial, inferred, rotated, attended,
   noGrad, enabled, counters, c1, c2, c3, c4, v1, v2, grads, gcNumbers, decodedW, meta, params, optDisposed, norm, normOnDevice, sampledLater, convLayerHere, layerNormHere, embeddingHere, cnnHere, gptHere, linearHere, linearFields,
   y1, linearParams, channelAxis, convFields, lnFields, embFields, mlpLayers, cnnFields, context, blockLayers, firstLayer,
-  gptFields, logits, gptLoss, gptSampled, seed, made, dims, read, splitFields, batchTensors, baseDType, vocabSize, gpt2Logits,
+  gptFields, logits, gptLoss, gptSampled, seed, made, dims, read, splitFields, batchTensors, baseDType, vocabSize, modelDevice, moved, gpt2Later, llamaDevice, llamaLater, gpt2Logits,
   adapters, layerNames, wte, sampled, gpt2Disposed, loraFields, loraY, merged, loraParams, inPlace, taken, routeWeights, routeIndices, packedY, packedFields, packedText, packedOps,
   gpuCounters, where, synced, deviceRead, onDevice, gpuInit, fromFile, llamaDType, heads, llamaLogits, llamaAdapters, llamaParams,
   llamaLayers, embed, llamaSampled, llamaDisposed);

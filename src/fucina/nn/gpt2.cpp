@@ -291,6 +291,15 @@ std::vector<int32_t> Gpt2::generate(ExecContext& ctx, std::span<const int32_t> p
 
 // ---------------------------------------------------------------- parameters and files
 
+void Gpt2::forEachTensor(const std::function<void(Tensor&)>& f) {
+  f(wte_);
+  f(wpe_);
+  f(lnf_w_);
+  f(lnf_b_);
+  for (Block& b : blocks_)
+    for (Tensor* t : slots(b)) f(*t);
+}
+
 template <class Self>
 auto Gpt2::layersOf(Self& self) {
   using L = std::conditional_t<std::is_const_v<Self>, const LoraLinear*, LoraLinear*>;

@@ -91,6 +91,7 @@ class Gpt2 : public Model {
   /// h.N.mlp.c_proj; their adapters' PEFT names start "base_model.model.transformer.".
   std::vector<std::pair<std::string, LoraLinear*>> layers() override;
   std::vector<std::pair<std::string, const LoraLinear*>> layers() const override;
+  void forEachTensor(const std::function<void(Tensor&)>& f) override;
 
  private:
   struct Block {

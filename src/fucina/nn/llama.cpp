@@ -461,6 +461,14 @@ std::vector<int32_t> Llama::generate(ExecContext& ctx, std::span<const int32_t> 
 
 // ---------------------------------------------------------------- parameters and files
 
+void Llama::forEachTensor(const std::function<void(Tensor&)>& f) {
+  f(embed_);
+  f(norm_);
+  f(head_);
+  for (Block& b : blocks_)
+    for (Tensor* t : slots(b)) f(*t);
+}
+
 template <class Self>
 auto Llama::layersOf(Self& self) {
   using L = std::conditional_t<std::is_const_v<Self>, const LoraLinear*, LoraLinear*>;

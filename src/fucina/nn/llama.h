@@ -119,6 +119,7 @@ class Llama : public Model {
   /// layers.N.mlp.{gate,up,down}_proj; their adapters' PEFT names start "base_model.model.model.".
   std::vector<std::pair<std::string, LoraLinear*>> layers() override;
   std::vector<std::pair<std::string, const LoraLinear*>> layers() const override;
+  void forEachTensor(const std::function<void(Tensor&)>& f) override;
 
  private:
   struct Block {

@@ -132,6 +132,26 @@ std::vector<uint8_t> Model::save(ExecContext& ctx) const {
   return io::encodeSafetensors(ctx, named, {{"format", "pt"}});
 }
 
+void Model::to(ExecContext& ctx, Device device) {
+  if (device == device_) return;
+  if (device == Device::cpu)
+    fail(ErrorCode::DeviceReadIsAsync, kind_ + ".to(cpu): a device's values are read asynchronously; load the model "
+                                               "again on the cpu instead");
+  ExecContext& target = ctx.on(device);  // DeviceUnavailable before anything moves
+  // Each tensor once, by identity: a tied head is the embedding's slot twice.
+  std::map<const void*, Tensor> moved;
+  std::vector<Tensor*> slots;
+  forEachTensor([&](Tensor& t) { slots.push_back(&t); });
+  for (Tensor* t : slots) {
+    if (!t->defined() || moved.count(t->impl().get())) continue;
+    const Tensor there = t->detach(ctx).to(target, device);
+    moved[t->impl().get()] = t->requiresGrad() ? Tensor::variable(target, there) : there;
+  }
+  for (Tensor* t : slots)  // nothing is replaced until every copy is made (a failed one changes nothing)
+    if (t->defined()) *t = moved.at(t->impl().get());
+  device_ = device;
+}
+
 std::vector<Tensor> Model::parameters() const {
   std::vector<Tensor> out;
   if (options_.trainable)

@@ -77,6 +77,15 @@ class Model {
   /// when the model is trainable, else constants) and the adapters are gone.
   void mergeAdapters(ExecContext& ctx);
 
+  /// Moves every tensor of the model to device (Note [Device contexts]): its frozen weights as
+  /// they are stored (q8_0 blocks too), its leaves (the adapters, or every parameter when
+  /// trainable) as new leaves there, a tied head staying the embedding. The old tensors are
+  /// released; a parameter list or optimizer made before holds the old leaves. To the cpu from a
+  /// device is DeviceReadIsAsync, as Tensor::to.
+  void to(ExecContext& ctx, Device device);
+  /// Where the model's tensors are (Device::cpu until to()).
+  Device device() const { return device_; }
+
   /// The adapters' options (none when the model has no adapters).
   const std::optional<LoraOptions>& loraOptions() const { return lora_; }
   DType dtype() const { return options_.dtype; }
@@ -100,6 +109,9 @@ class Model {
   Model& operator=(const Model&) = default;
   Model& operator=(Model&&) = default;
 
+  /// Calls f with every tensor slot of the model (a tied head's slot too), in model order.
+  virtual void forEachTensor(const std::function<void(Tensor&)>& f) = 0;
+
   /// value (a constant: decoded from a file or drawn) as the model stores it: an f32 leaf when
   /// trainable, else a constant, in the model's dtype when `large` (q8_0 blocks along
   /// block_axis) and f32 otherwise. A value that already has that dtype is kept as it is.
@@ -122,6 +134,7 @@ class Model {
   std::string kind_, layer_hint_, peft_prefix_;
   bool fan_in_fan_out_;
   mutable uint64_t training_calls_ = 0;  // advances the dropout seed per recorded forward
+  Device device_ = Device::cpu;
 };
 
 /// run(ctx, b, x) as a checkpointed block (ag/checkpoint.h): the block's trainable tensors (those

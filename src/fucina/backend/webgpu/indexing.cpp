@@ -11,6 +11,7 @@
 #include "fucina/backend/webgpu/primitives.h"
 #include "fucina/backend/webgpu/wgsl.h"
 #include "fucina/core/error.h"
+#include "fucina/core/q8.h"
 #include "fucina/exec/context.h"
 
 namespace fucina::backend::webgpu {
@@ -42,6 +43,21 @@ std::string selectSource() {
          "  let n = uw(1u);\n  let k = uw(2u);\n  let inner = uw(3u);\n"
          "  let c = i % inner;\n  let q = (i / inner) % k;\n  let a = i / (inner * k);\n"
          "  out[i] = table[(a * n + index_at(q, n)) * inner + c];\n}\n";
+}
+
+// The same rows as bytes, for tables of 16-bit or q8_0 elements (a row of whole blocks): each
+// invocation makes one word of out from its four bytes, wherever they come from. Words: bytes,
+// n, K, row bytes.
+std::string selectBytesSource() {
+  return prelude(3) + readBinding(0, "table", "u32") + readBinding(1, "ix", "u32") + writeBinding(2, "out", "u32") +
+         kIndexAt + kMainSignature + " {\n  " + kLinearIndex +
+         "\n  if (i * 4u >= uw(0u)) { return; }\n"
+         "  let n = uw(1u);\n  let k = uw(2u);\n  let rb = uw(3u);\n  var word = 0u;\n"
+         "  for (var j = 0u; j < 4u && i * 4u + j < uw(0u); j = j + 1u) {\n"
+         "    let ob = i * 4u + j;\n    let row = ob / rb;\n"
+         "    let sb = ((row / k) * n + index_at(row % k, n)) * rb + ob % rb;\n"
+         "    word = word | (((table[sb / 4u] >> (8u * (sb % 4u))) & 0xffu) << (8u * j));\n"
+         "  }\n  out[i] = word;\n}\n";
 }
 
 // dst[(a·n + index[q])·inner + c] (+)= src[(a·K + q)·inner + c], or = 0. Each invocation owns
@@ -114,6 +130,29 @@ Uniforms rowUniforms(int64_t count, int64_t n, int64_t k, int64_t inner) {
   return u;
 }
 
+// selectRows of a contiguous 16-bit or q8_0 table (one that starts at its buffer's start).
+RawTensor selectRowBytes(ExecContext& ctx, const RawTensor& table, Tag axis, const RawTensor& index_in) {
+  const DType d = table.dtype();
+  if (d != DType::f16 && d != DType::bf16 && d != DType::q8_0) requireF32(table, "selectRows");
+  if (!table.isContiguous() || table.offset() != 0)
+    unsupported("selectRows of a " + std::string(name(d)) + " table that is a view (" + table.describe() + ")");
+  requireIndex(index_in, "selectRows");
+  const RawTensor index = whole(ctx, index_in);
+  const size_t p = table.axis(axis);
+  const auto [tags, shape] = withIndexAxes(table, p, index);
+  RawTensor out = d == DType::q8_0 ? RawTensor::emptyQ8(ctx, tags, shape, internal::blockAxisOf(table))
+                                   : RawTensor::empty(ctx, tags, shape, d);
+  const int64_t n = table.shape()[p], inner = numelOf(table.shape(), p + 1, table.rank());
+  const int64_t row_bytes = d == DType::q8_0 ? static_cast<int64_t>(q8::bytesFor(inner)) : 2 * inner;
+  const int64_t bytes = row_bytes * numelOf(table.shape(), 0, p) * index.numel();
+  if (bytes == 0) return out;
+  if (bytes > UINT32_MAX - 3) unsupported("selectRows of over 2^32 bytes");
+  const uint32_t buffers[3] = {bufferOf(table, "selectRows"), bufferOf(index, "selectRows"), bufferOf(out, "selectRows")};
+  dispatchLinear(Gpu::get().pipeline(selectBytesSource()), buffers, rowUniforms(bytes, n, index.numel(), row_bytes),
+                 (bytes + 3) / 4);
+  return out;
+}
+
 }  // namespace
 
 Kernels::IndexFault firstIndexOutside(ExecContext&, const RawTensor& index, int64_t extent,
@@ -133,6 +172,7 @@ Kernels::IndexFault firstIndexOutside(ExecContext&, const RawTensor& index, int6
 }
 
 RawTensor selectRows(ExecContext& ctx, const RawTensor& table_in, Tag axis, const RawTensor& index_in) {
+  if (table_in.dtype() != DType::f32) return selectRowBytes(ctx, table_in, axis, index_in);
   const RawTensor table = rowsOf(ctx, table_in, "selectRows");
   requireIndex(index_in, "selectRows");
   const RawTensor index = whole(ctx, index_in);

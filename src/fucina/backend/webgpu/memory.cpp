@@ -127,7 +127,10 @@ std::string convertSource(DType from, DType to) {
 
 // Host bytes (contiguous, dst's dtype) into contiguous dst: one write, padded to whole words.
 void upload(const RawTensor& src, const RawTensor& dst) {
-  if (src.dtype() != dst.dtype() || !src.isContiguous() || !dst.isContiguous())
+  // q8_0: both in emptyQ8's layout (the block axis innermost, wherever it is among the tags)
+  const bool same_layout = src.dtype() == DType::q8_0 ? src.strides() == dst.strides()
+                                                      : src.isContiguous() && dst.isContiguous();
+  if (src.dtype() != dst.dtype() || !same_layout)
     unsupported("an upload of " + std::string(name(src.dtype())) + " " + src.describe() + " into " +
                 std::string(name(dst.dtype())) + " " + dst.describe() + " (it takes contiguous values of one dtype)");
   const bool q8 = dst.dtype() == DType::q8_0;  // whole blocks, in emptyQ8's layout on both sides
