@@ -360,6 +360,24 @@ for (const variant of VARIANTS) {
     }
   });
 
+  test(`webgpu (${variant}): l2 rows, cumprod, upsampling and the channel affine match the cpu, forward and VJP`, async () => {
+    const fc = await gpuEngine(variant);
+    const out = await onBoth(fc, (fc) => {
+      const raw = values(4 * 300, 71);
+      for (let i = 300; i < 600; ++i) raw[i] = 0;  // a zero row: eps wins, the gradient passes as is
+      raw[905] = 0;  // a zero inside a product
+      const x = fc.variable(['r', 'd'], [4, 300], raw);
+      const img = fc.variable(['n', 'c', 'h', 'w'], [2, 3, 5, 7], values(210, 72));
+      const scale = fc.variable(['c'], [3], [0.5, -2, 1.5]), shift = fc.variable(['c'], [3], [1, 0, -1]);
+      const g = fc.constant(['r', 'd'], [4, 300], values(1200, 73));
+      const l2 = x.l2Normalize('d', 1e-6), cp = x.permuteTo(['d', 'r']).cumprod('d');
+      const up = img.upsample2xNearest(), aff = img.permuteTo(['n', 'h', 'w', 'c']).channelAffine(scale, shift, 'c');
+      l2.mul(g).sumAll().add(cp.sumAll()).add(up.mul(up).sumAll()).add(aff.mul(aff).sumAll()).backward();
+      return { l2, cp, up, aff, gx: x.grad(), gimg: img.grad(), gscale: scale.grad(), gshift: shift.grad() };
+    });
+    compare(out, 5e-5);
+  });
+
   test(`webgpu (${variant}): convolutions and their VJPs match the cpu: strides, padding, dilation, groups, both layouts`, async () => {
     const fc = await gpuEngine(variant);
     const out = await onBoth(fc, (fc) => {

@@ -1,4 +1,5 @@
-// Reductions and scans along one axis (Kernels::reduceAlong), as the reference states them: the
+// Reductions and scans along one axis (Kernels::reduceAlong), and cumprod rows with their VJP,
+// as the reference states them. Along an axis: the
 // axis is moved last (a contiguous copy where it is not), then each row is one workgroup (max,
 // min, prod: partial results of 256 invocations combined in a tree) or one invocation walking it
 // in order (cumsum, its reverse, prodOthers). In f32, where the host's prod and cumsum use f64.
@@ -84,7 +85,51 @@ std::string scanSource(A op) {
          "\n  if (i >= uw(0u)) { return; }\n  let n = uw(1u);\n  let base = i * n;\n" + body + "}\n";
 }
 
+// cumprod rows (contiguous, one invocation per row): y_i = x_0·...·x_i; the VJP from the end:
+// S_i = g_i + x_{i+1}·S_{i+1}, gx_i = y_{i-1}·S_i (y_{-1} = 1). Uniforms: rows, n.
+std::string cumprodSource(bool vjp) {
+  const std::string head = kMainSignature + std::string(" {\n  ") + kLinearIndex +
+                           "\n  if (i >= uw(0u)) { return; }\n  let n = uw(1u);\n  let base = i * n;\n";
+  if (!vjp)
+    return prelude(2) + readBinding(0, "x") + writeBinding(1, "y") + head +
+           "  var p = 1.0;\n  for (var j = 0u; j < n; j = j + 1u) { p = p * x[base + j]; y[base + j] = p; }\n}\n";
+  return prelude(4) + readBinding(0, "x") + readBinding(1, "y") + readBinding(2, "g") + writeBinding(3, "gx") + head +
+         "  var s = 0.0;\n"
+         "  for (var j = n; j > 0u; j = j - 1u) {\n"
+         "    let at = base + j - 1u;\n"
+         // select evaluates both sides: the indices stay inside the row
+         "    s = g[at] + select(0.0, x[min(at + 1u, base + n - 1u)] * s, j < n);\n"
+         "    gx[at] = select(1.0, y[max(at, base + 1u) - 1u], j > 1u) * s;\n"
+         "  }\n}\n";
+}
+
 }  // namespace
+
+RawTensor cumprodRows(ExecContext& ctx, const RawTensor& x_in) {
+  const RawTensor x = rowsOf(ctx, x_in, "cumprod");
+  RawTensor y = RawTensor::empty(ctx, x.tags(), x.shape());
+  const RowLayout l = rowLayout(x);
+  if (y.numel() == 0) return y;
+  Uniforms u;
+  u.u(static_cast<uint64_t>(l.rows)).u(static_cast<uint64_t>(l.n));
+  const uint32_t buffers[2] = {bufferOf(x, "cumprod"), bufferOf(y, "cumprod")};
+  dispatchLinear(Gpu::get().pipeline(cumprodSource(false)), buffers, u, l.rows);
+  return y;
+}
+
+RawTensor cumprodRowsVjp(ExecContext& ctx, const RawTensor& x_in, const RawTensor& y_in, const RawTensor& gy_in) {
+  const RawTensor x = rowsOf(ctx, x_in, "cumprod VJP"), y = rowsOf(ctx, y_in, "cumprod VJP"),
+                  gy = rowsOf(ctx, gy_in, "cumprod VJP");
+  RawTensor gx = RawTensor::empty(ctx, x.tags(), x.shape());
+  const RowLayout l = rowLayout(x);
+  if (gx.numel() == 0) return gx;
+  Uniforms u;
+  u.u(static_cast<uint64_t>(l.rows)).u(static_cast<uint64_t>(l.n));
+  const uint32_t buffers[4] = {bufferOf(x, "cumprod VJP"), bufferOf(y, "cumprod VJP"), bufferOf(gy, "cumprod VJP"),
+                               bufferOf(gx, "cumprod VJP")};
+  dispatchLinear(Gpu::get().pipeline(cumprodSource(true)), buffers, u, l.rows);
+  return gx;
+}
 
 Kernels::Along reduceAlong(ExecContext& ctx, A op, const RawTensor& a, Tag axis) {
   requireF32(a, "reduceAlong");

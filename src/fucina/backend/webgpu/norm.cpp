@@ -1,6 +1,6 @@
-// Layer and RMS normalization rows (the last axis of contiguous f32): one workgroup per row, its
-// statistics combined in a tree (in f32: the cpu accumulates in f64). L2 rows, whose saved
-// `clamped` flags are bytes, are not computed here yet.
+// Layer, RMS and L2 normalization rows (the last axis of contiguous f32): one workgroup per row,
+// its statistics combined in a tree (in f32: the cpu accumulates in f64). An L2 row's `clamped`
+// flag (where eps won) is a byte, set with atomics in its word.
 #include <string>
 
 #include "fucina/backend/webgpu/primitives.h"
@@ -29,6 +29,37 @@ std::string forwardSource(bool layer) {
          "}\n";
 }
 
+// inv = 1/max(|x|, eps), y = x·inv, clamped = |x| <= eps.
+std::string l2Source() {
+  return prelude(4) + readBinding(0, "x") + writeBinding(1, "y") + writeBinding(2, "inv") +
+         "@group(0) @binding(3) var<storage, read_write> cl: array<atomic<u32>>;\n" + rowKernelHead() +
+         "  var q = 0.0;\n"
+         "  for (var i = l; i < n; i = i + 256u) { q = q + x[base + i] * x[base + i]; }\n"
+         "  let norm = sqrt(reduce(l, q, false));\n"
+         "  let k = 1.0 / max(norm, uf(2u));\n"
+         "  if (l == 0u) {\n"
+         "    inv[row] = k;\n"
+         "    let shift = 8u * (row % 4u);\n"
+         "    atomicAnd(&cl[row / 4u], ~(0xffu << shift));\n"
+         "    atomicOr(&cl[row / 4u], select(0u, 1u, norm <= uf(2u)) << shift);\n"
+         "  }\n"
+         "  for (var i = l; i < n; i = i + 256u) { y[base + i] = x[base + i] * k; }\n"
+         "}\n";
+}
+
+// gx = inv·(g - y·Σ g·y), inv·g where the row was clamped.
+std::string l2VjpSource() {
+  return prelude(5) + readBinding(0, "y") + readBinding(1, "inv") + readBinding(2, "g") + readBinding(3, "cl", "u32") +
+         writeBinding(4, "gx") + rowKernelHead() +
+         "  var sgy = 0.0;\n"
+         "  for (var i = l; i < n; i = i + 256u) { sgy = sgy + g[base + i] * y[base + i]; }\n"
+         "  let clamped = ((cl[row / 4u] >> (8u * (row % 4u))) & 0xffu) != 0u;\n"
+         "  let k = select(reduce(l, sgy, false), 0.0, clamped);\n"
+         "  let v = inv[row];\n"
+         "  for (var i = l; i < n; i = i + 256u) { gx[base + i] = v * (g[base + i] - y[base + i] * k); }\n"
+         "}\n";
+}
+
 // gx = inv·(g - <g> - y·<g·y>), <g> taken as 0 for rms.
 std::string vjpSource(bool layer) {
   return prelude(4) + readBinding(0, "y") + readBinding(1, "inv") + readBinding(2, "g") + writeBinding(3, "gx") +
@@ -42,19 +73,21 @@ std::string vjpSource(bool layer) {
          "}\n";
 }
 
-void requireKind(Norm kind) {
-  if (kind == Norm::l2) unsupported("l2 normalization rows");
-}
-
 }  // namespace
 
 Kernels::NormRows normRows(ExecContext& ctx, const RawTensor& x_in, Norm kind, double eps) {
-  requireKind(kind);
   const RawTensor x = rowsOf(ctx, x_in, "normalization");
   const Tags row_tags(x.tags().begin(), x.tags().end() - (x.rank() > 0 ? 1 : 0));
   const Extents row_shape(x.shape().begin(), x.shape().end() - (x.rank() > 0 ? 1 : 0));
   Kernels::NormRows out{RawTensor::empty(ctx, x.tags(), x.shape()), RawTensor::empty(ctx, row_tags, row_shape), {}};
+  if (kind == Norm::l2) out.clamped = RawTensor::zeros(ctx, row_tags, row_shape, DType::u8);
   if (x.numel() == 0) return out;
+  if (kind == Norm::l2) {
+    const uint32_t buffers[4] = {bufferOf(x, "normalization"), bufferOf(out.y, "normalization"),
+                                 bufferOf(out.inv, "normalization"), bufferOf(out.clamped, "normalization")};
+    dispatchRows(l2Source(), buffers, rowLayout(x), static_cast<float>(eps));
+    return out;
+  }
   const uint32_t buffers[3] = {bufferOf(x, "normalization"), bufferOf(out.y, "normalization"),
                                bufferOf(out.inv, "normalization")};
   dispatchRows(forwardSource(kind == Norm::layer), buffers, rowLayout(x), static_cast<float>(eps));
@@ -62,11 +95,17 @@ Kernels::NormRows normRows(ExecContext& ctx, const RawTensor& x_in, Norm kind, d
 }
 
 RawTensor normRowsVjp(ExecContext& ctx, Norm kind, const Kernels::NormRows& saved, const RawTensor& gy_in) {
-  requireKind(kind);
   requireRows(saved.y, "normalization VJP");  // made by normRows: whole
   const RawTensor gy = rowsOf(ctx, gy_in, "normalization VJP");
   RawTensor gx = RawTensor::empty(ctx, saved.y.tags(), saved.y.shape());
   if (gx.numel() == 0) return gx;
+  if (kind == Norm::l2) {
+    const uint32_t buffers[5] = {bufferOf(saved.y, "normalization VJP"), bufferOf(saved.inv, "normalization VJP"),
+                                 bufferOf(gy, "normalization VJP"), bufferOf(saved.clamped, "normalization VJP"),
+                                 bufferOf(gx, "normalization VJP")};
+    dispatchRows(l2VjpSource(), buffers, rowLayout(saved.y));
+    return gx;
+  }
   const uint32_t buffers[4] = {bufferOf(saved.y, "normalization VJP"), bufferOf(saved.inv, "normalization VJP"),
                                bufferOf(gy, "normalization VJP"), bufferOf(gx, "normalization VJP")};
   dispatchRows(vjpSource(kind == Norm::layer), buffers, rowLayout(saved.y));

@@ -58,6 +58,8 @@ void copy(ExecContext& ctx, const RawTensor& src, const RawTensor& dst);
 RawTensor sumAxes(ExecContext& ctx, const RawTensor& a, const Tags& axes);
 /// along.cpp
 Kernels::Along reduceAlong(ExecContext& ctx, Kernels::AlongAxis op, const RawTensor& a, Tag axis);
+RawTensor cumprodRows(ExecContext& ctx, const RawTensor& x);
+RawTensor cumprodRowsVjp(ExecContext& ctx, const RawTensor& x, const RawTensor& y, const RawTensor& gy);
 /// The f32 scalar (Σ loss)/denom of an f32 loss (the sum in f32, in a tree).
 RawTensor reduceLoss(ExecContext& ctx, const RawTensor& loss, double denom);
 
@@ -65,7 +67,7 @@ RawTensor reduceLoss(ExecContext& ctx, const RawTensor& loss, double denom);
 RawTensor softmaxRows(ExecContext& ctx, const RawTensor& x, bool log);
 RawTensor softmaxRowsVjp(ExecContext& ctx, const RawTensor& y, const RawTensor& gy, bool log);
 
-// norm.cpp: layer and rms rows (l2 is UnsupportedOnDevice).
+// norm.cpp: layer, rms and l2 rows.
 Kernels::NormRows normRows(ExecContext& ctx, const RawTensor& x, Kernels::Norm kind, double eps);
 RawTensor normRowsVjp(ExecContext& ctx, Kernels::Norm kind, const Kernels::NormRows& saved, const RawTensor& gy);
 
@@ -103,6 +105,16 @@ Kernels::Pooled pool2d(ExecContext& ctx, Kernels::Pool kind, const RawTensor& x,
                        size_t trailing, bool argmax);
 RawTensor pool2dVjp(ExecContext& ctx, Kernels::Pool kind, const RawTensor& gy, const RawTensor& argmax,
                     const Conv2dGeometry& g, size_t trailing);
+
+// upsample.cpp
+RawTensor upsample2x(ExecContext& ctx, const RawTensor& x);
+RawTensor upsample2xVjp(ExecContext& ctx, const RawTensor& gy);
+
+// channel_affine.cpp
+RawTensor channelAffine(ExecContext& ctx, const RawTensor& x, const RawTensor& scale, const RawTensor& shift,
+                        Tag channel);
+Kernels::AffineGrads channelAffineVjp(ExecContext& ctx, const RawTensor& x, const RawTensor& scale,
+                                      const RawTensor& gy, Tag channel, bool input, bool params);
 
 // random.cpp
 RawTensor dropout(ExecContext& ctx, const RawTensor& x, uint64_t seed, double p, float keep_scale);

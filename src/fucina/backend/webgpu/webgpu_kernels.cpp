@@ -29,8 +29,10 @@ class WebgpuKernels final : public Kernels {
   }
   RawTensor reduceF64(ExecContext&, F64Line, const RawTensor&, const Tags&, double) const override { unsupported("reduceF64"); }
   RawTensor pNormVjp(ExecContext&, const RawTensor&, const RawTensor&, const RawTensor&, double) const override { unsupported("pNormVjp"); }
-  RawTensor cumprodRows(ExecContext&, const RawTensor&) const override { unsupported("cumprodRows"); }
-  RawTensor cumprodRowsVjp(ExecContext&, const RawTensor&, const RawTensor&, const RawTensor&) const override { unsupported("cumprodRowsVjp"); }
+  RawTensor cumprodRows(ExecContext& ctx, const RawTensor& x) const override { return webgpu::cumprodRows(ctx, x); }
+  RawTensor cumprodRowsVjp(ExecContext& ctx, const RawTensor& x, const RawTensor& y, const RawTensor& gy) const override {
+    return webgpu::cumprodRowsVjp(ctx, x, y, gy);
+  }
   RawTensor linearRecurrenceRows(ExecContext&, const RawTensor&, const RawTensor&, const RawTensor&) const override { unsupported("linearRecurrenceRows"); }
   RecurrenceGrads linearRecurrenceRowsVjp(ExecContext&, const RawTensor&, const RawTensor&, const RawTensor&, const RawTensor&) const override { unsupported("linearRecurrenceRowsVjp"); }
   IndexFault firstIndexOutside(ExecContext& ctx, const RawTensor& index, int64_t extent) const override {
@@ -92,10 +94,16 @@ class WebgpuKernels final : public Kernels {
                       const Conv2dGeometry& g, size_t trailing) const override {
     return webgpu::pool2dVjp(ctx, kind, gy, argmax, g, trailing);
   }
-  RawTensor upsample2x(ExecContext&, const RawTensor&) const override { unsupported("upsample2x"); }
-  RawTensor upsample2xVjp(ExecContext&, const RawTensor&) const override { unsupported("upsample2xVjp"); }
-  RawTensor channelAffine(ExecContext&, const RawTensor&, const RawTensor&, const RawTensor&, Tag) const override { unsupported("channelAffine"); }
-  AffineGrads channelAffineVjp(ExecContext&, const RawTensor&, const RawTensor&, const RawTensor&, Tag, bool, bool) const override { unsupported("channelAffineVjp"); }
+  RawTensor upsample2x(ExecContext& ctx, const RawTensor& x) const override { return webgpu::upsample2x(ctx, x); }
+  RawTensor upsample2xVjp(ExecContext& ctx, const RawTensor& gy) const override { return webgpu::upsample2xVjp(ctx, gy); }
+  RawTensor channelAffine(ExecContext& ctx, const RawTensor& x, const RawTensor& scale, const RawTensor& shift,
+                          Tag channel) const override {
+    return webgpu::channelAffine(ctx, x, scale, shift, channel);
+  }
+  AffineGrads channelAffineVjp(ExecContext& ctx, const RawTensor& x, const RawTensor& scale, const RawTensor& gy,
+                               Tag channel, bool input, bool params) const override {
+    return webgpu::channelAffineVjp(ctx, x, scale, gy, channel, input, params);
+  }
   RawTensor softmaxRows(ExecContext& ctx, const RawTensor& x, bool log) const override { return webgpu::softmaxRows(ctx, x, log); }
   RawTensor softmaxRowsVjp(ExecContext& ctx, const RawTensor& y, const RawTensor& gy, bool log) const override {
     return webgpu::softmaxRowsVjp(ctx, y, gy, log);
