@@ -378,6 +378,23 @@ for (const variant of VARIANTS) {
     compare(out, 5e-5);
   });
 
+  test(`webgpu (${variant}): sorts and top-k match the cpu: long rows, ties, NaN, both directions, size 1, and the VJP`, async () => {
+    const fc = await gpuEngine(variant);
+    const out = await onBoth(fc, (fc) => {
+      const raw = values(3 * 1000, 81).map((v) => Math.round(v * 16) / 16);  // many ties
+      raw[17] = raw[1500] = NaN;
+      const x = fc.variable(['r', 'c'], [3, 1000], raw);
+      const [asc, ascIx] = x.sort('c', false), [desc, descIx] = x.permuteTo(['c', 'r']).sort('c', true);
+      const [top, topIx] = x.topK('c', 7, true), [low, lowIx] = x.topK('c', 5, false);
+      const one = fc.constant(['r', 'c'], [2, 1], [3, -1]).sort('c', true)[0];
+      const g = fc.constant(['r', 'k'], [3, 7], values(21, 82)).withTags(['r', 'c']);
+      top.mul(g).sumAll().add(low.sumAll()).backward();
+      return { asc, ascIx: ascIx.to('f32'), desc, descIx: descIx.to('f32'), top, topIx: topIx.to('f32'), low,
+        lowIx: lowIx.to('f32'), arg: x.argsort('c', true).to('f32'), one, gx: x.grad(), none: x.topK('c', 0, true)[0] };
+    });
+    compare(out, 0);
+  });
+
   test(`webgpu (${variant}): convolutions and their VJPs match the cpu: strides, padding, dilation, groups, both layouts`, async () => {
     const fc = await gpuEngine(variant);
     const out = await onBoth(fc, (fc) => {

@@ -106,6 +106,9 @@ Kernels::Pooled pool2d(ExecContext& ctx, Kernels::Pool kind, const RawTensor& x,
 RawTensor pool2dVjp(ExecContext& ctx, Kernels::Pool kind, const RawTensor& gy, const RawTensor& argmax,
                     const Conv2dGeometry& g, size_t trailing);
 
+// sorting.cpp
+Kernels::SortedRows sortRows(ExecContext& ctx, const RawTensor& rows, int64_t k, bool largest);
+
 // upsample.cpp
 RawTensor upsample2x(ExecContext& ctx, const RawTensor& x);
 RawTensor upsample2xVjp(ExecContext& ctx, const RawTensor& gy);

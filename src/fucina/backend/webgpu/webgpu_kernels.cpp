@@ -54,7 +54,9 @@ class WebgpuKernels final : public Kernels {
     webgpu::updateRows(ctx, dst, axis, index, src, how);
   }
   RawTensor maskPositions(ExecContext&, const RawTensor&, Tag) const override { unsupported("maskPositions"); }
-  SortedRows sortRows(ExecContext&, const RawTensor&, int64_t, bool) const override { unsupported("sortRows"); }
+  SortedRows sortRows(ExecContext& ctx, const RawTensor& rows, int64_t k, bool largest) const override {
+    return webgpu::sortRows(ctx, rows, k, largest);
+  }
   RawTensor argExtremumRows(ExecContext&, const RawTensor&, bool) const override { unsupported("argExtremumRows"); }
   RawTensor logic(ExecContext& ctx, Logic op, const Tags& tags, const Extents& shape, Inputs ins) const override {
     return webgpu::logic(ctx, op, tags, shape, ins);
