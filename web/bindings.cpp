@@ -881,9 +881,15 @@ EMSCRIPTEN_BINDINGS(fucina_models) {
           m.loadAdapters(ctxOf(m), b, o);
         });
       })
-      .function("exportPeft", +[](Model& m) {
+      .function("adapters", +[](Model& m) { return guard([&] { return handlesOf(m.adapters()); }); })
+      // values: null, or the adapters read back to the host (exportPeftAsync of a device model).
+      .function("exportPeft", +[](Model& m, val values) {
         return guard([&] {
-          const fucina::nn::PeftAdapter p = fucina::nn::exportPeft(ctxOf(m), m);
+          std::vector<Tensor> host;
+          if (!values.isNull() && !values.isUndefined())
+            for (unsigned i = 0; i < values["length"].as<unsigned>(); ++i)
+              host.push_back(tensorOf(values[i], "nn.exportPeftAsync: values"));
+          const fucina::nn::PeftAdapter p = fucina::nn::exportPeft(ctxOf(m), m, host);
           val out = val::object();
           out.set("safetensors", toUint8Array(p.safetensors));
           out.set("config", p.config_json);

@@ -1813,6 +1813,10 @@ export interface Nn {
   /** The model's adapters as PEFT's files (adapter_model.safetensors, adapter_config.json), for
    * PyTorch's peft (PeftModel.from_pretrained on the same base). */
   exportPeft(model: PretrainedModel): PeftAdapter;
+  /** exportPeft for a model on any device (on webgpu, where exportPeft's synchronous reads are
+   * DeviceReadIsAsync): the adapters are read back with await data(), then written as PEFT's
+   * files. */
+  exportPeftAsync(model: PretrainedModel): Promise<PeftAdapter>;
   /** Reads PEFT's files into model (which gets the adapters when it has none): adapter_config.json
    * parsed. What fucina's LoRA does not do (DoRA, rsLoRA, rank_pattern, biases, ...) is refused. */
   loadPeft(model: PretrainedModel, bytes: Uint8Array, config: PeftConfig): void;

@@ -1,7 +1,7 @@
 // fc.nn: layers and the benchmark models (W1 mlp, W2 cnn, W3 gpt), the JavaScript twins of
 // src/fucina/nn/{layers,models}.h. Same axes, same initialisation from the same seeds, so a model
 // built here with seed s holds exactly the parameters C++ builds with seed s. The pretrained
-// models and LoRA (Gpt2, Llama, LoraLinear, lora, exportPeft, loadPeft) have no twin: they wrap
+// models and LoRA (Gpt2, Llama, LoraLinear, lora, exportPeft, exportPeftAsync, loadPeft) have no twin: they wrap
 // C++'s, bound in web/bindings.cpp (web/pretrained.mjs).
 import { FucinaError, checkInt, checkOptions, invalid, isPlainObject, pair, typeName } from './errors.mjs';
 import { generateArgs, makePretrained } from './pretrained.mjs';
@@ -535,9 +535,9 @@ export function makeNn(fc) {
   /** Reads saveParameters' bytes (or C++ nn::saveParameters' file) into params in place. */
   function loadParameters(params, bytes) { fc._loadParameters(params, bytes); }
 
-  const { Gpt2, Llama, LoraLinear, lora, exportPeft, loadPeft } = makePretrained(fc, input);
+  const { Gpt2, Llama, LoraLinear, lora, exportPeft, exportPeftAsync, loadPeft } = makePretrained(fc, input);
   return {
-    Linear, Conv2d, LayerNorm, Embedding, Mlp, Cnn, Gpt, Gpt2, Llama, LoraLinear, lora, exportPeft, loadPeft,
+    Linear, Conv2d, LayerNorm, Embedding, Mlp, Cnn, Gpt, Gpt2, Llama, LoraLinear, lora, exportPeft, exportPeftAsync, loadPeft,
     subSeed, saveParameters, loadParameters,
   };
 }

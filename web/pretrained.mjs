@@ -333,9 +333,33 @@ export function makePretrained(fc, input) {
       const o = options === undefined ? null : loraOptions(options, what);
       this.#call('loadAdapters', (h) => h.loadAdapters(bytes, o));
     }
-    #exportPeft() {
-      const { safetensors, config } = this.#call('exportPeft', (h) => h.exportPeft());
+    // values: null, or the adapters' values as host tensors (exportPeftAsync).
+    #exportPeft(values = null) {
+      const { safetensors, config } = this.#call('exportPeft', (h) => h.exportPeft(values && values.map((t) => t._handle)));
       return { safetensors, config: JSON.parse(config) };
+    }
+    // The adapters read back from the model's device into host tensors of the same axes.
+    async #exportPeftAsync() {
+      // Unscoped: they outlive a scope this call's first part ran in, and are disposed here.
+      const adapters = fc._unscoped(() => this.#call('exportPeftAsync', (h) => h.adapters()).map((raw) => fc._wrap(raw)));
+      const host = [];
+      try {
+        for (const t of adapters) {
+          const v = await t.data();
+          host.push(fc._unscoped(() => {
+            const before = fc.defaultDevice;
+            fc.defaultDevice = 'cpu';
+            try {
+              return fc.constant(t.tags, t.shape, v);
+            } finally {
+              fc.defaultDevice = before;
+            }
+          }));
+        }
+        return this.#exportPeft(host);
+      } finally {
+        for (const t of [...adapters, ...host]) t.dispose();
+      }
     }
     // config: adapter_config.json, parsed. A regular-expression target_modules (a string other
     // than 'all-linear') is PEFT's re.fullmatch over its module names: resolved here to the layers
@@ -360,6 +384,7 @@ export function makePretrained(fc, input) {
       internals = {
         addLora: (m, options, what) => m.#addLora(options, what),
         exportPeft: (m) => m.#exportPeft(),
+        exportPeftAsync: (m) => m.#exportPeftAsync(),
         loadPeft: (m, bytes, config) => m.#loadPeft(bytes, config),
       };
     }
@@ -559,6 +584,8 @@ export function makePretrained(fc, input) {
   /** The model's adapters as PEFT's files: adapter_model.safetensors bytes and adapter_config.json
    * (an object: write it with JSON.stringify). PyTorch's peft loads them onto the same base. */
   function exportPeft(m) { return internals.exportPeft(model(m, 'nn.exportPeft')); }
+  /** exportPeft for a model on any device: the adapters read back with await data() first. */
+  async function exportPeftAsync(m) { return internals.exportPeftAsync(model(m, 'nn.exportPeftAsync')); }
 
   /** Reads PEFT's files (adapter_model.safetensors bytes, adapter_config.json parsed) into model:
    * it gets the adapters when it has none. */
@@ -569,5 +596,5 @@ export function makePretrained(fc, input) {
     internals.loadPeft(m, bytes, config);
   }
 
-  return { Gpt2, Llama, LoraLinear, lora, exportPeft, loadPeft };
+  return { Gpt2, Llama, LoraLinear, lora, exportPeft, exportPeftAsync, loadPeft };
 }

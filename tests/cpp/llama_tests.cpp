@@ -173,7 +173,7 @@ TEST_CASE("Llama checkpointing gives bitwise-equal adapter gradients, LoRA dropo
   for (size_t i = 0; i < grads[0].size(); ++i) CHECK(grads[0][i] == grads[1][i]);
 }
 
-TEST_CASE("Model::to: the cpu is where a model is; a device not attached is DeviceUnavailable and moves nothing", "[llama][device]") {
+TEST_CASE("Model::to: the cpu is where a model is, a device not attached is DeviceUnavailable and moves nothing, saveAdapters takes values read back", "[llama][device]") {
   ExecContext ctx;
   Llama m = loadFixture(ctx, "llama", {.dtype = DType::q8_0});
   LoraOptions o;
@@ -188,6 +188,18 @@ TEST_CASE("Model::to: the cpu is where a model is; a device not attached is Devi
   CHECK(m.device() == Device::cpu);
   CHECK(m.logits(ctx, tokens).toVector() == before);
   CHECK(m.parameters()[0].impl() == adapters[0].impl());  // the same leaves
+
+  // saveAdapters of values read back from elsewhere (a device): they, not the model's, are saved.
+  std::vector<Tensor> doubled;
+  for (const Tensor& t : m.adapters()) doubled.push_back(t.detach(ctx).scale(ctx, 2.0).addScalar(ctx, 1.0));
+  Llama other = loadFixture(ctx, "llama", {.dtype = DType::q8_0});
+  other.loadAdapters(ctx, m.saveAdapters(ctx, doubled));
+  REQUIRE(other.adapters().size() == doubled.size());
+  for (size_t i = 0; i < doubled.size(); ++i) CHECK(other.adapters()[i].toVector() == doubled[i].toVector());
+  REQUIRE_FUCINA_ERROR((void)m.saveAdapters(ctx, std::span(doubled).first(1)), InvalidArgument);
+  std::vector<Tensor> wrong = doubled;
+  std::swap(wrong[0], wrong[1]);  // A and B swapped: the wrong axes
+  REQUIRE_FUCINA_ERROR((void)m.saveAdapters(ctx, wrong), InvalidArgument);
 }
 
 TEST_CASE("Llama's KV cache gives the full forward's logits, and generate is seeded and greedy at 0", "[llama]") {

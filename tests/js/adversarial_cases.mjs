@@ -353,6 +353,7 @@ export const NN = {
   'Llama#loadAdapters': { self: '#LlamaLoad', args: [raw('@llamaAdapterBytes', ['@corrupt', '@llamaBytes', '@adapterBytes', null, 'x']),
     raw(undefined, [{ rank: 0 }, { bogus: 1 }, 7, null])] },
   exportPeft: { args: [raw('@#LlamaLora', [null, {}, 7, '@#Gpt', '@#Llama', '@#LlamaGone'])] },
+  exportPeftAsync: { async: true, args: [raw('@#LlamaLora', [null, {}, 7, '@#Gpt', '@#Llama', '@#LlamaGone'])] },
   loadPeft: { args: [raw('@#LlamaForPeft', [null, {}, 7, '@#Gpt', '@#LlamaGone']),
     raw('@llamaPeftBytes', ['@corrupt', '@llamaBytes', '@adapterBytes', null, 'x']),
     raw('@llamaPeftConfig', [null, 7, 'x', [], {}, { peft_type: 'LORA' }, { peft_type: 'LORA', r: 2, target_modules: ['nope'] },

@@ -61,6 +61,20 @@ for (const variant of VARIANTS) {
       assert.ok(cpu.losses[3] < cpu.losses[0], `${what}: the loss falls`);
       const scale = Math.max(...cpu.grads.map(Math.abs));
       gpu.grads.forEach((g, i) => assert.ok(Math.abs(g - cpu.grads[i]) <= 1e-3 * scale, `${what}: gradient ${i} ${g} vs ${cpu.grads[i]}`));
+      if (name === 'llama') {  // the adapters trained there leave as PEFT's files
+        fc.defaultDevice = 'cpu';  // the files are decoded on the host
+        throwsCode(() => fc.nn.exportPeft(gpu.model), 'DeviceReadIsAsync');
+        throwsCode(() => gpu.model.save(), 'DeviceReadIsAsync');
+        const peft = await fc.nn.exportPeftAsync(gpu.model);
+        assert.deepEqual(peft.config, fc.nn.exportPeft(cpu.model).config);
+        const back = fc.decodeSafetensors(peft.safetensors).tensors, want = fc.decodeSafetensors(fc.nn.exportPeft(cpu.model).safetensors).tensors;
+        assert.deepEqual(Object.keys(back), Object.keys(want));
+        for (const [k, t] of Object.entries(back)) {
+          const w = want[k].toArray(), g = t.toArray();
+          g.forEach((v, i) => assert.ok(Math.abs(v - w[i]) <= 1e-3 * (1 + Math.abs(w[i])), `${what}: ${k}[${i}] ${v} vs ${w[i]}`));
+        }
+        [...Object.values(back), ...Object.values(want)].forEach((t) => t.dispose());
+      }
       cpu.model.dispose();
       gpu.model.dispose();
     }

@@ -558,6 +558,7 @@ const llamaLayers: string[] = llama.layers();
 const embed: Tensor | undefined = llama.namedTensors()['model.embed_tokens.weight'];
 const llamaSampled: number[] = llama.generate([1, 2], { maxTokens: 4, temperature: 0 });
 const peft: PeftAdapter = nn.exportPeft(llama);
+const peftLater: Promise<PeftAdapter> = nn.exportPeftAsync(llama);
 const peftConfig: PeftConfig = peft.config;
 const peftBytes: Uint8Array = peft.safetensors;
 nn.loadPeft(sharded, peftBytes, peftConfig);
@@ -671,7 +672,7 @@ console.log(variant, threads, backend, device, copy, z, o, f, u, n, tags, shape,
   binaries, scalars, unaries, reductions, norms, losses, indexing, inventory, losses2, convs, constantResults, contractions, structure, spatial, inferred, rotated, attended,
   noGrad, enabled, counters, c1, c2, c3, c4, v1, v2, grads, gcNumbers, decodedW, meta, params, optDisposed, norm, normOnDevice, sampledLater, convLayerHere, layerNormHere, embeddingHere, cnnHere, gptHere, linearHere, linearFields,
   y1, linearParams, channelAxis, convFields, lnFields, embFields, mlpLayers, cnnFields, context, blockLayers, firstLayer,
-  gptFields, logits, gptLoss, gptSampled, seed, made, dims, read, splitFields, batchTensors, baseDType, vocabSize, modelDevice, moved, gpt2Later, llamaDevice, llamaLater, gpt2Logits,
+  gptFields, logits, gptLoss, gptSampled, seed, made, dims, read, splitFields, batchTensors, baseDType, vocabSize, modelDevice, moved, gpt2Later, llamaDevice, llamaLater, peftLater, gpt2Logits,
   adapters, layerNames, wte, sampled, gpt2Disposed, loraFields, loraY, merged, loraParams, inPlace, taken, routeWeights, routeIndices, packedY, packedFields, packedText, packedOps,
   gpuCounters, where, synced, deviceRead, onDevice, gpuInit, fromFile, llamaDType, heads, llamaLogits, llamaAdapters, llamaParams,
   llamaLayers, embed, llamaSampled, llamaDisposed);

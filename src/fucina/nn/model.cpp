@@ -125,6 +125,9 @@ Tensor Model::nextTokenLoss(ExecContext& ctx, const Tensor& tokens, int64_t posi
 }
 
 std::vector<uint8_t> Model::save(ExecContext& ctx) const {
+  if (device_ != Device::cpu)
+    fail(ErrorCode::DeviceReadIsAsync, kind_ + "::save: the base is on " + std::string(name(device_)) +
+                                           ", whose values are read asynchronously; save it before moving the model");
   const NoGradScope no_grad = noGrad();
   io::NamedTensors named;
   for (const auto& [n, t] : namedTensors())
@@ -156,8 +159,8 @@ std::vector<Tensor> Model::parameters() const {
   std::vector<Tensor> out;
   if (options_.trainable)
     for (const auto& [n, t] : namedTensors()) out.push_back(t);
-  for (const auto& [n, l] : layers())
-    if (l->adapted()) out.insert(out.end(), {l->a, l->b});
+  const std::vector<Tensor> lora = adapters();
+  out.insert(out.end(), lora.begin(), lora.end());
   return out;
 }
 
@@ -183,15 +186,37 @@ std::vector<Tensor> Model::addLora(ExecContext& ctx, const LoraOptions& o) {
   return adapters;
 }
 
-std::vector<uint8_t> Model::saveAdapters(ExecContext& ctx) const {
-  if (!lora_) invalid(kind_ + "::saveAdapters: the model has no LoRA adapters (add them with nn::lora)");
-  io::NamedTensors named;
+std::vector<Tensor> Model::adapters() const {
+  std::vector<Tensor> out;
   for (const auto& [n, l] : layers())
-    if (l->adapted()) {
-      named.emplace_back(peft_prefix_ + n + ".lora_A.weight", l->a.detach(ctx));
-      named.emplace_back(peft_prefix_ + n + ".lora_B.weight", l->b.detach(ctx));
-    }
-  return io::encodeSafetensors(ctx, named, {{"format", "pt"}, {"fucina.lora", loraNote(*lora_)}});
+    if (l->adapted()) out.insert(out.end(), {l->a, l->b});
+  return out;
+}
+
+std::vector<uint8_t> Model::saveAdapters(ExecContext& ctx, std::span<const Tensor> values) const {
+  const std::string what = kind_ + "::saveAdapters";
+  if (!lora_) invalid(what + ": the model has no LoRA adapters (add them with nn::lora)");
+  const std::vector<Tensor> own = adapters();
+  if (values.empty() && device_ != Device::cpu)
+    fail(ErrorCode::DeviceReadIsAsync, what + ": the adapters are on " + std::string(name(device_)) +
+                                           ", whose values are read asynchronously: read them back first (exportPeftAsync)");
+  if (!values.empty() && values.size() != own.size())
+    invalid(what + ": " + std::to_string(values.size()) + " values for the " + std::to_string(own.size()) + " adapters");
+  io::NamedTensors named;
+  size_t next = 0;
+  for (const auto& [n, l] : layers())
+    if (l->adapted())
+      for (const char* part : {".lora_A.weight", ".lora_B.weight"}) {
+        const Tensor& mine = own[next];
+        const Tensor value = values.empty() ? mine.detach(ctx) : values[next];
+        if (value.device() != Device::cpu || value.dtype() != DType::f32 || value.tags() != mine.tags() ||
+            value.shape() != mine.shape())
+          invalid(what + ": value " + std::to_string(next) + " must be an f32 host tensor " + mine.value().describe() +
+                  ", got " + value.value().describe() + " on " + std::string(name(value.device())));
+        named.emplace_back(peft_prefix_ + n + part, value);
+        ++next;
+      }
+  return io::encodeSafetensors(ctx.on(Device::cpu), named, {{"format", "pt"}, {"fucina.lora", loraNote(*lora_)}});
 }
 
 void Model::loadAdapters(ExecContext& ctx, std::span<const uint8_t> bytes, std::optional<LoraOptions> options) {
@@ -264,11 +289,11 @@ std::vector<Tensor> lora(ExecContext& ctx, Model& model, const LoraOptions& opti
 
 // ---------------------------------------------------------------- PEFT's files
 
-PeftAdapter exportPeft(ExecContext& ctx, const Model& model) {
+PeftAdapter exportPeft(ExecContext& ctx, const Model& model, std::span<const Tensor> values) {
   const std::optional<LoraOptions>& o = model.loraOptions();
   if (!o) invalid("exportPeft: the " + model.kind() + " has no LoRA adapters (add them with nn::lora)");
   PeftAdapter out;
-  out.safetensors = model.saveAdapters(ctx);
+  out.safetensors = model.saveAdapters(ctx, values);
   out.config_json = "{\"peft_type\":\"LORA\",\"task_type\":\"CAUSAL_LM\",\"r\":" + std::to_string(o->rank) +
                     ",\"lora_alpha\":" + number(o->alpha) + ",\"lora_dropout\":" + number(o->dropout) +
                     ",\"target_modules\":" + quotedList(o->targets) + ",\"bias\":\"none\",\"fan_in_fan_out\":" +

@@ -67,7 +67,13 @@ class Model {
   /// already has adapters; a refused call changes nothing.
   std::vector<Tensor> addLora(ExecContext& ctx, const LoraOptions& options);
   /// The adapters alone as safetensors (PEFT's names, fucina's options in the metadata).
-  std::vector<uint8_t> saveAdapters(ExecContext& ctx) const;
+  /// `values`, when given, are the adapters' values on the host (A, B of each adapted layer in
+  /// model order, as adapters() lists them), saved in place of the model's own: how a model on a
+  /// device saves them once they are read back (the JS facade's exportPeftAsync). Without them a
+  /// model on a device is DeviceReadIsAsync.
+  std::vector<uint8_t> saveAdapters(ExecContext& ctx, std::span<const Tensor> values = {}) const;
+  /// The adapters: A, B of each adapted layer, in model order.
+  std::vector<Tensor> adapters() const;
   /// Loads saveAdapters' bytes (or PEFT's adapter_model.safetensors with `options`): adds the
   /// adapters first when the model has none, then copies the values in place. A model that has
   /// adapters takes only a file (and options) of the same rank, alpha and targets. A refused
@@ -159,8 +165,9 @@ std::vector<Tensor> lora(ExecContext& ctx, Model& model, const LoraOptions& opti
 
 /// The model's adapters as PEFT's files (file comment): InvalidArgument when it has none.
 /// adapter_config.json: peft_type "LORA", task_type "CAUSAL_LM", r, lora_alpha, target_modules,
-/// lora_dropout, bias "none", fan_in_fan_out, and PEFT's defaults for the rest.
-PeftAdapter exportPeft(ExecContext& ctx, const Model& model);
+/// lora_dropout, bias "none", fan_in_fan_out, and PEFT's defaults for the rest. values: as
+/// Model::saveAdapters takes them.
+PeftAdapter exportPeft(ExecContext& ctx, const Model& model, std::span<const Tensor> values = {});
 /// Reads PEFT's files back (loadAdapters with the options adapter_config.json gives), onto a
 /// model with no adapters or with adapters of the same options. target_modules is a list of
 /// names (matched as PEFT does: the whole name or its last dotted parts) or "all-linear"; a
