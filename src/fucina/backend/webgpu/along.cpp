@@ -22,10 +22,9 @@ std::string extremumSource(bool max) {
   return prelude(3) + readBinding(0, "x") + writeBinding(1, "val") + writeBinding(2, "idx") +
          "var<workgroup> bv: array<f32, 256>;\nvar<workgroup> bi: array<u32, 256>;\n"
          "const none = 0xffffffffu;\n"
-         "fn is_nan_(v: f32) -> bool { return !is_finite(v) && (bitcast<u32>(v) & 0x7fffffu) != 0u; }\n"
          // Whether (v at i) takes the place of (w at j), w being held (j != none).
          "fn wins(v: f32, i: u32, w: f32, j: u32) -> bool {\n"
-         "  if (is_nan_(v) || is_nan_(w)) { return is_nan_(v) && (!is_nan_(w) || i < j); }\n"
+         "  if (is_nan(v) || is_nan(w)) { return is_nan(v) && (!is_nan(w) || i < j); }\n"
          "  return v " + std::string(max ? ">" : "<") + " w || (v == w && i < j);\n"
          "}\n"
          "@compute @workgroup_size(256) fn main(@builtin(local_invocation_index) l: u32, "

@@ -18,8 +18,6 @@ namespace {
 
 using L = Kernels::Logic;
 
-const char* kNanTest = "fn is_nan_(v: f32) -> bool { return !is_finite(v) && (bitcast<u32>(v) & 0x7fffffu) != 0u; }\n";
-
 // A WGSL expression: element e (an element offset) of u32 buffer `buf` holding dtype, as f32.
 std::string readAs(const std::string& buf, DType dtype, const std::string& e) {
   switch (dtype) {
@@ -50,16 +48,16 @@ std::string truthOf(L op, bool i64) {
       default: break;
     }
   }
-  const std::string unordered = "is_nan_(p) || is_nan_(q)";
+  const std::string unordered = "is_nan(p) || is_nan(q)";
   switch (op) {
-    case L::isnan: return "is_nan_(p)";
-    case L::isinf: return "!is_finite(p) && !is_nan_(p)";
+    case L::isnan: return "is_nan(p)";
+    case L::isinf: return "!is_finite(p) && !is_nan(p)";
     case L::isfinite: return "is_finite(p)";
-    case L::truth: return "p != 0.0 || is_nan_(p)";
-    case L::logicalNot: return "p == 0.0 && !is_nan_(p)";
-    case L::logicalAnd: return "(p != 0.0 || is_nan_(p)) && (q != 0.0 || is_nan_(q))";
-    case L::logicalOr: return "(p != 0.0 || is_nan_(p)) || (q != 0.0 || is_nan_(q))";
-    case L::logicalXor: return "(p != 0.0 || is_nan_(p)) != (q != 0.0 || is_nan_(q))";
+    case L::truth: return "p != 0.0 || is_nan(p)";
+    case L::logicalNot: return "p == 0.0 && !is_nan(p)";
+    case L::logicalAnd: return "(p != 0.0 || is_nan(p)) && (q != 0.0 || is_nan(q))";
+    case L::logicalOr: return "(p != 0.0 || is_nan(p)) || (q != 0.0 || is_nan(q))";
+    case L::logicalXor: return "(p != 0.0 || is_nan(p)) != (q != 0.0 || is_nan(q))";
     case L::eq: return "!(" + unordered + ") && p == q";
     case L::ne: return "(" + unordered + ") || p != q";
     case L::lt: return "!(" + unordered + ") && p < q";
@@ -73,7 +71,7 @@ std::string truthOf(L op, bool i64) {
 // The head of a packing kernel: invocation w makes word w of `out` from elements 4w..4w+3 (of
 // uw(0u)); the body sets `bit` for element `e` and the caller closes the loop and main.
 std::string packHead(const std::string& bindings, int uniform_binding) {
-  return prelude(uniform_binding) + bindings + kNanTest + kMainSignature + " {\n  " + kLinearIndex +
+  return prelude(uniform_binding) + bindings + kMainSignature + " {\n  " + kLinearIndex +
          "\n  let n = uw(0u);\n  if (i * 4u >= n) { return; }\n  var word = 0u;\n"
          "  for (var j = 0u; j < 4u && i * 4u + j < n; j = j + 1u) {\n    let e = i * 4u + j;\n    var bit = false;\n";
 }

@@ -50,7 +50,7 @@ bool converts(DType from, DType to) { return from != to && isWord(from) && isWor
 
 const char* kF32ToI64 =
     "fn f32_to_i64(v: f32) -> vec2u {\n"
-    "  if (!is_finite(v) && (bitcast<u32>(v) & 0x7fffffu) != 0u) { return vec2u(0u, 0u); }\n"
+    "  if (is_nan(v)) { return vec2u(0u, 0u); }\n"
     "  if (v >= 9.223372036854775807e18) { return vec2u(0xffffffffu, 0x7fffffffu); }\n"
     "  if (v <= -9.223372036854775807e18) { return vec2u(0u, 0x80000000u); }\n"
     // the magnitude's words, negated in two's complement
@@ -89,7 +89,7 @@ std::string narrowSource(DType from, DType to, bool fill) {
     else if (from == DType::i64) src += "  let v = i64_to_f32(src[2u * s], src[2u * s + 1u]);\n";
     else src += "  let v = src_at(s);\n";
     if (from == to) src += "  let bits = raw;\n";
-    else if (to == DType::u8) src += "  let bits = select(u32(clamp(trunc(v), 0.0, 255.0)), 0u, (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u);\n";
+    else if (to == DType::u8) src += "  let bits = select(u32(clamp(trunc(v), 0.0, 255.0)), 0u, is_nan(v));\n";
     else if (to == DType::f16) src += "  let bits = f32_to_f16(v);\n";
     else if (to == DType::bf16) src += "  let bits = f32_to_bf16(v);\n";
   }

@@ -24,7 +24,7 @@ std::string forwardSource(bool max) {
   // Average pooling binds no argmax: an unused binding is not in the pipeline's layout.
   return prelude(max ? 3 : 2) + readBinding(0, "x") + writeBinding(1, "y") + (max ? writeBinding(2, "at", "u32") : "") +
          poolGeometry() +
-         "fn is_nan(v: f32) -> bool { return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u; }\n" + kMainSignature +
+         kMainSignature +
          " {\n  " + kLinearIndex +
          "\n  if (i >= uw(0u)) { return; }\n"
          "  let q = pool();\n"

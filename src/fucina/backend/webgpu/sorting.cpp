@@ -14,15 +14,14 @@ namespace {
 
 // Uniforms of every kernel here: rows, n, P, k, largest, then a stage's block size and stride.
 const char* kBefore =
-    "fn is_nan_(v: f32) -> bool { return !is_finite(v) && (bitcast<u32>(v) & 0x7fffffu) != 0u; }\n"
     // Whether (av at ai) comes before (bv at bi) in the row's order.
     "fn before(av: f32, ai: u32, bv: f32, bi: u32) -> bool {\n"
     "  let n = uw(1u);\n"
     "  if (ai >= n || bi >= n) { return bi >= n && (ai < n || ai < bi); }\n"
     "  let largest = uw(4u) == 1u;\n"
-    "  if (is_nan_(av) || is_nan_(bv)) {\n"
-    "    if (is_nan_(av) && is_nan_(bv)) { return ai < bi; }\n"
-    "    return select(is_nan_(bv), is_nan_(av), largest);\n"
+    "  if (is_nan(av) || is_nan(bv)) {\n"
+    "    if (is_nan(av) && is_nan(bv)) { return ai < bi; }\n"
+    "    return select(is_nan(bv), is_nan(av), largest);\n"
     "  }\n"
     "  if (av != bv) { return select((av < bv), (av > bv), largest); }\n"
     "  return ai < bi;\n"

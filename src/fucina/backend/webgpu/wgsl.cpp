@@ -111,6 +111,7 @@ std::string prelude(int uniform_binding) {
          // Bit tests, not comparisons: a WGSL compiler may assume values are finite.
          "fn is_finite(x: f32) -> bool { return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u; }\n"
          "fn is_neg_inf(x: f32) -> bool { return bitcast<u32>(x) == 0xff800000u; }\n"
+         "fn is_nan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }\n"
          // Through a var: a constant NaN or infinity is a WGSL compile error.
          "fn from_bits(b: u32) -> f32 { var v = b; return bitcast<f32>(v); }\n"
          "fn nan() -> f32 { return from_bits(0x7fc00000u); }\n"
