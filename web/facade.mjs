@@ -53,7 +53,7 @@ function locator(options, variant, platform) {
 /** Makes the package's init(options) for one platform (see platform.*.mjs). */
 export function makeInit(platform) {
   return async function init(options = {}) {
-    checkOptions(options, ['threads', 'variant', 'backend', 'device', 'gpu', 'locateFile', 'baseUrl', 'wasmUrl'], 'init');
+    checkOptions(options, ['threads', 'variant', 'backend', 'device', 'gpu', 'deviceLimits', 'locateFile', 'baseUrl', 'wasmUrl'], 'init');
     const backend = options.backend === undefined ? 'cpu' : options.backend;
     if (backend !== 'cpu' && backend !== 'reference')
       throw invalid(`init: backend must be 'cpu' or 'reference', got ${JSON.stringify(options.backend)}`);
@@ -62,13 +62,16 @@ export function makeInit(platform) {
       throw invalid(`init: device must be 'cpu' or 'webgpu', got ${JSON.stringify(options.device)}`);
     // The GPU first: without one init fails before loading the engine.
     let shim = null;
+    if (options.deviceLimits !== undefined && device !== 'webgpu') throw invalid("init: deviceLimits needs device: 'webgpu'");
     if (device === 'webgpu') {
+      const limits = checkOptions(options.deviceLimits, ['maxStorageBufferBindingSize', 'maxBufferSize', 'memory'], 'init: deviceLimits');
+      for (const [k, v] of Object.entries(limits)) checkInt(v, `init: deviceLimits.${k}`, 1 << 14);
       const gpu = options.gpu ?? globalThis.navigator?.gpu;
       if (!gpu) {
         throw new FucinaError('DeviceUnavailable', 'DeviceUnavailable: no WebGPU here (no navigator.gpu; in Node pass ' +
           "init({ device: 'webgpu', gpu }) with gpu = create([]) from the npm package webgpu)");
       }
-      shim = await GpuShim.create(gpu);
+      shim = await GpuShim.create(gpu, limits);
     }
     const variant = chooseVariant(options.variant, platform);
     let threads = 1;

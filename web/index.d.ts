@@ -147,6 +147,22 @@ export interface InitOptions {
   /** The GPU to take the device from (default navigator.gpu); in Node, `create([])` from the npm
    * package `webgpu`. */
   gpu?: unknown;
+  /** Caps below the adapter's own limits, to run as on a smaller GPU (each at least 16 KiB; only
+   * with `device: 'webgpu'`). */
+  deviceLimits?: DeviceLimits;
+}
+
+/** The webgpu device's limits as the engine uses them ({@link InitOptions.deviceLimits} caps them,
+ * {@link DeviceMemoryInfo.limits} reports them). */
+export interface DeviceLimits {
+  /** Bytes one kernel binds of a buffer: larger tensors are bound in pieces where the kernel can
+   * be split (GEMMs, gathers, rows, elementwise), else UnsupportedOnDevice. */
+  maxStorageBufferBindingSize?: number;
+  /** Bytes of one tensor's buffer: a larger tensor is OutOfMemory. */
+  maxBufferSize?: number;
+  /** Bytes of device buffers alive at once, live and pooled (default: what the device gives);
+   * past it, OutOfMemory. */
+  memory?: number;
 }
 
 /** The devices of {@link MemoryInfo.devices}. */

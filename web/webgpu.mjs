@@ -23,8 +23,10 @@ export class GpuShim {
   #pass = null;
   #slots = 0;
   #errors = [];
-  #maxBufferSize;
   #faultId;
+  /** What the engine may use: the device's limits, lowered by init's deviceLimits (Note [Device
+   * limits]). memory: bytes of buffers alive at once (Infinity: as many as the device gives). */
+  limits;
   lost = null;           // the GPUDeviceLostInfo's message once the device is lost
   onLost = null;         // the facade's: falls back to the cpu
   downloadedBytes = 0;
@@ -32,10 +34,15 @@ export class GpuShim {
 
   #keep;  // the GPU and adapter: Dawn's Node binding tears the device down when they are collected
 
-  constructor(device, keep = null) {
+  constructor(device, keep = null, caps = {}) {
     this.#device = device;
     this.#keep = keep;
-    this.#maxBufferSize = device.limits.maxBufferSize;
+    const cap = (name) => Math.min(device.limits[name], caps[name] ?? Infinity);
+    this.limits = {
+      maxBufferSize: cap('maxBufferSize'),
+      maxStorageBufferBindingSize: cap('maxStorageBufferBindingSize'),
+      memory: caps.memory ?? Infinity,
+    };
     this.#uniforms = device.createBuffer({ size: BATCH * UNIFORM_BYTES, usage: UNIFORM | COPY_DST });
     // Note [Device faults]: [flag, first position, extent, 0], set by the engine's check kernels.
     this.#faultId = this.#nextBuffer++;
@@ -49,8 +56,9 @@ export class GpuShim {
   }
 
   /** A device from a GPU (navigator.gpu, or the npm package webgpu's create([])), with the
-   * adapter's own buffer limits rather than WebGPU's defaults. */
-  static async create(gpu) {
+   * adapter's own buffer limits rather than WebGPU's defaults, lowered by caps (init's
+   * deviceLimits) to run as on a smaller GPU. */
+  static async create(gpu, caps = {}) {
     const adapter = await gpu.requestAdapter();
     if (!adapter) throw new FucinaError('DeviceUnavailable', 'DeviceUnavailable: no WebGPU adapter (the GPU is not available to this page or process)');
     const { maxBufferSize, maxStorageBufferBindingSize } = adapter.limits;
@@ -60,7 +68,7 @@ export class GpuShim {
     } catch (e) {
       throw new FucinaError('DeviceUnavailable', `DeviceUnavailable: the adapter gave no device (${e?.message ?? e})`);
     }
-    return new GpuShim(device, { gpu, adapter });
+    return new GpuShim(device, { gpu, adapter }, caps);
   }
 
   // ---- called by the engine (synchronously, on this thread). None of them throws: a JS
@@ -75,7 +83,7 @@ export class GpuShim {
     }
   }
   createBuffer(bytes) {
-    if (this.lost || bytes > this.#maxBufferSize) return 0;
+    if (this.lost || bytes > this.limits.maxBufferSize) return 0;
     return this.#guard(() => {
       const size = Math.max(4, Math.ceil(bytes / 4) * 4);
       const buffer = this.#device.createBuffer({ size, usage: STORAGE | COPY_SRC | COPY_DST });
@@ -102,6 +110,7 @@ export class GpuShim {
     });
   }
   faultBuffer() { return this.#faultId; }
+  bindingLimit() { return this.limits.maxStorageBufferBindingSize; }
   pipeline(wgsl) {
     return this.#guard(() => {
       const module = this.#device.createShaderModule({ code: wgsl });
@@ -110,11 +119,13 @@ export class GpuShim {
       return this.#pipelines.length;
     }, 0);
   }
-  dispatch(pipelineId, bufferIds, uniforms, x, y, z) {
+  // windows: [offset, size] in bytes per buffer, a size of 0 binding the whole buffer (Note
+  // [Bound in pieces]); absent, every buffer is bound whole.
+  dispatch(pipelineId, bufferIds, uniforms, x, y, z, windows) {
     if (this.lost || pipelineId === 0) return;
-    this.#guard(() => this.#dispatch(pipelineId, bufferIds, uniforms, x, y, z));
+    this.#guard(() => this.#dispatch(pipelineId, bufferIds, uniforms, x, y, z, windows));
   }
-  #dispatch(pipelineId, bufferIds, uniforms, x, y, z) {
+  #dispatch(pipelineId, bufferIds, uniforms, x, y, z, windows) {
     const { pipeline, layout } = this.#pipelines[pipelineId - 1];
     const device = this.#device;
     if (this.#slots === BATCH) this.#flush();
@@ -126,7 +137,11 @@ export class GpuShim {
     }
     const slot = this.#slots++;
     this.#staged.set(uniforms, slot * UNIFORM_BYTES / 4);
-    const entries = Array.from(bufferIds, (id, binding) => ({ binding, resource: { buffer: this.#buffer(id) } }));
+    const entries = Array.from(bufferIds, (id, binding) => {
+      const size = windows?.[2 * binding + 1];
+      const resource = size ? { buffer: this.#buffer(id), offset: windows[2 * binding], size } : { buffer: this.#buffer(id) };
+      return { binding, resource };
+    });
     entries.push({ binding: entries.length, resource: { buffer: this.#uniforms, offset: slot * UNIFORM_BYTES, size: UNIFORM_BYTES } });
     this.#pass.setPipeline(pipeline);
     this.#pass.setBindGroup(0, device.createBindGroup({ layout, entries }));
