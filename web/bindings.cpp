@@ -427,6 +427,7 @@ val memory() {
       w.set("pipelinesMade", static_cast<double>(c.pipelines_made));
       w.set("uploadedBytes", static_cast<double>(c.uploaded_bytes));
       w.set("dispatches", static_cast<double>(c.dispatches));
+      w.set("windowedDispatches", static_cast<double>(c.windowed_dispatches));
       devices.set("webgpu", w);
     }
     o.set("devices", devices);

@@ -191,6 +191,9 @@ export interface DeviceMemoryInfo {
   downloadedBytes: number;
   /** Kernels dispatched. */
   dispatches: number;
+  /** Of those, the ones that bound a window of a buffer larger than one binding
+   * ({@link DeviceLimits.maxStorageBufferBindingSize}): a kernel over such a tensor runs in pieces. */
+  windowedDispatches: number;
   /** Command buffers submitted: batches of dispatches (Note [Dispatch batches]), reads, syncs. */
   submits: number;
 }

@@ -3,6 +3,7 @@
 #include <array>
 #include <string>
 
+#include "fucina/backend/webgpu/pieces.h"
 #include "fucina/backend/webgpu/primitives.h"
 #include "fucina/backend/webgpu/wgsl.h"
 #include "fucina/core/error.h"
@@ -23,6 +24,7 @@ constexpr std::array<RowWgsl, kElemOpCount> kRows{
 };
 
 // out[i] = expr over the named operands, each read at its strided offset; pa, pb the parameters.
+// out is the last operand, contiguous: only its offset is read (a piece's: Note [Bound in pieces]).
 std::string mapSource(const std::vector<std::string>& names, const std::string& expr, const std::string& functions) {
   const int k = static_cast<int>(names.size());
   std::string src = prelude(k + 1);
@@ -32,7 +34,7 @@ std::string mapSource(const std::vector<std::string>& names, const std::string& 
   src += "  let pa = uf(" + std::to_string(kParamWord) + "u);\n  let pb = uf(" + std::to_string(kParamWord + 1) + "u);\n";
   for (int j = 0; j < k; ++j)
     src += "  let " + names[j] + " = in" + std::to_string(j) + "[strided(i, " + std::to_string(j) + "u)];\n";
-  src += "  out[i] = " + expr + ";\n}\n";
+  src += "  out[u32(ui(" + std::to_string(kOperandWord + k * kOperandWords) + "u)) + i] = " + expr + ";\n}\n";
   return src;
 }
 
@@ -53,9 +55,13 @@ RawTensor mapExpr(ExecContext& ctx, const Tags& tags, const Extents& shape, Inpu
     offsets.push_back(in->offset());
   }
   buffers.push_back(bufferOf(out, "elementwise"));
-  Uniforms u = stridedLayout(shape, strides, offsets).uniforms();
+  strides.push_back(out.strides());
+  offsets.push_back(0);
+  const StridedLayout l = stridedLayout(shape, strides, offsets);
+  Uniforms u = l.uniforms();
   u.setF(kParamWord, static_cast<float>(p.a)).setF(kParamWord + 1, static_cast<float>(p.b));
-  dispatchLinear(Gpu::get().pipeline(mapSource(names, expr, functions)), buffers, u, out.numel());
+  const std::vector<DType> dtypes(buffers.size(), DType::f32);
+  dispatchStrided(Gpu::get().pipeline(mapSource(names, expr, functions)), buffers, dtypes, l, u);
   return out;
 }
 
@@ -98,9 +104,11 @@ void updateWith(ExecContext& ctx, const RawTensor& dst, const RawTensor* src, co
     strides.push_back(alignedStrides(s, dst.tags()));
     offsets.push_back(s.offset());
   }
-  Uniforms u = stridedLayout(dst.shape(), strides, offsets).uniforms();
+  const StridedLayout l = stridedLayout(dst.shape(), strides, offsets);
+  Uniforms u = l.uniforms();
   u.setF(kParamWord, static_cast<float>(p.a)).setF(kParamWord + 1, static_cast<float>(p.b));
-  dispatchLinear(Gpu::get().pipeline(updateSource(src != nullptr, expr)), buffers, u, dst.numel());
+  const std::vector<DType> dtypes(buffers.size(), DType::f32);
+  dispatchStrided(Gpu::get().pipeline(updateSource(src != nullptr, expr)), buffers, dtypes, l, u);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 #include "fucina/backend/webgpu/gpu.h"
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "fucina/core/error.h"
 #include "fucina/exec/context.h"
@@ -69,11 +71,22 @@ void Gpu::lose() {
 
 uint32_t Gpu::createBuffer(size_t bytes) {
   const uint32_t id = shim().call<uint32_t>("createBuffer", static_cast<double>(bytes));
-  if (id != 0) ++counters_.buffers_made;
+  if (id != 0) {
+    ++counters_.buffers_made;
+    sizes_[id] = (std::max<uint64_t>(bytes, 4) + 3) / 4 * 4;  // the shim's rounding
+  }
   return id;
 }
 
-void Gpu::destroyBuffer(uint32_t buffer) noexcept { shim().call<void>("destroyBuffer", buffer); }
+void Gpu::destroyBuffer(uint32_t buffer) noexcept {
+  sizes_.erase(buffer);
+  shim().call<void>("destroyBuffer", buffer);
+}
+
+uint64_t Gpu::bindingLimit() {
+  if (binding_limit_ == 0) binding_limit_ = static_cast<uint64_t>(shim().call<double>("bindingLimit"));
+  return binding_limit_;
+}
 
 void Gpu::write(uint32_t buffer, size_t offset, const void* data, size_t bytes) {
   if (bytes == 0) return;
@@ -97,32 +110,53 @@ uint32_t Gpu::faultBuffer() {
 }
 
 void Gpu::dispatch(uint32_t pipeline, std::span<const uint32_t> buffers, std::span<const uint32_t> uniforms,
-                   uint32_t x, uint32_t y, uint32_t z) {
+                   uint32_t x, uint32_t y, uint32_t z, std::span<const Window> windows) {
   if (uniforms.size_bytes() > kUniformBytes)
     fail(ErrorCode::InvalidArgument, "a dispatch passes at most " + std::to_string(kUniformBytes) + " bytes of uniforms");
   if (x == 0 || y == 0 || z == 0) return;
   if (x > kMaxGroups || y > kMaxGroups || z > kMaxGroups)
     fail(ErrorCode::InvalidArgument, "a dispatch of " + std::to_string(x) + "x" + std::to_string(y) + "x" +
                                          std::to_string(z) + " workgroups is over WebGPU's 65535 per dimension");
+  std::vector<double> bound;  // [offset, size] per buffer, for the shim
+  const uint64_t limit = bindingLimit();
+  for (size_t j = 0; j < buffers.size(); ++j) {
+    const Window w = j < windows.size() ? windows[j] : Window{};
+    const uint64_t bytes = w.size != 0 ? w.size : bytesOf(buffers[j]);
+    if (bytes > limit)
+      fail(ErrorCode::UnsupportedOnDevice,
+           "a kernel binds " + std::to_string(bytes) + " bytes of one buffer, over this device's " +
+               std::to_string(limit) + " (maxStorageBufferBindingSize): only GEMMs, gathers, rows and elementwise "
+               "kernels are bound in pieces (Note [Bound in pieces])");
+    if (!windows.empty()) bound.insert(bound.end(), {static_cast<double>(w.offset), static_cast<double>(w.size)});
+  }
   using emscripten::typed_memory_view;
   using emscripten::val;
+  const val window_list = bound.empty() ? val::undefined() : val(typed_memory_view(bound.size(), bound.data()));
   shim().call<void>("dispatch", pipeline, val(typed_memory_view(buffers.size(), buffers.data())),
-                    val(typed_memory_view(uniforms.size(), uniforms.data())), x, y, z);
+                    val(typed_memory_view(uniforms.size(), uniforms.data())), x, y, z, window_list);
   ++counters_.dispatches;
+  if (std::any_of(windows.begin(), windows.end(), [](const Window& w) { return w.size != 0; })) ++counters_.windowed_dispatches;
 }
 
 #else  // a native build: no WebGPU
 
 uint32_t Gpu::createBuffer(size_t) { failUnavailable(); }
 void Gpu::destroyBuffer(uint32_t) noexcept {}
+uint64_t Gpu::bindingLimit() { failUnavailable(); }
 void Gpu::write(uint32_t, size_t, const void*, size_t) { failUnavailable(); }
 uint32_t Gpu::pipeline(const std::string&) { failUnavailable(); }
 uint32_t Gpu::faultBuffer() { failUnavailable(); }
-void Gpu::dispatch(uint32_t, std::span<const uint32_t>, std::span<const uint32_t>, uint32_t, uint32_t, uint32_t) {
+void Gpu::dispatch(uint32_t, std::span<const uint32_t>, std::span<const uint32_t>, uint32_t, uint32_t, uint32_t,
+                   std::span<const Window>) {
   failUnavailable();
 }
 
 #endif
+
+uint64_t Gpu::bytesOf(uint32_t buffer) const {
+  const auto it = sizes_.find(buffer);
+  return it == sizes_.end() ? 0 : it->second;  // the shim's fault buffer: 16 bytes
+}
 
 std::shared_ptr<BlockSource> gpuBlocks() { return std::make_shared<GpuBlocks>(); }
 

@@ -21,9 +21,16 @@ class ExecContext;
 
 namespace fucina::backend::webgpu {
 
+/// The bytes [offset, offset + size) of a buffer that a dispatch binds; size 0 binds it whole
+/// (Note [Bound in pieces]). offset is a multiple of 256 (WebGPU's storage offset alignment).
+struct Window {
+  uint64_t offset = 0, size = 0;
+};
+
 /// What the device has done since it was installed (fc.memory().devices.webgpu).
 struct GpuCounters {
   uint64_t dispatches = 0, uploaded_bytes = 0, pipelines_made = 0, buffers_made = 0;
+  uint64_t windowed_dispatches = 0;  ///< those binding a window of a buffer (Note [Bound in pieces])
 };
 
 class Gpu {
@@ -47,9 +54,15 @@ class Gpu {
   /// The compute pipeline of a WGSL module (entry point `main`), made once per source text.
   uint32_t pipeline(const std::string& wgsl);
   /// Runs a pipeline over groups (x, y, z) with buffers bound at 0..n-1 (read-only first as the
-  /// WGSL declares them) and the uniform words at binding n.
+  /// WGSL declares them), each whole or through its window, and the uniform words at binding n.
+  /// UnsupportedOnDevice when a binding is over bindingLimit().
   void dispatch(uint32_t pipeline, std::span<const uint32_t> buffers, std::span<const uint32_t> uniforms,
-                uint32_t x, uint32_t y = 1, uint32_t z = 1);
+                uint32_t x, uint32_t y = 1, uint32_t z = 1, std::span<const Window> windows = {});
+  /// The most bytes one binding may span: the device's maxStorageBufferBindingSize, lowered by
+  /// init's deviceLimits.
+  uint64_t bindingLimit();
+  /// The size of a buffer this device made.
+  uint64_t bytesOf(uint32_t buffer) const;
   /// The shim's fault buffer (Note [Device faults]): words [flag, first position, extent, 0] that
   /// check kernels set and the shim's next sync() or read reports and clears.
   uint32_t faultBuffer();
@@ -63,7 +76,9 @@ class Gpu {
  private:
   GpuCounters counters_;
   std::unordered_map<std::string, uint32_t> pipelines_;
+  std::unordered_map<uint32_t, uint64_t> sizes_;  // buffer id -> bytes
   uint32_t fault_buffer_ = 0;
+  uint64_t binding_limit_ = 0;  // asked of the shim once
 };
 
 /// A context computing on the installed device (Backend::webgpu, its buffers from gpuBlocks()), to

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "fucina/backend/webgpu/pieces.h"
 #include "fucina/backend/webgpu/primitives.h"
 #include "fucina/backend/webgpu/wgsl.h"
 #include "fucina/core/error.h"
@@ -35,35 +36,44 @@ std::string checkSource(uint32_t words, bool ignore) {
          "  }\n}\n";
 }
 
-// out[(a·K + q)·inner + c] = table[(a·n + index[q])·inner + c].
+// out[(a·K + q)·inner + c] = table[(a·n + index[q])·inner + c], for the indices in the rows
+// [uw(4), uw(5)) of the table's window, which starts at its element uw(6) (Note [Bound in pieces]).
 std::string selectSource() {
   return prelude(3) + readBinding(0, "table") + readBinding(1, "ix", "u32") + writeBinding(2, "out") + kIndexAt +
          kMainSignature + " {\n  " + kLinearIndex +
          "\n  if (i >= uw(0u)) { return; }\n"
          "  let n = uw(1u);\n  let k = uw(2u);\n  let inner = uw(3u);\n"
          "  let c = i % inner;\n  let q = (i / inner) % k;\n  let a = i / (inner * k);\n"
-         "  out[i] = table[(a * n + index_at(q, n)) * inner + c];\n}\n";
+         "  let r = index_at(q, n);\n"
+         "  if (r < uw(4u) || r >= uw(5u)) { return; }\n"
+         "  out[i] = table[(a * n + r) * inner + c - uw(6u)];\n}\n";
 }
 
 // The same rows as bytes, for tables of 16-bit or q8_0 elements (a row of whole blocks): each
-// invocation makes one word of out from its four bytes, wherever they come from. Words: bytes,
-// n, K, row bytes.
+// invocation makes one word of out from its four bytes, wherever they come from, keeping the
+// bytes of rows outside the window's (another piece's). Words: bytes, n, K, row bytes, then the
+// window's rows and first byte as selectSource's.
 std::string selectBytesSource() {
   return prelude(3) + readBinding(0, "table", "u32") + readBinding(1, "ix", "u32") + writeBinding(2, "out", "u32") +
          kIndexAt + kMainSignature + " {\n  " + kLinearIndex +
          "\n  if (i * 4u >= uw(0u)) { return; }\n"
-         "  let n = uw(1u);\n  let k = uw(2u);\n  let rb = uw(3u);\n  var word = 0u;\n"
+         "  let n = uw(1u);\n  let k = uw(2u);\n  let rb = uw(3u);\n"
+         "  let pieces = uw(4u) != 0u || uw(5u) != n;\n"
+         "  var word = select(0u, out[i], pieces);\n"
          "  for (var j = 0u; j < 4u && i * 4u + j < uw(0u); j = j + 1u) {\n"
-         "    let ob = i * 4u + j;\n    let row = ob / rb;\n"
-         "    let sb = ((row / k) * n + index_at(row % k, n)) * rb + ob % rb;\n"
-         "    word = word | (((table[sb / 4u] >> (8u * (sb % 4u))) & 0xffu) << (8u * j));\n"
+         "    let ob = i * 4u + j;\n    let row = ob / rb;\n    let r = index_at(row % k, n);\n"
+         "    if (r < uw(4u) || r >= uw(5u)) { continue; }\n"
+         "    let sb = ((row / k) * n + r) * rb + ob % rb - uw(6u);\n"
+         "    let byte = (table[sb / 4u] >> (8u * (sb % 4u))) & 0xffu;\n"
+         "    word = (word & ~(0xffu << (8u * j))) | (byte << (8u * j));\n"
          "  }\n  out[i] = word;\n}\n";
 }
 
 // dst[(a·n + index[q])·inner + c] (+)= src[(a·K + q)·inner + c], or = 0. Each invocation owns
 // a column c of a block of dst's rows and applies, in index order, the updates that land there:
 // repeated indices add in index order (deterministic, as the cpu's loop) and the last assignment
-// wins, with no atomics. Words: count, n, K, inner, blocks, rows per block.
+// wins, with no atomics. Words: count, n, K, inner, blocks, rows per block, then the rows
+// [first, end) dst's window holds from its start (Note [Bound in pieces]).
 std::string updateSource(Kernels::RowUpdate how) {
   using U = Kernels::RowUpdate;
   const bool reads = how != U::zero;
@@ -75,11 +85,11 @@ std::string updateSource(Kernels::RowUpdate how) {
          "\n  if (i >= uw(0u)) { return; }\n"
          "  let n = uw(1u);\n  let k = uw(2u);\n  let inner = uw(3u);\n"
          "  let c = i % inner;\n  let block = (i / inner) % uw(4u);\n  let a = i / (inner * uw(4u));\n"
-         "  let r0 = block * uw(5u);\n  let r1 = min(n, r0 + uw(5u));\n"
+         "  let r0 = uw(6u) + block * uw(5u);\n  let r1 = min(uw(7u), r0 + uw(5u));\n"
          "  for (var q = 0u; q < k; q = q + 1u) {\n"
          "    let r = index_at(q, n);\n"
          "    if (r >= r0 && r < r1) {\n"
-         "      let d = (a * n + r) * inner + c;\n"
+         "      let d = (a * n + r - uw(6u)) * inner + c;\n"
          "      " + update + "\n"
          "    }\n"
          "  }\n}\n";
@@ -130,6 +140,38 @@ Uniforms rowUniforms(int64_t count, int64_t n, int64_t k, int64_t inner) {
   return u;
 }
 
+// Runs a select (words: count, n, K, row units, then the window's rows and first unit), whole;
+// or, past the binding limit, in ranges of the indices (out's and ix's windows) times ranges of
+// the table's rows (Note [Bound in pieces]; a table with axes before the selected one is bound
+// whole). A row is `units` units (elements of f32 out, or bytes: bytes_mode, four to an
+// invocation) and `row_bytes` bytes.
+void selectInPieces(uint32_t pipeline, std::span<const uint32_t> buffers, Uniforms u, const RawTensor& table,
+                    size_t axis, int64_t k, uint64_t row_bytes, uint64_t units, bool bytes_mode) {
+  const int64_t n = table.shape()[axis], outer = numelOf(table.shape(), 0, axis);
+  auto run = [&](int64_t count, std::span<const Window> windows) {
+    u.set(0, static_cast<uint32_t>(count));
+    dispatchLinear(pipeline, buffers, u, bytes_mode ? (count + 3) / 4 : count, windows);
+  };
+  u.set(4, 0).set(5, static_cast<uint32_t>(n)).set(6, 0);
+  if (outer != 1) return run(outer * k * static_cast<int64_t>(units), {});
+  const uint64_t by_index[3] = {0, 8, row_bytes}, by_row[3] = {row_bytes, 0, 0};
+  inRowPieces(buffers, by_index, k, [&](int64_t, int64_t nk, std::span<const Window> at_indices) {
+    u.set(2, static_cast<uint32_t>(nk));
+    inRowPieces(buffers, by_row, n, [&](int64_t first, int64_t rows, std::span<const Window> at_rows) {
+      u.set(4, static_cast<uint32_t>(first)).set(5, static_cast<uint32_t>(first + rows));
+      u.set(6, static_cast<uint32_t>(at_rows.empty() ? 0 : static_cast<uint64_t>(first) * units));
+      Window windows[3] = {};
+      if (!at_rows.empty()) windows[0] = at_rows[0];
+      if (!at_indices.empty()) {
+        windows[1] = at_indices[1];
+        windows[2] = at_indices[2];
+      }
+      const bool bound = !at_rows.empty() || !at_indices.empty();
+      run(nk * static_cast<int64_t>(units), bound ? windows : std::span<const Window>{});
+    });
+  });
+}
+
 // selectRows of a contiguous 16-bit or q8_0 table (one that starts at its buffer's start).
 RawTensor selectRowBytes(ExecContext& ctx, const RawTensor& table, Tag axis, const RawTensor& index_in) {
   const DType d = table.dtype();
@@ -148,8 +190,8 @@ RawTensor selectRowBytes(ExecContext& ctx, const RawTensor& table, Tag axis, con
   if (bytes == 0) return out;
   if (bytes > UINT32_MAX - 3) unsupported("selectRows of over 2^32 bytes");
   const uint32_t buffers[3] = {bufferOf(table, "selectRows"), bufferOf(index, "selectRows"), bufferOf(out, "selectRows")};
-  dispatchLinear(Gpu::get().pipeline(selectBytesSource()), buffers, rowUniforms(bytes, n, index.numel(), row_bytes),
-                 (bytes + 3) / 4);
+  selectInPieces(Gpu::get().pipeline(selectBytesSource()), buffers, rowUniforms(bytes, n, index.numel(), row_bytes),
+                 table, p, index.numel(), row_bytes, row_bytes, true);
   return out;
 }
 
@@ -182,8 +224,8 @@ RawTensor selectRows(ExecContext& ctx, const RawTensor& table_in, Tag axis, cons
   if (out.numel() == 0) return out;
   const int64_t n = table.shape()[p], inner = numelOf(table.shape(), p + 1, table.rank());
   const uint32_t buffers[3] = {bufferOf(table, "selectRows"), bufferOf(index, "selectRows"), bufferOf(out, "selectRows")};
-  dispatchLinear(Gpu::get().pipeline(selectSource()), buffers, rowUniforms(out.numel(), n, index.numel(), inner),
-                 out.numel());
+  selectInPieces(Gpu::get().pipeline(selectSource()), buffers, rowUniforms(out.numel(), n, index.numel(), inner),
+                 table, p, index.numel(), 4 * static_cast<uint64_t>(inner), inner, false);
   return out;
 }
 
@@ -199,16 +241,24 @@ void updateRows(ExecContext& ctx, const RawTensor& dst, Tag axis, const RawTenso
   if (outer * k * inner == 0 || n == 0) return;  // no row to update (a bad index is reported by its check)
   const bool reads = how != Kernels::RowUpdate::zero;
   const RawTensor src = reads ? rowsOf(ctx, src_in, "updateRows") : src_in;
-  // Row blocks enough for some 16k invocations; each reads every index once.
-  const int64_t want = std::clamp<int64_t>((16384 + outer * inner - 1) / (outer * inner), 1, n);
-  const int64_t rows_per = (n + want - 1) / want, blocks = (n + rows_per - 1) / rows_per;
-  const int64_t count = outer * blocks * inner;
   std::vector<uint32_t> buffers{bufferOf(index, "updateRows")};
   if (reads) buffers.push_back(bufferOf(src, "updateRows"));
   buffers.push_back(bufferOf(dst, "updateRows"));
-  Uniforms u = rowUniforms(count, n, k, inner);
-  u.u(static_cast<uint64_t>(blocks)).u(static_cast<uint64_t>(rows_per));
-  dispatchLinear(Gpu::get().pipeline(updateSource(how)), buffers, u, count);
+  // Past the binding limit, in ranges of dst's rows (a dst with axes before the updated one is
+  // bound whole).
+  std::vector<uint64_t> row_bytes(buffers.size(), 0);
+  if (outer == 1) row_bytes.back() = 4 * static_cast<uint64_t>(inner);
+  const uint32_t pipeline = Gpu::get().pipeline(updateSource(how));
+  inRowPieces(buffers, row_bytes, n, [&](int64_t first, int64_t rows, std::span<const Window> windows) {
+    // Row blocks enough for some 16k invocations; each reads every index once.
+    const int64_t want = std::clamp<int64_t>((16384 + outer * inner - 1) / (outer * inner), 1, rows);
+    const int64_t rows_per = (rows + want - 1) / want, blocks = (rows + rows_per - 1) / rows_per;
+    const int64_t count = outer * blocks * inner;
+    Uniforms u = rowUniforms(count, n, k, inner);
+    u.u(static_cast<uint64_t>(blocks)).u(static_cast<uint64_t>(rows_per));
+    u.u(static_cast<uint64_t>(windows.empty() ? 0 : first)).u(static_cast<uint64_t>(first + rows));
+    dispatchLinear(pipeline, buffers, u, count, windows);
+  });
 }
 
 }  // namespace fucina::backend::webgpu

@@ -3,6 +3,7 @@
 // the cpu's are f64: WGSL has none, and the sum or mean over them (reduceLoss) is f32 too.
 #include <string>
 
+#include "fucina/backend/webgpu/pieces.h"
 #include "fucina/backend/webgpu/primitives.h"
 #include "fucina/backend/webgpu/wgsl.h"
 #include "fucina/core/error.h"
@@ -58,7 +59,8 @@ RawTensor labelLossRows(ExecContext& ctx, const RawTensor& lp_in, const RawTenso
   if (l.rows == 0) return loss;
   if (l.n == 0) fail(ErrorCode::InvalidArgument, "label loss over rows of no classes");
   const uint32_t buffers[3] = {bufferOf(lp, "label loss"), bufferOf(labels, "label loss"), bufferOf(loss, "label loss")};
-  dispatchRows(rowsSource(plain), buffers, l, static_cast<float>(smoothing));
+  const uint64_t row_bytes[3] = {4 * static_cast<uint64_t>(l.n), 8, 4};
+  dispatchRows(rowsSource(plain), buffers, l, static_cast<float>(smoothing), {}, row_bytes);
   return loss;
 }
 
@@ -74,10 +76,20 @@ RawTensor labelLossRowsVjp(ExecContext& ctx, const RawTensor& lp_in, const RawTe
   u.u(static_cast<uint64_t>(gx.numel())).u(static_cast<uint64_t>(l.n)).f(static_cast<float>(smoothing)).f(scale);
   u.u(gy.rank() > 0 ? 1 : 0);
   std::vector<uint32_t> buffers;
-  if (!plain) buffers.push_back(bufferOf(lp, "label loss VJP"));
+  std::vector<uint64_t> row_bytes;  // in pieces of rows (Note [Bound in pieces])
+  const uint64_t row = 4 * static_cast<uint64_t>(l.n);
+  if (!plain) {
+    buffers.push_back(bufferOf(lp, "label loss VJP"));
+    row_bytes.push_back(row);
+  }
   buffers.insert(buffers.end(), {bufferOf(labels, "label loss VJP"), bufferOf(gy, "label loss VJP"),
                                  bufferOf(gx, "label loss VJP")});
-  dispatchLinear(Gpu::get().pipeline(vjpSource(plain)), buffers, u, gx.numel());
+  row_bytes.insert(row_bytes.end(), {8, gy.rank() > 0 ? 4u : 0u, row});
+  const uint32_t pipeline = Gpu::get().pipeline(vjpSource(plain));
+  inRowPieces(buffers, row_bytes, l.rows, [&](int64_t, int64_t rows, std::span<const Window> windows) {
+    u.set(0, static_cast<uint32_t>(rows * l.n));
+    dispatchLinear(pipeline, buffers, u, rows * l.n, windows);
+  });
   return gx;
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "fucina/backend/element_io.h"
+#include "fucina/backend/webgpu/pieces.h"
 #include "fucina/backend/webgpu/primitives.h"
 #include "fucina/backend/webgpu/wgsl.h"
 #include "fucina/core/error.h"
@@ -76,7 +77,7 @@ std::string narrowSource(DType from, DType to, bool fill) {
   const bool narrow_out = isNarrow(to);
   std::string src = prelude(fill ? 1 : 2) + (fill ? "" : readBinding(0, "src", "u32")) + "@group(0) @binding(" +
                     (fill ? "0" : "1") + ") var<storage, read_write> dst: array<" +
-                    (narrow_out ? "atomic<u32>" : "u32") + ">;\n" + kF32ToI64 + kHalves + (fill || isWord(from) && from != DType::f32 ? "" : elementReader("src", from)) + kMainSignature + " {\n  " +
+                    (narrow_out ? "atomic<u32>" : "u32") + ">;\n" + kF32ToI64 + kHalves + (fill || (isWord(from) && from != DType::f32) ? "" : elementReader("src", from)) + kMainSignature + " {\n  " +
                     kLinearIndex + "\n  if (i >= uw(0u)) { return; }\n";
   std::string bits;  // the destination's bits (narrow) or value (a word dtype)
   if (fill) {
@@ -159,11 +160,13 @@ void fill(ExecContext&, const RawTensor& dst, double value) {
   if (dst.numel() == 0) return;
   uint32_t bits[2] = {0, 0};
   io::store(reinterpret_cast<std::byte*>(bits), dst.dtype(), 0, value);
-  Uniforms u = stridedLayout(dst.shape(), {dst.strides()}, {dst.offset()}).uniforms();
+  const StridedLayout l = stridedLayout(dst.shape(), {dst.strides()}, {dst.offset()});
+  Uniforms u = l.uniforms();
   for (uint32_t j = 0; j < words; ++j) u.set(kParamWord + j, bits[j]);
   const uint32_t buffer = bufferOf(dst, "fill");
+  const DType dtype = dst.dtype();
   const std::string source = narrow ? narrowSource(dst.dtype(), dst.dtype(), true) : fillSource(words);
-  dispatchLinear(Gpu::get().pipeline(source), {&buffer, 1}, u, dst.numel());
+  dispatchStrided(Gpu::get().pipeline(source), {&buffer, 1}, {&dtype, 1}, l, u);
 }
 
 void copy(ExecContext&, const RawTensor& src, const RawTensor& dst) {
@@ -183,11 +186,12 @@ void copy(ExecContext&, const RawTensor& src, const RawTensor& dst) {
   const uint32_t buffers[2] = {bufferOf(src, "copy"), bufferOf(dst, "copy")};
   if (src.numel() == 0) return;
   if (buffers[0] == buffers[1]) unsupported("a copy within one buffer");
-  const Uniforms u = stridedLayout(src.shape(), {src.strides(), dst.strides()}, {src.offset(), dst.offset()}).uniforms();
+  const StridedLayout l = stridedLayout(src.shape(), {src.strides(), dst.strides()}, {src.offset(), dst.offset()});
   const std::string source = narrow    ? narrowSource(src.dtype(), dst.dtype(), false)
                              : convert ? convertSource(src.dtype(), dst.dtype())
                                        : copySource(words);
-  dispatchLinear(Gpu::get().pipeline(source), buffers, u, src.numel());
+  const DType dtypes[2] = {src.dtype(), dst.dtype()};
+  dispatchStrided(Gpu::get().pipeline(source), buffers, dtypes, l, l.uniforms());
 }
 
 }  // namespace fucina::backend::webgpu

@@ -82,15 +82,19 @@ Kernels::NormRows normRows(ExecContext& ctx, const RawTensor& x_in, Norm kind, d
   Kernels::NormRows out{RawTensor::empty(ctx, x.tags(), x.shape()), RawTensor::empty(ctx, row_tags, row_shape), {}};
   if (kind == Norm::l2) out.clamped = RawTensor::zeros(ctx, row_tags, row_shape, DType::u8);
   if (x.numel() == 0) return out;
+  const RowLayout l = rowLayout(x);
+  const uint64_t row = 4 * static_cast<uint64_t>(l.n);  // each operand in pieces of rows (Note [Bound in pieces])
   if (kind == Norm::l2) {
     const uint32_t buffers[4] = {bufferOf(x, "normalization"), bufferOf(out.y, "normalization"),
                                  bufferOf(out.inv, "normalization"), bufferOf(out.clamped, "normalization")};
-    dispatchRows(l2Source(), buffers, rowLayout(x), static_cast<float>(eps));
+    const uint64_t row_bytes[4] = {row, row, 4, 1};
+    dispatchRows(l2Source(), buffers, l, static_cast<float>(eps), {}, row_bytes);
     return out;
   }
   const uint32_t buffers[3] = {bufferOf(x, "normalization"), bufferOf(out.y, "normalization"),
                                bufferOf(out.inv, "normalization")};
-  dispatchRows(forwardSource(kind == Norm::layer), buffers, rowLayout(x), static_cast<float>(eps));
+  const uint64_t row_bytes[3] = {row, row, 4};
+  dispatchRows(forwardSource(kind == Norm::layer), buffers, l, static_cast<float>(eps), {}, row_bytes);
   return out;
 }
 
@@ -99,16 +103,20 @@ RawTensor normRowsVjp(ExecContext& ctx, Norm kind, const Kernels::NormRows& save
   const RawTensor gy = rowsOf(ctx, gy_in, "normalization VJP");
   RawTensor gx = RawTensor::empty(ctx, saved.y.tags(), saved.y.shape());
   if (gx.numel() == 0) return gx;
+  const RowLayout l = rowLayout(saved.y);
+  const uint64_t row = 4 * static_cast<uint64_t>(l.n);
   if (kind == Norm::l2) {
     const uint32_t buffers[5] = {bufferOf(saved.y, "normalization VJP"), bufferOf(saved.inv, "normalization VJP"),
                                  bufferOf(gy, "normalization VJP"), bufferOf(saved.clamped, "normalization VJP"),
                                  bufferOf(gx, "normalization VJP")};
-    dispatchRows(l2VjpSource(), buffers, rowLayout(saved.y));
+    const uint64_t row_bytes[5] = {row, 4, row, 1, row};
+    dispatchRows(l2VjpSource(), buffers, l, 0, {}, row_bytes);
     return gx;
   }
   const uint32_t buffers[4] = {bufferOf(saved.y, "normalization VJP"), bufferOf(saved.inv, "normalization VJP"),
                                bufferOf(gy, "normalization VJP"), bufferOf(gx, "normalization VJP")};
-  dispatchRows(vjpSource(kind == Norm::layer), buffers, rowLayout(saved.y));
+  const uint64_t row_bytes[4] = {row, 4, row, row};
+  dispatchRows(vjpSource(kind == Norm::layer), buffers, l, 0, {}, row_bytes);
   return gx;
 }
 

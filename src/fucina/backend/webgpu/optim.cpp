@@ -2,6 +2,7 @@
 // order of backend/reference/optim.cpp's loops.
 #include <string>
 
+#include "fucina/backend/webgpu/pieces.h"
 #include "fucina/backend/webgpu/primitives.h"
 #include "fucina/backend/webgpu/wgsl.h"
 #include "fucina/core/error.h"
@@ -46,7 +47,8 @@ void sgdUpdate(ExecContext&, const SgdStep& s, const RawTensor& p, const RawTens
   u.u(static_cast<uint64_t>(p.numel())).f(s.lr).f(s.weight_decay).f(s.momentum).f(s.keep).u(s.first).u(s.nesterov);
   std::vector<uint32_t> buffers{bufferOf(p, "sgd"), bufferOf(g, "sgd")};
   if (momentum) buffers.push_back(bufferOf(buf, "sgd"));
-  dispatchLinear(Gpu::get().pipeline(src), buffers, u, p.numel());
+  const uint64_t elem_bytes[3] = {4, 4, 4};
+  dispatchElements(Gpu::get().pipeline(src), buffers, std::span(elem_bytes, buffers.size()), u, p.numel());
 }
 
 void adamUpdate(ExecContext&, const AdamStep& s, const RawTensor& p, const RawTensor& g, const RawTensor& m,
@@ -63,7 +65,8 @@ void adamUpdate(ExecContext&, const AdamStep& s, const RawTensor& p, const RawTe
   u.u(static_cast<uint64_t>(p.numel())).f(s.b1).f(s.b2).f(s.one_b1).f(s.one_b2).f(s.step_size).f(s.inv_sqrt_bc2);
   u.f(s.eps).f(s.l2).f(s.shrink);
   const uint32_t buffers[4] = {bufferOf(p, "adam"), bufferOf(g, "adam"), bufferOf(m, "adam"), bufferOf(v, "adam")};
-  dispatchLinear(Gpu::get().pipeline(src), buffers, u, p.numel());
+  const uint64_t elem_bytes[4] = {4, 4, 4, 4};
+  dispatchElements(Gpu::get().pipeline(src), buffers, elem_bytes, u, p.numel());
 }
 
 Kernels::GradNorm gradNorm(ExecContext& ctx, std::span<const RawTensor> grads, double max_norm) {
@@ -77,12 +80,18 @@ Kernels::GradNorm gradNorm(ExecContext& ctx, std::span<const RawTensor> grads, d
                               "  if (l == 0u) { acc[0] = select(acc[0], 0.0, uf(2u) != 0.0) + s; }\n"
                               "}\n";
   bool first = true;
+  const uint32_t pipeline = Gpu::get().pipeline(squares);
   for (const RawTensor& g_in : grads) {
     if (g_in.numel() == 0) continue;
     const RawTensor g = rowsOf(ctx, g_in, "clipGradNorm");
     const uint32_t buffers[2] = {bufferOf(g, "clipGradNorm"), out[0]};
-    dispatchRows(squares, buffers, {1, g.numel()}, first ? 1.0f : 0.0f);
-    first = false;
+    const uint64_t elem_bytes[2] = {4, 0};  // a gradient over one binding: a row per piece
+    inRowPieces(buffers, elem_bytes, g.numel(), [&](int64_t, int64_t n, std::span<const Window> windows) {
+      Uniforms u;
+      u.u(1).u(static_cast<uint64_t>(n)).f(first ? 1.0f : 0.0f);
+      Gpu::get().dispatch(pipeline, buffers, u.words, 1, 1, 1, windows);
+      first = false;
+    });
   }
   if (first) fill(ctx, r.norm, 0.0);
   // The norm, and the factor as backend::clipFactor (in f32).

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "fucina/backend/webgpu/pieces.h"
 #include "fucina/backend/webgpu/primitives.h"
 #include "fucina/backend/webgpu/wgsl.h"
 #include "fucina/core/random.h"
@@ -30,10 +31,11 @@ constexpr const char* kU64 =
     "}\n";
 
 std::string dropoutSource() {
-  // Words: n, mix(seed) (2), threshold (2), keep_scale, all dropped.
+  // Words: n, mix(seed) (2), threshold (2), keep_scale, all dropped, the first element's index (a
+  // piece's: Note [Bound in pieces]), which the draw is of.
   return prelude(2) + readBinding(0, "x") + writeBinding(1, "y") + kU64 + kMainSignature + " {\n  " + kLinearIndex +
          "\n  if (i >= uw(0u)) { return; }\n"
-         "  let bits = mix(add64(vec2u(uw(1u), uw(2u)), mul64(vec2u(i, 0u), vec2u(0x7f4a7c15u, 0x9e3779b9u))));\n"
+         "  let bits = mix(add64(vec2u(uw(1u), uw(2u)), mul64(vec2u(i + uw(7u), 0u), vec2u(0x7f4a7c15u, 0x9e3779b9u))));\n"
          "  let t = vec2u(uw(3u), uw(4u));\n"
          "  let dropped = uw(6u) != 0u || bits.y < t.y || (bits.y == t.y && bits.x < t.x);\n"
          "  y[i] = x[i] * select(uf(5u), 0.0, dropped);\n"
@@ -51,9 +53,10 @@ RawTensor dropout(ExecContext& ctx, const RawTensor& x, uint64_t seed, double p,
   const uint64_t threshold = all || !(p > 0) ? 0 : static_cast<uint64_t>(std::ceil(std::ldexp(p, 53))) << 11;
   Uniforms u;
   u.u(static_cast<uint64_t>(y.numel())).u(mixed & 0xffffffffu).u(mixed >> 32).u(threshold & 0xffffffffu);
-  u.u(threshold >> 32).f(keep_scale).u(all ? 1 : 0);
+  u.u(threshold >> 32).f(keep_scale).u(all ? 1 : 0).u(0);
   const uint32_t buffers[2] = {bufferOf(src, "dropout"), bufferOf(y, "dropout")};
-  dispatchLinear(Gpu::get().pipeline(dropoutSource()), buffers, u, y.numel());
+  const uint64_t elem_bytes[2] = {4, 4};
+  dispatchElements(Gpu::get().pipeline(dropoutSource()), buffers, elem_bytes, u, y.numel(), 7);
   return y;
 }
 

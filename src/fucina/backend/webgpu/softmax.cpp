@@ -44,7 +44,9 @@ RawTensor softmaxRows(ExecContext& ctx, const RawTensor& x_in, bool log) {
   RawTensor y = RawTensor::empty(ctx, x.tags(), x.shape());
   if (y.numel() == 0) return y;
   const uint32_t buffers[2] = {bufferOf(x, "softmax"), bufferOf(y, "softmax")};
-  dispatchRows(forwardSource(log), buffers, rowLayout(x));
+  const RowLayout l = rowLayout(x);
+  const uint64_t row = 4 * static_cast<uint64_t>(l.n), row_bytes[2] = {row, row};
+  dispatchRows(forwardSource(log), buffers, l, 0, {}, row_bytes);
   return y;
 }
 
@@ -53,7 +55,9 @@ RawTensor softmaxRowsVjp(ExecContext& ctx, const RawTensor& y_in, const RawTenso
   RawTensor gx = RawTensor::empty(ctx, y.tags(), y.shape());
   if (gx.numel() == 0) return gx;
   const uint32_t buffers[3] = {bufferOf(y, "softmax VJP"), bufferOf(gy, "softmax VJP"), bufferOf(gx, "softmax VJP")};
-  dispatchRows(vjpSource(log), buffers, rowLayout(y));
+  const RowLayout l = rowLayout(y);
+  const uint64_t row = 4 * static_cast<uint64_t>(l.n), row_bytes[3] = {row, row, row};
+  dispatchRows(vjpSource(log), buffers, l, 0, {}, row_bytes);
   return gx;
 }
 

@@ -64,7 +64,7 @@ std::string tiledGemmSource(const std::string& operands, int uniform_binding, Ti
 }
 
 void dispatchGemm(const std::string& source, std::span<const uint32_t> buffers, Uniforms u, const GemmShape& s,
-                  const char* what) {
+                  const char* what, std::span<const Window> windows) {
   if (s.batches == 0 || s.m == 0 || s.n == 0) return;
   const int64_t splits = std::max<int64_t>(s.splits, 1);
   const int64_t chunk = ((s.k + splits - 1) / splits + 15) / 16 * 16;  // slices start at multiples of 16
@@ -77,7 +77,7 @@ void dispatchGemm(const std::string& source, std::span<const uint32_t> buffers, 
     unsupported(std::string(what) + " over " + std::to_string(s.batches) + " products of " + std::to_string(s.m) +
                 " x " + std::to_string(s.n) + " (more workgroups than a dispatch has)");
   Gpu::get().dispatch(Gpu::get().pipeline(source), buffers, u.words, static_cast<uint32_t>(gx),
-                      static_cast<uint32_t>(gy), static_cast<uint32_t>(gz));
+                      static_cast<uint32_t>(gy), static_cast<uint32_t>(gz), windows);
 }
 
 GemmShape splitDepth(GemmShape s) {

@@ -42,7 +42,7 @@ std::string tiledGemmSource(const std::string& operands, int uniform_binding, Ti
 /// Runs it: u holds the caller's words from kGemmWord on; UnsupportedOnDevice naming `what` when
 /// the grid exceeds the device's.
 void dispatchGemm(const std::string& source, std::span<const uint32_t> buffers, Uniforms u, const GemmShape& s,
-                  const char* what);
+                  const char* what, std::span<const Window> windows = {});
 /// Depth slices for a product of few output tiles over a long depth: enough workgroups to fill a
 /// GPU, each slice at least 512 deep (a multiple of 16).
 GemmShape splitDepth(GemmShape s);

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "fucina/backend/webgpu/pieces.h"
 #include "fucina/backend/webgpu/primitives.h"
 #include "fucina/core/error.h"
 
@@ -280,13 +281,17 @@ std::string rowKernelHead() {
 }
 
 void dispatchRows(const std::string& source, std::span<const uint32_t> buffers, const RowLayout& l, float param,
-                  std::span<const uint32_t> extra) {
+                  std::span<const uint32_t> extra, std::span<const uint64_t> row_bytes) {
   if (l.rows == 0 || l.n == 0) return;
   Uniforms u;
   u.u(static_cast<uint64_t>(l.rows)).u(static_cast<uint64_t>(l.n)).f(param);
   for (const uint32_t w : extra) u.u(w);
-  const int64_t x = std::min<int64_t>(l.rows, Gpu::kMaxGroups), y = (l.rows + x - 1) / x;
-  Gpu::get().dispatch(Gpu::get().pipeline(source), buffers, u.words, static_cast<uint32_t>(x), static_cast<uint32_t>(y));
+  const uint32_t pipeline = Gpu::get().pipeline(source);
+  inRowPieces(buffers, row_bytes, l.rows, [&](int64_t, int64_t rows, std::span<const Window> windows) {
+    u.set(0, static_cast<uint32_t>(rows));
+    const int64_t x = std::min<int64_t>(rows, Gpu::kMaxGroups), y = (rows + x - 1) / x;
+    Gpu::get().dispatch(pipeline, buffers, u.words, static_cast<uint32_t>(x), static_cast<uint32_t>(y), 1, windows);
+  });
 }
 
 void requireRows(const RawTensor& t, const char* what) {
@@ -319,11 +324,12 @@ uint32_t bufferOf(const RawTensor& t, const char* what) {
   return webgpu::bufferOf(t.storage()->block());
 }
 
-void dispatchLinear(uint32_t pipeline, std::span<const uint32_t> buffers, const Uniforms& u, int64_t n) {
+void dispatchLinear(uint32_t pipeline, std::span<const uint32_t> buffers, const Uniforms& u, int64_t n,
+                    std::span<const Window> windows) {
   if (n <= 0) return;
   const int64_t groups = (n + 255) / 256;
   const int64_t x = std::min<int64_t>(groups, Gpu::kMaxGroups), y = (groups + x - 1) / x;
-  Gpu::get().dispatch(pipeline, buffers, u.words, static_cast<uint32_t>(x), static_cast<uint32_t>(y));
+  Gpu::get().dispatch(pipeline, buffers, u.words, static_cast<uint32_t>(x), static_cast<uint32_t>(y), 1, windows);
 }
 
 void unsupported(const std::string& what) {

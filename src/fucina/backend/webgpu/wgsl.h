@@ -89,16 +89,18 @@ inline constexpr const char* kIndexAt =
 uint32_t bufferOf(const RawTensor& t, const char* what);
 /// Dispatches a 1-D kernel of n invocations (256 per group), spread over two dimensions when n
 /// needs more than 65535 groups.
-void dispatchLinear(uint32_t pipeline, std::span<const uint32_t> buffers, const Uniforms& u, int64_t n);
+void dispatchLinear(uint32_t pipeline, std::span<const uint32_t> buffers, const Uniforms& u, int64_t n,
+                    std::span<const Window> windows = {});
 /// The head of a row kernel (rows along the last axis of contiguous f32: uniforms rows, n): one
 /// workgroup of 256 per row, `row`, `n`, `base` (the row's first element) and `l` (the invocation)
 /// defined, and `reduce(l, v, take_max)`, which combines every invocation's v in a tree and
 /// returns it to all (every invocation must call it: it has barriers). The caller closes main.
 std::string rowKernelHead();
 /// Dispatches a row kernel over l.rows workgroups (two dimensions past 65535); uf(2u) is param,
-/// and words 3... the extra ones.
+/// and words 3... the extra ones. row_bytes: each buffer's bytes per row, 0 for one bound whole,
+/// to run in pieces of rows past the binding limit (Note [Bound in pieces]; empty: no pieces).
 void dispatchRows(const std::string& source, std::span<const uint32_t> buffers, const RowLayout& l, float param = 0,
-                  std::span<const uint32_t> extra = {});
+                  std::span<const uint32_t> extra = {}, std::span<const uint64_t> row_bytes = {});
 /// DTypeMismatch unless f32, InvalidArgument unless contiguous: the row kernels' operands.
 void requireRows(const RawTensor& t, const char* what);
 /// t when it is contiguous from its buffer's first element, else a copy that is: kernels that
