@@ -423,7 +423,11 @@ class Fucina {
   memory() {
     const m = this._call((M) => M.memory());
     const gpu = this.#M.fucinaGpu;
-    if (m.devices.webgpu && gpu) Object.assign(m.devices.webgpu, { downloadedBytes: gpu.downloadedBytes, submits: gpu.submits });
+    if (m.devices.webgpu && gpu) {
+      const { memory, ...limits } = gpu.limits;  // memory: absent without a budget
+      if (memory !== Infinity) limits.memory = memory;
+      Object.assign(m.devices.webgpu, { downloadedBytes: gpu.downloadedBytes, submits: gpu.submits, limits });
+    }
     return m;
   }
   resetPeak() { this._call((M) => M.resetPeak()); }

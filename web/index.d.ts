@@ -161,7 +161,7 @@ export interface DeviceLimits {
   /** Bytes of one tensor's buffer: a larger tensor is OutOfMemory. */
   maxBufferSize?: number;
   /** Bytes of device buffers alive at once, live and pooled (default: what the device gives);
-   * past it, OutOfMemory. */
+   * past it (the pool emptied first), OutOfMemory. */
   memory?: number;
 }
 
@@ -196,6 +196,9 @@ export interface DeviceMemoryInfo {
   windowedDispatches: number;
   /** Command buffers submitted: batches of dispatches (Note [Dispatch batches]), reads, syncs. */
   submits: number;
+  /** The limits the engine uses: the adapter's, lowered by {@link InitOptions.deviceLimits};
+   * `memory` only where deviceLimits set a budget. */
+  limits: DeviceLimits;
 }
 
 /** What {@link Fucina.memory} reports about the engine's tensors and buffers. */

@@ -24,6 +24,13 @@ export class GpuShim {
   #slots = 0;
   #errors = [];
   #faultId;
+  // Note [Device limits]: the bytes of the buffers createBuffer made (pooled ones too), capped by
+  // limits.memory; a buffer the device reported out of memory (its bytes, for the next check) and
+  // the ids whose buffer is invalid for it, made anew when next used; the scopes not yet popped.
+  #bytes = 0;
+  #outOfMemory = null;
+  #invalid = new Set();
+  #pops = new Set();
   /** What the engine may use: the device's limits, lowered by init's deviceLimits (Note [Device
    * limits]). memory: bytes of buffers alive at once (Infinity: as many as the device gives). */
   limits;
@@ -82,22 +89,45 @@ export class GpuShim {
       return failed;
     }
   }
+  // 0 past the budget: the engine trims its pool of buffers, asks once more, then the op is
+  // OutOfMemory.
   createBuffer(bytes) {
-    if (this.lost || bytes > this.limits.maxBufferSize) return 0;
+    const size = Math.max(4, Math.ceil(bytes / 4) * 4);
+    if (this.lost || bytes > this.limits.maxBufferSize || this.#bytes + size > this.limits.memory) return 0;
     return this.#guard(() => {
-      const size = Math.max(4, Math.ceil(bytes / 4) * 4);
-      const buffer = this.#device.createBuffer({ size, usage: STORAGE | COPY_SRC | COPY_DST });
       const id = this.#nextBuffer++;
-      this.#buffers.set(id, buffer);
+      this.#buffers.set(id, this.#allocate(id, size));
+      this.#bytes += size;
       return id;
     }, 0);
   }
+  // WebGPU does not throw when it has no memory: it gives an invalid buffer and reports the error
+  // to an error scope, later.
+  #allocate(id, size) {
+    const device = this.#device;
+    device.pushErrorScope('out-of-memory');
+    let buffer;
+    try {
+      buffer = device.createBuffer({ size, usage: STORAGE | COPY_SRC | COPY_DST });
+    } finally {
+      const pop = device.popErrorScope().then((error) => {
+        if (!error) return;
+        this.#outOfMemory ??= size;
+        if (this.#buffers.get(id) === buffer) this.#invalid.add(id);
+      }, () => {}).finally(() => this.#pops.delete(pop));
+      this.#pops.add(pop);
+    }
+    return buffer;
+  }
   destroyBuffer(id) {
+    const buffer = this.#buffers.get(id);
     this.#guard(() => {
       this.#flush();  // the batch may use it
-      this.#buffers.get(id)?.destroy();
+      buffer?.destroy();
     });
+    this.#bytes -= buffer?.size ?? 0;
     this.#buffers.delete(id);
+    this.#invalid.delete(id);
   }
   write(id, offset, view) {
     if (this.lost) return;
@@ -183,6 +213,7 @@ export class GpuShim {
       const fault = new Uint32Array(staging.getMappedRange(faultAt, FAULT_BYTES).slice(0));
       staging.unmap();
       this.downloadedBytes += bytes;
+      await Promise.all(this.#pops);
       this.#check(fault);
       return out;
     } catch (e) {
@@ -206,14 +237,23 @@ export class GpuShim {
       await staging.mapAsync(MAP_MODE_READ);
       const fault = new Uint32Array(staging.getMappedRange().slice(0));
       staging.unmap();
+      await Promise.all(this.#pops);
       this.#check(fault);
     } finally {
       staging.destroy();
     }
   }
-  // The errors kept since the last check, then a fault a check kernel recorded (cleared, so it
-  // is reported once).
+  // A buffer the device had no memory for (the validation errors of its uses are its
+  // consequences, not reported), else the errors kept since the last check, then a fault a check
+  // kernel recorded; each cleared, so it is reported once.
   #check(fault) {
+    if (this.#outOfMemory !== null) {
+      const bytes = this.#outOfMemory;
+      this.#outOfMemory = null;
+      this.#errors.length = 0;
+      throw new FucinaError('OutOfMemory', `OutOfMemory: the webgpu device had no memory for a buffer of ${bytes} bytes ` +
+        '(reported by the device after the op that asked for it: what was computed since the last sync() or data() is not meaningful)');
+    }
     if (this.#errors.length > 0) {
       const message = this.#errors.splice(0).join('; ');
       throw new FucinaError('Internal', `Internal: the WebGPU device reported: ${message}`);
@@ -231,6 +271,12 @@ export class GpuShim {
   }
 
   #buffer(id) {
+    // Out of memory when made, and used again (by its tensor, or by another once the engine's pool
+    // hands the id out again): asked for anew; the invalid buffer holds no memory.
+    if (this.#invalid.has(id)) {
+      this.#invalid.delete(id);
+      this.#buffers.set(id, this.#allocate(id, this.#buffers.get(id).size));
+    }
     const b = this.#buffers.get(id);
     if (!b) throw new FucinaError('Internal', `Internal: no device buffer ${id}`);
     return b;

@@ -4,7 +4,7 @@
 import { init } from './helpers.mjs';
 
 process.env.VK_ICD_FILENAMES ??= '/usr/lib/chromium/vk_swiftshader_icd.json';
-const { create } = await import('webgpu');
+const { create, globals } = await import('webgpu');
 
 const engines = new Map();
 /** The engine of this variant with the webgpu device as its default. */
@@ -15,4 +15,16 @@ export async function gpuEngine(variant) {
   return engines.get(variant);
 }
 
-export { create };
+export { create, globals };
+
+/** A GPU whose device is wrap(device): a test's hold on it (to destroy it, or to fake what a
+ * driver reports). */
+export function gpuWith(wrap) {
+  const real = create([]);
+  return {
+    requestAdapter: async () => {
+      const adapter = await real.requestAdapter();
+      return { limits: adapter.limits, info: adapter.info, requestDevice: async (d) => wrap(await adapter.requestDevice(d)) };
+    },
+  };
+}

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import { init, FucinaError, assert, throwsCode, VARIANTS } from './helpers.mjs';
 import { values } from './seeded.mjs';
-import { gpuEngine, create } from './gpu.mjs';
+import { gpuEngine, gpuWith } from './gpu.mjs';
 
 function close(actual, expected, tol, what) {
   assert.equal(actual.length, expected.length, `${what}: length`);
@@ -648,16 +648,9 @@ for (const variant of VARIANTS) {
 }
 
 test('webgpu: a lost device fails its tensors with DeviceLost, and the module computes on the cpu', async () => {
-  // A GPU whose device the test can destroy (as a driver reset or a tab in the background would).
-  const real = create([]);
+  // A device the test can destroy (as a driver reset or a tab in the background would).
   let device;
-  const gpu = {
-    requestAdapter: async () => {
-      const adapter = await real.requestAdapter();
-      return { limits: adapter.limits, info: adapter.info, requestDevice: async (d) => (device = await adapter.requestDevice(d)) };
-    },
-  };
-  const fc = await init({ variant: 'simd', device: 'webgpu', gpu });
+  const fc = await init({ variant: 'simd', device: 'webgpu', gpu: gpuWith((d) => (device = d)) });
   const w = fc.variable(['i'], [4], [1, 2, 3, 4]);
   w.mul(w).sumAll().backward();
   device.destroy();

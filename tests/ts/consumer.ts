@@ -8,7 +8,7 @@ import {
 } from 'fucina';
 import type {
   DType, Variant, Device, Backend, Reduction, Values, Pair, FucinaErrorCode, InitOptions, MemoryInfo, GradcheckOptions,
-  DeviceMemoryInfo, DevicesMemoryInfo,
+  DeviceMemoryInfo, DevicesMemoryInfo, DeviceLimits,
   GradcheckResult, InputGradients, CustomVjpSpec, LayerNormOptions, AffineLayerNormOptions, LossOptions,
   CrossEntropyOptions, HuberLossOptions, KlDivLossOptions, RopeOptions, AttentionOptions, Conv2dAxes,
   Conv2dOptions, Pool2dOptions, SafetensorsContents, SgdOptions, AdamOptions, Optim, Module, LinearOptions,
@@ -285,6 +285,9 @@ const synced: Promise<void> = fc.sync();
 const deviceRead: Promise<Float32Array> = a.data();
 const onDevice: Tensor = a.to('webgpu');
 const gpuInit: Promise<unknown> = init({ device: 'webgpu', gpu: {} });
+const budget: DeviceLimits = { memory: 1 << 26, maxBufferSize: 1 << 24, maxStorageBufferBindingSize: 1 << 22 };
+const smallerGpu: Promise<unknown> = init({ device: 'webgpu', gpu: {}, deviceLimits: budget });
+const gpuLimits: (number | undefined)[] = gpu ? [gpu.limits.memory, gpu.limits.maxBufferSize, gpu.limits.maxStorageBufferBindingSize] : [];
 
 fc.resetPeak();
 fc.trimCache();
@@ -674,5 +677,5 @@ console.log(variant, threads, backend, device, copy, z, o, f, u, n, tags, shape,
   y1, linearParams, channelAxis, convFields, lnFields, embFields, mlpLayers, cnnFields, context, blockLayers, firstLayer,
   gptFields, logits, gptLoss, gptSampled, seed, made, dims, read, splitFields, batchTensors, baseDType, vocabSize, modelDevice, moved, gpt2Later, llamaDevice, llamaLater, peftLater, gpt2Logits,
   adapters, layerNames, wte, sampled, gpt2Disposed, loraFields, loraY, merged, loraParams, inPlace, taken, routeWeights, routeIndices, packedY, packedFields, packedText, packedOps,
-  gpuCounters, where, synced, deviceRead, onDevice, gpuInit, fromFile, llamaDType, heads, llamaLogits, llamaAdapters, llamaParams,
+  gpuCounters, where, synced, deviceRead, onDevice, gpuInit, smallerGpu, gpuLimits, fromFile, llamaDType, heads, llamaLogits, llamaAdapters, llamaParams,
   llamaLayers, embed, llamaSampled, llamaDisposed);
