@@ -331,6 +331,36 @@ for (const variant of VARIANTS) {
     assert.deepEqual(Array.from(await fc.constant(['i'], [2], [1.5, -2]).to('bf16').data()), [1.5, -2]);
   });
 
+  test(`webgpu (${variant}): 16-bit trainable leaves train on the device as on the cpu, with f32 gradients`, async () => {
+    const fc = await gpuEngine(variant);
+    for (const dtype of ['f16', 'bf16']) {
+      const out = await onBoth(fc, (fc) => {
+        const w = fc.variable(['o', 'k'], [5, 37], values(5 * 37, 81), dtype);  // the right operand of a product
+        const b = fc.variable(['o'], [5], values(5, 82), dtype);                 // through to('f32')
+        const x = fc.constant(['m', 'k'], [3, 37], values(3 * 37, 83));
+        const r = {};
+        const adam = fc.optim.adamw([w, b], { lr: 0.05, weightDecay: 0.1 });
+        for (let step = 0; step < 2; ++step) {
+          adam.zeroGrad();
+          const y = x.dot(w, 'k').add(b.to('f32'));
+          y.mul(y).sumAll().backward();
+          r[`gw${step}`] = w.grad().scale(1);  // a copy: zeroGrad reuses the gradient
+          r[`gb${step}`] = b.grad().scale(1);
+          r[`norm${step}`] = fc.optim.clipGradNormTensor([w, b], 1.0);
+          adam.step();
+        }
+        adam.dispose();
+        const sgd = fc.optim.sgd([w], { lr: 0.1, momentum: 0.9 });
+        sgd.step();
+        sgd.dispose();
+        assert.equal(w.dtype, dtype);
+        assert.equal(r.gw0.dtype, 'f32');
+        return { ...r, w, b };
+      });
+      compare(out, dtype === 'f16' ? 2e-3 : 8e-3);  // an update may round the other way to 16 bits
+    }
+  });
+
   test(`webgpu (${variant}): products with f16, bf16 and q8_0 weights read them in place, forward and VJP, as the cpu`, async () => {
     const fc = await gpuEngine(variant);
     for (const [m, k, n] of [[3, 64, 5], [1, 96, 1], [7, 160, 13]]) {
