@@ -52,8 +52,13 @@ export function setUp(fc, workload) {
   if (lora) {  // W5 and W8: LoRA r8 (alpha 16), AdamW on the adapters, batch 4 x 129 tokens (128 predicted)
     const { dtype, ckpt } = lora, gpt2 = lora.model === 'gpt2';
     const config = gpt2 ? W5_CONFIG : W8_MODELS[lora.model];
-    const model = gpt2 ? new fc.nn.Gpt2(config, 1, { dtype, checkpointBlocks: ckpt })
+    // Made on the host and moved, as a loaded model is: quantizing is the host's (docs/webgpu-ops.md).
+    const device = fc.defaultDevice;
+    fc.defaultDevice = 'cpu';
+    const made = gpt2 ? new fc.nn.Gpt2(config, 1, { dtype, checkpointBlocks: ckpt })
       : new fc.nn.Llama(config, 1, { dtype, checkpointBlocks: ckpt });
+    fc.defaultDevice = device;
+    const model = device === 'cpu' ? made : made.to(device);
     const targets = gpt2 ? ['c_attn', 'c_proj', 'c_fc'] : W8_TARGETS;
     const adapters = fc.nn.lora(model, { rank: 8, alpha: 16, targets });
     const opt = fc.optim.adamw(adapters, { lr: 1e-4, betas: [0.9, 0.999], eps: 1e-8, weightDecay: 0.01 });
