@@ -87,7 +87,7 @@ for (const variant of VARIANTS) {
     fc.defaultDevice = 'webgpu';
     throwsCode(() => d.add(c), 'DeviceMismatch');
     throwsCode(() => c.add(d), 'DeviceMismatch');
-    throwsCode(() => d.linearRecurrence(d, 'i'), 'UnsupportedOnDevice');  // docs/webgpu-ops.md lists what has no kernel
+    throwsCode(() => d.bceLoss(d), 'UnsupportedOnDevice');  // docs/webgpu-ops.md lists what has no kernel
     throwsCode(() => d.to('f64'), 'UnsupportedOnDevice');
     const e = throwsCode(() => fc.constant(['i'], [3], [1, 2, 3], 'f64').add(d), 'UnsupportedOnDevice');
     assert.match(e.message, /webgpu/);
@@ -402,6 +402,22 @@ for (const variant of VARIANTS) {
       const up = img.upsample2xNearest(), aff = img.permuteTo(['n', 'h', 'w', 'c']).channelAffine(scale, shift, 'c');
       l2.mul(g).sumAll().add(cp.sumAll()).add(up.mul(up).sumAll()).add(aff.mul(aff).sumAll()).backward();
       return { l2, cp, up, aff, gx: x.grad(), gimg: img.grad(), gscale: scale.grad(), gshift: shift.grad() };
+    });
+    compare(out, 5e-5);
+  });
+
+  test(`webgpu (${variant}): linear recurrences match the cpu, forward and VJP, along a strided axis and over no steps`, async () => {
+    const fc = await gpuEngine(variant);
+    const out = await onBoth(fc, (fc) => {
+      const x = fc.variable(['t', 'r'], [37, 5], values(185, 91));        // time not last: made contiguous
+      const decay = fc.variable(['t', 'r'], [37, 5], values(185, 92).map((v) => 0.5 + 0.4 * v));
+      const h0 = fc.variable(['r'], [5], values(5, 93));
+      const y = x.linearRecurrence(decay, 't', h0);
+      const g = fc.constant(['t', 'r'], [37, 5], values(185, 94));
+      const one = fc.variable(['r', 't'], [3, 1], [1, 2, 3]).linearRecurrence(fc.constant(['r', 't'], [3, 1], [0.5, 0.5, 0.5]), 't');
+      const none = fc.constant(['r', 't'], [2, 0], []).linearRecurrence(fc.constant(['r', 't'], [2, 0], []), 't', h0.narrow('r', 0, 2));
+      y.mul(g).sumAll().add(one.sumAll()).backward();
+      return { y, one, none, gx: x.grad(), gd: decay.grad(), gh0: h0.grad() };
     });
     compare(out, 5e-5);
   });

@@ -102,6 +102,28 @@ std::string cumprodSource(bool vjp) {
          "  }\n}\n";
 }
 
+// Linear recurrence rows (contiguous, one invocation per row; uniforms: rows, n): h_t = d_t·h_{t-1}
+// + x_t from h0; the VJP from the end, G_t = g_t + d_{t+1}·G_{t+1}: gx_t = G_t, gd_t = G_t·h_{t-1},
+// gh0 = d_0·G_0 (scan_rows.h's, in f32).
+std::string recurrenceSource(bool vjp) {
+  const std::string head = kMainSignature + std::string(" {\n  ") + kLinearIndex +
+                           "\n  if (i >= uw(0u)) { return; }\n  let n = uw(1u);\n  let base = i * n;\n";
+  if (!vjp)
+    return prelude(4) + readBinding(0, "x") + readBinding(1, "d") + readBinding(2, "h0") + writeBinding(3, "y") + head +
+           "  var h = h0[i];\n  for (var t = 0u; t < n; t = t + 1u) { h = d[base + t] * h + x[base + t]; y[base + t] = h; }\n}\n";
+  return prelude(7) + readBinding(0, "d") + readBinding(1, "h0") + readBinding(2, "y") + readBinding(3, "g") +
+         writeBinding(4, "gx") + writeBinding(5, "gd") + writeBinding(6, "gh0") + head +
+         "  var s = 0.0;\n"
+         "  for (var t = n; t > 0u; t = t - 1u) {\n"
+         "    let at = base + t - 1u;\n"
+         // select evaluates both sides: the indices stay inside the row
+         "    s = g[at] + select(0.0, d[min(at + 1u, base + n - 1u)] * s, t < n);\n"
+         "    gx[at] = s;\n"
+         "    gd[at] = s * select(h0[i], y[max(at, base + 1u) - 1u], t > 1u);\n"
+         "  }\n"
+         "  gh0[i] = select(0.0, d[base] * s, n > 0u);\n}\n";
+}
+
 }  // namespace
 
 RawTensor cumprodRows(ExecContext& ctx, const RawTensor& x_in) {
@@ -128,6 +150,41 @@ RawTensor cumprodRowsVjp(ExecContext& ctx, const RawTensor& x_in, const RawTenso
                                bufferOf(gx, "cumprod VJP")};
   dispatchLinear(Gpu::get().pipeline(cumprodSource(true)), buffers, u, l.rows);
   return gx;
+}
+
+RawTensor linearRecurrenceRows(ExecContext& ctx, const RawTensor& x_in, const RawTensor& d_in, const RawTensor& h0_in) {
+  const RawTensor x = rowsOf(ctx, x_in, "linearRecurrence"), d = rowsOf(ctx, d_in, "linearRecurrence"),
+                  h0 = rowsOf(ctx, h0_in, "linearRecurrence");
+  RawTensor y = RawTensor::empty(ctx, x.tags(), x.shape());
+  const RowLayout l = recurrenceLayout(x, h0);
+  if (y.numel() == 0) return y;
+  Uniforms u;
+  u.u(static_cast<uint64_t>(l.rows)).u(static_cast<uint64_t>(l.n));
+  const uint32_t buffers[4] = {bufferOf(x, "linearRecurrence"), bufferOf(d, "linearRecurrence"),
+                               bufferOf(h0, "linearRecurrence"), bufferOf(y, "linearRecurrence")};
+  dispatchLinear(Gpu::get().pipeline(recurrenceSource(false)), buffers, u, l.rows);
+  return y;
+}
+
+Kernels::RecurrenceGrads linearRecurrenceRowsVjp(ExecContext& ctx, const RawTensor& d_in, const RawTensor& h0_in,
+                                                 const RawTensor& y_in, const RawTensor& gy_in) {
+  const char* what = "linearRecurrence VJP";
+  const RawTensor d = rowsOf(ctx, d_in, what), h0 = rowsOf(ctx, h0_in, what), y = rowsOf(ctx, y_in, what),
+                  gy = rowsOf(ctx, gy_in, what);
+  const RowLayout l = recurrenceLayout(y, h0);
+  Kernels::RecurrenceGrads g{RawTensor::empty(ctx, y.tags(), y.shape()), RawTensor::empty(ctx, y.tags(), y.shape()),
+                             RawTensor::empty(ctx, h0.tags(), h0.shape())};
+  if (l.rows == 0) return g;
+  if (y.numel() == 0) {  // no steps: gh0 = 0
+    fill(ctx, g.h0, 0.0);
+    return g;
+  }
+  Uniforms u;
+  u.u(static_cast<uint64_t>(l.rows)).u(static_cast<uint64_t>(l.n));
+  const uint32_t buffers[7] = {bufferOf(d, what), bufferOf(h0, what), bufferOf(y, what), bufferOf(gy, what),
+                               bufferOf(g.x, what), bufferOf(g.d, what), bufferOf(g.h0, what)};
+  dispatchLinear(Gpu::get().pipeline(recurrenceSource(true)), buffers, u, l.rows);
+  return g;
 }
 
 Kernels::Along reduceAlong(ExecContext& ctx, A op, const RawTensor& a, Tag axis) {

@@ -59,10 +59,13 @@ RawTensor sumAxes(ExecContext& ctx, const RawTensor& a, const Tags& axes);
 /// The f32 scalar (Σ loss)/denom of an f32 loss (the sum in f32, in a tree).
 RawTensor reduceLoss(ExecContext& ctx, const RawTensor& loss, double denom);
 
-// along.cpp: extrema, products and scans along an axis; cumprod rows.
+// along.cpp: extrema, products and scans along an axis; cumprod and linear recurrence rows.
 Kernels::Along reduceAlong(ExecContext& ctx, Kernels::AlongAxis op, const RawTensor& a, Tag axis);
 RawTensor cumprodRows(ExecContext& ctx, const RawTensor& x);
 RawTensor cumprodRowsVjp(ExecContext& ctx, const RawTensor& x, const RawTensor& y, const RawTensor& gy);
+RawTensor linearRecurrenceRows(ExecContext& ctx, const RawTensor& x, const RawTensor& d, const RawTensor& h0);
+Kernels::RecurrenceGrads linearRecurrenceRowsVjp(ExecContext& ctx, const RawTensor& d, const RawTensor& h0,
+                                                 const RawTensor& y, const RawTensor& gy);
 
 // softmax.cpp: rows along the last axis of contiguous f32.
 RawTensor softmaxRows(ExecContext& ctx, const RawTensor& x, bool log);

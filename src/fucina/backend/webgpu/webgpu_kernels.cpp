@@ -33,8 +33,13 @@ class WebgpuKernels final : public Kernels {
   RawTensor cumprodRowsVjp(ExecContext& ctx, const RawTensor& x, const RawTensor& y, const RawTensor& gy) const override {
     return webgpu::cumprodRowsVjp(ctx, x, y, gy);
   }
-  RawTensor linearRecurrenceRows(ExecContext&, const RawTensor&, const RawTensor&, const RawTensor&) const override { unsupported("linearRecurrenceRows"); }
-  RecurrenceGrads linearRecurrenceRowsVjp(ExecContext&, const RawTensor&, const RawTensor&, const RawTensor&, const RawTensor&) const override { unsupported("linearRecurrenceRowsVjp"); }
+  RawTensor linearRecurrenceRows(ExecContext& ctx, const RawTensor& x, const RawTensor& d, const RawTensor& h0) const override {
+    return webgpu::linearRecurrenceRows(ctx, x, d, h0);
+  }
+  RecurrenceGrads linearRecurrenceRowsVjp(ExecContext& ctx, const RawTensor& d, const RawTensor& h0, const RawTensor& y,
+                                          const RawTensor& gy) const override {
+    return webgpu::linearRecurrenceRowsVjp(ctx, d, h0, y, gy);
+  }
   IndexFault firstIndexOutside(ExecContext& ctx, const RawTensor& index, int64_t extent) const override {
     return webgpu::firstIndexOutside(ctx, index, extent);
   }
