@@ -258,11 +258,16 @@ export class GpuShim {
       const message = this.#errors.splice(0).join('; ');
       throw new FucinaError('Internal', `Internal: the WebGPU device reported: ${message}`);
     }
-    if (fault && fault[0] !== 0) {
+    if (fault && fault[0] !== 0) {  // gpu.h's Gpu::faultBuffer: [kind, first position, a, b]
       this.#clearFault();
+      const late = 'checked on the device after the op was issued: what the op computed from it is not meaningful';
+      if (fault[0] === 2) {
+        const [lo, hi] = new Float32Array(fault.buffer, 8, 2);
+        throw new FucinaError('InvalidArgument', `InvalidArgument: a value on the webgpu device was outside [${lo}, ${hi}] ` +
+          `(the one at position ${fault[1]} of an op's input, such as bceLoss's probabilities; ${late})`);
+      }
       throw new FucinaError('IndexOutOfRange', `IndexOutOfRange: an index on the webgpu device was outside [0, ${fault[2]}) ` +
-        `(the one at position ${fault[1]} of an op's indices, checked on the device after the op was issued: ` +
-        'what the op computed from it is not meaningful)');
+        `(the one at position ${fault[1]} of an op's indices, ${late})`);
     }
   }
   #clearFault() {

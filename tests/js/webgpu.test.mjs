@@ -87,7 +87,7 @@ for (const variant of VARIANTS) {
     fc.defaultDevice = 'webgpu';
     throwsCode(() => d.add(c), 'DeviceMismatch');
     throwsCode(() => c.add(d), 'DeviceMismatch');
-    throwsCode(() => d.bceLoss(d), 'UnsupportedOnDevice');  // docs/webgpu-ops.md lists what has no kernel
+    throwsCode(() => fc.zeros(['c', 'h', 'w'], [1, 3, 3]).unfold([2, 2]), 'UnsupportedOnDevice');  // docs/webgpu-ops.md lists what has no kernel
     throwsCode(() => d.to('f64'), 'UnsupportedOnDevice');
     const e = throwsCode(() => fc.constant(['i'], [3], [1, 2, 3], 'f64').add(d), 'UnsupportedOnDevice');
     assert.match(e.message, /webgpu/);
@@ -186,6 +186,22 @@ for (const variant of VARIANTS) {
     const x = fc.constant(['n', 'c'], [2, 3], [1, 2, 3, 4, 5, 6]);
     const bad = x.crossEntropy(fc.constant(['n'], [2], [2, 3], 'i64'), 'c');
     await assert.rejects(bad.data(), (e) => e.code === 'IndexOutOfRange' && /\[0, 3\)/.test(e.message));
+  });
+
+  test(`webgpu (${variant}): bceLoss matches the cpu; a value that is not a probability is reported by the next read`, async () => {
+    const fc = await gpuEngine(variant);
+    const out = await onBoth(fc, (fc) => {
+      const p = fc.variable(['n', 'c'], [5, 41], values(205, 15).map((v) => 0.5 + 0.49 * v));
+      const t = fc.constant(['c', 'n'], [41, 5], values(205, 16).map((v) => (v > 0 ? 1 : 0)));  // aligned by name
+      const edges = fc.constant(['i'], [4], [0, 1, 0, 1]).bceLoss(fc.constant(['i'], [4], [0, 1, 1, 0]), 'none');
+      const mean = p.bceLoss(t), sum = p.permuteTo(['c', 'n']).bceLoss(t, 'sum');
+      mean.add(sum.scale(0.01)).backward();
+      return { mean, sum, edges, gp: p.grad() };
+    });
+    compare(out, 2e-5);
+    const bad = fc.constant(['i'], [5], [0.5, 0.2, 1.5, NaN, -1]).bceLoss(fc.constant(['i'], [5], [1, 0, 1, 0, 1]));
+    await assert.rejects(bad.data(), (e) => e.code === 'InvalidArgument' && /outside \[0, 1\]/.test(e.message) && /position 2/.test(e.message));
+    await fc.sync();  // reported once
   });
 
   test(`webgpu (${variant}): products match the cpu: batched, transposed operands, odd sizes`, async () => {

@@ -482,6 +482,9 @@ struct BceLoss : Loss {
     return g * (-t * clampedLogGrad(x) + (1 - t) * clampedLogGrad(1 - x));
   }
   static float db(float g, float x, float, float, const P&) { return g * (clampedLog(1 - x) - clampedLog(x)); }
+  static constexpr WgslForms wgsl{"-(b * bce_log(a) + (1.0 - b) * bce_log(1.0 - a))",
+                                  "g * (-b * bce_log_grad(a) + (1.0 - b) * bce_log_grad(1.0 - a))",
+                                  "g * (bce_log(1.0 - a) - bce_log(a))"};
 };
 // Binary cross-entropy on logits: max(x, 0) − x·t + log1p(exp(−|x|)); ∂/∂x = sigmoid(x) − t (split
 // by sign so exp never overflows), ∂/∂t = −x.

@@ -1,8 +1,9 @@
-// Rows selected and updated at i64 indices (the embedding and its gradient), and index checks
-// that run on the device (Note [Device faults]): a kernel records the first index out of range
-// in the shim's fault buffer, which the next sync() or data() reads and reports; meanwhile the
-// kernels that use indices clamp them into range, so a bad index never reads or writes outside
-// a buffer (the values it feeds are then meaningless, and the error says so).
+// Rows selected and updated at i64 indices (the embedding and its gradient), and index and value
+// checks that run on the device (Note [Device faults]): a kernel records the first index out of
+// range (or value: bceLoss's probabilities) in the shim's fault buffer, which the next sync() or
+// data() reads and reports; meanwhile the kernels that use indices clamp them into range, so a
+// bad index never reads or writes outside a buffer (the values it feeds are then meaningless, and
+// the error says so).
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -121,6 +122,20 @@ std::string scatterSource(bool add) {
          "  }\n}\n";
 }
 
+// Element i of f32 x is bad when outside [lo, hi] or NaN: the fault's kind 2, with lo and hi's
+// bits. Words from kParamWord: lo, hi.
+std::string valueCheckSource() {
+  const std::string p = std::to_string(kParamWord);
+  return prelude(2) + readBinding(0, "x") +
+         "@group(0) @binding(1) var<storage, read_write> fault: array<atomic<u32>>;\n" + kMainSignature + " {\n  " +
+         kLinearIndex + "\n  if (i >= uw(0u)) { return; }\n  let v = x[strided(i, 0u)];\n"
+         "  if (is_nan(v) || v < uf(" + p + "u) || v > uf(" + p + "u + 1u)) {\n"
+         "    atomicMin(&fault[1], i);\n"
+         "    atomicStore(&fault[2], uw(" + p + "u));\n    atomicStore(&fault[3], uw(" + p + "u + 1u));\n"
+         "    atomicStore(&fault[0], 2u);\n"
+         "  }\n}\n";
+}
+
 // index as contiguous i64 from its buffer's start (an i32 index widened).
 RawTensor indexOf(ExecContext& ctx, const RawTensor& index) {
   if (index.dtype() != DType::i64 && index.dtype() != DType::i32)
@@ -211,6 +226,18 @@ Kernels::IndexFault firstIndexOutside(ExecContext&, const RawTensor& index, int6
   const std::string source = checkSource(index.dtype() == DType::i64 ? 2 : 1, ignore.has_value());
   dispatchLinear(Gpu::get().pipeline(source), buffers, u, index.numel());
   return {};  // a fault is reported by the next sync() or data() (Note [Device faults])
+}
+
+Kernels::ValueFault firstValueOutside(ExecContext&, const RawTensor& x, double lo, double hi) {
+  requireF32(x, "value check");
+  if (x.numel() == 0) return {};
+  const StridedLayout l = stridedLayout(x.shape(), {x.strides()}, {x.offset()});
+  Uniforms u = l.uniforms();
+  u.setF(kParamWord, static_cast<float>(lo)).setF(kParamWord + 1, static_cast<float>(hi));
+  const uint32_t buffers[2] = {bufferOf(x, "value check"), Gpu::get().faultBuffer()};
+  const DType dtypes[1] = {DType::f32};
+  dispatchStrided(Gpu::get().pipeline(valueCheckSource()), buffers, dtypes, l, u);
+  return {};  // reported by the next sync() or data() (Note [Device faults])
 }
 
 RawTensor selectRows(ExecContext& ctx, const RawTensor& table_in, Tag axis, const RawTensor& index_in) {

@@ -66,8 +66,9 @@ void dispatchStrided(uint32_t pipeline, std::span<const uint32_t> buffers, std::
   // Pieces are blocks: one index of each axis before `split`, `c` indices of axis split, all of
   // the axes after it; split the outermost axis that lets every operand's window fit wherever
   // the block starts, c the most that does.
+  const size_t operands = layout.strides.size();  // the buffers after them are bound whole
   auto fits = [&](size_t split, int64_t c) {
-    for (size_t k = 0; k < buffers.size(); ++k) {
+    for (size_t k = 0; k < operands; ++k) {
       std::vector<int64_t> extents(layout.shape.begin() + static_cast<std::ptrdiff_t>(split), layout.shape.end());
       if (!extents.empty()) extents[0] = c;
       const Span s = spanOf(0, extents, std::span(layout.strides[k]).subspan(split));
@@ -97,7 +98,7 @@ void dispatchStrided(uint32_t pipeline, std::span<const uint32_t> buffers, std::
       p.shape.assign(layout.shape.begin() + static_cast<std::ptrdiff_t>(split), layout.shape.end());
       if (!p.shape.empty()) p.shape[0] = std::min(c, extent - c0);
       p.n = (p.shape.empty() ? 1 : p.shape[0]) * inner;
-      for (size_t k = 0; k < buffers.size(); ++k) {
+      for (size_t k = 0; k < operands; ++k) {
         int64_t offset = layout.offsets[k], rem = outer;
         for (size_t d = split; d-- > 0;) {
           offset += rem % layout.shape[d] * layout.strides[k][d];

@@ -44,8 +44,8 @@ struct Span {
 Span spanOf(int64_t offset, std::span<const int64_t> extents, std::span<const int64_t> strides);
 
 /// Runs a strided kernel (Note [Strided kernels]): u holds layout's words and the kernel's from
-/// kParamWord on; dtypes are the operands' (one per buffer). In pieces along the outermost axis
-/// when an operand's buffer is over the binding limit.
+/// kParamWord on; dtypes are the layout's operands' (its first buffers; any after them, a fault
+/// buffer, are bound whole). In blocks when an operand's buffer is over the binding limit.
 void dispatchStrided(uint32_t pipeline, std::span<const uint32_t> buffers, std::span<const DType> dtypes,
                      const StridedLayout& layout, Uniforms u);
 

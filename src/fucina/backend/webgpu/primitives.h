@@ -75,11 +75,12 @@ RawTensor softmaxRowsVjp(ExecContext& ctx, const RawTensor& y, const RawTensor& 
 Kernels::NormRows normRows(ExecContext& ctx, const RawTensor& x, Kernels::Norm kind, double eps);
 RawTensor normRowsVjp(ExecContext& ctx, Kernels::Norm kind, const Kernels::NormRows& saved, const RawTensor& gy);
 
-// indexing.cpp: index checks on the device (Note [Device faults]), rows at i64 indices, gathers
+// indexing.cpp: index and value checks on the device (Note [Device faults]), rows at i64 indices, gathers
 // and scatters along an axis.
 /// ignore: a value that is not checked (a loss's ignored label).
 Kernels::IndexFault firstIndexOutside(ExecContext& ctx, const RawTensor& index, int64_t extent,
                                      std::optional<int64_t> ignore = std::nullopt);
+Kernels::ValueFault firstValueOutside(ExecContext& ctx, const RawTensor& x, double lo, double hi);
 RawTensor selectRows(ExecContext& ctx, const RawTensor& table, Tag axis, const RawTensor& index);
 void updateRows(ExecContext& ctx, const RawTensor& dst, Tag axis, const RawTensor& index, const RawTensor& src,
                 Kernels::RowUpdate how);

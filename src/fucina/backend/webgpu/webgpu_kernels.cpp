@@ -43,7 +43,9 @@ class WebgpuKernels final : public Kernels {
   IndexFault firstIndexOutside(ExecContext& ctx, const RawTensor& index, int64_t extent) const override {
     return webgpu::firstIndexOutside(ctx, index, extent);
   }
-  ValueFault firstValueOutside(ExecContext&, const RawTensor&, double, double) const override { unsupported("value checks on the host"); }
+  ValueFault firstValueOutside(ExecContext& ctx, const RawTensor& x, double lo, double hi) const override {
+    return webgpu::firstValueOutside(ctx, x, lo, hi);
+  }
   RawTensor gatherAlong(ExecContext& ctx, const RawTensor& table, Tag axis, const RawTensor& index) const override {
     return webgpu::gatherAlong(ctx, table, axis, index);
   }

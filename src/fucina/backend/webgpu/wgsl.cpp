@@ -205,6 +205,9 @@ std::string prelude(int uniform_binding) {
          "  }\n"
          "  return select(m, -m, neg);\n"
          "}\n"
+         // BceLoss's log clamped at -100 (as torch's BCELoss), and its derivative.
+         "fn bce_log(v: f32) -> f32 { return select(max(log(v), -100.0), -100.0, v <= 0.0); }\n"
+         "fn bce_log_grad(v: f32) -> f32 { return select(0.0, 1.0 / v, v > 0.0 && log(v) > -100.0); }\n"
          "fn huber(d: f32, delta: f32) -> f32 { return select(delta * (d - 0.5 * delta), 0.5 * d * d, d <= delta); }\n"
          "fn kl_div(x: f32, t: f32, log_target: f32) -> f32 {\n"
          "  if (log_target != 0.0) { return exp(t) * (t - x); }\n"
