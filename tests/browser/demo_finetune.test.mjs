@@ -6,7 +6,9 @@
 // loss falls), the memory readout is the file's bytes, and the download gives PEFT's two files
 // with the adapters the config implies. Then a GPT-2 dropped on the page (the shipped base's files)
 // loads as one, and a config.json of a model_type fc.nn.Llama does not read is refused with the
-// library's message, without a stack.
+// library's message, without a stack. Then the page with ?device=webgpu in a browser with WebGPU
+// (over SwiftShader): the shipped base moves to the device and trains there a few steps, and the
+// memory panel shows the device's figures.
 //
 // Run: node --test tests/browser/demo_finetune.test.mjs     Screenshot: test-output/demos/finetune-llama.png
 
@@ -15,7 +17,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { startDemosServer } from '../../demos/web/server.mjs';
-import { ROOT, skipReason, launchBrowser, openPage } from './helpers.mjs';
+import { ROOT, skipReason, launchBrowser, openPage, assertRanOn } from './helpers.mjs';
 
 const OUT = join(ROOT, 'test-output', 'demos');
 const FIXTURE = join(ROOT, 'tests', 'fixtures', 'llama');
@@ -38,10 +40,10 @@ after(async () => {
 });
 
 /** window.__demo once ready(__demo) holds (or an error is shown). */
-async function waitFor(page, problems, ready) {
+async function waitFor(page, problems, ready, timeout = TIMEOUT_MS) {
   try {
     await page.waitForFunction(`(${ready})(window.__demo) || window.__demo.errors.length > 0`, null,
-      { timeout: TIMEOUT_MS, polling: 100 });
+      { timeout, polling: 100 });
   } catch (e) {
     throw new Error(`${e.message}\nconsole/page problems so far:\n${problems.join('\n') || '(none)'}`);
   }
@@ -76,6 +78,8 @@ test('Fine-tune: a Llama-family model from disk trains with LoRA and downloads a
     await page.setInputFiles('#model-files', FILES);
     let demo = await waitFor(page, problems, (d) => d.info?.family === 'llama' && d.samples.before !== undefined);
     assert.deepEqual([demo.errors, problems], [[], []]);
+    assert.deepEqual([demo.device, demo.memory.device, await page.textContent('#device-used')], ['cpu', 'cpu', 'cpu']);
+    assert.equal(await page.textContent('#mem-source'), 'tensor bytes from fc.memory()');
     assert.deepEqual([demo.info.dtype, demo.info.rank, demo.info.targets], ['f32', rank, 'attention']);
     assert.equal(await page.textContent('#targets option:checked'), 'q, k, v, o_proj');
     assert.match(await page.textContent('#text-info'), /tokens \(tokenizer\.json\)/);
@@ -153,5 +157,35 @@ test('Fine-tune: a Llama-family model from disk trains with LoRA and downloads a
     throw new Error(`${e.message}\nconsole/page problems so far:\n${problems.join('\n') || '(none)'}`);
   } finally {
     await context.close();
+  }
+});
+
+test('Fine-tune on webgpu: the shipped base trains on the device, and the memory panel is the device\'s', { skip: skipReason }, async () => {
+  const steps = 2;  // SwiftShader runs the kernels on the CPU: a few small steps, short samples
+  const gpuBrowser = await launchBrowser({ webgpu: true });
+  const { page, problems } = await openPage(gpuBrowser, { width: 1200, height: 1000 });
+  try {
+    await page.goto(`${server.url}demos/web/finetune/?device=webgpu&autostart=1&steps=${steps}&sampleTokens=2&batch=2&context=16`, { waitUntil: 'load' });
+    const demo = await waitFor(page, problems, (d) => d.done, 3 * TIMEOUT_MS);
+    await page.screenshot({ path: join(OUT, 'finetune-webgpu.png'), fullPage: true });
+    assert.deepEqual([demo.errors, problems], [[], []]);
+    assert.equal(demo.webgpuMissing, '');
+    await assertRanOn(page, demo, { mustRun: true });
+    assert.equal(demo.losses.length, steps);
+    assert.ok(demo.losses.every(Number.isFinite), `${demo.losses}`);
+    assert.equal(demo.samples.after.step, steps);
+    const m = demo.memory;
+    assert.equal(m.device, 'webgpu');
+    assert.equal(m.frozen.bytes, m.expectedFrozen.total, 'the device holds the base as the cpu loaded it');
+    assert.equal(m.state, 16 * m.adapterCount);
+    assert.ok(m.activations > 0 && m.peak >= m.frozen.bytes + m.state + m.activations, JSON.stringify(m));
+    assert.match(await page.textContent('#mem-source'), /^tensor bytes on webgpu, from fc\.memory\(\)\.devices\.webgpu$/);
+    assert.match(await page.textContent('#frozen-detail'), /^as loaded on the cpu: /);
+    console.log(`Fine-tune, device webgpu: loss ${demo.losses.map((l) => l.toFixed(3)).join(' -> ')}, ` +
+      `peak ${(m.peak / 2 ** 20).toFixed(1)} MiB on the device`);
+  } catch (e) {
+    throw new Error(`${e.message}\nconsole/page problems so far:\n${problems.join('\n') || '(none)'}`);
+  } finally {
+    await gpuBrowser.close();
   }
 });

@@ -2,8 +2,9 @@
 // (demos/web/finetune/base/) and on the tiny Llama-family fixtures (tests/fixtures/llama, qwen2)
 // with the hand-made tokenizer.json of tests/fixtures/llama: the tokenizers, the sizes a config
 // implies, a few LoRA steps per dtype (the loss falls; the memory readout is what the dtype
-// implies), sampling, and the downloaded PEFT files loading back onto a fresh base. Also a quick
-// run of train_base.mjs into a temporary folder.
+// implies), sampling, and the downloaded PEFT files loading back onto a fresh base; the Llama
+// fixture on the webgpu device (gpu.mjs) to the cpu's numbers. Also a quick run of train_base.mjs
+// into a temporary folder.
 //
 // tests/fixtures/llama/tokenizer.json: a BPE of 72 tokens (ids below both fixtures' vocab_size:
 // 80 and 96) for lowercased English: <unk>, <s>, </s>; a-z, 0-9, punctuation, a line break and
@@ -18,7 +19,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { assert, engine } from './helpers.mjs';
 import { createTokenizer, createFineTuner, expectedFrozenBytes, adapterElements, baseElements, budgetFor, showBytes,
-  randomWindows, makeRandom, parameterCount, familyOf, TRAINING } from '../../demos/web/finetune/finetune.mjs';
+  randomWindows, makeRandom, parameterCount, familyOf, TRAINING, SAMPLING } from '../../demos/web/finetune/finetune.mjs';
+import { gpuEngine } from './gpu.mjs';
 
 const DIR = fileURLToPath(new URL('../../demos/web/finetune/', import.meta.url));
 const FIXTURES = fileURLToPath(new URL('../fixtures/', import.meta.url));
@@ -113,18 +115,19 @@ for (const [dtype, targets] of [['f32', 'attention'], ['f16', 'all'], ['q8_0', '
       assert.equal(tuner.span, TRAINING.context + 1);
       const promptIds = tokenizer.encode('Day 21. ');
       const streamed = [];
-      const first = tuner.sample(promptIds, { maxTokens: 24, onToken: (id) => { streamed.push(id); } });
+      const first = await tuner.sample(promptIds, { maxTokens: 24, onToken: (id) => { streamed.push(id); } });
       assert.equal(first.length, 24);
       assert.deepEqual(first, streamed);
+      assert.deepEqual(first, tuner.model.generate(promptIds, { ...SAMPLING, maxTokens: 24 }), "generateAsync draws generate's tokens");
       const losses = [];
-      for (let i = 0; i < 25; ++i) losses.push(tuner.step().loss);
+      for (let i = 0; i < 25; ++i) losses.push((await tuner.step()).loss);
       assert.ok(losses.every(Number.isFinite), `${losses}`);
       assert.ok(mean(losses.slice(-5)) < 0.9 * mean(losses.slice(0, 5)), `loss did not fall: ${losses.map((l) => l.toFixed(3))}`);
       const m = tuner.memory();
       // The adapters, their gradients and AdamW's m and v: four f32 values per adapter parameter.
       assert.equal(m.state, 16 * tuner.adapterCount);
       assert.ok(m.activations > 0 && m.peak >= m.frozen.bytes + m.state + m.activations, JSON.stringify(m));
-      const after = tuner.sample(promptIds, { maxTokens: 24 });
+      const after = await tuner.sample(promptIds, { maxTokens: 24 });
       assert.notDeepEqual(after, first, 'the same seed gave the same tokens after training');
 
       await assertPeftReloads(fc, tuner, fc.nn.Gpt2.load(modelBytes, config, { dtype }), tokenizer.encode('Day 3. Wind W, '));
@@ -135,19 +138,31 @@ for (const [dtype, targets] of [['f32', 'attention'], ['f16', 'all'], ['q8_0', '
   });
 }
 
-/** The adapters as the page downloads them (PEFT's two files), loaded onto `fresh` (the same base,
- * without adapters; disposed here): the same loss on probe (token ids). */
+/** The adapters as the page downloads them (PEFT's two files), loaded onto `fresh` (the same base
+ * on the cpu, without adapters; disposed here) and moved to the tuner's device: the same loss on
+ * probe (token ids). */
 async function assertPeftReloads(fc, tuner, fresh, probe) {
   try {
-    const { safetensors, config: adapterConfig } = tuner.exportPeft();
+    const { safetensors, config: adapterConfig } = await tuner.exportPeft();
     assert.ok(safetensors instanceof Uint8Array);
     assert.equal(adapterConfig.peft_type, 'LORA');
     assert.equal(adapterConfig.r, tuner.rank);
-    fc.nn.loadPeft(fresh, safetensors, JSON.parse(JSON.stringify(adapterConfig)));  // as adapter_config.json reads back
-    const [a, b] = fc.scope(() => fc.noGrad(() => {
-      const tokens = fc.constant(['batch', 't'], [1, probe.length], probe, 'i32');
-      return [tuner.model.loss(tokens).item(), fresh.loss(tokens).item()];
-    }));
+    const was = fc.defaultDevice;
+    let losses;
+    try {
+      fc.defaultDevice = 'cpu';
+      fc.nn.loadPeft(fresh, safetensors, JSON.parse(JSON.stringify(adapterConfig)));  // as adapter_config.json reads back
+      fresh.to(tuner.device);
+      fc.defaultDevice = tuner.device;  // the probe goes where the models are
+      losses = fc.scope(() => fc.noGrad(() => {
+        const tokens = fc.constant(['batch', 't'], [1, probe.length], probe, 'i32');
+        return [tuner.model.loss(tokens), fresh.loss(tokens)];
+      }));
+    } finally {
+      fc.defaultDevice = was;
+    }
+    const [[a], [b]] = await Promise.all(losses.map((l) => l.data()));
+    losses.forEach((l) => l.dispose());
     assert.equal(b, a);
   } finally {
     fresh.dispose();
@@ -173,12 +188,12 @@ for (const [fixture, dtype, targets, asBlob] of [['llama', 'f32', 'all', true], 
       assert.equal(tuner.adapterCount, adapterElements(cfg, rank, targets));
       assert.equal(tuner.span, cfg.max_position_embeddings, 'a window as long as the model reads');
       const losses = [];
-      for (let i = 0; i < 20; ++i) losses.push(tuner.step().loss);
+      for (let i = 0; i < 20; ++i) losses.push((await tuner.step()).loss);
       assert.ok(losses.every(Number.isFinite), `${losses}`);
       assert.ok(mean(losses.slice(-5)) < 0.95 * mean(losses.slice(0, 5)), `loss did not fall: ${losses.map((l) => l.toFixed(3))}`);
       assert.equal(tuner.memory().state, 16 * tuner.adapterCount);
       const prompt = tokenizer.encode('Day 21. ');
-      const sample = tuner.sample(prompt, { maxTokens: 12 });
+      const sample = await tuner.sample(prompt, { maxTokens: 12 });
       assert.equal(sample.length, 12);
       assert.equal(typeof tokenizer.continuation(prompt, sample), 'string');
       await assertPeftReloads(fc, tuner, fc.nn.Llama.load(new Uint8Array(file), cfg, { dtype }), tokenizer.encode('Day 3. Wind W, '));
@@ -188,6 +203,49 @@ for (const [fixture, dtype, targets, asBlob] of [['llama', 'f32', 'all', true], 
     assert.equal(fc.memory().liveTensors, before, 'dispose frees everything the fine-tuner made');
   });
 }
+
+test('on the webgpu device (Dawn over SwiftShader): the llama fixture moves there and trains to the cpu\'s losses and ' +
+  "samples, its PEFT files reload, and the memory panel is the device's", async () => {
+  const fc = await gpuEngine('simd');
+  const cfg = json(join(FIXTURES, 'llama/config.json'));
+  const file = new Uint8Array(readFileSync(join(FIXTURES, 'llama/model.safetensors')));
+  const tokenizer = await createTokenizer(cfg, tokenizerFiles);
+  // The smallest base, small batches, a few steps: SwiftShader runs the kernels on the CPU.
+  const options = { weights: file, config: cfg, tokens: tokenizer.encode(text), dtype: 'q8_0', rank: 4, targets: 'all', batch: 2,
+    context: 16 };
+  const prompt = tokenizer.encode('Day 21. ');
+  const deviceBefore = fc.memory().devices.webgpu.liveBytes;
+  const run = async (device) => {
+    fc.defaultDevice = device;
+    const tuner = await createFineTuner(fc, options);
+    const losses = [];
+    for (let i = 0; i < 3; ++i) losses.push((await tuner.step()).loss);
+    return { tuner, losses, sample: await tuner.sample(prompt, { maxTokens: 4 }) };
+  };
+  let cpu, gpu;
+  try {
+    cpu = await run('cpu');
+    gpu = await run('webgpu');
+    assert.deepEqual([gpu.tuner.device, gpu.tuner.model.device], ['webgpu', 'webgpu']);
+    gpu.losses.forEach((l, i) => assert.ok(Math.abs(l - cpu.losses[i]) <= 1e-4 * Math.abs(cpu.losses[i]),
+      `loss ${i}: ${l} on the device, ${cpu.losses[i]} on the cpu`));
+    assert.deepEqual(gpu.sample, cpu.sample);
+    const m = gpu.tuner.memory();
+    assert.equal(m.device, 'webgpu');
+    // The device holds the base as the cpu loaded it (q8_0 blocks read in place), byte for byte.
+    const expected = expectedFrozenBytes(cfg, 'q8_0');
+    assert.deepEqual(m.frozen, { bytes: expected.total, byDtype: expected.byDtype });
+    assert.equal(m.state, 16 * gpu.tuner.adapterCount);
+    assert.ok(m.activations > 0 && m.peak >= m.frozen.bytes + m.state + m.activations, JSON.stringify(m));
+    fc.defaultDevice = 'cpu';
+    await assertPeftReloads(fc, gpu.tuner, fc.nn.Llama.load(file, cfg, { dtype: 'q8_0' }), tokenizer.encode('Day 3. Wind W, '));
+  } finally {
+    cpu?.tuner.dispose();
+    gpu?.tuner.dispose();
+    fc.defaultDevice = 'webgpu';
+  }
+  assert.equal(fc.memory().devices.webgpu.liveBytes, deviceBefore, 'dispose frees what the fine-tuner put on the device');
+});
 
 test('train_base.mjs trains a few steps and writes a base that loads', async () => {
   const out = mkdtempSync(join(tmpdir(), 'fucina-base-'));

@@ -268,8 +268,14 @@ export async function loadBase(fc, weights, config, options) {
  * (recompute each block in backward: fewer activations kept, a second forward pass), and any
  * TRAINING field to override.
  *
- * Memory (fc.memory(), all in bytes; the panel's three parts):
- *   frozen       what loading the base added: its weights, in the dtype (split by dtype);
+ * It trains on fc.defaultDevice: on a device the base loads on the cpu (quantizing is the host's),
+ * moves there with model.to, and the adapters, AdamW and the batches are made there. step, sample
+ * and exportPeft are async (a device's values are read with await).
+ *
+ * Memory (the training device's counters: fc.memory(), or fc.memory().devices[device]; all in
+ * bytes; the panel's three parts):
+ *   frozen       what loading the base added: its weights, in the dtype (split by dtype, as the
+ *                cpu counted it on loading: a device counts no dtypes, and holds the same bytes);
  *   state        what the adapters, their gradients and AdamW's two moments hold once a step has
  *                run (liveBytes after the latest step minus the frozen base and what lived before);
  *   activations  the most the latest step added while it ran (its peakBytes minus the liveBytes
@@ -281,12 +287,23 @@ export async function createFineTuner(fc, { weights, config, tokens, dtype = 'q8
   const t = { ...TRAINING, ...budgetFor(config).training, ...training };
   if (!DTYPES.includes(dtype)) throw new Error(`dtype '${dtype}': one of ${DTYPES.join(', ')}`);
   if (!family.targets[targets]) throw new Error(`targets '${targets}': one of ${TARGET_CHOICES.join(', ')}`);
-  const baseline = fc.memory();
-  const model = await loadBase(fc, weights, config, { dtype, checkpointBlocks });
+  const device = fc.defaultDevice;
+  const counters = (m = fc.memory()) => (device === 'cpu' ? m : m.devices[device]);
+  const hostBefore = fc.memory();
+  const baseline = counters(hostBefore);
+  fc.defaultDevice = 'cpu';
+  let model;
+  try {
+    model = await loadBase(fc, weights, config, { dtype, checkpointBlocks });
+  } finally {
+    fc.defaultDevice = device;
+  }
   const { positions } = dims(config);
   let adapters = [], opt = null;
   try {
-    const frozen = grownSince(fc, baseline);
+    const loaded = grownSince(fc, hostBefore);
+    if (device !== 'cpu') model.to(device);
+    const frozen = { bytes: counters().liveBytes - baseline.liveBytes, byDtype: loaded.byDtype };
     adapters = fc.nn.lora(model, { rank, alpha: t.alphaPerRank * rank, dropout: t.dropout, targets: family.targets[targets],
       seed: t.seed });
     opt = fc.optim.adamw(adapters, { lr: t.lr, weightDecay: t.weightDecay });
@@ -305,28 +322,37 @@ export async function createFineTuner(fc, { weights, config, tokens, dtype = 'q8
     let steps = 0;
     const last = { liveBefore: 0, liveAfter: 0, peakBytes: 0 };
 
-    const step = () => {
+    const step = async () => {
       const started = performance.now();
       opt.lr = steps < t.warmupSteps ? (t.lr * (steps + 1)) / t.warmupSteps : t.lr;
-      const liveBefore = fc.memory().liveBytes;
+      const liveBefore = counters().liveBytes;
       fc.resetPeak();
       const { loss, peakBytes } = fc.scope(() => {
         opt.zeroGrad();
         const batch = fc.constant(['batch', 't'], [t.batch, span], randomWindows(text, t.batch, span, random), 'i32');
         const l = model.loss(batch);
         l.backward();
-        const peak = fc.memory().peakBytes;  // forward and backward: the step's high-water mark
-        fc.optim.clipGradNorm(adapters, t.clip);
+        const peak = counters().peakBytes;  // forward and backward: the step's high-water mark
+        // clipGradNorm reads the norm back, which a device cannot do synchronously.
+        if (device === 'cpu') fc.optim.clipGradNorm(adapters, t.clip);
+        else fc.optim.clipGradNormTensor(adapters, t.clip);
         opt.step();
-        return { loss: l.item(), peakBytes: peak };
+        return { loss: l.detach(), peakBytes: peak };
       });
+      let value;
+      try {
+        [value] = await loss.data();
+      } finally {
+        loss.dispose();
+      }
       steps += 1;
-      Object.assign(last, { liveBefore, peakBytes, liveAfter: fc.memory().liveBytes });
-      return { step: steps, loss, ms: performance.now() - started, ...last };
+      Object.assign(last, { liveBefore, peakBytes, liveAfter: counters().liveBytes });
+      return { step: steps, loss: value, ms: performance.now() - started, ...last };
     };
 
     return {
       config,
+      device,
       dtype,
       rank,
       targets,
@@ -339,9 +365,11 @@ export async function createFineTuner(fc, { weights, config, tokens, dtype = 'q8
       get span() { return span; },
       setTokens,
       step,
-      /** The panel's figures (see above); state and activations are null before the first step. */
+      /** The panel's figures (see above), of `device`; state and activations are null before the
+       * first step. */
       memory() {
         return {
+          device,
           frozen,
           expectedFrozen: expectedFrozenBytes(config, dtype),
           adapterCount,
@@ -350,15 +378,17 @@ export async function createFineTuner(fc, { weights, config, tokens, dtype = 'q8
           peak: steps ? last.peakBytes - baseline.liveBytes : null,
         };
       },
-      /** The prompt's ids continued by model.generate; onToken(id) sees each new token as it is
-       * drawn. Returns the new ids. An empty prompt starts from `start`. */
+      /** The prompt's ids continued by model.generateAsync (generate's tokens, on any device);
+       * onToken(id) sees each new token as it is drawn. Resolves to the new ids. An empty prompt
+       * starts from `start`. */
       sample(promptIds, { start = 10, onToken, ...options } = {}) {
         const prompt = promptIds.length ? Array.from(promptIds) : [start];
-        return model.generate(prompt, { ...SAMPLING, ...options, ...(onToken ? { onToken } : {}) });
+        return model.generateAsync(prompt, { ...SAMPLING, ...options, ...(onToken ? { onToken } : {}) });
       },
-      /** The adapters as PEFT's two files: { safetensors (adapter_model.safetensors bytes), config
-       * (adapter_config.json, an object) }; fc.nn.loadPeft and PyTorch's peft read them back. */
-      exportPeft: () => fc.nn.exportPeft(model),
+      /** The adapters as PEFT's two files: resolves to { safetensors (adapter_model.safetensors
+       * bytes), config (adapter_config.json, an object) }; fc.nn.loadPeft and PyTorch's peft read
+       * them back. */
+      exportPeft: () => fc.nn.exportPeftAsync(model),
       dispose() {
         opt?.dispose();
         adapters.forEach((p) => p.dispose());

@@ -3,10 +3,11 @@
 // part takes, the samples before and after, and the adapters as PEFT's two files. The base is the
 // shipped tiny GPT-2 or a checkpoint picked from disk: a GPT-2, or a Llama-family model with its
 // tokenizer.json. The page owns the tokenizer (finetune.mjs's createTokenizer), so the worker sees
-// only token ids.
+// only token ids. The worker trains on the device the selector names (common/device.mjs).
 import { Engine } from '../common/engine.mjs';
 import { LineChart } from '../common/chart.mjs';
 import { autostart, stepLimit, params, demo, showError, RateMeter, setText, showEngine } from '../common/page.mjs';
+import { onChosenDevice, onDeviceChange, showFallback } from '../common/device.mjs';
 import { createTokenizer, familyOf, parameterCount, dims, budgetFor, expectedFrozenBytes, adapterElements, DTYPES, RANKS,
   FAMILIES, TARGET_CHOICES } from './finetune.mjs';
 
@@ -15,7 +16,8 @@ const $ = (id) => document.getElementById(id);
 const lossChart = new LineChart($('loss'), { series: [{ name: 'per step', color: '#41679e' }, { name: 'smoothed', color: '#ffb454' }],
   yLabel: 'cross-entropy' });
 const rate = new RateMeter();
-const engine = new Engine(new URL('./worker.mjs', import.meta.url));
+const workerUrl = new URL('./worker.mjs', import.meta.url);
+const engine = new Engine(onChosenDevice(workerUrl));
 
 const SHIPPED_URL = new URL('./base/', import.meta.url).href;
 // The base in use: { kind: 'shipped' | 'file', config, family, tokenizer } and, for a checkpoint
@@ -34,6 +36,8 @@ for (const [id, allowed] of [['dtype', DTYPES], ['rank', RANKS.map(String)], ['t
   if (params.has(id) && allowed.includes(params.get(id))) $(id).value = params.get(id);
 }
 if (params.get('checkpoint') === '1') $('checkpoint').checked = true;
+// The test hook: smaller batches (?batch=N&context=N), for a slow device.
+const training = Object.fromEntries(['batch', 'context'].filter((k) => params.has(k)).map((k) => [k, Number(params.get(k))]));
 if (Number.isFinite(stepLimit) && ![...$('steps').options].some((o) => Number(o.value) === stepLimit)) {
   $('steps').append(new Option(String(stepLimit)));
 }
@@ -60,7 +64,7 @@ function setRunning(on) {
   running = on;
   demo.running = on;
   $('train').textContent = on ? 'Stop' : 'Train';
-  for (const id of ['dtype', 'rank', 'targets', 'checkpoint']) $(id).disabled = on;
+  for (const id of ['dtype', 'rank', 'targets', 'checkpoint', 'device']) $(id).disabled = on;
   for (const input of document.querySelectorAll('input[name=base], #model-files')) input.disabled = on;
   $('resample').disabled = on || !ready;
   $('download').disabled = on || !ready || demo.steps === 0;
@@ -86,7 +90,7 @@ function configure() {
   runId += 1;
   // A File is a handle to the disk, not its bytes: sending one costs nothing, whatever its size.
   const sent = base.kind === 'shipped' ? { url: SHIPPED_URL } : { files: base.files, config: base.config };
-  engine.config({ run: runId, base: sent, tokens, ...choices() });
+  engine.config({ run: runId, base: sent, tokens, training, ...choices() });
 }
 let failed = false;  // the last configuration failed on the page (an empty text)
 const reconfigure = () => {
@@ -267,9 +271,15 @@ function showMemory(memory) {
   setText('mem-state', bytes(m.state));
   setText('mem-acts', bytes(m.activations));
   setText('mem-peak', bytes(m.peak));
+  if (memory) {
+    $('mem-source').innerHTML = m.device === 'cpu' ? 'tensor bytes from <code>fc.memory()</code>'
+      : `tensor bytes on ${m.device}, from <code>fc.memory().devices.${m.device}</code>`;
+  }
   const detail = $('frozen-detail');
   detail.replaceChildren();
   if (m.frozen) {
+    // A device counts no dtypes: the split is the cpu's, as the base loaded there before the move.
+    if (m.device !== 'cpu') detail.append('as loaded on the cpu: ');
     for (const [dtype, n] of Object.entries(m.frozen.byDtype).sort((a, b) => b[1] - a[1])) {
       const chip = document.createElement('span');
       chip.className = 'dtype-chip';
@@ -361,6 +371,13 @@ engine.on('peft', (m) => {
 // The engine's typed errors (a FucinaError: a file or a config.json it cannot read) are the user's
 // to fix, and their message says how: the stack would only bury it. Anything else keeps its stack.
 const readable = (text) => (text.startsWith('FucinaError: ') ? text.slice('FucinaError: '.length).split('\n    at ')[0] : text);
+onDeviceChange(() => { engine.restart(onChosenDevice(workerUrl)); reconfigure(); });
+// A device that cannot train the base: the page loads it again, on the cpu, and trains on if it was.
+engine.on('fallback', (m) => {
+  showFallback(m.message);
+  if (m.running) pendingRun = Number($('steps').value);
+  reconfigure();
+});
 engine.on('error', (m) => {
   showError(readable(m.message));
   if (!ready) setText('status', 'not loaded');
