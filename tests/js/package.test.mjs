@@ -52,13 +52,17 @@ test('the tarball holds exactly the package files, within the size budget', () =
   // std::regex, which alone cost the simd wasm 0.14 MB): 2.00 MB and 9.57 MB, the simd wasm
   // 3.79 MB and the threaded one 5.09 MB, so 2.1 and 9.8 MB: the models users fine-tune today;
   // with the webgpu kernels of most ops, 16-bit, u8 and q8_0 elements and the models on the device:
-  // 2.06 MB and 9.78 MB, the simd wasm 3.86 MB and the threaded one 5.22 MB (the budget's edge).
+  // 2.06 MB and 9.78 MB, the simd wasm 3.86 MB and the threaded one 5.22 MB (the budget's edge);
+  // with tensors bound in pieces past the adapter's binding limit (GPT-2's f32 embedding on a
+  // 128 MiB binding), the device's value checks, its memory budget and out-of-memory reports, and
+  // the recurrence and BCE kernels: 2.10 MB and 9.91 MB, the simd wasm 3.91 MB and the threaded one
+  // 5.29 MB, so 2.2 and 10.3 MB (a page loads one variant: ~1 MB of compressed wasm).
   // Each op costs ~6 KB of simd wasm and ~9 KB of threaded wasm. Raising it is a decision: say why
   // in the commit.
   const packed = statSync(tarball).size;
   const unpacked = files.reduce((n, f) => n + statSync(join(dist, f)).size, 0);
-  assert.ok(packed <= 2.1e6, `tarball is ${packed} bytes, over its 2.1 MB budget`);
-  assert.ok(unpacked <= 9.8e6, `unpacked package is ${unpacked} bytes, over its 9.8 MB budget`);
+  assert.ok(packed <= 2.2e6, `tarball is ${packed} bytes, over its 2.2 MB budget`);
+  assert.ok(unpacked <= 10.3e6, `unpacked package is ${unpacked} bytes, over its 10.3 MB budget`);
 });
 
 test('the manifest: exports conditions, engines, sideEffects; the repository points into dist/', () => {
