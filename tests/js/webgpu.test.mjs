@@ -87,7 +87,7 @@ for (const variant of VARIANTS) {
     fc.defaultDevice = 'webgpu';
     throwsCode(() => d.add(c), 'DeviceMismatch');
     throwsCode(() => c.add(d), 'DeviceMismatch');
-    throwsCode(() => fc.zeros(['c', 'h', 'w'], [1, 3, 3]).unfold([2, 2]), 'UnsupportedOnDevice');  // docs/webgpu-ops.md lists what has no kernel
+    throwsCode(() => d.maskedSelect(fc.constant(['i'], [3], [1, 0, 1], 'u8'), 'k'), 'UnsupportedOnDevice');  // docs/webgpu-ops.md lists what has no kernel
     throwsCode(() => d.to('f64'), 'UnsupportedOnDevice');
     const e = throwsCode(() => fc.constant(['i'], [3], [1, 2, 3], 'f64').add(d), 'UnsupportedOnDevice');
     assert.match(e.message, /webgpu/);
@@ -186,6 +186,21 @@ for (const variant of VARIANTS) {
     const x = fc.constant(['n', 'c'], [2, 3], [1, 2, 3, 4, 5, 6]);
     const bad = x.crossEntropy(fc.constant(['n'], [2], [2, 3], 'i64'), 'c');
     await assert.rejects(bad.data(), (e) => e.code === 'IndexOutOfRange' && /\[0, 3\)/.test(e.message));
+  });
+
+  test(`webgpu (${variant}): unfold and fold match the cpu: strides, padding, dilation, batches, and their VJPs`, async () => {
+    const fc = await gpuEngine(variant);
+    const out = await onBoth(fc, (fc) => {
+      const img = fc.variable(['n', 'c', 'h', 'w'], [2, 3, 7, 9], values(378, 95));
+      const opts = { stride: [2, 1], padding: [1, 2], dilation: [1, 2] };
+      const cols = img.unfold([3, 2], opts);
+      const plain = img.permuteTo(['n', 'c', 'w', 'h']).unfold([2, 2]);  // strided images: made contiguous
+      const back = cols.fold([7, 9], [3, 2], opts);                       // the adjoint: overlaps summed
+      const g = fc.constant(cols.tags, cols.shape, values(cols.shape.reduce((a, b) => a * b, 1), 96));
+      cols.mul(g).sumAll().add(plain.sumAll()).add(back.mul(back).sumAll()).backward();
+      return { cols, plain, back, gimg: img.grad() };
+    });
+    compare(out, 2e-5);
   });
 
   test(`webgpu (${variant}): bceLoss matches the cpu; a value that is not a probability is reported by the next read`, async () => {

@@ -124,6 +124,12 @@ RawTensor channelAffine(ExecContext& ctx, const RawTensor& x, const RawTensor& s
 Kernels::AffineGrads channelAffineVjp(ExecContext& ctx, const RawTensor& x, const RawTensor& scale,
                                       const RawTensor& gy, Tag channel, bool input, bool params);
 
+// unfold.cpp: torch's unfold and fold (im2col, col2im) of contiguous images and columns.
+RawTensor im2col(ExecContext& ctx, const RawTensor& images, const Conv2dGeometry& g, const Tags& tags,
+                 const Extents& shape);
+RawTensor col2im(ExecContext& ctx, const RawTensor& cols, const Conv2dGeometry& g, const Tags& tags,
+                 const Extents& shape);
+
 // random.cpp
 RawTensor dropout(ExecContext& ctx, const RawTensor& x, uint64_t seed, double p, float keep_scale);
 

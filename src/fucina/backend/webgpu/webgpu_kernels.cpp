@@ -93,8 +93,14 @@ class WebgpuKernels final : public Kernels {
   }
   RawTensor winogradWeights(ExecContext&, const RawTensor&, int64_t) const override { unsupported("winogradWeights"); }
   RawTensor winogradConv2d(ExecContext&, const RawTensor&, const RawTensor&, const ConvPlan&, const Tags&, const Extents&, const RawTensor&, bool) const override { unsupported("winogradConv2d"); }
-  RawTensor im2col(ExecContext&, const RawTensor&, const Conv2dGeometry&, const Tags&, const Extents&) const override { unsupported("im2col"); }
-  RawTensor col2im(ExecContext&, const RawTensor&, const Conv2dGeometry&, const Tags&, const Extents&) const override { unsupported("col2im"); }
+  RawTensor im2col(ExecContext& ctx, const RawTensor& images, const Conv2dGeometry& g, const Tags& tags,
+                   const Extents& shape) const override {
+    return webgpu::im2col(ctx, images, g, tags, shape);
+  }
+  RawTensor col2im(ExecContext& ctx, const RawTensor& cols, const Conv2dGeometry& g, const Tags& tags,
+                   const Extents& shape) const override {
+    return webgpu::col2im(ctx, cols, g, tags, shape);
+  }
   Pooled pool2d(ExecContext& ctx, Pool kind, const RawTensor& x, const Conv2dGeometry& g, size_t trailing,
                 bool argmax) const override {
     return webgpu::pool2d(ctx, kind, x, g, trailing, argmax);
