@@ -68,7 +68,19 @@ std::string prodSource() {
          "}\n";
 }
 
-// One invocation per row (uniforms: rows, n).
+// The head of a scan kernel: one invocation per row of contiguous rows (uniforms: rows, n), `n`
+// and `base` (the row's first element) defined; the caller closes main.
+const std::string kScanHead = std::string(kMainSignature) + " {\n  " + kLinearIndex +
+                              "\n  if (i >= uw(0u)) { return; }\n  let n = uw(1u);\n  let base = i * n;\n";
+
+// Runs a scan kernel over l.rows rows.
+void scanRows(const std::string& source, std::span<const uint32_t> buffers, const RowLayout& l) {
+  Uniforms u;
+  u.u(static_cast<uint64_t>(l.rows)).u(static_cast<uint64_t>(l.n));
+  dispatchLinear(Gpu::get().pipeline(source), buffers, u, l.rows);
+}
+
+// Scans along a line (uniforms: rows, n).
 std::string scanSource(A op) {
   std::string body;
   switch (op) {
@@ -80,15 +92,13 @@ std::string scanSource(A op) {
       body = "  var p = 1.0;\n  for (var i = 0u; i < n; i = i + 1u) { y[base + i] = p; p = p * x[base + i]; }\n"
              "  p = 1.0;\n  for (var i = n; i > 0u; i = i - 1u) { y[base + i - 1u] = y[base + i - 1u] * p; p = p * x[base + i - 1u]; }\n";
   }
-  return prelude(2) + readBinding(0, "x") + writeBinding(1, "y") + kMainSignature + " {\n  " + kLinearIndex +
-         "\n  if (i >= uw(0u)) { return; }\n  let n = uw(1u);\n  let base = i * n;\n" + body + "}\n";
+  return prelude(2) + readBinding(0, "x") + writeBinding(1, "y") + kScanHead + body + "}\n";
 }
 
 // cumprod rows (contiguous, one invocation per row): y_i = x_0·...·x_i; the VJP from the end:
 // S_i = g_i + x_{i+1}·S_{i+1}, gx_i = y_{i-1}·S_i (y_{-1} = 1). Uniforms: rows, n.
 std::string cumprodSource(bool vjp) {
-  const std::string head = kMainSignature + std::string(" {\n  ") + kLinearIndex +
-                           "\n  if (i >= uw(0u)) { return; }\n  let n = uw(1u);\n  let base = i * n;\n";
+  const std::string& head = kScanHead;
   if (!vjp)
     return prelude(2) + readBinding(0, "x") + writeBinding(1, "y") + head +
            "  var p = 1.0;\n  for (var j = 0u; j < n; j = j + 1u) { p = p * x[base + j]; y[base + j] = p; }\n}\n";
@@ -106,8 +116,7 @@ std::string cumprodSource(bool vjp) {
 // + x_t from h0; the VJP from the end, G_t = g_t + d_{t+1}·G_{t+1}: gx_t = G_t, gd_t = G_t·h_{t-1},
 // gh0 = d_0·G_0 (scan_rows.h's, in f32).
 std::string recurrenceSource(bool vjp) {
-  const std::string head = kMainSignature + std::string(" {\n  ") + kLinearIndex +
-                           "\n  if (i >= uw(0u)) { return; }\n  let n = uw(1u);\n  let base = i * n;\n";
+  const std::string& head = kScanHead;
   if (!vjp)
     return prelude(4) + readBinding(0, "x") + readBinding(1, "d") + readBinding(2, "h0") + writeBinding(3, "y") + head +
            "  var h = h0[i];\n  for (var t = 0u; t < n; t = t + 1u) { h = d[base + t] * h + x[base + t]; y[base + t] = h; }\n}\n";
@@ -131,10 +140,8 @@ RawTensor cumprodRows(ExecContext& ctx, const RawTensor& x_in) {
   RawTensor y = RawTensor::empty(ctx, x.tags(), x.shape());
   const RowLayout l = rowLayout(x);
   if (y.numel() == 0) return y;
-  Uniforms u;
-  u.u(static_cast<uint64_t>(l.rows)).u(static_cast<uint64_t>(l.n));
   const uint32_t buffers[2] = {bufferOf(x, "cumprod"), bufferOf(y, "cumprod")};
-  dispatchLinear(Gpu::get().pipeline(cumprodSource(false)), buffers, u, l.rows);
+  scanRows(cumprodSource(false), buffers, l);
   return y;
 }
 
@@ -144,11 +151,9 @@ RawTensor cumprodRowsVjp(ExecContext& ctx, const RawTensor& x_in, const RawTenso
   RawTensor gx = RawTensor::empty(ctx, x.tags(), x.shape());
   const RowLayout l = rowLayout(x);
   if (gx.numel() == 0) return gx;
-  Uniforms u;
-  u.u(static_cast<uint64_t>(l.rows)).u(static_cast<uint64_t>(l.n));
   const uint32_t buffers[4] = {bufferOf(x, "cumprod VJP"), bufferOf(y, "cumprod VJP"), bufferOf(gy, "cumprod VJP"),
                                bufferOf(gx, "cumprod VJP")};
-  dispatchLinear(Gpu::get().pipeline(cumprodSource(true)), buffers, u, l.rows);
+  scanRows(cumprodSource(true), buffers, l);
   return gx;
 }
 
@@ -158,11 +163,9 @@ RawTensor linearRecurrenceRows(ExecContext& ctx, const RawTensor& x_in, const Ra
   RawTensor y = RawTensor::empty(ctx, x.tags(), x.shape());
   const RowLayout l = recurrenceLayout(x, h0);
   if (y.numel() == 0) return y;
-  Uniforms u;
-  u.u(static_cast<uint64_t>(l.rows)).u(static_cast<uint64_t>(l.n));
   const uint32_t buffers[4] = {bufferOf(x, "linearRecurrence"), bufferOf(d, "linearRecurrence"),
                                bufferOf(h0, "linearRecurrence"), bufferOf(y, "linearRecurrence")};
-  dispatchLinear(Gpu::get().pipeline(recurrenceSource(false)), buffers, u, l.rows);
+  scanRows(recurrenceSource(false), buffers, l);
   return y;
 }
 
@@ -179,11 +182,9 @@ Kernels::RecurrenceGrads linearRecurrenceRowsVjp(ExecContext& ctx, const RawTens
     fill(ctx, g.h0, 0.0);
     return g;
   }
-  Uniforms u;
-  u.u(static_cast<uint64_t>(l.rows)).u(static_cast<uint64_t>(l.n));
   const uint32_t buffers[7] = {bufferOf(d, what), bufferOf(h0, what), bufferOf(y, what), bufferOf(gy, what),
                                bufferOf(g.x, what), bufferOf(g.d, what), bufferOf(g.h0, what)};
-  dispatchLinear(Gpu::get().pipeline(recurrenceSource(true)), buffers, u, l.rows);
+  scanRows(recurrenceSource(true), buffers, l);
   return g;
 }
 
@@ -218,9 +219,7 @@ Kernels::Along reduceAlong(ExecContext& ctx, A op, const RawTensor& a, Tag axis)
     dispatchRows(prodSource(), buffers, l);
     return r;
   }
-  Uniforms u;
-  u.u(static_cast<uint64_t>(rows)).u(static_cast<uint64_t>(n));
-  dispatchLinear(Gpu::get().pipeline(scanSource(op)), buffers, u, rows);
+  scanRows(scanSource(op), buffers, {rows, n});
   r.values = whole(ctx, r.values.permuted(a.tags()));  // back in a's order
   return r;
 }

@@ -103,9 +103,7 @@ struct GemmBlock {
 // the quads' loads).
 std::vector<GemmBlock> gemmBlocks(const Matrices& a, const Matrices& b, std::span<const uint32_t> buffers,
                                   const GemmShape& whole) {
-  Gpu& gpu = Gpu::get();
-  const bool over = std::any_of(buffers.begin(), buffers.end(), [&](uint32_t id) { return gpu.bytesOf(id) > gpu.bindingLimit(); });
-  if (!over) return {GemmBlock{whole, 0, a.t.offset(), b.t.offset(), 0, {}}};
+  if (!overBinding(buffers)) return {GemmBlock{whole, 0, a.t.offset(), b.t.offset(), 0, {}}};
   struct Side {
     int64_t extent, block, step;
   };
@@ -135,7 +133,7 @@ std::vector<GemmBlock> gemmBlocks(const Matrices& a, const Matrices& b, std::spa
     }
     if (best < 0)
       unsupported("a product whose smallest block still spans more than one binding (" +
-                  std::to_string(gpu.bindingLimit()) + " bytes: Note [Bound in pieces])");
+                  std::to_string(Gpu::get().bindingLimit()) + " bytes: Note [Bound in pieces])");
     Side& sd = side[wide->sides[best]];
     const int64_t half = (sd.block + 1) / 2, unit = half >= 64 ? 64 : sd.step;
     sd.block = std::max(sd.step, (half + unit - 1) / unit * unit);

@@ -42,6 +42,11 @@ Bound bindRange(uint32_t buffer, DType dtype, int64_t lo, int64_t hi) {
   return {w, shift, w.size <= limit};
 }
 
+bool overBinding(std::span<const uint32_t> buffers) {
+  Gpu& gpu = Gpu::get();
+  return std::any_of(buffers.begin(), buffers.end(), [&](uint32_t b) { return gpu.bytesOf(b) > gpu.bindingLimit(); });
+}
+
 bool windowFits(DType dtype, int64_t elements) {
   return elementBytes(dtype, elements + granule(dtype)) + 4 <= Gpu::get().bindingLimit();
 }
@@ -58,10 +63,8 @@ Span spanOf(int64_t offset, std::span<const int64_t> extents, std::span<const in
 
 void dispatchStrided(uint32_t pipeline, std::span<const uint32_t> buffers, std::span<const DType> dtypes,
                      const StridedLayout& layout, Uniforms u) {
-  Gpu& gpu = Gpu::get();
-  const uint64_t limit = gpu.bindingLimit();
-  const bool over = std::any_of(buffers.begin(), buffers.end(), [&](uint32_t b) { return gpu.bytesOf(b) > limit; });
-  if (!over || layout.n == 0) return dispatchLinear(pipeline, buffers, u, layout.n);
+  const uint64_t limit = Gpu::get().bindingLimit();
+  if (!overBinding(buffers) || layout.n == 0) return dispatchLinear(pipeline, buffers, u, layout.n);
   const size_t rank = layout.shape.size();
   // Pieces are blocks: one index of each axis before `split`, `c` indices of axis split, all of
   // the axes after it; split the outermost axis that lets every operand's window fit wherever
@@ -127,8 +130,7 @@ void rowPieces(std::span<const uint32_t> buffers, std::span<const uint64_t> row_
                const std::function<void(int64_t, int64_t, std::span<const Window>, std::span<const uint64_t>)>& run) {
   Gpu& gpu = Gpu::get();
   const uint64_t limit = gpu.bindingLimit();
-  const bool over = std::any_of(buffers.begin(), buffers.end(), [&](uint32_t b) { return gpu.bytesOf(b) > limit; });
-  if (!over || row_bytes.empty() || rows == 0) return run(0, rows, {}, {});
+  if (!overBinding(buffers) || row_bytes.empty() || rows == 0) return run(0, rows, {}, {});
   uint64_t align = 1, widest = 0;
   for (const uint64_t rb : row_bytes) {
     if (rb == 0) continue;

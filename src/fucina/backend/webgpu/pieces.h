@@ -33,6 +33,8 @@ struct Bound {
   bool fits = true;
 };
 Bound bindRange(uint32_t buffer, DType dtype, int64_t lo, int64_t hi);
+/// Whether any of the buffers is over the binding limit (its kernel must bind windows).
+bool overBinding(std::span<const uint32_t> buffers);
 /// Whether a window over `elements` of a dtype fits one binding wherever they start (a window
 /// starts up to one alignment step before its first element).
 bool windowFits(DType dtype, int64_t elements);

@@ -17,9 +17,14 @@ constexpr const char* kGeometry =
     "  let sh = ui(6u);\n  let sw = ui(7u);\n  let ph = ui(8u);\n  let pw = ui(9u);\n  let dh = ui(10u);\n"
     "  let dw = ui(11u);\n  let oh = uw(12u);\n  let ow = uw(13u);\n";
 
+// The head of either kernel: one invocation per element of `out`, reading `in`, the geometry defined.
+std::string head(const char* in, const char* out) {
+  return prelude(2) + readBinding(0, in) + writeBinding(1, out) + kMainSignature + " {\n  " + kLinearIndex +
+         "\n  if (i >= uw(0u)) { return; }\n" + kGeometry;
+}
+
 std::string im2colSource() {
-  return prelude(2) + readBinding(0, "x") + writeBinding(1, "cols") + kMainSignature + " {\n  " + kLinearIndex +
-         "\n  if (i >= uw(0u)) { return; }\n" + kGeometry +
+  return head("x", "cols") +
          "  let P = oh * ow;\n  let ox = i % ow;\n  let oy = (i / ow) % oh;\n  let row = (i / P) % (C * kh * kw);\n"
          "  let n = i / (P * C * kh * kw);\n"
          "  let j = row % kw;\n  let ki = (row / kw) % kh;\n  let c = row / (kh * kw);\n"
@@ -32,8 +37,7 @@ std::string im2colSource() {
 }
 
 std::string col2imSource() {
-  return prelude(2) + readBinding(0, "cols") + writeBinding(1, "x") + kMainSignature + " {\n  " + kLinearIndex +
-         "\n  if (i >= uw(0u)) { return; }\n" + kGeometry +
+  return head("cols", "x") +
          "  let P = oh * ow;\n  let px = i32(i % W);\n  let py = i32((i / W) % H);\n  let c = (i / (H * W)) % C;\n"
          "  let n = i / (C * H * W);\n"
          "  var s = 0.0;\n"
