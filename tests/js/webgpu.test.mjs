@@ -35,6 +35,67 @@ function compare(out, tol) {
   for (const k of Object.keys(out.cpu)) close(out.webgpu[k], out.cpu[k], tol, k);
 }
 
+// f32 neighbours of v (toward +inf with dir 1, toward -inf with -1).
+function nextF32(v, dir) {
+  const b = new DataView(new ArrayBuffer(4));
+  b.setFloat32(0, v);
+  const u = b.getUint32(0);
+  if (v === 0) return dir * 1.401298464324817e-45;
+  b.setUint32(0, (v > 0) === (dir > 0) ? u + 1 : u - 1);
+  return b.getFloat32(0);
+}
+
+// Blocks of 32 that reach the q8_0 quantizer's edges: x/d exactly halfway (ties go away from
+// zero) and a float to either side, with d = 1 and with an f16 d of odd mantissa; amax/127 on a
+// tie between two f16 scales and its neighbours; NaN and infinities; zeros, subnormals, f16
+// subnormal scales, scales past f16's range; an odd count of blocks.
+function q8Blocks() {
+  const out = [];
+  const block = (head, seed, scale) => {
+    const b = head.slice(0, 32);
+    values(32 - b.length, seed).forEach((v) => b.push(v * scale));
+    out.push(...b);
+  };
+  const halfway = (d) => {
+    const b = [127 * d];
+    for (const k of [0, 1, 2, 7, 63, 126]) {
+      const t = Math.fround((k + 0.5) * d);
+      b.push(t, nextF32(t, 1), nextF32(t, -1), -t);
+    }
+    return b;
+  };
+  block(halfway(1), 1, 100);
+  block(halfway(1.0009765625), 2, 100);  // 1 + 2^-10
+  block(halfway(0.0009765625 * 3), 3, 0.3);
+  for (const dir of [0, 1, -1]) {
+    const a = Math.fround(127 * (1 + 2 ** -11));  // amax/127 halfway between two f16 values
+    block([dir === 0 ? a : nextF32(a, dir), 3.7], 4 + dir, 100);
+  }
+  block([NaN, 5, -2.5, NaN], 8, 4);
+  block([Infinity, 1, -1e30], 9, 1);
+  block([-Infinity, NaN], 10, 1);
+  block(new Array(32).fill(0), 11, 0);
+  block([1e-40, -3e-39], 12, 1e-39);  // subnormal: d = 0
+  block([1e-5], 13, 1e-6);  // d an f16 subnormal
+  block([3e38, -1e38], 14, 1e37);  // amax/127 past f16's range: d saturates
+  return out;
+}
+
+// Weights with elements at s/2 and either side, s = mean|w| (the rest set so that it is near 1).
+function ternaryTies() {
+  const rest = values(28, 5).map((v) => 0.5 + Math.abs(v));
+  const s = Math.fround(rest.reduce((a, b) => a + b, 0) / 30);
+  const t = Math.fround(s / 2);
+  return [t, nextF32(t, 1), -nextF32(t, -1), -t, ...rest.map(Math.fround)];
+}
+
+// The n × n matrix with w on its diagonal, row-major.
+function diagonal(w) {
+  const m = new Array(w.length * w.length).fill(0);
+  w.forEach((v, i) => (m[i * w.length + i] = v));
+  return m;
+}
+
 for (const variant of VARIANTS) {
   test(`webgpu (${variant}): init makes the device the default; data() reads a device tensor back`, async () => {
     const fc = await gpuEngine(variant);
@@ -528,6 +589,79 @@ for (const variant of VARIANTS) {
       return { d, h, none, gx: x.grad() };
     });
     compare(out, 0);
+  });
+
+  test(`webgpu (${variant}): quantize writes the cpu's q8_0 bytes: ties, f16 scale ties, NaN, infinities, tiny and huge blocks`, async () => {
+    const fc = await gpuEngine(variant);
+    const blocks = q8Blocks();
+    const out = await onBoth(fc, (fc) => {
+      const x = fc.constant(['b', 'k'], [blocks.length / 32, 32], blocks);
+      const r = { q: x.quantize('q8_0', 'k').to('f32') };
+      // block axis not last (a strided read), one block, 16-bit sources, rows over two other axes
+      r.strided = x.permuteTo(['k', 'b']).quantize('q8_0', 'k').to('f32');
+      r.one = x.narrow('b', 3, 1).quantize('q8_0', 'k').to('f32');
+      r.f16 = x.to('f16').quantize('q8_0', 'k').to('f32');
+      r.bf16 = x.to('bf16').quantize('q8_0', 'k').to('f32');
+      r.rows = fc.constant(['a', 'c', 'k'], [3, 5, 64], values(960, 77).map((v) => v * 1e3)).quantize('q8_0', 'k').to('f32');
+      r.empty = fc.zeros(['a', 'k'], [0, 64]).quantize('q8_0', 'k').to('f32');
+      return r;
+    });
+    compare(out, 0);
+    throwsCode(() => fc.zeros(['k'], [33]).quantize('q8_0', 'k'), 'InvalidArgument');
+    throwsCode(() => fc.zeros(['k'], [32], 'i32').quantize('q8_0', 'k'), 'DTypeMismatch');
+  });
+
+  test(`webgpu (${variant}): dotTernarySte matches the cpu, forward and VJP; ties at s/2 round to even`, async () => {
+    const fc = await gpuEngine(variant);
+    const out = await onBoth(fc, (fc) => {
+      const x = fc.variable(['m', 'k'], [5, 37], values(185, 90));
+      const w = fc.variable(['o', 'k'], [7, 37], values(259, 91));
+      const y = x.dotTernarySte(w.permuteTo(['k', 'o']), 'k');  // a strided weight
+      y.mul(y).sumAll().backward();
+      return { y, gx: x.grad(), gw: w.grad() };
+    });
+    compare(out, 2e-5);
+    // Elements at s/2 and its neighbours: ±s where fl(|w|/s) > 1/2, 0 at the tie (even), exactly
+    // as the division decides, for the s the device computed.
+    const w = ternaryTies();
+    const eye = fc.constant(['m', 'k'], [w.length, w.length], diagonal(w.map(() => 1)));
+    const q = Array.from(await eye.dotTernarySte(fc.variable(['k', 'o'], [w.length, 1], w), 'k').data());
+    const s = Math.max(...q.map(Math.abs));
+    assert.ok(s > 0);
+    const f32 = (v) => Math.fround(v);
+    q.forEach((v, i) => assert.equal(v, f32(Math.abs(w[i]) / s) > 0.5 ? Math.sign(w[i]) * s : 0, `q[${i}] of w ${w[i]}, s ${s}`));
+  });
+
+  test(`webgpu (${variant}): packed products match the cpu: dense f32 and f16 weights either way round, bias, q8_0, the fused forms`, async () => {
+    const fc = await gpuEngine(variant);
+    const out = await onBoth(fc, (fc) => {
+      const x = fc.constant(['t', 'e'], [5, 96], values(480, 60));
+      const w = fc.constant(['o', 'e'], [7, 96], values(672, 61));
+      const wt = fc.constant(['e', 'o'], [96, 7], values(672, 62));  // depth first: packed transposed
+      const w2 = fc.constant(['p', 'o', 'e'], [2, 3, 96], values(576, 63));  // two column axes
+      const bias = fc.constant(['o'], [7], values(7, 64));
+      const pw = fc.packRhs(w, 'e'), pt = fc.packRhs(wt, 'e'), p16 = fc.packRhs(w.to('f16'), 'e');
+      const pq = fc.packRhs(w.quantize('q8_0', 'e'), 'e');
+      const r = {
+        dense: x.dotPacked(pw), bias: x.dotPacked(pw, bias), t: x.dotPacked(pt), f16: x.dotPacked(p16),
+        two: x.dotPacked(fc.packRhs(w2, 'e')), q8: x.dotPacked(pq, bias), rows: x.split('t', ['a', 'b'], [1, 5]).dotPacked(pw),
+        strided: fc.constant(['e', 't'], [96, 5], values(480, 65)).dotPacked(pw),
+        rms: x.rmsNormMulDotPacked(fc.constant(['e'], [96], values(96, 66)), pw),
+        swiglu: fc.constant(['t', 'e'], [3, 192], values(576, 67)).splitSwiGluDotPacked(pw),
+        geglu: fc.constant(['t', 'e'], [3, 192], values(576, 68)).gegluQuantDotPacked(pq),
+        empty: fc.zeros(['t', 'e'], [0, 96]).dotPacked(pw),
+      };
+      assert.equal(pw.dtype, 'f32');
+      assert.equal(pq.dtype, 'q8_0');
+      return r;
+    });
+    compare(out, 2e-5);
+    fc.defaultDevice = 'cpu';
+    const host = fc.packRhs(fc.constant(['o', 'e'], [2, 4], values(8, 1)), 'e');
+    fc.defaultDevice = 'webgpu';
+    throwsCode(() => fc.zeros(['t', 'e'], [1, 4]).dotPacked(host), 'DeviceMismatch');
+    throwsCode(() => fc.variable(['t', 'e'], [1, 4], values(4, 2)).dotPacked(fc.packRhs(fc.zeros(['o', 'e'], [2, 4]), 'e')),
+      'GradientPackedMatmulUnsupported');
   });
 
   test(`webgpu (${variant}): grouped causal attention and its VJP match the cpu`, async () => {

@@ -107,6 +107,22 @@ for (const variant of VARIANTS) {
     }, 1e-4);
   });
 
+  test(`webgpu pieces (${variant}): quantizing, ternary weights and packed products over one binding, as the cpu`, async () => {
+    const fc = await smallDevice(variant, 65536);  // the quantizer's pieces are 64 pairs of blocks: 16 KiB read
+    await compareOnBoth(fc, (fc) => {
+      const w = fc.constant(['o', 'k'], [301, 64], values(301 * 64, 21).map((v) => v * 50));  // 77 KB, 602 blocks
+      const q = w.quantize('q8_0', 'k');
+      const x = fc.constant(['t', 'k'], [3, 64], values(192, 22));
+      return {
+        q: q.to('f32'),                                         // the cpu's bytes, in pieces of block pairs
+        odd: w.narrow('o', 0, 299).permuteTo(['k', 'o']).quantize('q8_0', 'k').to('f32'),  // strided, 598 blocks
+        ternary: x.dotTernarySte(w, 'k'),
+        packed: x.dotPacked(fc.packRhs(w, 'k')),
+        packedQ8: x.dotPacked(fc.packRhs(q, 'k')),
+      };
+    }, 1e-4);
+  });
+
   test(`webgpu pieces (${variant}): softmax rows, losses and normalizations over one binding, as the cpu`, async () => {
     const fc = await smallDevice(variant, 65536);
     await compareOnBoth(fc, (fc) => {

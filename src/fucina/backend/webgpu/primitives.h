@@ -130,6 +130,13 @@ RawTensor im2col(ExecContext& ctx, const RawTensor& images, const Conv2dGeometry
 RawTensor col2im(ExecContext& ctx, const RawTensor& cols, const Conv2dGeometry& g, const Tags& tags,
                  const Extents& shape);
 
+// weights.cpp: the q8_0 and ternary quantizers, packed right operands (Bᵀ {columns..., depth} f32).
+RawTensor quantizeQ8(ExecContext& ctx, const RawTensor& a, Tag block_axis);
+RawTensor ternaryQuantize(ExecContext& ctx, const RawTensor& w);
+Kernels::PackedB packRhs(ExecContext& ctx, const RawTensor& b, bool depth_last);
+RawTensor packedProduct(ExecContext& ctx, const RawTensor& a, const Kernels::PackedB& b, const RawTensor& bias,
+                        const Tags& tags, const Extents& shape);
+
 // random.cpp
 RawTensor dropout(ExecContext& ctx, const RawTensor& x, uint64_t seed, double p, float keep_scale);
 

@@ -185,11 +185,14 @@ class WebgpuKernels final : public Kernels {
     return webgpu::band(ctx, a, row, col, lo, hi);
   }
   void scatterAddView(ExecContext&, const RawTensor&, const RawTensor&) const override { unsupported("scatterAddView"); }
-  RawTensor quantizeQ8(ExecContext&, const RawTensor&, Tag) const override { unsupported("quantizeQ8"); }
-  RawTensor ternaryQuantize(ExecContext&, const RawTensor&) const override { unsupported("ternaryQuantize"); }
-  PackedB packRhs(ExecContext&, const RawTensor&, bool) const override { unsupported("packRhs"); }
-  int64_t packedLayout() const override { unsupported("packed right operands"); }
-  RawTensor packedProduct(ExecContext&, const RawTensor&, const PackedB&, const RawTensor&, const Tags&, const Extents&) const override { unsupported("packedProduct"); }
+  RawTensor quantizeQ8(ExecContext& ctx, const RawTensor& a, Tag block_axis) const override { return webgpu::quantizeQ8(ctx, a, block_axis); }
+  RawTensor ternaryQuantize(ExecContext& ctx, const RawTensor& w) const override { return webgpu::ternaryQuantize(ctx, w); }
+  PackedB packRhs(ExecContext& ctx, const RawTensor& b, bool depth_last) const override { return webgpu::packRhs(ctx, b, depth_last); }
+  int64_t packedLayout() const override { return 0; }  // Bᵀ {columns..., depth}, f32
+  RawTensor packedProduct(ExecContext& ctx, const RawTensor& a, const PackedB& b, const RawTensor& bias, const Tags& tags,
+                          const Extents& shape) const override {
+    return webgpu::packedProduct(ctx, a, b, bias, tags, shape);
+  }
   void sgdUpdate(ExecContext& ctx, const SgdStep& s, const RawTensor& p, const RawTensor& g, const RawTensor& buf) const override { webgpu::sgdUpdate(ctx, s, p, g, buf); }
   void adamUpdate(ExecContext& ctx, const AdamStep& s, const RawTensor& p, const RawTensor& g, const RawTensor& m, const RawTensor& v) const override { webgpu::adamUpdate(ctx, s, p, g, m, v); }
   double sumSquares(ExecContext&, const RawTensor&) const override {
