@@ -544,7 +544,7 @@ std::vector<Case> cases() {
   unary("viewWithStrides", [](C x, const Tensor& a) {
     return a.viewWithStrides(x, {"p", "q"}, {a.numel(), 3}, {1, 0}, 0).exp(x);
   });
-  // Moves along an axis (the backend's copy and fill; readI64 for the per-slice shifts).
+  // Moves along an axis (the backend's copy and fill; moveSlices for the per-slice shifts).
   auto shifts = [ints](C x, const Tensor& a) {
     return ints(x, {"i"}, {a.extent("i")}, [](int64_t q) { return 2 * q - 3; });
   };

@@ -664,6 +664,52 @@ for (const variant of VARIANTS) {
       'GradientPackedMatmulUnsupported');
   });
 
+  test(`webgpu (${variant}): rollBy and shiftBy read their shifts on the device: i32 and i64, wrapped and clamped, any dtype, and the VJP`, async () => {
+    const fc = await gpuEngine(variant);
+    const huge = [2 ** 40 + 3, -(2 ** 62) - 5 * 2 ** 20, -(2 ** 63), 2 ** 53, 7, -13, 0];  // i64 beyond i32, INT64_MIN
+    const out = await onBoth(fc, (fc) => {
+      const x = fc.variable(['b', 't', 'c'], [7, 5, 3], values(105, 80));
+      const k32 = fc.constant(['b'], [7], [1, -2, 0, 5, -5, 6, -11], 'i32');
+      const k64 = fc.constant(['b'], [7], huge, 'i64');
+      const r = {
+        roll32: x.rollBy('t', 'b', k32), shift32: x.shiftBy('t', 'b', k32),
+        roll64: x.rollBy('t', 'b', k64), shift64: x.shiftBy('t', 'b', k64),
+        // the slices' axis after the moved one, a strided source, strided shifts
+        after: x.permuteTo(['c', 't', 'b']).rollBy('c', 'b', fc.constant(['b'], [7], [3, -6, 0, 15, -15, 18, -33], 'i32')),
+        strided: x.permuteTo(['t', 'b', 'c']).shiftBy('c', 'b', fc.constant(['b', 'z'], [7, 2], [1, 0, -1, 0, 2, 0, 3, 0, -3, 0, 0, 0, 4, 0], 'i64').select('z', 0)),
+        i64: fc.constant(['b', 't'], [7, 2], Array.from({ length: 14 }, (_, i) => i - 6), 'i64').rollBy('t', 'b', k64).to('f32'),
+        u8: fc.constant(['b', 't'], [7, 3], Array.from({ length: 21 }, (_, i) => i * 11), 'u8').shiftBy('t', 'b', k32).to('f32'),
+        f16: x.to('f16').rollBy('t', 'b', k32).to('f32'),
+        one: x.narrow('b', 2, 1).rollBy('t', 'b', k32.narrow('b', 2, 1)),
+        empty: fc.zeros(['b', 't'], [7, 0]).rollBy('t', 'b', k32),
+      };
+      r.roll32.mul(r.roll64).add(r.shift32.mul(r.shift64)).sumAll().add(r.after.mul(r.after).sumAll()).add(r.strided.sumAll()).backward();
+      return { ...r, gx: x.grad() };
+    });
+    compare(out, 0);
+  });
+
+  test(`webgpu (${variant}): viewWithStrides's VJP adds every element that lands on one place: overlapping, broadcast, disjoint`, async () => {
+    const fc = await gpuEngine(variant);
+    const out = await onBoth(fc, (fc) => {
+      const x = fc.variable(['n'], [40], values(40, 95));
+      const y = fc.variable(['a', 'b'], [6, 7], values(42, 96));
+      const r = {
+        windows: x.viewWithStrides(['p', 'q'], [33, 8], [1, 1]),             // sliding windows
+        strided: x.viewWithStrides(['p', 'q', 'r'], [3, 4, 2], [5, 1, 3], 2),  // three axes, some overlap
+        rows: x.viewWithStrides(['p', 'q'], [5, 6], [0, 2], 1),              // a zero stride: repeated rows
+        point: x.viewWithStrides(['p'], [7], [0], 39),                       // every element on one
+        disjoint: x.viewWithStrides(['p', 'q'], [4, 3], [9, 2], 3),          // no two coincide
+        transposed: y.permuteTo(['b', 'a']).viewWithStrides(['p', 'q'], [10, 5], [3, 2]),  // of a strided tensor
+      };
+      let total = fc.scalar(0);
+      for (const t of Object.values(r)) total = total.add(t.mul(t).sumAll());
+      total.backward();
+      return { ...r, gx: x.grad(), gy: y.grad() };
+    });
+    compare(out, 2e-5);
+  });
+
   test(`webgpu (${variant}): grouped causal attention and its VJP match the cpu`, async () => {
     const fc = await gpuEngine(variant);
     for (const [Tq, Tk, causal] of [[5, 7, true], [9, 9, false], [70, 70, true], [1, 1, true]]) {

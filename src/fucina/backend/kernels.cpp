@@ -19,6 +19,48 @@ const Kernels& kernelsFor(Backend backend) {
 
 const Kernels& kernelsOf(const ExecContext& ctx) { return kernelsFor(ctx.backend()); }
 
+RawTensor Kernels::moveSlices(ExecContext& ctx, SliceMove how, const RawTensor& src, Tag axis, Tag by_axis,
+                              const RawTensor& shifts, bool adjoint) const {
+  const std::vector<int64_t> k = readI64(ctx, shifts);
+  RawTensor out = RawTensor::empty(ctx, src.tags(), src.shape(), src.dtype());
+  const int64_t n = src.extent(axis);
+  for (size_t b = 0; b < k.size(); ++b) {
+    const auto i = static_cast<int64_t>(b);
+    const RawTensor from = src.narrowed(by_axis, i, 1), to = out.narrowed(by_axis, i, 1);
+    if (how == SliceMove::roll) {
+      const int64_t w = wrapShift(k[b], n);
+      rollInto(ctx, from, to, axis, adjoint ? wrapShift(n - w, n) : w);
+    } else {
+      const int64_t m = clampShift(k[b], n);
+      shiftInto(ctx, from, to, axis, adjoint ? -m : m);
+    }
+  }
+  return out;
+}
+
+void rollInto(ExecContext& ctx, const RawTensor& src, const RawTensor& dst, Tag axis, int64_t s) {
+  const int64_t n = src.extent(axis);
+  const Kernels& b = kernelsOf(ctx);
+  b.copy(ctx, src.narrowed(axis, 0, n - s), dst.narrowed(axis, s, n - s));
+  b.copy(ctx, src.narrowed(axis, n - s, s), dst.narrowed(axis, 0, s));
+}
+
+void shiftInto(ExecContext& ctx, const RawTensor& src, const RawTensor& dst, Tag axis, int64_t k) {
+  const int64_t n = src.extent(axis);
+  const int64_t kept = n - (k < 0 ? -k : k);
+  const Kernels& b = kernelsOf(ctx);
+  b.copy(ctx, src.narrowed(axis, k < 0 ? -k : 0, kept), dst.narrowed(axis, k < 0 ? 0 : k, kept));
+  b.fill(ctx, dst.narrowed(axis, k < 0 ? kept : 0, n - kept), 0.0);
+}
+
+int64_t wrapShift(int64_t shift, int64_t n) {
+  if (n == 0) return 0;
+  const int64_t r = shift % n;
+  return r < 0 ? r + n : r;
+}
+
+int64_t clampShift(int64_t shift, int64_t n) { return shift > n ? n : shift < -n ? -n : shift; }
+
 Kernels::GradNorm Kernels::gradNorm(ExecContext& ctx, std::span<const RawTensor> grads, double max_norm) const {
   double sum_sq = 0;
   for (const RawTensor& g : grads) sum_sq += sumSquares(ctx, g);

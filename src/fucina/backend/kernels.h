@@ -411,8 +411,16 @@ class Kernels {
 
   // --- host reads, bands and strided scatters ---
   /// The values of t (i32 or i64, any strides) as int64 on the host, in row-major order of its
-  /// axes: for the ops whose plan depends on them (rollBy's and shiftBy's per-slice shifts).
+  /// axes: for the ops whose plan depends on them (moveSlices's default reads its shifts).
   virtual std::vector<int64_t> readI64(ExecContext& ctx, const RawTensor& t) const = 0;
+  /// rollBy's and shiftBy's moves: a new contiguous tensor with src's axes, order and dtype (not
+  /// q8_0) whose slice b of by_axis is src's moved along axis by k = shifts[b] (i32 or i64, the
+  /// single axis by_axis): rolled, element i to (i + k) mod n, or shifted, element i to i + k with
+  /// zeros where nothing lands (k clamped to [-n, n]); adjoint moves by -k instead (the VJPs). By
+  /// default the shifts are read on the host (readI64) and each slice is moved by copy and fill.
+  enum class SliceMove : uint8_t { roll, shift };
+  virtual RawTensor moveSlices(ExecContext& ctx, SliceMove how, const RawTensor& src, Tag axis, Tag by_axis,
+                               const RawTensor& shifts, bool adjoint) const;
   /// A contiguous copy of f32 a (a's axes in a's order) with 0 written, not multiplied (NaN and
   /// inf outside the band become 0), where the index i along `row` and j along `col` have j - i
   /// outside [lo, hi] (tril, triu and bandPart).
@@ -494,6 +502,14 @@ RowLayout recurrenceLayout(const RawTensor& x, const RawTensor& h0);
 /// The axes of t with the one at position p replaced, in place, by the axes of ix (selectRows's
 /// result).
 std::pair<Tags, Extents> withIndexAxes(const RawTensor& t, size_t p, const RawTensor& ix);
+/// dst = src rolled along axis by s in [0, n) (element i to (i + s) mod n), by ctx's copy.
+void rollInto(ExecContext& ctx, const RawTensor& src, const RawTensor& dst, Tag axis, int64_t s);
+/// dst = src shifted along axis by k in [-n, n] (element i to i + k), zeros where nothing lands.
+void shiftInto(ExecContext& ctx, const RawTensor& src, const RawTensor& dst, Tag axis, int64_t k);
+/// shift mod n in [0, n) (0 for an empty axis), for any int64 shift.
+int64_t wrapShift(int64_t shift, int64_t n);
+/// A shift clamped to [-n, n]: beyond it everything is vacated either way.
+int64_t clampShift(int64_t shift, int64_t n);
 /// InvalidArgument: the row has no such form (a unary row's db, the partials a row turns off).
 [[noreturn]] void failNoForm(ElemOp op, Form form);
 /// InvalidArgument: the row is not computed in place (its `in_place` is false).

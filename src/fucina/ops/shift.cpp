@@ -29,37 +29,8 @@ RawTensor reversed(const RawTensor& a, size_t p) {
   return RawTensor::view(a.storage(), a.dtype(), a.tags(), a.shape(), std::move(strides), offset);
 }
 
-// dst = src rolled along `axis` by s in [0, extent): dst[(i + s) mod n] = src[i].
-void rollInto(const RawTensor& src, const RawTensor& dst, Tag axis, int64_t s, ExecContext& ctx) {
-  const int64_t n = src.extent(axis);
-  const backend::Kernels& b = backend::kernelsOf(ctx);
-  b.copy(ctx, src.narrowed(axis, 0, n - s), dst.narrowed(axis, s, n - s));
-  b.copy(ctx, src.narrowed(axis, n - s, s), dst.narrowed(axis, 0, s));
-}
-
-// dst = src shifted along `axis` by k in [-n, n], zero-filled: dst[i + k] = src[i] inside the axis.
-void shiftInto(const RawTensor& src, const RawTensor& dst, Tag axis, int64_t k, ExecContext& ctx) {
-  const int64_t n = src.extent(axis);
-  const int64_t kept = n - (k < 0 ? -k : k);
-  const backend::Kernels& b = backend::kernelsOf(ctx);
-  b.copy(ctx, src.narrowed(axis, k < 0 ? -k : 0, kept), dst.narrowed(axis, k < 0 ? 0 : k, kept));
-  b.fill(ctx, dst.narrowed(axis, k < 0 ? kept : 0, n - kept), 0.0);
-}
-
-// shift mod n in [0, n) (0 for an empty axis), for any int64 shift.
-int64_t wrapShift(int64_t shift, int64_t n) {
-  if (n == 0) return 0;
-  const int64_t r = shift % n;
-  return r < 0 ? r + n : r;
-}
-
-// A shift clamped to [-n, n]: beyond it everything is vacated either way.
-int64_t clampShift(int64_t shift, int64_t n) { return shift > n ? n : shift < -n ? -n : shift; }
-
 // Per-slice shifts (rollBy, shiftBy): i32/i64 with exactly the axis by_axis, extent matching a's.
-std::vector<int64_t> perSliceShifts(ExecContext& ctx, std::string_view op, const RawTensor& a, Tag axis, Tag by_axis,
-                                    const Tensor& shifts) {
-  const RawTensor& s = shifts.value();
+void checkShifts(std::string_view op, const RawTensor& a, Tag axis, Tag by_axis, const RawTensor& s) {
   const std::string what = std::string(op) + " along " + quoted(axis) + " by " + quoted(by_axis) + " of " + a.describe();
   if (axis == by_axis) fail(ErrorCode::InvalidArgument, what + ": the two axes must differ");
   a.axis(axis);
@@ -69,34 +40,21 @@ std::vector<int64_t> perSliceShifts(ExecContext& ctx, std::string_view op, const
   if (s.rank() != 1 || s.tags()[0] != by_axis || s.shape()[0] != b)
     fail(ErrorCode::ShapeMismatch, what + ": shifts " + s.describe() + " must have exactly the axis " + quoted(by_axis) +
                                        " with extent " + std::to_string(b));
-  return backend::kernelsOf(ctx).readI64(ctx, s);
 }
 
-// rollBy's and shiftBy's copies: slice b of by_axis moved by move(src_b, dst_b, shifts[b]).
-template <class Move>
-RawTensor perSlice(ExecContext& ctx, const RawTensor& src, DType dtype, Tag by_axis, const std::vector<int64_t>& shifts,
-                   Move move) {
-  RawTensor out = RawTensor::empty(ctx, src.tags(), src.shape(), dtype);
-  for (size_t b = 0; b < shifts.size(); ++b) {
-    const auto i = static_cast<int64_t>(b);
-    move(src.narrowed(by_axis, i, 1), out.narrowed(by_axis, i, 1), shifts[b]);
-  }
-  return out;
-}
-
-template <class Move>
-Tensor perSliceOp(ExecContext& ctx, std::string_view op, const Tensor& x, Tag axis, Tag by_axis, const Tensor& shifts,
-                  Move move) {
+// rollBy and shiftBy: the backend moves each slice by its shift (Kernels::moveSlices), which a
+// device reads where it is; the VJP moves the gradient back.
+Tensor perSliceOp(ExecContext& ctx, std::string_view op, backend::Kernels::SliceMove how, const Tensor& x, Tag axis,
+                  Tag by_axis, const Tensor& shifts) {
   const RawTensor& a = x.value();
   refuseQ8(op, a);
-  const std::vector<int64_t> k = perSliceShifts(ctx, op, a, axis, by_axis, shifts);
-  RawTensor out = perSlice(ctx, a, a.dtype(), by_axis, k, [&](const RawTensor& s, const RawTensor& d, int64_t v) {
-    move(s, d, v, false, ctx);
-  });
+  checkShifts(op, a, axis, by_axis, shifts.value());
+  RawTensor out = backend::kernelsOf(ctx).moveSlices(ctx, how, a, axis, by_axis, shifts.value(), false);
   return ops::finishOp(ctx, op, out, {&x}, [&] {
-    return [tags = a.tags(), by_axis, k, move](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
-      g[0] = perSlice(c, gy.permuted(tags), DType::f32, by_axis, k,
-                      [&](const RawTensor& s, const RawTensor& d, int64_t v) { move(s, d, v, true, c); });
+    // The shifts as they are now: a later write into them does not reach the VJP.
+    return [tags = a.tags(), how, axis, by_axis, k = shifts.value().clone(ctx)](ExecContext& c, const RawTensor& gy,
+                                                                                NeedsGrad, Grads g) {
+      g[0] = backend::kernelsOf(c).moveSlices(c, how, gy.permuted(tags), axis, by_axis, k, true);
     };
   }, static_cast<size_t>(out.numel()));
 }
@@ -122,33 +80,25 @@ Tensor Tensor::roll(ExecContext& ctx, Tag axis, int64_t shift) const {
   const RawTensor& a = value();
   const int64_t n = a.extent(axis);
   refuseQ8("roll", a);
-  const int64_t s = wrapShift(shift, n);
+  const int64_t s = backend::wrapShift(shift, n);
   RawTensor out = RawTensor::empty(ctx, a.tags(), a.shape(), a.dtype());
-  rollInto(a, out, axis, s, ctx);
+  backend::rollInto(ctx, a, out, axis, s);
   return ops::finishOp(ctx, "roll", out, {this}, [&] {
-    return [tags = a.tags(), axis, back = wrapShift(n - s, n)](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
+    return [tags = a.tags(), axis, back = backend::wrapShift(n - s, n)](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
       const RawTensor src = gy.permuted(tags);
       RawTensor full = RawTensor::empty(c, tags, src.shape());
-      rollInto(src, full, axis, back, c);
+      backend::rollInto(c, src, full, axis, back);
       g[0] = std::move(full);
     };
   }, static_cast<size_t>(out.numel()));
 }
 
 Tensor Tensor::rollBy(ExecContext& ctx, Tag axis, Tag by_axis, const Tensor& shifts) const {
-  return perSliceOp(ctx, "rollBy", *this, axis, by_axis, shifts,
-                    [axis](const RawTensor& s, const RawTensor& d, int64_t k, bool adjoint, ExecContext& c) {
-                      const int64_t n = s.extent(axis), w = wrapShift(k, n);
-                      rollInto(s, d, axis, adjoint ? wrapShift(n - w, n) : w, c);
-                    });
+  return perSliceOp(ctx, "rollBy", backend::Kernels::SliceMove::roll, *this, axis, by_axis, shifts);
 }
 
 Tensor Tensor::shiftBy(ExecContext& ctx, Tag axis, Tag by_axis, const Tensor& shifts) const {
-  return perSliceOp(ctx, "shiftBy", *this, axis, by_axis, shifts,
-                    [axis](const RawTensor& s, const RawTensor& d, int64_t k, bool adjoint, ExecContext& c) {
-                      const int64_t m = clampShift(k, s.extent(axis));
-                      shiftInto(s, d, axis, adjoint ? -m : m, c);
-                    });
+  return perSliceOp(ctx, "shiftBy", backend::Kernels::SliceMove::shift, *this, axis, by_axis, shifts);
 }
 
 namespace {

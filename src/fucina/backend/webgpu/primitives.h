@@ -130,6 +130,13 @@ RawTensor im2col(ExecContext& ctx, const RawTensor& images, const Conv2dGeometry
 RawTensor col2im(ExecContext& ctx, const RawTensor& cols, const Conv2dGeometry& g, const Tags& tags,
                  const Extents& shape);
 
+// scatter_view.cpp: viewWithStrides's VJP, through a view whose elements may coincide.
+void scatterAddView(ExecContext& ctx, const RawTensor& dst, const RawTensor& src);
+
+// slices.cpp: rollBy's and shiftBy's moves, their shifts read on the device.
+RawTensor moveSlices(ExecContext& ctx, Kernels::SliceMove how, const RawTensor& src, Tag axis, Tag by_axis,
+                     const RawTensor& shifts, bool adjoint);
+
 // weights.cpp: the q8_0 and ternary quantizers, packed right operands (Bᵀ {columns..., depth} f32).
 RawTensor quantizeQ8(ExecContext& ctx, const RawTensor& a, Tag block_axis);
 RawTensor ternaryQuantize(ExecContext& ctx, const RawTensor& w);

@@ -181,10 +181,14 @@ class WebgpuKernels final : public Kernels {
     webgpu::gatedVjp(ctx, fn, gy, up, gate, gup, ggate);
   }
   std::vector<int64_t> readI64(ExecContext&, const RawTensor&) const override { unsupported("host reads (device reads are async)"); }
+  RawTensor moveSlices(ExecContext& ctx, SliceMove how, const RawTensor& src, Tag axis, Tag by_axis, const RawTensor& shifts,
+                       bool adjoint) const override {
+    return webgpu::moveSlices(ctx, how, src, axis, by_axis, shifts, adjoint);
+  }
   RawTensor band(ExecContext& ctx, const RawTensor& a, Tag row, Tag col, int64_t lo, int64_t hi) const override {
     return webgpu::band(ctx, a, row, col, lo, hi);
   }
-  void scatterAddView(ExecContext&, const RawTensor&, const RawTensor&) const override { unsupported("scatterAddView"); }
+  void scatterAddView(ExecContext& ctx, const RawTensor& dst, const RawTensor& src) const override { webgpu::scatterAddView(ctx, dst, src); }
   RawTensor quantizeQ8(ExecContext& ctx, const RawTensor& a, Tag block_axis) const override { return webgpu::quantizeQ8(ctx, a, block_axis); }
   RawTensor ternaryQuantize(ExecContext& ctx, const RawTensor& w) const override { return webgpu::ternaryQuantize(ctx, w); }
   PackedB packRhs(ExecContext& ctx, const RawTensor& b, bool depth_last) const override { return webgpu::packRhs(ctx, b, depth_last); }
