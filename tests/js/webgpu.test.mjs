@@ -710,6 +710,39 @@ for (const variant of VARIANTS) {
     compare(out, 2e-5);
   });
 
+  test(`webgpu (${variant}): normAll matches the cpu for every p, forward and VJP: ties at the maximum, NaN, strided, empty`, async () => {
+    const fc = await gpuEngine(variant);
+    const out = await onBoth(fc, (fc) => {
+      const x = fc.variable(['a', 'b'], [9, 41], values(369, 97));
+      const ties = fc.variable(['n'], [6], [0.5, -2, 2, 1, -2, 0]);
+      const r = {};
+      let total = fc.scalar(0);
+      for (const p of [2, 1, 3, 0.5, Infinity]) {
+        r[`p${p}`] = x.permuteTo(['b', 'a']).normAll(p);
+        r[`ties${p}`] = ties.normAll(p);
+        total = total.add(r[`p${p}`].mul(r[`p${p}`])).add(r[`ties${p}`]);
+      }
+      r.nan = fc.constant(['n'], [3], [NaN, -4, 1]).normAll(Infinity);  // NaN never wins the maximum
+      r.empty = fc.zeros(['n'], [0]).normAll(3);
+      total.backward();
+      return { ...r, gx: x.grad(), gties: ties.grad() };
+    });
+    compare(out, 2e-5);
+  });
+
+  test(`webgpu (${variant}): f64 converts to f32 and back as on the cpu: rounding ties, subnormals, overflow, NaN`, async () => {
+    const fc = await gpuEngine(variant);
+    const edges = [1 + 2 ** -24, 1 + 2 ** -24 + 2 ** -50, 1 + 3 * 2 ** -24, -(1 + 2 ** -24), 1e-40, -3e-42, 1e-46, 7.1e-46,
+      2 ** -150, 3 * 2 ** -151, 3.4028235677973366e38, 3.4028235677973362e38, 1e39, -1e300, 1e-300, 0, -0, Infinity, -Infinity,
+      NaN, 0.1, -123456.789, 2 ** 127 * (2 - 2 ** -23)];
+    const out = await onBoth(fc, (fc) => {
+      const wide = fc.constant(['n'], [edges.length], edges, 'f64');
+      const narrow = wide.to('f32');
+      return { narrow, back: narrow.to('f64').to('f32'), strided: fc.constant(['a', 'b'], [2, 3], edges.slice(0, 6), 'f64').permuteTo(['b', 'a']).to('f32') };
+    });
+    compare(out, 0);
+  });
+
   test(`webgpu (${variant}): grouped causal attention and its VJP match the cpu`, async () => {
     const fc = await gpuEngine(variant);
     for (const [Tq, Tk, causal] of [[5, 7, true], [9, 9, false], [70, 70, true], [1, 1, true]]) {

@@ -1,6 +1,6 @@
-// Fills, strided copies between device buffers (converting among f32, i32, i64, u8, f16 and bf16),
-// and uploads from the host (Note [Strided kernels]): by 32-bit words, and the elements narrower
-// than a word by atomic writes into theirs.
+// Fills, strided copies between device buffers (converting among f32, i32, i64, u8, f16 and bf16,
+// and between f32 and f64), and uploads from the host (Note [Strided kernels]): by 32-bit words,
+// and the elements narrower than a word by atomic writes into theirs.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -41,13 +41,52 @@ std::string copySource(uint32_t words) {
   return src + "}\n";
 }
 
-// Conversions among f32, i32 and i64 (convertSource), and to or from the dtypes narrower than a
-// word, u8, f16 and bf16 (narrowSource), as the host's (backend/element_io.h, core/dtype.cpp):
-// float to integer truncates toward zero and saturates, NaN becoming 0; i64 to i32 saturates;
-// 16-bit floats round to nearest even. An i64 is two words, low first.
+// Conversions among f32, i32 and i64 and between f32 and f64 (convertSource), and to or from the
+// dtypes narrower than a word, u8, f16 and bf16 (narrowSource), as the host's
+// (backend/element_io.h, core/dtype.cpp): float to integer truncates toward zero and saturates,
+// NaN becoming 0; i64 to i32 saturates; 16-bit floats round to nearest even. An i64 or f64 is two
+// words, low first.
 bool isWord(DType t) { return t == DType::f32 || t == DType::i32 || t == DType::i64; }
 bool isNarrow(DType t) { return t == DType::u8 || t == DType::f16 || t == DType::bf16; }
-bool converts(DType from, DType to) { return from != to && isWord(from) && isWord(to); }
+bool converts(DType from, DType to) {
+  const bool f64_f32 = (from == DType::f64 && to == DType::f32) || (from == DType::f32 && to == DType::f64);
+  return f64_f32 || (from != to && isWord(from) && isWord(to));
+}
+bool twoWords(DType t) { return t == DType::i64 || t == DType::f64; }
+
+// f64 (two words, low first) to f32 rounding to nearest even, as a C++ cast: past f32's range
+// infinity, below it subnormals then ±0, NaN kept quiet; and f32 to f64, exactly.
+const char* kF64 =
+    "fn f64_to_f32(lo: u32, hi: u32) -> u32 {\n"
+    "  let sign = hi & 0x80000000u;\n  let e = (hi >> 20u) & 0x7ffu;\n  let mh = hi & 0xfffffu;\n"
+    "  if (e == 0x7ffu) { return sign | select(0x7f800000u, 0x7fc00000u | (mh << 3u) | (lo >> 29u), (mh | lo) != 0u); }\n"
+    "  let E = i32(e) - 896;\n"
+    "  if (E >= 255) { return sign | 0x7f800000u; }\n"
+    // the top 24 bits of the significand, and the 29 below them
+    "  let m = 0x800000u | (mh << 3u) | (lo >> 29u);\n  let rest = lo & 0x1fffffffu;\n"
+    "  if (E >= 1) {\n"
+    "    var r = m + select(0u, 1u, (rest >> 28u) == 1u && ((rest & 0xfffffffu) != 0u || (m & 1u) == 1u));\n"
+    "    var be = u32(E);\n"
+    "    if (r == 0x1000000u) { r = 0x800000u; be = be + 1u; }\n"
+    "    return select(sign | (be << 23u) | (r & 0x7fffffu), sign | 0x7f800000u, be >= 255u);\n"
+    "  }\n"
+    "  let s = u32(1 - E);\n"
+    "  if (e == 0u || s >= 25u) { return sign; }\n"
+    "  let q = m >> s;\n  let half = (m >> (s - 1u)) & 1u;\n"
+    "  let below = (m & ((1u << (s - 1u)) - 1u)) != 0u || rest != 0u;\n"
+    "  return sign | (q + select(0u, 1u, half == 1u && (below || (q & 1u) == 1u)));\n"
+    "}\n"
+    "fn f32_to_f64(v: u32) -> vec2u {\n"
+    "  let sign = v & 0x80000000u;\n  let e = (v >> 23u) & 0xffu;\n  let m = v & 0x7fffffu;\n"
+    "  if (e == 0xffu) { return vec2u(m << 29u, sign | 0x7ff00000u | (m >> 3u)); }\n"
+    "  if (e == 0u) {\n"
+    "    if (m == 0u) { return vec2u(0u, sign); }\n"
+    "    let b = 31u - countLeadingZeros(m);\n"  // m·2^-149 = 1.f·2^(b - 149)
+    "    let f = (m << (23u - b)) & 0x7fffffu;\n"
+    "    return vec2u(f << 29u, sign | ((b + 874u) << 20u) | (f >> 3u));\n"
+    "  }\n"
+    "  return vec2u(m << 29u, sign | ((e + 896u) << 20u) | (m >> 3u));\n"
+    "}\n";
 
 const char* kF32ToI64 =
     "fn f32_to_i64(v: f32) -> vec2u {\n"
@@ -104,12 +143,16 @@ std::string narrowSource(DType from, DType to, bool fill) {
 }
 
 std::string convertSource(DType from, DType to) {
-  const uint32_t in_words = from == DType::i64 ? 2 : 1, out_words = to == DType::i64 ? 2 : 1;
-  std::string src = prelude(2) + readBinding(0, "src", "u32") + writeBinding(1, "dst", "u32") + kF32ToI64 +
+  const uint32_t in_words = twoWords(from) ? 2 : 1, out_words = twoWords(to) ? 2 : 1;
+  std::string src = prelude(2) + readBinding(0, "src", "u32") + writeBinding(1, "dst", "u32") + kF32ToI64 + kF64 +
                     kMainSignature + " {\n  " + kLinearIndex +
                     "\n  if (i >= uw(0u)) { return; }\n  let s = strided(i, 0u) * " + std::to_string(in_words) +
                     "u;\n  let d = strided(i, 1u) * " + std::to_string(out_words) + "u;\n";
-  if (from == DType::i64) {
+  if (from == DType::f64) {
+    src += "  dst[d] = f64_to_f32(src[s], src[s + 1u]);\n";
+  } else if (to == DType::f64) {
+    src += "  let w = f32_to_f64(src[s]);\n  dst[d] = w.x;\n  dst[d + 1u] = w.y;\n";
+  } else if (from == DType::i64) {
     src += "  let lo = src[s];\n  let hi = src[s + 1u];\n";
     if (to == DType::f32) src += "  dst[d] = bitcast<u32>(i64_to_f32(lo, hi));\n";
     else  // i32: saturated unless hi is lo's sign extension

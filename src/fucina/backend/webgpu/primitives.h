@@ -59,6 +59,10 @@ RawTensor sumAxes(ExecContext& ctx, const RawTensor& a, const Tags& axes);
 /// The f32 scalar (Σ loss)/denom of an f32 loss (the sum in f32, in a tree).
 RawTensor reduceLoss(ExecContext& ctx, const RawTensor& loss, double denom);
 
+// norm_all.cpp: normAll's norm (the f64 lines pNorm and norm over all axes, from an f32 sum) and VJP.
+RawTensor reduceF64(ExecContext& ctx, Kernels::F64Line op, const RawTensor& a, const Tags& axes, double param);
+RawTensor pNormVjp(ExecContext& ctx, const RawTensor& x, const RawTensor& norm, const RawTensor& gy, double p);
+
 // along.cpp: extrema, products and scans along an axis; cumprod and linear recurrence rows.
 Kernels::Along reduceAlong(ExecContext& ctx, Kernels::AlongAxis op, const RawTensor& a, Tag axis);
 RawTensor cumprodRows(ExecContext& ctx, const RawTensor& x);

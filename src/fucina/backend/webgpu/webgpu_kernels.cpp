@@ -27,8 +27,12 @@ class WebgpuKernels final : public Kernels {
   Along reduceAlong(ExecContext& ctx, AlongAxis op, const RawTensor& a, Tag axis) const override {
     return webgpu::reduceAlong(ctx, op, a, axis);
   }
-  RawTensor reduceF64(ExecContext&, F64Line, const RawTensor&, const Tags&, double) const override { unsupported("reduceF64"); }
-  RawTensor pNormVjp(ExecContext&, const RawTensor&, const RawTensor&, const RawTensor&, double) const override { unsupported("pNormVjp"); }
+  RawTensor reduceF64(ExecContext& ctx, F64Line op, const RawTensor& a, const Tags& axes, double param) const override {
+    return webgpu::reduceF64(ctx, op, a, axes, param);
+  }
+  RawTensor pNormVjp(ExecContext& ctx, const RawTensor& x, const RawTensor& norm, const RawTensor& gy, double p) const override {
+    return webgpu::pNormVjp(ctx, x, norm, gy, p);
+  }
   RawTensor cumprodRows(ExecContext& ctx, const RawTensor& x) const override { return webgpu::cumprodRows(ctx, x); }
   RawTensor cumprodRowsVjp(ExecContext& ctx, const RawTensor& x, const RawTensor& y, const RawTensor& gy) const override {
     return webgpu::cumprodRowsVjp(ctx, x, y, gy);
