@@ -149,7 +149,9 @@ for (const variant of VARIANTS) {
     throwsCode(() => d.add(c), 'DeviceMismatch');
     throwsCode(() => c.add(d), 'DeviceMismatch');
     throwsCode(() => d.maskedSelect(fc.constant(['i'], [3], [1, 0, 1], 'u8'), 'k'), 'UnsupportedOnDevice');  // docs/webgpu-ops.md lists what has no kernel
-    throwsCode(() => d.to('f64'), 'UnsupportedOnDevice');
+    const wide = d.to('f64');  // f64 is held as two words there: copies and conversions to and from f32
+    assert.deepEqual(Array.from(await wide.data()), [1, 2, 3]);
+    throwsCode(() => wide.to('i32'), 'UnsupportedOnDevice');
     const e = throwsCode(() => fc.constant(['i'], [3], [1, 2, 3], 'f64').add(d), 'UnsupportedOnDevice');
     assert.match(e.message, /webgpu/);
   });
@@ -642,7 +644,10 @@ for (const variant of VARIANTS) {
       const bias = fc.constant(['o'], [7], values(7, 64));
       const pw = fc.packRhs(w, 'e'), pt = fc.packRhs(wt, 'e'), p16 = fc.packRhs(w.to('f16'), 'e');
       const pq = fc.packRhs(w.quantize('q8_0', 'e'), 'e');
+      const lin = new fc.nn.Linear('e', 'o', 96, 7, 69);  // a layer's pack() on the device it lives on
+      const packed = lin.pack();
       const r = {
+        layer: packed.forward(x), layerForward: fc.noGrad(() => lin.forward(x)),
         dense: x.dotPacked(pw), bias: x.dotPacked(pw, bias), t: x.dotPacked(pt), f16: x.dotPacked(p16),
         two: x.dotPacked(fc.packRhs(w2, 'e')), q8: x.dotPacked(pq, bias), rows: x.split('t', ['a', 'b'], [1, 5]).dotPacked(pw),
         strided: fc.constant(['e', 't'], [96, 5], values(480, 65)).dotPacked(pw),
@@ -651,6 +656,7 @@ for (const variant of VARIANTS) {
         geglu: fc.constant(['t', 'e'], [3, 192], values(576, 68)).gegluQuantDotPacked(pq),
         empty: fc.zeros(['t', 'e'], [0, 96]).dotPacked(pw),
       };
+      packed.dispose();
       assert.equal(pw.dtype, 'f32');
       assert.equal(pq.dtype, 'q8_0');
       return r;

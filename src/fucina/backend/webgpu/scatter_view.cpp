@@ -42,7 +42,7 @@ std::string gatherSource() {
          "  for (var t = 0u; t < uw(2u); t = t + 1u) {\n"
          "    var rest = t;\n    var at = 0u;\n    var si = 0u;\n"
          "    for (var d = uw(1u); d > 0u; d = d - 1u) {\n"
-         "      let w = 8u + 3u * (d - 1u);\n"
+         "      let w = " + std::to_string(kAxisWord) + "u + 3u * (d - 1u);\n"
          "      let c = rest % uw(w);\n      rest = rest / uw(w);\n"
          "      at = at + c * uw(w + 1u);\n      si = si + c * uw(w + 2u);\n"
          "    }\n"
