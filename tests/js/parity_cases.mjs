@@ -1,11 +1,8 @@
 // The PyTorch parity fixtures (tests/fixtures/parity/<family>.json, written by
 // tests/fixtures/parity/generate.py with python3-torch, run by hand) as the JS suites replay them:
 // each fixture op's JS call and each input made as the case describes it. ops_parity.test.mjs
-// replays them on the cpu and reference backends, webgpu_parity.test.mjs on the webgpu device.
-import assert from 'node:assert/strict';
-import { readFileSync, readdirSync } from 'node:fs';
-
-const dir = new URL('../fixtures/parity/', import.meta.url);
+// replays them on the cpu and reference backends, webgpu_parity.mjs on the webgpu device, in Node
+// and in a page: so this module imports nothing (parity_families.mjs reads the files in Node).
 
 // How each fixture op maps onto the JS call: (inputs by name, args, fc) => Tensor, or [values, extras].
 export const OPS = {
@@ -255,18 +252,17 @@ function reversedLayout(shape, vals) {
   return out;
 }
 
-/** The parity fixture families: [file name, parsed document], sorted by name. */
-export function families() {
-  return readdirSync(dir).filter((f) => f.endsWith('.json')).sort()
-    .map((f) => [f, JSON.parse(readFileSync(new URL(f, dir), 'utf8'))]);
-}
-
 /** Values read back (in want's axis order) within atol + rtol·|want| of the fixture's (NaN where
  * it has NaN). */
 export function closeValues(what, got, want, { atol = 1e-5, rtol = 1e-4 } = {}) {
-  assert.equal(got.length, want.values.length, `${what}: size`);
+  check(got.length === want.values.length, `${what}: size ${got.length}, want ${want.values.length}`);
   want.values.forEach((w, k) => {
-    if (Number.isNaN(w)) return assert.ok(Number.isNaN(got[k]), `${what}[${k}]: ${got[k]} vs NaN`);
-    assert.ok(Math.abs(got[k] - w) <= atol + rtol * Math.abs(w), `${what}[${k}]: ${got[k]} vs ${w}`);
+    if (Number.isNaN(w)) return check(Number.isNaN(got[k]), `${what}[${k}]: ${got[k]} vs NaN`);
+    check(Math.abs(got[k] - w) <= atol + rtol * Math.abs(w), `${what}[${k}]: ${got[k]} vs ${w}`);
   });
+}
+
+/** Throws an Error saying what unless ok. */
+export function check(ok, what) {
+  if (!ok) throw new Error(what);
 }
