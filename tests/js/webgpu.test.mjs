@@ -749,6 +749,31 @@ for (const variant of VARIANTS) {
     compare(out, 0);
   });
 
+  test(`webgpu (${variant}): crossEntropyExt matches the cpu, forward and VJP: soft targets, labels summed or per row, smoothing, weights, z-loss, ignored rows`, async () => {
+    const fc = await gpuEngine(variant);
+    const out = await onBoth(fc, (fc) => {
+      const x = fc.variable(['class', 'b', 't'], [11, 3, 5], values(165, 98).map((v) => 4 * v));  // the class axis first: strided rows
+      const soft = fc.variable(['b', 't', 'class'], [3, 5, 11], values(165, 99).map(Math.abs));
+      const labels = fc.constant(['b', 't'], [3, 5], [0, 10, 3, -100, 7, 7, 1, 2, 9, -100, 4, 5, 6, 8, 0], 'i64');
+      const weight = fc.constant(['class'], [11], values(11, 100).map((v) => 1 + v / 2));
+      const r = {
+        softMean: x.crossEntropyExt(soft, 'class', { labelSmoothing: 0.1, zLoss: 1e-3, weight }),
+        softNone: x.crossEntropyExt(soft, 'class', { reduction: 'none' }),
+        labelsSum: x.crossEntropyExt(labels, 'class', { reduction: 'sum', labelSmoothing: 0.2, zLoss: 1e-2, weight }),
+        labelsNone: x.crossEntropyExt(labels, 'class', { reduction: 'none', labelSmoothing: 0.05 }),
+        wide: fc.constant(['r', 'c'], [2, 700], values(1400, 101).map((v) => 9 * v))
+          .crossEntropyExt(fc.constant(['r'], [2], [699, 0], 'i32'), 'c', { reduction: 'sum' }),
+      };
+      r.softMean.add(r.softNone.mul(r.softNone).sumAll()).add(r.labelsSum).add(r.labelsNone.mul(r.labelsNone).sumAll()).backward();
+      return { ...r, gx: x.grad(), gsoft: soft.grad() };
+    });
+    compare(out, 2e-5);
+    // The labels' mean divides by their weight sum, a host read.
+    const e = throwsCode(() => fc.variable(['r', 'c'], [2, 3], values(6, 1)).crossEntropyExt(fc.constant(['r'], [2], [1, 2], 'i64'), 'c'),
+      'UnsupportedOnDevice');
+    assert.match(e.message, /labelWeightSum/);
+  });
+
   test(`webgpu (${variant}): grouped causal attention and its VJP match the cpu`, async () => {
     const fc = await gpuEngine(variant);
     for (const [Tq, Tk, causal] of [[5, 7, true], [9, 9, false], [70, 70, true], [1, 1, true]]) {

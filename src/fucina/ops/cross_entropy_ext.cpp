@@ -109,7 +109,10 @@ Tensor Tensor::crossEntropyExt(ExecContext& ctx, const Tensor& target, Tag class
   }
   const backend::Kernels& k = backend::kernelsOf(ctx);
   const backend::Kernels::CrossEntropyRows fwd = k.crossEntropyRows(ctx, in, ce, /*in_place=*/false);
-  const double denom = soft ? static_cast<double>(rows) : k.labelWeightSum(ctx, ce.target, ce.weights, ce.ignore);
+  // Only the labels' mean divides by their weight sum, a read of them (on a device, unsupported).
+  const double denom = soft ? static_cast<double>(rows)
+                       : o.reduction == Reduction::mean ? k.labelWeightSum(ctx, ce.target, ce.weights, ce.ignore)
+                                                        : 1.0;
   RawTensor out = reduceRows(ctx, fwd.loss, rowTags(in), rowShape(in), o.reduction, denom);
   return ops::finishOp(ctx, op, std::move(out), {this, &target}, [&] {
     return [logp = fwd.logp, lse = fwd.lse, ce = std::move(ce), reduction = o.reduction, denom, soft](

@@ -97,6 +97,13 @@ RawTensor labelLossRows(ExecContext& ctx, const RawTensor& lp, const RawTensor& 
 RawTensor labelLossRowsVjp(ExecContext& ctx, const RawTensor& lp, const RawTensor& labels, const RawTensor& gy,
                            float scale, double smoothing, bool plain);
 
+// cross_entropy.cpp: crossEntropyExt's rows (the logsumexp and losses in f32) and their VJP.
+Kernels::CrossEntropyRows crossEntropyRows(ExecContext& ctx, const RawTensor& x, const Kernels::CrossEntropy& ce,
+                                           bool in_place);
+Kernels::CrossEntropyGrads crossEntropyRowsVjp(ExecContext& ctx, const RawTensor& lp, const RawTensor& lse,
+                                               const Kernels::CrossEntropy& ce, const RawTensor& gy, double denom,
+                                               bool need_x, bool need_target, bool in_place);
+
 // gemm.cpp
 RawTensor contract(ExecContext& ctx, const RawTensor& a, const RawTensor& b, const Tags& contracted,
                    const RawTensor& initial);

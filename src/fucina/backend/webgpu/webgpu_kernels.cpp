@@ -163,8 +163,14 @@ class WebgpuKernels final : public Kernels {
   }
   RawTensor reduceLoss(ExecContext& ctx, const RawTensor& loss, double denom) const override { return webgpu::reduceLoss(ctx, loss, denom); }
   double labelWeightSum(ExecContext&, const RawTensor&, const RawTensor&, int64_t) const override { unsupported("labelWeightSum (its result is read on the host)"); }
-  CrossEntropyRows crossEntropyRows(ExecContext&, const RawTensor&, const CrossEntropy&, bool) const override { unsupported("crossEntropyRows"); }
-  CrossEntropyGrads crossEntropyRowsVjp(ExecContext&, const RawTensor&, const RawTensor&, const CrossEntropy&, const RawTensor&, double, bool, bool, bool) const override { unsupported("crossEntropyRowsVjp"); }
+  CrossEntropyRows crossEntropyRows(ExecContext& ctx, const RawTensor& x, const CrossEntropy& ce, bool in_place) const override {
+    return webgpu::crossEntropyRows(ctx, x, ce, in_place);
+  }
+  CrossEntropyGrads crossEntropyRowsVjp(ExecContext& ctx, const RawTensor& lp, const RawTensor& lse, const CrossEntropy& ce,
+                                        const RawTensor& gy, double denom, bool need_x, bool need_target,
+                                        bool in_place) const override {
+    return webgpu::crossEntropyRowsVjp(ctx, lp, lse, ce, gy, denom, need_x, need_target, in_place);
+  }
   RawTensor temperatureSoftmaxRows(ExecContext&, const RawTensor&, float) const override { unsupported("temperatureSoftmaxRows"); }
   RawTensor distillRows(ExecContext&, const RawTensor&, const Distill&) const override { unsupported("distillRows"); }
   RawTensor distillRowsVjp(ExecContext&, const RawTensor&, const Distill&, const RawTensor&) const override { unsupported("distillRowsVjp"); }
