@@ -136,6 +136,11 @@ void updateInto(ExecContext& ctx, ElemOp op, const RawTensor& dst, const RawTens
   updateWith(ctx, dst, unary ? nullptr : src, formOf(op, Form::fwd), p);
 }
 
+RawTensor mapOne(ExecContext& ctx, const RawTensor& a, const std::string& expr, double pa) {
+  const std::array<const RawTensor*, 1> in{&a};
+  return mapExpr(ctx, a.tags(), a.shape(), in, {"a"}, expr, {pa});
+}
+
 void addInto(ExecContext& ctx, const RawTensor& dst, const RawTensor& src) { updateWith(ctx, dst, &src, "a + b", {}); }
 
 }  // namespace fucina::backend::webgpu

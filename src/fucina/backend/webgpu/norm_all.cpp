@@ -13,12 +13,6 @@
 namespace fucina::backend::webgpu {
 namespace {
 
-// An expression over one operand `a`, elementwise.
-RawTensor unary(ExecContext& ctx, const RawTensor& a, const std::string& expr, double pa = 0) {
-  const std::array<const RawTensor*, 1> in{&a};
-  return mapExpr(ctx, a.tags(), a.shape(), in, {"a"}, expr, {pa});
-}
-
 // The norm as f32 {}: max |x| over the non-NaN elements (0 when none) for p = infinity, as the
 // host's std::max, else (Σ|x|^p)^(1/p).
 RawTensor normF32(ExecContext& ctx, const RawTensor& x, double p) {
@@ -28,13 +22,13 @@ RawTensor normF32(ExecContext& ctx, const RawTensor& x, double p) {
     return zero;
   }
   if (std::isinf(p)) {
-    const RawTensor m = unary(ctx, x, "select(abs(a), 0.0, is_nan(a))");
+    const RawTensor m = mapOne(ctx, x, "select(abs(a), 0.0, is_nan(a))");
     const RawTensor flat = RawTensor::view(m.storage(), DType::f32, {Tag("all")}, {m.numel()}, {1}, m.offset());
     return reduceAlong(ctx, Kernels::AlongAxis::max, flat, Tag("all")).values;
   }
-  const RawTensor terms = unary(ctx, x, p == 2 ? "a * a" : p == 1 ? "abs(a)" : "pow_(abs(a), pa)", p);
+  const RawTensor terms = mapOne(ctx, x, p == 2 ? "a * a" : p == 1 ? "abs(a)" : "pow_(abs(a), pa)", p);
   const RawTensor sum = sumAxes(ctx, terms, x.tags());
-  return p == 1 ? sum : unary(ctx, sum, p == 2 ? "sqrt(a)" : "pow_(a, 1.0 / pa)", p);
+  return p == 1 ? sum : mapOne(ctx, sum, p == 2 ? "sqrt(a)" : "pow_(a, 1.0 / pa)", p);
 }
 
 }  // namespace

@@ -22,6 +22,8 @@ using Conv2dGeometry = kernels::Conv2dGeometry;
 RawTensor mapExpr(ExecContext& ctx, const Tags& tags, const Extents& shape, Inputs ins,
                   const std::vector<std::string>& names, const std::string& expr, const ElemParams& p,
                   const std::string& functions = "");
+/// mapExpr over one operand, named `a`, over its own axes.
+RawTensor mapOne(ExecContext& ctx, const RawTensor& a, const std::string& expr, double pa = 0);
 RawTensor map(ExecContext& ctx, ElemOp op, Form form, const Tags& tags, const Extents& shape, Inputs ins,
               const ElemParams& p);
 void updateInto(ExecContext& ctx, ElemOp op, const RawTensor& dst, const RawTensor* src, const ElemParams& p);

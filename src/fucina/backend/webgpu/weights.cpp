@@ -118,8 +118,7 @@ RawTensor quantizeQ8(ExecContext& ctx, const RawTensor& a, Tag block_axis) {
 
 RawTensor ternaryQuantize(ExecContext& ctx, const RawTensor& w) {
   requireF32(w, "ternaryQuantize");
-  const std::array<const RawTensor*, 1> in{&w};
-  const RawTensor magnitudes = mapExpr(ctx, w.tags(), w.shape(), in, {"w"}, "abs(w)", {});
+  const RawTensor magnitudes = mapOne(ctx, w, "abs(a)");
   const RawTensor sum = sumAxes(ctx, magnitudes, w.tags());
   const std::array<const RawTensor*, 2> ins{&w, &sum};
   return mapExpr(ctx, w.tags(), w.shape(), ins, {"w", "t"}, "ternary(w, t / pa)",
