@@ -896,6 +896,12 @@ TEST_CASE("backend harness: bad inputs are the same errors on every backend") {
     CHECK_FUCINA_ERROR(fucina::backend::kernelsFor(b).mapAs(ctx, fucina::backend::ElemOp::FiniteOrZero, DType::f64,
                                                             dst.tags(), dst.shape(), std::span(four).first(1), {}),
                        DTypeMismatch);
+    // A loss divisor held as a tensor (a device's labelWeightSum) is never read as a number here
+    // (Note [Loss divisors]); a number divides as it always did.
+    const fucina::backend::Kernels::Divisor on_device(fucina::internal::RawTensor::full(ctx, {}, {}, 2.0));
+    CHECK_FUCINA_ERROR(fucina::backend::kernelsFor(b).reduceLoss(ctx, dst, on_device), DeviceMismatch);
+    const fucina::internal::RawTensor two = fucina::internal::RawTensor::full(ctx, {"i"}, {2}, 3.0);
+    CHECK(fucina::backend::kernelsFor(b).reduceLoss(ctx, two, 4.0).f32()[0] == 1.5f);
   }
   CHECK_FUCINA_ERROR(ExecContext(ExecOptions{.backend = static_cast<Backend>(7)}), InvalidArgument);
 }

@@ -749,7 +749,7 @@ for (const variant of VARIANTS) {
     compare(out, 0);
   });
 
-  test(`webgpu (${variant}): crossEntropyExt matches the cpu, forward and VJP: soft targets, labels summed or per row, smoothing, weights, z-loss, ignored rows`, async () => {
+  test(`webgpu (${variant}): crossEntropyExt matches the cpu, forward and VJP: soft targets, labels summed, averaged or per row, smoothing, weights, z-loss, ignored rows`, async () => {
     const fc = await gpuEngine(variant);
     const out = await onBoth(fc, (fc) => {
       const x = fc.variable(['class', 'b', 't'], [11, 3, 5], values(165, 98).map((v) => 4 * v));  // the class axis first: strided rows
@@ -761,17 +761,62 @@ for (const variant of VARIANTS) {
         softNone: x.crossEntropyExt(soft, 'class', { reduction: 'none' }),
         labelsSum: x.crossEntropyExt(labels, 'class', { reduction: 'sum', labelSmoothing: 0.2, zLoss: 1e-2, weight }),
         labelsNone: x.crossEntropyExt(labels, 'class', { reduction: 'none', labelSmoothing: 0.05 }),
+        // The mean divides by the labels' weight sum (or count), computed where the labels are.
+        labelsMean: x.crossEntropyExt(labels, 'class', { labelSmoothing: 0.1, weight }),
+        countMean: x.crossEntropyExt(labels, 'class', { zLoss: 1e-2 }),
         wide: fc.constant(['r', 'c'], [2, 700], values(1400, 101).map((v) => 9 * v))
           .crossEntropyExt(fc.constant(['r'], [2], [699, 0], 'i32'), 'c', { reduction: 'sum' }),
+        wideMean: fc.constant(['r', 'c'], [300, 3], values(900, 102))
+          .crossEntropyExt(fc.constant(['r'], [300], values(300, 103).map((v) => (v > 0.8 ? -100 : Math.floor(3 * Math.abs(v)) % 3)), 'i64'), 'c'),
+        allIgnored: fc.constant(['r', 'c'], [2, 3], values(6, 1)).crossEntropyExt(fc.constant(['r'], [2], [-100, -100], 'i64'), 'c'),
       };
-      r.softMean.add(r.softNone.mul(r.softNone).sumAll()).add(r.labelsSum).add(r.labelsNone.mul(r.labelsNone).sumAll()).backward();
+      r.softMean.add(r.softNone.mul(r.softNone).sumAll()).add(r.labelsSum).add(r.labelsNone.mul(r.labelsNone).sumAll())
+        .add(r.labelsMean.scale(3)).add(r.countMean.mul(r.countMean)).backward();
       return { ...r, gx: x.grad(), gsoft: soft.grad() };
     });
     compare(out, 2e-5);
-    // The labels' mean divides by their weight sum, a host read.
-    const e = throwsCode(() => fc.variable(['r', 'c'], [2, 3], values(6, 1)).crossEntropyExt(fc.constant(['r'], [2], [1, 2], 'i64'), 'c'),
-      'UnsupportedOnDevice');
-    assert.match(e.message, /labelWeightSum/);
+    assert.ok(Number.isNaN(out.webgpu.allIgnored[0]), 'the mean over no counted labels is NaN, as on the cpu');
+  });
+
+  test(`webgpu (${variant}): linearCrossEntropyExt matches the cpu, forward and VJP: chunks, each reduction, weights, smoothing, ignored rows`, async () => {
+    const fc = await gpuEngine(variant);
+    const out = await onBoth(fc, (fc) => {
+      const x = fc.variable(['in', 'b', 't'], [6, 3, 7], values(126, 104));  // the feature axis first: strided
+      const w = fc.variable(['class', 'in'], [300, 6], values(1800, 105).map((v) => 2 * v));
+      const labelList = [0, 299, 3, -100, 7, 7, 1, 2, 9, -100, 4, 5, 6, 8, 0, 150, 151, 2, 3, 4, 5];
+      const labels = fc.constant(['b', 't'], [3, 7], labelList, 'i64');
+      const weight = fc.constant(['class'], [300], values(300, 106).map((v) => 1 + v / 2));
+      const r = {
+        mean: x.linearCrossEntropyExt(w, labels, 'in', 'class', { chunkRows: 4, labelSmoothing: 0.1, weight }),
+        count: x.linearCrossEntropyExt(w, labels, 'in', 'class', { chunkRows: 100, zLoss: 1e-3 }),
+        sum: x.linearCrossEntropyExt(w, labels, 'in', 'class', { chunkRows: 5, reduction: 'sum' }),
+        none: x.linearCrossEntropyExt(w, fc.constant(['b', 't'], [3, 7], labelList.map((y) => Math.max(y, 7)), 'i64'), 'in', 'class',
+          { chunkRows: 1, reduction: 'none', ignoreIndex: 7 }),
+      };
+      r.mean.add(r.count.scale(2)).add(r.sum.scale(0.1)).add(r.none.mul(r.none).sumAll()).backward();
+      return { ...r, gx: x.grad(), gw: w.grad() };
+    });
+    compare(out, 3e-5);
+  });
+
+  test(`webgpu (${variant}): linearDistillExt matches the cpu, forward and VJP: temperatures, hard labels mixed in, teacher probabilities, each reduction`, async () => {
+    const fc = await gpuEngine(variant);
+    const out = await onBoth(fc, (fc) => {
+      const x = fc.variable(['b', 't', 'in'], [2, 5, 8], values(80, 107));
+      const w = fc.variable(['in', 'class'], [8, 270], values(2160, 108).map((v) => 2 * v));  // the weight transposed
+      const teacher = fc.constant(['class', 'b', 't'], [270, 2, 5], values(2700, 109).map((v) => 3 * v));
+      const probs = teacher.softmax('class');
+      const labels = fc.constant(['b', 't'], [2, 5], [0, 269, -100, 4, 100, 5, 6, -100, 8, 9], 'i64');
+      const r = {
+        kd: x.linearDistillExt(w, teacher, 'in', 'class', { temperature: 2, chunkRows: 3 }),
+        mixed: x.linearDistillExt(w, teacher, 'in', 'class', { temperature: 1.5, alpha: 0.3, labels, chunkRows: 4 }),
+        probs: x.linearDistillExt(w, probs, 'in', 'class', { teacherProbs: true, alpha: 0.5, labels, reduction: 'sum' }),
+        none: x.linearDistillExt(w, teacher, 'in', 'class', { temperature: 0.7, alpha: 1, labels, reduction: 'none', chunkRows: 1 }),
+      };
+      r.kd.add(r.mixed.scale(2)).add(r.probs.scale(0.5)).add(r.none.mul(r.none).sumAll()).backward();
+      return { ...r, gx: x.grad(), gw: w.grad() };
+    });
+    compare(out, 3e-5);
   });
 
   test(`webgpu (${variant}): grouped causal attention and its VJP match the cpu`, async () => {

@@ -136,9 +136,26 @@ for (const variant of VARIANTS) {
         sm: logits.softmax('c'),
         ln: logits.layerNorm('c', { weight: w, bias: b }),
         rms: logits.rmsNormMul('c', w),
+        ext: logits.crossEntropyExt(labels, 'c', { labelSmoothing: 0.1, zLoss: 1e-3, weight: w.detach().abs() }),
       };
-      r.ce.add(r.smooth).add(r.lsm.mul(r.sm).sumAll()).add(r.ln.mul(r.rms).sumAll()).backward();
+      r.ce.add(r.smooth).add(r.lsm.mul(r.sm).sumAll()).add(r.ln.mul(r.rms).sumAll()).add(r.ext).backward();
       return { ...r, glogits: logits.grad(), gw: w.grad(), gb: b.grad() };
+    }, 1e-4);
+  });
+
+  test(`webgpu pieces (${variant}): the chunked heads' rows over one binding, as the cpu`, async () => {
+    const fc = await smallDevice(variant, 65536);
+    await compareOnBoth(fc, (fc) => {
+      const x = fc.variable(['n', 'd'], [200, 8], values(200 * 8, 18));
+      const w = fc.variable(['c', 'd'], [160, 8], values(160 * 8, 19));  // logits [200, 160]: 128 KB
+      const teacher = fc.constant(['n', 'c'], [200, 160], values(200 * 160, 20));
+      const labels = fc.constant(['n'], [200], Array.from({ length: 200 }, (_, i) => (i % 9 ? (i * 37) % 160 : -100)), 'i64');
+      const r = {
+        ce: x.linearCrossEntropyExt(w, labels, 'd', 'c', { chunkRows: 200, labelSmoothing: 0.1 }),
+        kd: x.linearDistillExt(w, teacher, 'd', 'c', { temperature: 2, alpha: 0.4, labels, chunkRows: 200 }),
+      };
+      r.ce.add(r.kd).backward();
+      return { ...r, gx: x.grad(), gw: w.grad() };
     }, 1e-4);
   });
 

@@ -19,6 +19,11 @@ const Kernels& kernelsFor(Backend backend) {
 
 const Kernels& kernelsOf(const ExecContext& ctx) { return kernelsFor(ctx.backend()); }
 
+double Kernels::Divisor::host() const {
+  if (tensor.valid()) fail(ErrorCode::DeviceMismatch, "a loss divisor on a device reached a host backend");
+  return value;
+}
+
 RawTensor Kernels::moveSlices(ExecContext& ctx, SliceMove how, const RawTensor& src, Tag axis, Tag by_axis,
                               const RawTensor& shifts, bool adjoint) const {
   const std::vector<int64_t> k = readI64(ctx, shifts);

@@ -316,9 +316,20 @@ class Kernels {
   /// f·(1 - s) subtracted at y; plain: -f at y, 0 elsewhere, lp giving only the layout (any strides).
   virtual RawTensor labelLossRowsVjp(ExecContext& ctx, const RawTensor& lp, const RawTensor& labels,
                                      const RawTensor& gy, float scale, double smoothing, bool plain) const = 0;
+  /// A loss mean's denominator: a number, or a scalar f32 tensor that a device computed from its
+  /// labels (a device's reads are async, so the count stays there: labelWeightSum). Host backends
+  /// are only ever handed numbers, and read them with host().
+  struct Divisor {
+    double value = 1;
+    RawTensor tensor;
+    Divisor(double v = 1) : value(v) {}  // NOLINT(google-explicit-constructor): a number divides
+    explicit Divisor(RawTensor t) : tensor(std::move(t)) {}
+    /// The number (DeviceMismatch for a device's tensor).
+    double host() const;
+  };
   /// The f32 scalar (Σ loss)/denom, the sum over every element of loss (contiguous f32 or f64) in
   /// order in f64: a loss's sum or mean.
-  virtual RawTensor reduceLoss(ExecContext& ctx, const RawTensor& loss, double denom) const = 0;
+  virtual RawTensor reduceLoss(ExecContext& ctx, const RawTensor& loss, const Divisor& denom) const = 0;
 
   // --- cross-entropy rows (crossEntropyExt, linearCrossEntropyExt): x the logits, rows-last and
   // contiguous f32 [rows..., C] ---
@@ -332,8 +343,8 @@ class Kernels {
     int64_t ignore = -100;
   };
   /// The mean's denominator with labels (i64, contiguous): Σ w[y] over the labels that are not
-  /// `ignore` (their count when weights is invalid), in order in f64.
-  virtual double labelWeightSum(ExecContext& ctx, const RawTensor& labels, const RawTensor& weights,
+  /// `ignore` (their count when weights is invalid), in order in f64; a device's stays a tensor.
+  virtual Divisor labelWeightSum(ExecContext& ctx, const RawTensor& labels, const RawTensor& weights,
                                 int64_t ignore) const = 0;
   /// Per row: lp = log_softmax(x), lse its logsumexp (f64, the rows' axes) and the loss (f64, the
   /// rows' axes): with labels -(1 - s)·w[y]·lp[y] - (s/C)·Σ w·lp + z·lse² (0 for ignored rows),
@@ -355,7 +366,7 @@ class Kernels {
     RawTensor x, target;
   };
   virtual CrossEntropyGrads crossEntropyRowsVjp(ExecContext& ctx, const RawTensor& lp, const RawTensor& lse,
-                                                const CrossEntropy& ce, const RawTensor& gy, double denom,
+                                                const CrossEntropy& ce, const RawTensor& gy, const Divisor& denom,
                                                 bool need_x, bool need_target, bool in_place) const = 0;
   /// The teacher's distribution at temperature T = 1/inv_t of each row of x: exp(inv_t·x - lse),
   /// lse the logsumexp of inv_t·x (max subtracted, the sum in f64).
@@ -369,10 +380,11 @@ class Kernels {
     RawTensor probs, labels;
     double temperature = 1, alpha = 0;
     int64_t ignore = -100;
-    double kd_div = 1, ce_div = 1;
+    double kd_div = 1;
+    Divisor ce_div = 1;
   };
   virtual RawTensor distillRows(ExecContext& ctx, const RawTensor& x, const Distill& d) const = 0;
-  /// Its VJP, written over x (exclusively owned) and returned: gx = k·(softmax(x/T) - p) +
+  /// Its VJP, returned (a backend may write it over x, which is exclusively owned): gx = k·(softmax(x/T) - p) +
   /// a·(softmax(x) - onehot(y)) with k = (1 - α)·T·fk and a = α·fc, fk and fc the row's upstream
   /// factors: gy[r] when gy has the rows' axes (contiguous), else gy/kd_div and gy/ce_div (gy a
   /// scalar); fc is 0 for ignored rows and without labels.

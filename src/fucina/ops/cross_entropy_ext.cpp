@@ -24,6 +24,7 @@ using ops::Labels;
 using ops::NeedsGrad;
 using CrossEntropy = backend::Kernels::CrossEntropy;
 using Distill = backend::Kernels::Distill;
+using Divisor = backend::Kernels::Divisor;
 
 namespace {
 
@@ -54,17 +55,17 @@ CrossEntropy ceRows(ExecContext& ctx, std::string_view op, const CrossEntropyExt
   return r;
 }
 
-// The per-row losses (f64, over tags and shape) reduced as asked: a scalar (sum; mean divides by
-// denom), or the rows as f32.
+// The per-row losses (over tags and shape: f64 on the host, f32 on a device) reduced as asked: a
+// scalar (sum; mean divides by denom), or the rows as f32.
 RawTensor reduceRows(ExecContext& ctx, const RawTensor& loss, const Tags& tags, const Extents& shape, Reduction r,
-                     double denom) {
+                     const Divisor& denom) {
   const backend::Kernels& k = backend::kernelsOf(ctx);
   if (r == Reduction::none) {
     RawTensor out = RawTensor::empty(ctx, tags, shape);
     k.copy(ctx, loss, out);
     return out;
   }
-  return k.reduceLoss(ctx, loss, r == Reduction::mean ? denom : 1.0);
+  return k.reduceLoss(ctx, loss, r == Reduction::mean ? denom : Divisor(1.0));
 }
 
 // The upstream gradient as the rows' VJPs take it: gy's rows in the order of tags
@@ -109,17 +110,17 @@ Tensor Tensor::crossEntropyExt(ExecContext& ctx, const Tensor& target, Tag class
   }
   const backend::Kernels& k = backend::kernelsOf(ctx);
   const backend::Kernels::CrossEntropyRows fwd = k.crossEntropyRows(ctx, in, ce, /*in_place=*/false);
-  // Only the labels' mean divides by their weight sum, a read of them (on a device, unsupported).
-  const double denom = soft ? static_cast<double>(rows)
-                       : o.reduction == Reduction::mean ? k.labelWeightSum(ctx, ce.target, ce.weights, ce.ignore)
-                                                        : 1.0;
+  // Only the labels' mean divides by their weight sum (on a device, a tensor there).
+  const Divisor denom = soft ? Divisor(static_cast<double>(rows))
+                        : o.reduction == Reduction::mean ? k.labelWeightSum(ctx, ce.target, ce.weights, ce.ignore)
+                                                         : Divisor(1.0);
   RawTensor out = reduceRows(ctx, fwd.loss, rowTags(in), rowShape(in), o.reduction, denom);
   return ops::finishOp(ctx, op, std::move(out), {this, &target}, [&] {
     return [logp = fwd.logp, lse = fwd.lse, ce = std::move(ce), reduction = o.reduction, denom, soft](
                ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads g) {
       const RawTensor f = rowGrads(c, gy, rowTags(logp), reduction);
       backend::Kernels::CrossEntropyGrads grads = backend::kernelsOf(c).crossEntropyRowsVjp(
-          c, logp, lse, ce, f, reduction == Reduction::mean ? denom : 1.0, needs[0], needs[1] && soft,
+          c, logp, lse, ce, f, reduction == Reduction::mean ? denom : Divisor(1.0), needs[0], needs[1] && soft,
           /*in_place=*/false);
       if (grads.x.valid()) g[0] = std::move(grads.x);  // laid out as logp; the engine restores the axis order
       if (grads.target.valid()) g[1] = std::move(grads.target);
@@ -181,6 +182,21 @@ struct LinearHead {
       if (gX) k.copy(ctx, k.contract(ctx, G, W, {class_axis}, RawTensor()), gX->narrowed(row, r0, n));
       if (gW) *gW = k.contract(ctx, G, x, {row}, *gW);  // the first chunk's product starts the sum
     }
+  }
+
+  // Each row's loss from chunks' rows (a backend's row losses: f64 on the host, f32 on a device),
+  // row r0 of the chunk first; an empty f32 when there are no rows.
+  template <class Rows>
+  RawTensor rowLosses(ExecContext& ctx, Rows rows_fn) const {
+    const backend::Kernels& k = backend::kernelsOf(ctx);
+    RawTensor loss;
+    forEachChunk(ctx, [&](int64_t r0, int64_t n, const RawTensor& logits) {
+      const RawTensor part = rows_fn(r0, n, logits);
+      if (!loss.valid()) loss = RawTensor::empty(ctx, {row}, {R}, part.dtype());
+      k.copy(ctx, part, rows(loss, r0, n));
+      return RawTensor();
+    });
+    return loss.valid() ? unfolded(loss) : RawTensor::empty(ctx, row_tags, row_shape);
   }
 
   // The gradients of x and W (those asked for) from a chunk function returning each chunk's
@@ -250,27 +266,25 @@ Tensor Tensor::linearCrossEntropyExt(ExecContext& ctx, const Tensor& weight, con
   CrossEntropy ce = ceRows(ctx, op, o, class_axis, h.V);
   ce.target = h.folded(ops::readLabels(ctx, op, h.logitsShape(ctx), labels, class_axis, o.ignore_index).values);
   const backend::Kernels& k = backend::kernelsOf(ctx);
-  const RawTensor loss = RawTensor::empty(ctx, {h.row}, {h.R}, DType::f64);
-  h.forEachChunk(ctx, [&](int64_t r0, int64_t n, const RawTensor& logits) {
+  const RawTensor loss = h.rowLosses(ctx, [&](int64_t r0, int64_t n, const RawTensor& logits) {
     CrossEntropy rows = ce;
     rows.target = h.rows(ce.target, r0, n);
-    k.copy(ctx, k.crossEntropyRows(ctx, logits, rows, /*in_place=*/true).loss, h.rows(loss, r0, n));
-    return RawTensor();
+    return k.crossEntropyRows(ctx, logits, rows, /*in_place=*/true).loss;
   });
-  const double denom = k.labelWeightSum(ctx, ce.target, ce.weights, ce.ignore);
-  RawTensor out = reduceRows(ctx, h.unfolded(loss), h.row_tags, h.row_shape, o.reduction, denom);
+  const Divisor denom =
+      o.reduction == Reduction::mean ? k.labelWeightSum(ctx, ce.target, ce.weights, ce.ignore) : Divisor(1.0);
+  RawTensor out = reduceRows(ctx, loss, h.row_tags, h.row_shape, o.reduction, denom);
   return ops::finishOp(ctx, op, std::move(out), {this, &weight}, [&] {
     return [h = std::move(h), ce = std::move(ce), reduction = o.reduction, denom](
                ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads g) {
       const RawTensor f = rowGrads(c, gy, h.row_tags, reduction);
       const RawTensor f_rows = reduction == Reduction::none ? h.folded(f) : f;
-      const double div = reduction == Reduction::mean ? denom : 1.0;
       h.backward(c, needs, g, [&](int64_t r0, int64_t n, const RawTensor& logits) {
         CrossEntropy rows = ce;
         rows.target = h.rows(ce.target, r0, n);
         // No saved logsumexps: the rows' log-softmax is recomputed, then overwritten by the gradient.
         return backend::kernelsOf(c)
-            .crossEntropyRowsVjp(c, logits, RawTensor(), rows, h.rows(f_rows, r0, n), div, true, false,
+            .crossEntropyRowsVjp(c, logits, RawTensor(), rows, h.rows(f_rows, r0, n), denom, true, false,
                                  /*in_place=*/true)
             .x;
       });
@@ -313,17 +327,15 @@ Tensor Tensor::linearDistillExt(ExecContext& ctx, const Tensor& weight, const Te
   if (o.reduction == Reduction::mean) {
     // The mean is in the per-row terms: KD over every row, CE over the counted rows.
     dist.kd_div = static_cast<double>(h.R);
-    dist.ce_div = hard ? k.labelWeightSum(ctx, dist.labels, RawTensor(), dist.ignore) : 0.0;
+    dist.ce_div = hard ? k.labelWeightSum(ctx, dist.labels, RawTensor(), dist.ignore) : Divisor(0.0);
   }
-  const RawTensor loss = RawTensor::empty(ctx, {h.row}, {h.R}, DType::f64);
-  h.forEachChunk(ctx, [&](int64_t r0, int64_t n, const RawTensor& chunk_logits) {
+  const RawTensor loss = h.rowLosses(ctx, [&](int64_t r0, int64_t n, const RawTensor& chunk_logits) {
     Distill rows = dist;
     rows.probs = h.rows(dist.probs, r0, n);
     if (hard) rows.labels = h.rows(dist.labels, r0, n);
-    k.copy(ctx, k.distillRows(ctx, chunk_logits, rows), h.rows(loss, r0, n));
-    return RawTensor();
+    return k.distillRows(ctx, chunk_logits, rows);
   });
-  RawTensor out = reduceRows(ctx, h.unfolded(loss), h.row_tags, h.row_shape,
+  RawTensor out = reduceRows(ctx, loss, h.row_tags, h.row_shape,
                              o.reduction == Reduction::mean ? Reduction::sum : o.reduction, 1.0);
   return ops::finishOp(ctx, op, std::move(out), {this, &weight, &teacher}, [&] {
     return [h = std::move(h), dist = std::move(dist), reduction = o.reduction, hard](

@@ -347,10 +347,10 @@ class CpuKernels final : public Kernels {
                              float scale, double smoothing, bool plain) const override {
     return kernels::labelLossRowsVjp(ctx, lp, labels, gy, scale, smoothing, plain);
   }
-  RawTensor reduceLoss(ExecContext& ctx, const RawTensor& loss, double denom) const override {
-    return kernels::reduceLoss(ctx, loss, denom);
+  RawTensor reduceLoss(ExecContext& ctx, const RawTensor& loss, const Divisor& denom) const override {
+    return kernels::reduceLoss(ctx, loss, denom.host());
   }
-  double labelWeightSum(ExecContext&, const RawTensor& labels, const RawTensor& weights,
+  Divisor labelWeightSum(ExecContext&, const RawTensor& labels, const RawTensor& weights,
                         int64_t ignore) const override {
     return kernels::labelWeightSum(labels, weights, ignore);
   }
@@ -359,9 +359,9 @@ class CpuKernels final : public Kernels {
     return kernels::crossEntropyRows(ctx, x, ce, in_place);
   }
   CrossEntropyGrads crossEntropyRowsVjp(ExecContext& ctx, const RawTensor& lp, const RawTensor& lse,
-                                        const CrossEntropy& ce, const RawTensor& gy, double denom, bool need_x,
+                                        const CrossEntropy& ce, const RawTensor& gy, const Divisor& denom, bool need_x,
                                         bool need_target, bool in_place) const override {
-    return kernels::crossEntropyRowsVjp(ctx, lp, lse, ce, gy, denom, need_x, need_target, in_place);
+    return kernels::crossEntropyRowsVjp(ctx, lp, lse, ce, gy, denom.host(), need_x, need_target, in_place);
   }
   RawTensor temperatureSoftmaxRows(ExecContext& ctx, const RawTensor& x, float inv_t) const override {
     return kernels::temperatureSoftmaxRows(ctx, x, inv_t);

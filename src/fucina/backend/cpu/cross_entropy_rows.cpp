@@ -213,7 +213,7 @@ RawTensor distillRows(ExecContext& ctx, const RawTensor& x, const backend::Kerne
   RawTensor loss = RawTensor::empty(ctx, rowTags(x), rowShape(x), DType::f64);
   if (l.rows == 0) return loss;
   const int64_t V = l.n;
-  const double T = d.temperature, alpha = d.alpha;
+  const double T = d.temperature, alpha = d.alpha, ce_div = d.ce_div.host();
   const auto invT = static_cast<float>(1.0 / T);
   const float* s = x.f32();
   const float* tp = d.probs.f32();
@@ -230,7 +230,7 @@ RawTensor distillRows(ExecContext& ctx, const RawTensor& x, const backend::Kerne
       const double kd = T * T * acc;
       const bool counted = y && y[r] != d.ignore;
       const double ce = counted ? logSumExp(row, V) - row[y[r]] : 0.0;
-      out[r] = (1 - alpha) * kd / d.kd_div + (y ? alpha * ce / d.ce_div : 0.0);
+      out[r] = (1 - alpha) * kd / d.kd_div + (y ? alpha * ce / ce_div : 0.0);
     }
   });
   return loss;
@@ -244,7 +244,7 @@ RawTensor distillRowsVjp(ExecContext& ctx, const RawTensor& x, const backend::Ke
   const double T = d.temperature, alpha = d.alpha;
   const auto invT = static_cast<float>(1.0 / T);
   const RowFactor fk(gy, d.kd_div, RawTensor(), d.ignore);
-  const RowFactor fc(gy, d.ce_div, d.labels, d.ignore);
+  const RowFactor fc(gy, d.ce_div.host(), d.labels, d.ignore);
   const int64_t* y = d.labels.valid() ? d.labels.data<int64_t>() : nullptr;
   float* s = x.f32();
   const float* tp = d.probs.f32();

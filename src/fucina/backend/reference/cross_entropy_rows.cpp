@@ -136,7 +136,7 @@ RawTensor temperatureSoftmaxRows(ExecContext& ctx, const RawTensor& x, float inv
 RawTensor distillRows(ExecContext& ctx, const RawTensor& x, const Kernels::Distill& d) {
   const RowLayout l = rowLayout(x);
   const int64_t V = l.n;
-  const double T = d.temperature;
+  const double T = d.temperature, ce_div = d.ce_div.host();
   RawTensor loss = RawTensor::empty(ctx, rowTags(x), rowShape(x), DType::f64);
   for (int64_t r = 0; r < l.rows; ++r) {
     const float* s = x.f32() + r * V;
@@ -151,7 +151,7 @@ RawTensor distillRows(ExecContext& ctx, const RawTensor& x, const Kernels::Disti
       const int64_t y = d.labels.data<int64_t>()[r];
       if (y != d.ignore) ce = logSumExp(s, V) - s[y];
     }
-    loss.data<double>()[r] = (1 - d.alpha) * kd / d.kd_div + (d.labels.valid() ? d.alpha * ce / d.ce_div : 0.0);
+    loss.data<double>()[r] = (1 - d.alpha) * kd / d.kd_div + (d.labels.valid() ? d.alpha * ce / ce_div : 0.0);
   }
   return loss;
 }
@@ -165,7 +165,7 @@ RawTensor distillRowsVjp(ExecContext&, const RawTensor& x, const Kernels::Distil
     const float* p = d.probs.f32() + r * V;
     const int64_t y = d.labels.valid() ? d.labels.data<int64_t>()[r] : d.ignore;
     const double k = (1 - d.alpha) * T * factorOf(gy, d.kd_div, r, false);
-    const double a = d.alpha * factorOf(gy, d.ce_div, r, y == d.ignore);
+    const double a = d.alpha * factorOf(gy, d.ce_div.host(), r, y == d.ignore);
     const double lseT = logSumExp(s, V, 1 / T), lse1 = logSumExp(s, V);
     for (int64_t c = 0; c < V; ++c) {
       const double sv = s[c];

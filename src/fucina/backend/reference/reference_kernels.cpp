@@ -485,10 +485,10 @@ class ReferenceKernels final : public Kernels {
                              float scale, double smoothing, bool plain) const override {
     return reference::labelLossRowsVjp(ctx, lp, labels, gy, scale, smoothing, plain);
   }
-  RawTensor reduceLoss(ExecContext& ctx, const RawTensor& loss, double denom) const override {
-    return reference::reduceLoss(ctx, loss, denom);
+  RawTensor reduceLoss(ExecContext& ctx, const RawTensor& loss, const Divisor& denom) const override {
+    return reference::reduceLoss(ctx, loss, denom.host());
   }
-  double labelWeightSum(ExecContext& ctx, const RawTensor& labels, const RawTensor& weights,
+  Divisor labelWeightSum(ExecContext& ctx, const RawTensor& labels, const RawTensor& weights,
                         int64_t ignore) const override {
     return reference::labelWeightSum(ctx, labels, weights, ignore);
   }
@@ -497,9 +497,9 @@ class ReferenceKernels final : public Kernels {
     return reference::crossEntropyRows(ctx, x, ce, in_place);
   }
   CrossEntropyGrads crossEntropyRowsVjp(ExecContext& ctx, const RawTensor& lp, const RawTensor& lse,
-                                        const CrossEntropy& ce, const RawTensor& gy, double denom, bool need_x,
+                                        const CrossEntropy& ce, const RawTensor& gy, const Divisor& denom, bool need_x,
                                         bool need_target, bool in_place) const override {
-    return reference::crossEntropyRowsVjp(ctx, lp, lse, ce, gy, denom, need_x, need_target, in_place);
+    return reference::crossEntropyRowsVjp(ctx, lp, lse, ce, gy, denom.host(), need_x, need_target, in_place);
   }
   RawTensor temperatureSoftmaxRows(ExecContext& ctx, const RawTensor& x, float inv_t) const override {
     return reference::temperatureSoftmaxRows(ctx, x, inv_t);

@@ -3,6 +3,8 @@
 // labels (i64, an ignored label's row 0) or soft targets, label smoothing, class weights and the
 // z-loss, as the cpu's rows (backend/cpu/cross_entropy_rows.cpp). The logsumexp and the losses
 // are f32 here (the cpu's are f64; WGSL has none), which reduceLoss and the VJP take as they are.
+// The labels' mean divides by their weight sum, which stays on the device as a tensor
+// (labelWeightSum): the scalar's factor gy/denom is divided there before the VJP's rows.
 #include <string>
 #include <vector>
 
@@ -84,6 +86,22 @@ std::string vjpSource() {
          "}\n";
 }
 
+// Σ w[y] over the labels (i64 words) that are not the ignored one, or their count: one workgroup.
+std::string weightSumSource() {
+  return prelude(3) + readBinding(0, "t", "u32") + readBinding(1, "w") + writeBinding(2, "out") + rowKernelHead() +
+         "  let has_w = uw(3u) == 1u;\n  let C = uw(4u);\n"
+         "  var part = 0.0;\n"
+         "  for (var r = l; r < n; r = r + 256u) {\n"
+         "    let lo = t[2u * r];\n    let hi = t[2u * r + 1u];\n"
+         "    if (lo == uw(5u) && hi == uw(6u)) { continue; }\n"
+         "    let y = select(min(lo, C - 1u), select(C - 1u, 0u, (hi >> 31u) == 1u), hi != 0u);\n"
+         "    part = part + select(1.0, w[y], has_w);\n"
+         "  }\n"
+         "  part = reduce(l, part, false);\n"
+         "  if (l == 0u) { out[0] = part; }\n"
+         "}\n";
+}
+
 Tags rowTags(const RawTensor& x) { return Tags(x.tags().begin(), x.tags().end() - 1); }
 Extents rowShape(const RawTensor& x) { return Extents(x.shape().begin(), x.shape().end() - 1); }
 
@@ -97,10 +115,20 @@ std::vector<uint32_t> constants(const CE& ce, bool soft) {
   return u.words;
 }
 
-// A stand-in for a binding the kernel does not read or write.
-RawTensor placeholder(ExecContext& ctx) { return RawTensor::empty(ctx, {}, {}); }
-
 }  // namespace
+
+Kernels::Divisor labelWeightSum(ExecContext& ctx, const RawTensor& labels, const RawTensor& weights, int64_t ignore) {
+  if (labels.numel() == 0) return 0.0;
+  const RawTensor t = whole(ctx, labels), w = weights.valid() ? whole(ctx, weights) : placeholder(ctx);
+  RawTensor out = RawTensor::empty(ctx, {}, {});
+  const uint32_t buffers[3] = {bufferOf(t, "labelWeightSum"), bufferOf(w, "labelWeightSum"),
+                               bufferOf(out, "labelWeightSum")};
+  const auto ign = static_cast<uint64_t>(ignore);
+  const uint32_t extra[4] = {weights.valid() ? 1u : 0u, static_cast<uint32_t>(weights.valid() ? weights.numel() : 1),
+                             static_cast<uint32_t>(ign), static_cast<uint32_t>(ign >> 32)};
+  dispatchRows(weightSumSource(), buffers, RowLayout{1, labels.numel()}, 0, extra);
+  return Kernels::Divisor(std::move(out));
+}
 
 Kernels::CrossEntropyRows crossEntropyRows(ExecContext& ctx, const RawTensor& x_in, const CE& ce, bool /*in_place*/) {
   // in_place only lets a backend write over x: these rows go to a tensor of their own.
@@ -122,9 +150,17 @@ Kernels::CrossEntropyRows crossEntropyRows(ExecContext& ctx, const RawTensor& x_
 }
 
 Kernels::CrossEntropyGrads crossEntropyRowsVjp(ExecContext& ctx, const RawTensor& lp_in, const RawTensor& lse,
-                                               const CE& ce, const RawTensor& gy_in, double denom, bool need_x,
-                                               bool need_target, bool /*in_place*/) {
-  if (!lse.valid()) unsupported("crossEntropyRowsVjp from the logits (the linear heads' chunks)");
+                                               const CE& ce, const RawTensor& gy_in, const Kernels::Divisor& denom,
+                                               bool need_x, bool need_target, bool in_place) {
+  if (!lse.valid()) {  // lp_in holds logits (a linear head's chunk): their rows first
+    const Kernels::CrossEntropyRows rows = crossEntropyRows(ctx, lp_in, ce, in_place);
+    return crossEntropyRowsVjp(ctx, rows.logp, rows.lse, ce, gy_in, denom, need_x, need_target, in_place);
+  }
+  if (denom.tensor.valid() && gy_in.rank() == 0) {
+    const RawTensor* in[2] = {&gy_in, &denom.tensor};
+    const RawTensor f = map(ctx, ElemOp::Div, Form::fwd, {}, {}, in, {});
+    return crossEntropyRowsVjp(ctx, lp_in, lse, ce, f, 1.0, need_x, need_target, in_place);
+  }
   const RawTensor lp = rowsOf(ctx, lp_in, "crossEntropyRowsVjp");
   const bool soft = ce.target.dtype() != DType::i64;
   const bool rows_gy = gy_in.rank() > 0;
@@ -143,7 +179,7 @@ Kernels::CrossEntropyGrads crossEntropyRowsVjp(ExecContext& ctx, const RawTensor
     const uint64_t row_bytes[7] = {row, 4, soft ? row : 8, 0, rows_gy ? 4u : 0u, need_x ? row : 0, need_target ? row : 0};
     std::vector<uint32_t> extra = constants(ce, soft);
     Uniforms more;
-    more.u(rows_gy ? 1 : 0).f(static_cast<float>(denom)).u(need_x ? 1 : 0).u(need_target ? 1 : 0);
+    more.u(rows_gy ? 1 : 0).f(static_cast<float>(denom.value)).u(need_x ? 1 : 0).u(need_target ? 1 : 0);
     extra.insert(extra.end(), more.words.begin(), more.words.end());
     dispatchRows(vjpSource(), buffers, l, static_cast<float>(ce.smoothing), extra, row_bytes);
   }

@@ -58,8 +58,9 @@ void copy(ExecContext& ctx, const RawTensor& src, const RawTensor& dst);
 
 // reduce.cpp
 RawTensor sumAxes(ExecContext& ctx, const RawTensor& a, const Tags& axes);
-/// The f32 scalar (Σ loss)/denom of an f32 loss (the sum in f32, in a tree).
-RawTensor reduceLoss(ExecContext& ctx, const RawTensor& loss, double denom);
+/// The f32 scalar (Σ loss)/denom of an f32 loss (the sum in f32, in a tree; denom a number or a
+/// tensor on the device).
+RawTensor reduceLoss(ExecContext& ctx, const RawTensor& loss, const Kernels::Divisor& denom);
 
 // norm_all.cpp: normAll's norm (the f64 lines pNorm and norm over all axes, from an f32 sum) and VJP.
 RawTensor reduceF64(ExecContext& ctx, Kernels::F64Line op, const RawTensor& a, const Tags& axes, double param);
@@ -99,12 +100,20 @@ RawTensor labelLossRows(ExecContext& ctx, const RawTensor& lp, const RawTensor& 
 RawTensor labelLossRowsVjp(ExecContext& ctx, const RawTensor& lp, const RawTensor& labels, const RawTensor& gy,
                            float scale, double smoothing, bool plain);
 
-// cross_entropy.cpp: crossEntropyExt's rows (the logsumexp and losses in f32) and their VJP.
+// cross_entropy.cpp: crossEntropyExt's rows (the logsumexp and losses in f32) and their VJP; the
+// labels' weight sum as a scalar f32 tensor.
+Kernels::Divisor labelWeightSum(ExecContext& ctx, const RawTensor& labels, const RawTensor& weights, int64_t ignore);
 Kernels::CrossEntropyRows crossEntropyRows(ExecContext& ctx, const RawTensor& x, const Kernels::CrossEntropy& ce,
                                            bool in_place);
 Kernels::CrossEntropyGrads crossEntropyRowsVjp(ExecContext& ctx, const RawTensor& lp, const RawTensor& lse,
-                                               const Kernels::CrossEntropy& ce, const RawTensor& gy, double denom,
-                                               bool need_x, bool need_target, bool in_place);
+                                               const Kernels::CrossEntropy& ce, const RawTensor& gy,
+                                               const Kernels::Divisor& denom, bool need_x, bool need_target,
+                                               bool in_place);
+
+// distill.cpp: linearDistillExt's rows (the teacher's tempered softmax, the losses in f32) and VJP.
+RawTensor temperatureSoftmaxRows(ExecContext& ctx, const RawTensor& x, float inv_t);
+RawTensor distillRows(ExecContext& ctx, const RawTensor& x, const Kernels::Distill& d);
+RawTensor distillRowsVjp(ExecContext& ctx, const RawTensor& x, const Kernels::Distill& d, const RawTensor& gy);
 
 // gemm.cpp
 RawTensor contract(ExecContext& ctx, const RawTensor& a, const RawTensor& b, const Tags& contracted,

@@ -133,12 +133,16 @@ RawTensor sumAxes(ExecContext& ctx, const RawTensor& a, const Tags& axes) {
   return out;
 }
 
-RawTensor reduceLoss(ExecContext& ctx, const RawTensor& loss, double denom) {
+RawTensor reduceLoss(ExecContext& ctx, const RawTensor& loss, const Kernels::Divisor& denom) {
   requireF32(loss, "reduceLoss");  // per-row losses in f64 are the cpu's
   const RawTensor sum = sumAxes(ctx, loss, loss.tags());
-  if (denom == 1.0) return sum;
+  if (denom.tensor.valid()) {
+    const RawTensor* in[2] = {&sum, &denom.tensor};
+    return map(ctx, ElemOp::Div, Form::fwd, {}, {}, in, {});
+  }
+  if (denom.value == 1.0) return sum;
   const RawTensor* in[1] = {&sum};
-  return map(ctx, ElemOp::DivScalar, Form::fwd, {}, {}, in, {denom});
+  return map(ctx, ElemOp::DivScalar, Form::fwd, {}, {}, in, {denom.value});
 }
 
 }  // namespace fucina::backend::webgpu

@@ -161,19 +161,25 @@ class WebgpuKernels final : public Kernels {
                              float scale, double smoothing, bool plain) const override {
     return webgpu::labelLossRowsVjp(ctx, lp, labels, gy, scale, smoothing, plain);
   }
-  RawTensor reduceLoss(ExecContext& ctx, const RawTensor& loss, double denom) const override { return webgpu::reduceLoss(ctx, loss, denom); }
-  double labelWeightSum(ExecContext&, const RawTensor&, const RawTensor&, int64_t) const override { unsupported("labelWeightSum (its result is read on the host)"); }
+  RawTensor reduceLoss(ExecContext& ctx, const RawTensor& loss, const Divisor& denom) const override { return webgpu::reduceLoss(ctx, loss, denom); }
+  Divisor labelWeightSum(ExecContext& ctx, const RawTensor& labels, const RawTensor& weights, int64_t ignore) const override {
+    return webgpu::labelWeightSum(ctx, labels, weights, ignore);
+  }
   CrossEntropyRows crossEntropyRows(ExecContext& ctx, const RawTensor& x, const CrossEntropy& ce, bool in_place) const override {
     return webgpu::crossEntropyRows(ctx, x, ce, in_place);
   }
   CrossEntropyGrads crossEntropyRowsVjp(ExecContext& ctx, const RawTensor& lp, const RawTensor& lse, const CrossEntropy& ce,
-                                        const RawTensor& gy, double denom, bool need_x, bool need_target,
+                                        const RawTensor& gy, const Divisor& denom, bool need_x, bool need_target,
                                         bool in_place) const override {
     return webgpu::crossEntropyRowsVjp(ctx, lp, lse, ce, gy, denom, need_x, need_target, in_place);
   }
-  RawTensor temperatureSoftmaxRows(ExecContext&, const RawTensor&, float) const override { unsupported("temperatureSoftmaxRows"); }
-  RawTensor distillRows(ExecContext&, const RawTensor&, const Distill&) const override { unsupported("distillRows"); }
-  RawTensor distillRowsVjp(ExecContext&, const RawTensor&, const Distill&, const RawTensor&) const override { unsupported("distillRowsVjp"); }
+  RawTensor temperatureSoftmaxRows(ExecContext& ctx, const RawTensor& x, float inv_t) const override {
+    return webgpu::temperatureSoftmaxRows(ctx, x, inv_t);
+  }
+  RawTensor distillRows(ExecContext& ctx, const RawTensor& x, const Distill& d) const override { return webgpu::distillRows(ctx, x, d); }
+  RawTensor distillRowsVjp(ExecContext& ctx, const RawTensor& x, const Distill& d, const RawTensor& gy) const override {
+    return webgpu::distillRowsVjp(ctx, x, d, gy);
+  }
   Attention attention(ExecContext& ctx, const AttentionGeometry& g, const RawTensor& q, const RawTensor& k,
                       const RawTensor& v) const override {
     return webgpu::attention(ctx, g, q, k, v);

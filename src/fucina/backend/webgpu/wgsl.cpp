@@ -314,6 +314,8 @@ RawTensor rowsOf(ExecContext& ctx, const RawTensor& t, const char* what) {
   return whole(ctx, t);
 }
 
+RawTensor placeholder(ExecContext& ctx) { return RawTensor::empty(ctx, {}, {}); }
+
 void requireWhole(const RawTensor& t, const char* what) {
   if (t.offset() != 0)
     unsupported(std::string(what) + " into " + t.describe() + ", a view that starts inside its buffer");

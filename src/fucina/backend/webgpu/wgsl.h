@@ -109,6 +109,8 @@ void requireRows(const RawTensor& t, const char* what);
 RawTensor whole(ExecContext& ctx, const RawTensor& t);
 /// requireRows, then whole.
 RawTensor rowsOf(ExecContext& ctx, const RawTensor& t, const char* what);
+/// A one-element stand-in for a binding that a kernel does not read or write in this call.
+RawTensor placeholder(ExecContext& ctx);
 /// An operand written in place must start at its buffer's first element (UnsupportedOnDevice).
 void requireWhole(const RawTensor& t, const char* what);
 
