@@ -261,6 +261,10 @@ export class GpuShim {
     if (fault && fault[0] !== 0) {  // gpu.h's Gpu::faultBuffer: [kind, first position, a, b]
       this.#clearFault();
       const late = 'checked on the device after the op was issued: what the op computed from it is not meaningful';
+      if (fault[0] === 3) {
+        throw new FucinaError('ShapeMismatch', `ShapeMismatch: maskedScatter's mask on the webgpu device sets ${fault[2]} ` +
+          `elements but its source has only ${fault[3]} (${late})`);
+      }
       if (fault[0] === 2) {
         const [lo, hi] = new Float32Array(fault.buffer, 8, 2);
         throw new FucinaError('InvalidArgument', `InvalidArgument: a value on the webgpu device was outside [${lo}, ${hi}] ` +

@@ -819,6 +819,36 @@ for (const variant of VARIANTS) {
     compare(out, 3e-5);
   });
 
+  test(`webgpu (${variant}): maskedScatter matches the cpu, forward and VJP: u8 and f32 masks (NaN set), broadcast, strided, many blocks; a short source is reported by the next read`, async () => {
+    const fc = await gpuEngine(variant);
+    const bits = (n, seed, p) => values(n, seed).map((v) => (Math.abs(v) < p ? 1 : 0));
+    const out = await onBoth(fc, (fc) => {
+      const x = fc.variable(['a', 'b'], [7, 9], values(63, 110));
+      const src = fc.variable(['s'], [70], values(70, 111));
+      const big = fc.variable(['n'], [70001], values(70001, 112));  // 274 blocks of 256
+      const bigSrc = fc.variable(['k', 's'], [2, 40000], values(80000, 113));
+      const fmask = fc.constant(['b', 'a'], [9, 7], values(63, 114).map((v, i) => (i === 5 ? NaN : v > 0 ? v : 0)));
+      const r = {
+        u8: x.maskedScatter(fc.constant(['a', 'b'], [7, 9], bits(63, 115, 0.5), 'u8'), src),
+        f32: x.permuteTo(['b', 'a']).maskedScatter(fmask, src),              // strided x, NaN counts as set
+        rows: x.maskedScatter(fc.constant(['b'], [9], bits(9, 116, 0.6), 'u8'), src),  // broadcast over 'a'
+        none: x.maskedScatter(fc.zeros(['a', 'b'], [7, 9]), src),
+        all: x.maskedScatter(fc.ones(['a', 'b'], [7, 9]), src),
+        big: big.maskedScatter(fc.constant(['n'], [70001], bits(70001, 117, 0.7), 'u8'), bigSrc),
+      };
+      let total = fc.scalar(0);
+      for (const [k, t] of Object.entries(r)) total = total.add(t.mul(t).sumAll().scale(k === 'big' ? 1e-3 : 1));
+      total.backward();
+      return { ...r, gx: x.grad(), gsrc: src.grad(), gbig: big.grad(), gbigSrc: bigSrc.grad() };
+    });
+    compare(out, 1e-5);
+    const short = fc.constant(['n'], [5], [1, 2, 3, 4, 5]).maskedScatter(fc.constant(['n'], [5], [1, 0, 1, 1, 0], 'u8'),
+      fc.constant(['s'], [2], [9, 8]));  // sets 3, has 2: checked on the device
+    await assert.rejects(short.data(), (e) => e.code === 'ShapeMismatch' && /sets 3 elements but its source has only 2/.test(e.message));
+    assert.deepEqual(Array.from(await fc.constant(['n'], [2], [1, 2]).maskedScatter(fc.constant(['n'], [2], [0, 1], 'u8'),
+      fc.constant(['s'], [1], [7])).data()), [1, 7], 'reported once: the next read is clean');
+  });
+
   test(`webgpu (${variant}): grouped causal attention and its VJP match the cpu`, async () => {
     const fc = await gpuEngine(variant);
     for (const [Tq, Tk, causal] of [[5, 7, true], [9, 9, false], [70, 70, true], [1, 1, true]]) {

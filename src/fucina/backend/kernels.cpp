@@ -43,6 +43,46 @@ RawTensor Kernels::moveSlices(ExecContext& ctx, SliceMove how, const RawTensor& 
   return out;
 }
 
+RawTensor flatView(const RawTensor& t, Tag tag) {
+  return RawTensor::view(t.storage(), t.dtype(), {tag}, {t.numel()}, {1}, t.offset());
+}
+
+namespace {
+constexpr const char* kPosition = "position";
+}  // namespace
+
+Kernels::MaskedScatter Kernels::maskedScatter(ExecContext& ctx, const RawTensor& a, const RawTensor& mask,
+                                              const RawTensor& src) const {
+  RawTensor pos = maskPositions(ctx, mask, kPosition);
+  if (src.numel() < pos.numel())
+    fail(ErrorCode::ShapeMismatch, "maskedScatter: the mask sets " + std::to_string(pos.numel()) +
+                                       " elements but the source " + src.describe() + " has only " +
+                                       std::to_string(src.numel()));
+  RawTensor out = a.clone(ctx);
+  // The source's first count elements, in order.
+  updateRows(ctx, flatView(out, kPosition), kPosition, pos, flatView(src, kPosition).narrowed(kPosition, 0, pos.numel()),
+             RowUpdate::assign);
+  return {std::move(out), std::move(pos)};
+}
+
+Kernels::MaskedScatterGrads Kernels::maskedScatterVjp(ExecContext& ctx, const RawTensor& where, const RawTensor& gy,
+                                                      const Tags& src_tags, const Extents& src_shape, bool need_a,
+                                                      bool need_src) const {
+  MaskedScatterGrads g;
+  if (need_a) {
+    g.a = gy.clone(ctx);
+    updateRows(ctx, flatView(g.a, kPosition), kPosition, where, RawTensor(), RowUpdate::zero);
+  }
+  if (need_src) {
+    g.src = RawTensor::zeros(ctx, src_tags, src_shape);
+    // gy at the positions, added into the zeros of the source's first elements (a copy but for
+    // the sign of a zero).
+    addInto(ctx, flatView(g.src, kPosition).narrowed(kPosition, 0, where.numel()),
+            selectRows(ctx, flatView(gy.contiguous(ctx), kPosition), kPosition, where));
+  }
+  return g;
+}
+
 void rollInto(ExecContext& ctx, const RawTensor& src, const RawTensor& dst, Tag axis, int64_t s) {
   const int64_t n = src.extent(axis);
   const Kernels& b = kernelsOf(ctx);

@@ -156,6 +156,25 @@ class Kernels {
   /// The row-major offsets (i64, on axis `tag`) of the nonzero elements of mask (u8 or f32, any
   /// strides), counted in its axes' order.
   virtual RawTensor maskPositions(ExecContext& ctx, const RawTensor& mask, Tag tag) const = 0;
+  /// maskedScatter: a contiguous copy of a (f32, a's layout) whose elements where mask is set (u8
+  /// or f32 over a's axes, any strides: nonzero) are replaced, in a's row-major order, by the first
+  /// elements of src (contiguous f32); `where` records the set elements for the VJP, in the
+  /// backend's own form. ShapeMismatch when src has fewer elements than the mask sets (a device
+  /// reports it with the next read: Note [Device faults]). Default: maskPositions and row updates.
+  struct MaskedScatter {
+    RawTensor out, where;
+  };
+  virtual MaskedScatter maskedScatter(ExecContext& ctx, const RawTensor& a, const RawTensor& mask,
+                                      const RawTensor& src) const;
+  /// Its VJP from gy (a's axes in a's order, any strides): ga = gy with the set elements zeroed
+  /// (contiguous), gsrc = gy's set elements in order, then zeros (src_tags, src_shape); each only
+  /// where asked for (else invalid).
+  struct MaskedScatterGrads {
+    RawTensor a, src;
+  };
+  virtual MaskedScatterGrads maskedScatterVjp(ExecContext& ctx, const RawTensor& where, const RawTensor& gy,
+                                              const Tags& src_tags, const Extents& src_shape, bool need_a,
+                                              bool need_src) const;
 
   // --- ordering along the last axis of contiguous rows ---
   /// The first k of each f32 row ordered by (value, index), NaN above every number, ties lower
@@ -514,6 +533,8 @@ RowLayout recurrenceLayout(const RawTensor& x, const RawTensor& h0);
 /// The axes of t with the one at position p replaced, in place, by the axes of ix (selectRows's
 /// result).
 std::pair<Tags, Extents> withIndexAxes(const RawTensor& t, size_t p, const RawTensor& ix);
+/// t (contiguous) seen as one axis `tag` of all its elements, sharing its buffer.
+RawTensor flatView(const RawTensor& t, Tag tag);
 /// dst = src rolled along axis by s in [0, n) (element i to (i + s) mod n), by ctx's copy.
 void rollInto(ExecContext& ctx, const RawTensor& src, const RawTensor& dst, Tag axis, int64_t s);
 /// dst = src shifted along axis by k in [-n, n] (element i to i + k), zeros where nothing lands.

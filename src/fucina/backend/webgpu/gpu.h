@@ -65,7 +65,8 @@ class Gpu {
   uint64_t bytesOf(uint32_t buffer) const;
   /// The shim's fault buffer (Note [Device faults]): words [kind, first position, a, b] that check
   /// kernels set and the shim's next sync() or read reports and clears: kind 1 an index outside
-  /// [0, a), kind 2 a value outside [a, b] (f32 bits).
+  /// [0, a), kind 2 a value outside [a, b] (f32 bits), kind 3 a mask that sets a elements for a
+  /// source of b (maskedScatter).
   uint32_t faultBuffer();
   /// The most workgroups along one dimension of a dispatch.
   static constexpr uint32_t kMaxGroups = 65535;

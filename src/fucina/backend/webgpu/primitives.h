@@ -155,6 +155,12 @@ RawTensor col2im(ExecContext& ctx, const RawTensor& cols, const Conv2dGeometry& 
 // scatter_view.cpp: viewWithStrides's VJP, through a view whose elements may coincide.
 void scatterAddView(ExecContext& ctx, const RawTensor& dst, const RawTensor& src);
 
+// masked.cpp: maskedScatter by ranks scanned on the device (no host read of the mask).
+Kernels::MaskedScatter maskedScatter(ExecContext& ctx, const RawTensor& a, const RawTensor& mask, const RawTensor& src);
+Kernels::MaskedScatterGrads maskedScatterVjp(ExecContext& ctx, const RawTensor& where, const RawTensor& gy,
+                                             const Tags& src_tags, const Extents& src_shape, bool need_a,
+                                             bool need_src);
+
 // slices.cpp: rollBy's and shiftBy's moves, their shifts read on the device.
 RawTensor moveSlices(ExecContext& ctx, Kernels::SliceMove how, const RawTensor& src, Tag axis, Tag by_axis,
                      const RawTensor& shifts, bool adjoint);

@@ -64,7 +64,16 @@ class WebgpuKernels final : public Kernels {
                   RowUpdate how) const override {
     webgpu::updateRows(ctx, dst, axis, index, src, how);
   }
-  RawTensor maskPositions(ExecContext&, const RawTensor&, Tag) const override { unsupported("maskPositions"); }
+  RawTensor maskPositions(ExecContext&, const RawTensor&, Tag) const override {
+    unsupported("maskPositions (how many elements a mask sets is read on the host)");
+  }
+  MaskedScatter maskedScatter(ExecContext& ctx, const RawTensor& a, const RawTensor& mask, const RawTensor& src) const override {
+    return webgpu::maskedScatter(ctx, a, mask, src);
+  }
+  MaskedScatterGrads maskedScatterVjp(ExecContext& ctx, const RawTensor& where, const RawTensor& gy, const Tags& src_tags,
+                                      const Extents& src_shape, bool need_a, bool need_src) const override {
+    return webgpu::maskedScatterVjp(ctx, where, gy, src_tags, src_shape, need_a, need_src);
+  }
   SortedRows sortRows(ExecContext& ctx, const RawTensor& rows, int64_t k, bool largest) const override {
     return webgpu::sortRows(ctx, rows, k, largest);
   }
