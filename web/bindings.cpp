@@ -211,6 +211,11 @@ HandlePtr fromValues(val tags, val shape, val values, std::string dtype, bool va
     fucina::Tags t = toTags(tags, "tags");
     fucina::Extents e = toExtents(shape);
     const fucina::DType d = toDType(dtype);
+    if (!variable && (d == fucina::DType::f64 || d == fucina::DType::i64 || d == fucina::DType::i32)) {
+      // JS numbers are doubles: these dtypes hold more of them than f32 does
+      const std::vector<double> wide = emscripten::convertJSArrayToNumberVector<double>(values);
+      return wrap(Tensor::fromRaw(ctx(), RawTensor::fromSlice(ctx(), t, e, std::span<const double>(wide), d)));
+    }
     std::vector<float> data = emscripten::convertJSArrayToNumberVector<float>(values);
     if (variable) return wrap(Tensor::variableFromSlice(ctx(), t, e, data, d));
     return wrap(Tensor::fromRaw(ctx(), RawTensor::fromSlice(ctx(), t, e, data, d)));

@@ -45,6 +45,19 @@ for (const variant of VARIANTS) {
       throwsCode(() => x.softmax('d'), 'DTypeMismatch');
     });
 
+    test('f64, i64 and i32 constants keep the numbers they are given, past f32 precision', async () => {
+      const fc = await engine(variant);
+      // read back through f32 (data() and toArray() are f32): differences in the dtype show them
+      const x = fc.constant(['n'], [3], [1 + 2 ** -40, 1e-300, 1e300], 'f64');
+      const scaled = x.mul(fc.constant(['n'], [3], Float64Array.from([1, 1e300, 1e-300]), 'f64'));
+      assert.deepEqual(values(scaled.sub(fc.constant(['n'], [3], [1, 1, 1], 'f64'))), [2 ** -40, 0, 0]);
+      const ints = fc.constant(['n'], [3], [2 ** 24 + 1, 2 ** 31 - 1, -(2 ** 31)], 'i32');
+      assert.deepEqual(values(ints.sub(fc.constant(['n'], [3], [2 ** 24, 2 ** 31 - 2, -(2 ** 31) + 1], 'i32'))), [1, 1, -1]);
+      const longs = fc.constant(['n'], [2], [2 ** 53 - 1, -(2 ** 40) - 3], 'i64');
+      assert.deepEqual(values(longs.sub(fc.constant(['n'], [2], [2 ** 53 - 2, -(2 ** 40)], 'i64'))), [1, -3]);
+      assert.deepEqual(values(fc.constant(['n'], [2], [2 ** 24 + 1, 0.1])), [2 ** 24, Math.fround(0.1)], 'f32 rounds');
+    });
+
     test('integer add, sub, mul, neg compute in the integer dtype and wrap', async () => {
       const fc = await engine(variant);
       const a = fc.constant(['d'], [3], [2147483647, -5, 7], 'i32');

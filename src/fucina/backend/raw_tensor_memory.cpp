@@ -4,6 +4,7 @@
 // are the cpu's copies.
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "fucina/backend/cpu/copy.h"
 #include "fucina/backend/kernels.h"
@@ -82,8 +83,11 @@ RawTensor RawTensor::full(ExecContext& ctx, Tags tags, Extents shape, double val
   return t;
 }
 
-RawTensor RawTensor::fromSlice(ExecContext& ctx, Tags tags, Extents shape,
-                               std::span<const float> values, DType dtype) {
+namespace {
+
+// Values (f32 or f64, row-major) into a new tensor of dtype, converted on the host.
+template <class T>
+RawTensor fromValues(ExecContext& ctx, Tags tags, Extents shape, std::span<const T> values, DType dtype) {
   validateShape(tags, shape, "fromSlice");
   if (static_cast<int64_t>(values.size()) != numelOf(shape))
     fail(ErrorCode::ShapeMismatch, "fromSlice: shape " + fucina::describe(tags, shape) + " holds " +
@@ -91,14 +95,27 @@ RawTensor RawTensor::fromSlice(ExecContext& ctx, Tags tags, Extents shape,
                                        std::to_string(values.size()) + " were given");
   if (ctx.device() != Device::cpu) {  // converted on the host, then uploaded
     ExecContext& host = ctx.on(Device::cpu);
-    const RawTensor h = fromSlice(host, tags, shape, values, dtype);
-    RawTensor t = empty(ctx, std::move(tags), std::move(shape), dtype);
+    const RawTensor h = fromValues(host, tags, shape, values, dtype);
+    RawTensor t = RawTensor::empty(ctx, std::move(tags), std::move(shape), dtype);
     backend::kernelsOf(ctx).copy(ctx, h, t);
     return t;
   }
-  RawTensor t = empty(ctx, std::move(tags), std::move(shape), dtype);
-  kernels::copyFromF32(values.data(), t);
+  RawTensor t = RawTensor::empty(ctx, std::move(tags), std::move(shape), dtype);
+  if constexpr (std::is_same_v<T, float>) kernels::copyFromF32(values.data(), t);
+  else kernels::copyFromF64(values.data(), t);
   return t;
+}
+
+}  // namespace
+
+RawTensor RawTensor::fromSlice(ExecContext& ctx, Tags tags, Extents shape, std::span<const float> values,
+                               DType dtype) {
+  return fromValues(ctx, std::move(tags), std::move(shape), values, dtype);
+}
+
+RawTensor RawTensor::fromSlice(ExecContext& ctx, Tags tags, Extents shape, std::span<const double> values,
+                               DType dtype) {
+  return fromValues(ctx, std::move(tags), std::move(shape), values, dtype);
 }
 
 std::vector<float> RawTensor::toVector() const {

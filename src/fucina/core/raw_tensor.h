@@ -36,6 +36,8 @@ class RawTensor {
   /// Copies values (given as f32) into a new tensor of dtype; values.size() must equal numel.
   static RawTensor fromSlice(ExecContext& ctx, Tags tags, Extents shape,
                              std::span<const float> values, DType dtype = DType::f32);
+  /// The same from values given as f64: exact into f64, and into integers up to 2^53.
+  static RawTensor fromSlice(ExecContext& ctx, Tags tags, Extents shape, std::span<const double> values, DType dtype);
 
   bool valid() const { return storage_ != nullptr; }
   DType dtype() const { return dtype_; }

@@ -133,6 +133,12 @@ void copyFromF32(const float* in, const RawTensor& dst) {
               bytesAt(dst), dst.dtype(), dst.strides(), dst.shape());
 }
 
+void copyFromF64(const double* in, const RawTensor& dst) {
+  if (dst.numel() == 0) return;
+  copyStrided(reinterpret_cast<const std::byte*>(in), DType::f64, contiguousStrides(dst.shape()), bytesAt(dst),
+              dst.dtype(), dst.strides(), dst.shape());
+}
+
 void fill(const RawTensor& dst, double value, const ExecContext* ctx) {
   if (dst.numel() == 0) return;
   const auto plan = planStrided<1>(dst.shape(), {&dst.strides()});

@@ -19,6 +19,8 @@ void copyBlocks(const internal::RawTensor& src, const internal::RawTensor& dst,
 void copyToF32(const internal::RawTensor& src, float* out);
 // Reads numel f32 values in logical row-major order from in, converting into dst.
 void copyFromF32(const float* in, const internal::RawTensor& dst);
+// The same from f64 values: exact into f64, and into integers up to 2^53.
+void copyFromF64(const double* in, const internal::RawTensor& dst);
 // Fills every element of dst with value converted to its dtype (on ctx's pool when given and large).
 void fill(const internal::RawTensor& dst, double value, const ExecContext* ctx = nullptr);
 
