@@ -261,6 +261,11 @@ export class GpuShim {
     if (fault && fault[0] !== 0) {  // gpu.h's Gpu::faultBuffer: [kind, first position, a, b]
       this.#clearFault();
       const late = 'checked on the device after the op was issued: what the op computed from it is not meaningful';
+      if (fault[0] === 4) {
+        throw new FucinaError('InvalidArgument', `InvalidArgument: multinomial's weights on the webgpu device cannot be drawn from ` +
+          `in row ${fault[1]} (a weight negative, NaN or infinite, no positive weight, or fewer positive weights than draws ` +
+          `without replacement; ${late})`);
+      }
       if (fault[0] === 3) {
         throw new FucinaError('ShapeMismatch', `ShapeMismatch: maskedScatter's mask on the webgpu device sets ${fault[2]} ` +
           `elements but its source has only ${fault[3]} (${late})`);

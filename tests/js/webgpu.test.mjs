@@ -849,6 +849,39 @@ for (const variant of VARIANTS) {
       fc.constant(['s'], [1], [7])).data()), [1, 7], 'reported once: the next read is clean');
   });
 
+  test(`webgpu (${variant}): multinomial draws the cpu's samples bit for bit: with and without replacement, f32 and f64 weights at the edges of f64; bad weights are reported by the next read`, async () => {
+    const fc = await gpuEngine(variant);
+    const f64Edges = [[1e308, 1e308, 1], [5e-324, 1e-320, 0, 2.5e-308], [1, 1e-300, 1e300, 0], [0.1, 0.2, 0.3, 0.4],
+      [2 ** 53, 1, 1, 1], [1 - 2 ** -53, 2 ** -53, 0.5, 0.25]];
+    const out = await onBoth(fc, (fc) => {
+      const w = fc.constant(['r', 'c'], [40, 37], values(1480, 120).map((v, i) => (i % 7 === 3 ? 0 : Math.abs(v))));
+      const spread = fc.constant(['r', 'c'], [3, 6], [3e38, 1, 1e-30, 1e-45, 0, 2e-38, 1e10, 1e-10, 1, 1, 1e10, 0,
+        1, 1, 1, 1, 1, 1]);
+      const r = {
+        with: w.multinomial('c', 50, 7, true),
+        without: w.multinomial('c', 20, 8),
+        strided: w.permuteTo(['c', 'r']).multinomial('c', 5, 9, true),  // the weights' axis first
+        spread: spread.multinomial('c', 200, 10, true),
+        spreadWithout: spread.multinomial('c', 4, 11),
+        none: w.multinomial('c', 0, 12),
+      };
+      f64Edges.forEach((row, k) => {
+        const t = fc.constant(['c'], [row.length], Float64Array.from(row), 'f64');
+        r[`f64_${k}`] = t.multinomial('c', 300, 13 + k, true);
+        r[`f64_${k}_without`] = t.multinomial('c', row.filter((x) => x > 0).length, 20 + k);
+      });
+      return r;
+    });
+    compare(out, 0);
+    for (const [weights, samples, replacement] of [[[1, -2, 3], 1, true], [[0, 0], 1, true], [[1, 0, 2], 3, false], [[1, NaN], 1, true]]) {
+      const bad = fc.constant(['r', 'c'], [2, weights.length], [...weights.map((_, i) => i + 1), ...weights]);
+      const drawn = bad.multinomial('c', samples, 1, replacement);  // checked on the device
+      await assert.rejects(drawn.data(), (e) => e.code === 'InvalidArgument' && /multinomial's weights .* in row 1/.test(e.message),
+        JSON.stringify(weights));
+    }
+    assert.equal((await fc.constant(['c'], [2], [0, 1]).multinomial('c', 1, 1).data())[0], 1, 'reported once: the next read is clean');
+  });
+
   test(`webgpu (${variant}): grouped causal attention and its VJP match the cpu`, async () => {
     const fc = await gpuEngine(variant);
     for (const [Tq, Tk, causal] of [[5, 7, true], [9, 9, false], [70, 70, true], [1, 1, true]]) {

@@ -66,7 +66,8 @@ class Gpu {
   /// The shim's fault buffer (Note [Device faults]): words [kind, first position, a, b] that check
   /// kernels set and the shim's next sync() or read reports and clears: kind 1 an index outside
   /// [0, a), kind 2 a value outside [a, b] (f32 bits), kind 3 a mask that sets a elements for a
-  /// source of b (maskedScatter).
+  /// source of b (maskedScatter), kind 4 multinomial weights that cannot be drawn from (the first
+  /// position: their row).
   uint32_t faultBuffer();
   /// The most workgroups along one dimension of a dispatch.
   static constexpr uint32_t kMaxGroups = 65535;

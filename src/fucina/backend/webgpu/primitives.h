@@ -174,6 +174,8 @@ RawTensor packedProduct(ExecContext& ctx, const RawTensor& a, const Kernels::Pac
 
 // random.cpp
 RawTensor dropout(ExecContext& ctx, const RawTensor& x, uint64_t seed, double p, float keep_scale);
+// multinomial.cpp: the host's draws, in f64 emulated on the doubles' bits.
+RawTensor multinomialRows(ExecContext& ctx, const RawTensor& rows, int64_t samples, uint64_t seed, bool replacement);
 
 // attention.cpp
 Kernels::Attention attention(ExecContext& ctx, const AttentionGeometry& g, const RawTensor& q, const RawTensor& k,

@@ -91,7 +91,10 @@ class WebgpuKernels final : public Kernels {
   RawTensor dropout(ExecContext& ctx, const RawTensor& x, uint64_t seed, double p, float keep_scale) const override {
     return webgpu::dropout(ctx, x, seed, p, keep_scale);
   }
-  RawTensor multinomialRows(ExecContext&, const RawTensor&, int64_t, uint64_t, bool, const std::string&) const override { unsupported("multinomialRows"); }
+  RawTensor multinomialRows(ExecContext& ctx, const RawTensor& rows, int64_t samples, uint64_t seed, bool replacement,
+                            const std::string&) const override {
+    return webgpu::multinomialRows(ctx, rows, samples, seed, replacement);
+  }
   RawTensor conv2d(ExecContext& ctx, const RawTensor& x, const RawTensor& w, const ConvPlan& p, const Tags& tags,
                    const Extents& shape, const RawTensor& bias, bool relu) const override {
     return webgpu::conv2d(ctx, x, w, p, tags, shape, bias, relu);

@@ -216,6 +216,22 @@ std::string prelude(int uniform_binding) {
 }
 
 // The 16-bit floats' bits to and from f32 (core/dtype.cpp's f32ToF16, f16ToF32, f32ToBf16).
+const char* const kU64 =
+    "fn mul32(a: u32, b: u32) -> vec2u {\n"  // the full product of two u32
+    "  let a0 = a & 0xffffu;\n  let a1 = a >> 16u;\n  let b0 = b & 0xffffu;\n  let b1 = b >> 16u;\n"
+    "  let p00 = a0 * b0;\n  let p01 = a0 * b1;\n  let p10 = a1 * b0;\n"
+    "  let mid = (p00 >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);\n"
+    "  return vec2u((p00 & 0xffffu) | (mid << 16u), a1 * b1 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u));\n"
+    "}\n"
+    "fn mul64(a: vec2u, b: vec2u) -> vec2u { let p = mul32(a.x, b.x); return vec2u(p.x, p.y + a.x * b.y + a.y * b.x); }\n"
+    "fn add64(a: vec2u, b: vec2u) -> vec2u { let lo = a.x + b.x; return vec2u(lo, a.y + b.y + select(0u, 1u, lo < a.x)); }\n"
+    "fn xor_shift(z: vec2u, s: u32) -> vec2u { return z ^ vec2u((z.x >> s) | (z.y << (32u - s)), z.y >> s); }\n"
+    "fn mix(z: vec2u) -> vec2u {\n"  // splitmix64's finalizer
+    "  let a = mul64(xor_shift(z, 30u), vec2u(0x1ce4e5b9u, 0xbf58476du));\n"
+    "  let b = mul64(xor_shift(a, 27u), vec2u(0x133111ebu, 0x94d049bbu));\n"
+    "  return xor_shift(b, 31u);\n"
+    "}\n";
+
 const char* const kHalves =
     "fn f32_to_f16(v: f32) -> u32 {\n"
     "  let x = bitcast<u32>(v);\n  let sign = (x >> 16u) & 0x8000u;\n  let a = x & 0x7fffffffu;\n"

@@ -62,6 +62,9 @@ std::vector<int64_t> alignedStrides(const RawTensor& t, const Tags& tags);
 /// `uniform_binding`), `strided(i, k)` is operand k's element offset for logical index i, and the
 /// numeric helpers the elementwise rows use.
 std::string prelude(int uniform_binding);
+/// WGSL: 64-bit integers as vec2u (low word, high word): mul32 (the full product of two u32),
+/// mul64, add64, xor_shift and mix (splitmix64's finalizer: core/random.h).
+extern const char* const kU64;
 /// WGSL: f32_to_f16, f16_to_f32 and f32_to_bf16 on the bits of 16-bit floats (core/dtype.cpp's).
 extern const char* const kHalves;
 /// WGSL: `fn <buf>_at(e: u32) -> f32`, element e (an element offset) of the u32 array `buf`
