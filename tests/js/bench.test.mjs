@@ -128,7 +128,7 @@ test('Scale: w3-d<D>-l<L> runs natively and in wasm, with the FLOP count protoco
   }
 });
 
-test('run.mjs --webgpu runs workloads on the device and reports per-step counters; --counters-only counts q8_0 steps (W3, W8)', () => {
+test('run.mjs --webgpu runs workloads on the device and reports per-step counters; --counters-only counts a q8_0 step', () => {
   const script = fileURLToPath(new URL('../../bench/run.mjs', import.meta.url));
   const bench = (args) => {
     const run = spawnSync(process.execPath, [script, '--webgpu', ...args, '--json'], { encoding: 'utf8', timeout: 300_000 });
@@ -146,9 +146,4 @@ test('run.mjs --webgpu runs workloads on the device and reports per-step counter
   assert.match(q8.adapter, /dispatches not run/);
   assert.ok(q8.dispatches > 100);
   for (const k of ['uploaded_bytes', 'downloaded_bytes', 'pipelines_made', 'buffers_made']) assert.equal(q8[k], 0, k);
-  // W8 (LoRA on the SmolLM2-135M-shaped q8_0 base, checkpointed): its rotary tables stay on the device
-  const [w8] = bench(['--workloads', 'w8-q8-ckpt', '--steps', '2', '--counters-only']);
-  assert.equal(w8.error, undefined, JSON.stringify(w8));
-  assert.ok(w8.dispatches > 1000);
-  for (const k of ['uploaded_bytes', 'downloaded_bytes', 'pipelines_made', 'buffers_made']) assert.equal(w8[k], 0, k);
 });

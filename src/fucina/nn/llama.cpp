@@ -4,9 +4,7 @@
 #include "fucina/nn/llama.h"
 
 #include <array>
-#include <algorithm>
 #include <cmath>
-#include <mutex>
 #include <numbers>
 #include <type_traits>
 
@@ -281,7 +279,6 @@ Llama::Llama(const LlamaConfig& c, const ModelOptions& o)
             false, o),
       config_(c),
       inv_freq_(c.inverseFrequencies()),
-      rotary_(std::make_shared<RotaryTables>()),
       pending_(static_cast<size_t>(c.layers), std::vector<Tensor>(kSlots)) {
   if (o.dtype == DType::q8_0 && (c.d_model % 32 != 0 || (c.heads * c.head_dim) % 32 != 0 || c.inner % 32 != 0))
     invalid("Llama: a q8_0 base needs hidden_size, num_attention_heads·head_dim and intermediate_size to be multiples "
@@ -417,33 +414,6 @@ Tensor Llama::logits(ExecContext& ctx, const Tensor& tokens, KvCache& cache) con
   return forward(ctx, tokens, &cache);
 }
 
-// The cos and sin of positions [0, rows) where the forwards run (Note [Rotary tables]).
-struct Llama::RotaryTables {
-  std::mutex mutex;  // a const model's forwards may run on two threads
-  internal::RawTensor cos, sin;
-};
-
-std::pair<Tensor, Tensor> Llama::rotaryRows(ExecContext& ctx, int64_t start, int64_t t) const {
-  RotaryTables& r = *rotary_;
-  const std::lock_guard<std::mutex> lock(r.mutex);
-  const int64_t have = r.cos.valid() && r.cos.device() == ctx.device() ? r.cos.extent(kT) : 0;
-  if (have < start + t) {
-    const int64_t rows = std::min<int64_t>(config_.positions, std::max(start + t, 2 * have));
-    const size_t half = inv_freq_.size();
-    std::vector<float> cos_v(static_cast<size_t>(rows) * half), sin_v(cos_v.size());
-    for (int64_t p = 0; p < rows; ++p)
-      for (size_t i = 0; i < half; ++i) {
-        const double angle = static_cast<double>(p) * inv_freq_[i];
-        cos_v[static_cast<size_t>(p) * half + i] = static_cast<float>(std::cos(angle));
-        sin_v[static_cast<size_t>(p) * half + i] = static_cast<float>(std::sin(angle));
-      }
-    const Extents shape{rows, static_cast<int64_t>(half)};
-    r.cos = Tensor::fromSlice(ctx, {kT, kHd}, shape, cos_v).value();
-    r.sin = Tensor::fromSlice(ctx, {kT, kHd}, shape, sin_v).value();
-  }
-  return {Tensor::fromRaw(ctx, r.cos.narrowed(kT, start, t)), Tensor::fromRaw(ctx, r.sin.narrowed(kT, start, t))};
-}
-
 Tensor Llama::forward(ExecContext& ctx, const Tensor& tokens, KvCache* cache) const {
   checkTokens(tokens, {kVocab, kE, kQ, kKv, kMlp, kHead, kHd});
   const int64_t t = tokens.extent(kT), start = cache ? cache->length() : 0;
@@ -451,8 +421,16 @@ Tensor Llama::forward(ExecContext& ctx, const Tensor& tokens, KvCache* cache) co
     invalid("Llama: " + std::to_string(t) + " tokens along 't'" +
             (start ? " after the " + std::to_string(start) + " of the KV cache" : std::string()) +
             "; the model reads 1 to " + std::to_string(config_.positions) + " (max_position_embeddings)");
-  const std::pair<Tensor, Tensor> rotary = rotaryRows(ctx, start, t);
-  const Tensor cos = rotary.first, sin = rotary.second;
+  // The rotary angles of positions start .. start+t-1, one per pair of head dims, in double.
+  std::vector<float> cos_v(static_cast<size_t>(t) * inv_freq_.size()), sin_v(cos_v.size());
+  for (int64_t p = 0; p < t; ++p)
+    for (size_t i = 0; i < inv_freq_.size(); ++i) {
+      const double angle = static_cast<double>(start + p) * inv_freq_[i];
+      cos_v[static_cast<size_t>(p) * inv_freq_.size() + i] = static_cast<float>(std::cos(angle));
+      sin_v[static_cast<size_t>(p) * inv_freq_.size() + i] = static_cast<float>(std::sin(angle));
+    }
+  const Extents table{t, static_cast<int64_t>(inv_freq_.size())};
+  const Tensor cos = Tensor::fromSlice(ctx, {kT, kHd}, table, cos_v), sin = Tensor::fromSlice(ctx, {kT, kHd}, table, sin_v);
   // Embeddings: the rows of a 16-bit or q8_0 table are read as stored, then widened.
   Tensor x = embed_.indexSelect(ctx, kVocab, tokens);
   if (x.dtype() != DType::f32) x = x.to(ctx, DType::f32);

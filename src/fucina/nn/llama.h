@@ -137,13 +137,8 @@ class Llama : public Model {
                std::optional<uint64_t> dropout_seed, KvCache* cache = nullptr, size_t layer = 0) const;
   Tensor forward(ExecContext& ctx, const Tensor& tokens, KvCache* cache) const;
 
-  /// Rows start .. start + t of the rotary tables (Note [Rotary tables]), on ctx's device.
-  std::pair<Tensor, Tensor> rotaryRows(ExecContext& ctx, int64_t start, int64_t t) const;
-
   LlamaConfig config_;
   std::vector<double> inv_freq_;
-  struct RotaryTables;
-  std::shared_ptr<RotaryTables> rotary_;  // shared by copies of the model
   Tensor embed_, norm_, head_;  // head_ is embed_ when tied
   std::vector<Block> blocks_;
   // While loading: each block's tensors by slot (Loader), moved into blocks_ at the end.
