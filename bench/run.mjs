@@ -17,8 +17,9 @@
 // wasm SIMD128's mul+add peak), and the table quotes each configuration's speed as a share of its
 // ceiling times its threads, on the FLOPs a step must do (protocol.mjs's requiredGflopPerStep).
 // The ceiling: native fucina's dispatched ISA's; SIMD128's for wasm and TF.js; for PyTorch the best
-// this CPU has, since its BLAS picks its own kernels. A PyTorch run on Debian's reference BLAS is
-// marked not comparable and left out of the ratios (torch_bench.py, "comparable").
+// this CPU has, since its BLAS picks its own kernels. A PyTorch run on Debian's reference BLAS, or
+// one whose CPU time over wall time exceeds its threads (its BLAS ran threads it was not given), is
+// marked not comparable and left out of the ratios (torch_bench.py, "comparable", "cpu_per_wall").
 // --browser adds the package in headless Chromium (bench/browser.mjs: threaded-simd on 1 and 2
 // threads, simd), each run in a fresh browser. --compare adds the peers that are installed:
 // TensorFlow.js's wasm backend (peers/tfjs_bench.mjs) and PyTorch (peers/torch_bench.py). --configs keeps only the named impl:threads pairs (W5's
@@ -207,10 +208,11 @@ for (const [k, rs] of groups) {
     // Each run's own rate: torch's W5 and W8 do full fine-tuning's work, not LoRA's.
     gflops_median: median(ok.map((r) => r.gflops_median)), ...rates(workload, m),
     reduced_protocol: ok.some((r) => r.reduced_protocol), load_avg_1m: ok.map((r) => r.load_avg_1m),
-    isa: ok[0].isa ?? (WASM_IMPLS.includes(impl) ? 'SIMD128' : undefined), comparable: ok.every((r) => r.comparable !== false) };
+    isa: ok[0].isa ?? (WASM_IMPLS.includes(impl) ? 'SIMD128' : undefined), comparable: ok.every((r) => r.comparable !== false),
+    not_comparable_why: ok.find((r) => r.not_comparable_why)?.not_comparable_why };
   const ceiling = ceilingOf(impl);
   if (ceiling) s.peak_fraction = requiredGflopPerStep(workload) / (m / 1e3) / (ceiling * s.threads);
-  for (const f of ['peak_bytes', 'step_bytes', 'allocs_per_step', 'saved_bytes', 'rss_increase_bytes', 'heap_bytes', 'setup_ms'])
+  for (const f of ['peak_bytes', 'step_bytes', 'allocs_per_step', 'saved_bytes', 'rss_increase_bytes', 'heap_bytes', 'setup_ms', 'cpu_per_wall'])
     if (ok[0][f] !== undefined) s[f] = median(ok.map((r) => r[f]));
   summary.set(k, s);
 }
@@ -277,7 +279,8 @@ for (const w of workloads) {
     console.log(`${head}${s.median_ms.toFixed(2).padStart(10)}  ${`${s.min_ms.toFixed(2)}-${s.max_ms.toFixed(2)}`.padStart(19)}  ` +
       `${s.gflops_median.toFixed(2).padStart(8)}  ${(s.peak_fraction ? `${(100 * s.peak_fraction).toFixed(1)}%` : '').padStart(7)}  ` +
       `${(s.isa ?? '').padEnd(9)}  ${memory.padEnd(27)}  ${s.load_avg_1m.map((l) => l.toFixed(2)).join(' ')}` +
-      `${s.reduced_protocol ? '  [reduced protocol]' : ''}${s.comparable ? '' : '  [reference BLAS: not comparable, no ratios]'}${rate}`);
+      `${s.reduced_protocol ? '  [reduced protocol]' : ''}${s.cpu_per_wall !== undefined ? `  cpu/wall ${s.cpu_per_wall.toFixed(2)}` : ''}` +
+      `${s.comparable ? '' : `  [not comparable: ${s.not_comparable_why ?? 'see its runs'}; no ratios]`}${rate}`);
   }
   const ratios = [];
   for (const [[ai, at], [bi, bt], label] of RATIOS) {

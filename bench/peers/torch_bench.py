@@ -3,9 +3,12 @@
 ../protocol.mjs. One configuration per process:
     python3 bench/peers/torch_bench.py --workload W --threads N [--json] [--quick]
 Prints a table line or one JSON object (impl "torch"). OMP_WAIT_POLICY=PASSIVE is set before torch
-loads (without it 2 threads are slower than 1 on this machine kind), and so are OPENBLAS_NUM_THREADS
-and OMP_NUM_THREADS, to --threads (unless already set): torch.set_num_threads does not reach
-Debian's OpenBLAS, which otherwise runs its own threads beside them (../../shared/BENCHMARKS.md). W3 also reports the bytes of
+loads (without it 2 threads are slower than 1 on this machine kind), and so are OPENBLAS_NUM_THREADS,
+OMP_NUM_THREADS and MKL_NUM_THREADS, to --threads (unless already set): torch.set_num_threads does
+not reach Debian's OpenBLAS, which otherwise runs its own threads beside them (../../shared/BENCHMARKS.md).
+Each timed step also records the process's CPU time over its wall time ("cpu_per_wall", the median
+over the timed steps): a run whose median exceeds its thread count (by more than the 2% the kernel's
+CPU accounting may add) used more cores than it was given and is marked "comparable": false. W3 also reports the bytes of
 the activations autograd saves in one forward (parameters excluded), as BENCHMARKS.md measures.
 W5 (bench/README.md) is full fine-tuning of a GPT-2-small-shaped model (f32, AdamW on every
 parameter, batch 4 x T 128, random weights), the PyTorch side of fucina's LoRA W5, with 2 warm-up
@@ -19,7 +22,7 @@ greedily after a 64-token prompt with W3's model (tokens_per_s) by the loop a Py
 Hugging Face's loop without a cache) or kv (keys and values cached while the context has room,
 then full forwards over the last `context` tokens, as fucina's generate). Every run records the
 BLAS library torch loaded ("blas"), the CPU capability torch's own kernels dispatch to ("isa"),
-and "comparable": false when that BLAS is Debian's reference BLAS (netlib, no SIMD kernels: torch.mm
+and "comparable": false (with "not_comparable_why") when that BLAS is Debian's reference BLAS (netlib, no SIMD kernels: torch.mm
 at ~6 GFLOP/s), a peer no PyTorch user gets."""
 import argparse
 import json
@@ -41,7 +44,7 @@ def _threads_arg(argv):
     return "1"
 
 
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, _threads_arg(sys.argv[1:]))
 
 import torch  # noqa: E402
@@ -330,6 +333,16 @@ def saved_activation_bytes(model, loss_of):
     return total[0]
 
 
+def not_comparable_why(blas, cpu_per_wall, threads):
+    """Why a run's figures may not enter a ratio, or None: reference BLAS is a peer no PyTorch user
+    gets; a run busier than its threads (2% for CPU accounting's granularity) used cores it was not given."""
+    if reference_blas(blas):
+        return "reference BLAS"
+    if cpu_per_wall > threads * 1.02:
+        return f"{cpu_per_wall:.2f} CPUs busy on {threads} thread{'s' if threads > 1 else ''}"
+    return None
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--workload", required=True, choices=["w1", "w2", "w3", "w3-ckpt", "w4-1024", "w4-fc", "w5", "w5-ckpt",
@@ -360,10 +373,14 @@ def main():
         opt.step()
         loss.item()
 
+    cpu_per_wall = []  # the process's CPU time over wall time, per timed step (all its threads)
+
     def timed():
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         step()
-        return (time.perf_counter() - t0) * 1e3
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        cpu_per_wall.append(cpu / wall)
+        return wall * 1e3
 
     warmup, steps, reduced = (2, 3, False) if args.quick else (10, 50, False)
     timed()
@@ -373,7 +390,9 @@ def main():
         warmup, steps, reduced = 2, 5, True
     for _ in range(warmup - 2):
         step()
+    cpu_per_wall.clear()
     ms = sorted(timed() for _ in range(steps))
+    busy = sorted(cpu_per_wall)[len(cpu_per_wall) // 2]
     n = len(ms)
     median = ms[n // 2] if n % 2 else (ms[n // 2 - 1] + ms[n // 2]) / 2
     r = {"workload": args.workload, "impl": impl, "threads": args.threads, "median_ms": median,
@@ -381,8 +400,11 @@ def main():
          "reduced_protocol": reduced, "load_avg_1m": load, "warmup": warmup, "steps": steps,
          "rss_increase_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - rss0,
          "blas": loaded_blas(), "blas_threads": os.environ["OPENBLAS_NUM_THREADS"], "isa": torch_isa(),
-         **rate(args.workload, median)}
-    r["comparable"] = not reference_blas(r["blas"])
+         "cpu_per_wall": busy, **rate(args.workload, median)}
+    why = not_comparable_why(r["blas"], busy, args.threads)
+    r["comparable"] = why is None
+    if why:
+        r["not_comparable_why"] = why
     if model is not None and args.workload.startswith(("w3", "w5", "w8")):
         r["saved_bytes"] = saved_activation_bytes(model, loss_of)
     if note:
@@ -392,7 +414,7 @@ def main():
     else:
         print(f"{r['workload']:<8} {impl} {r['threads']} thr  median {median:9.3f} ms  (min {ms[0]:.3f}, max {ms[-1]:.3f})"
               f"  {r['gflops_median']:7.2f} GFLOP/s  load {load:.2f}{'  [reduced protocol]' if reduced else ''}  blas {r['blas']}  isa {r['isa']}"
-              f"{'' if r['comparable'] else '  [reference BLAS: not comparable]'}"
+              f"  cpu/wall {busy:.2f}{'' if r['comparable'] else f'  [not comparable: {why}]'}"
               + "".join(f"  {v:.1f} {k[:-6]}/s" for k, v in r.items() if k.endswith("_per_s")))
 
 
