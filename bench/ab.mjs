@@ -3,9 +3,9 @@
 // (A B, then B A, ...) so that drift of the machine falls on both; prints each side's median of
 // the per-step medians and after/before. For a change's "no speed lost" figures:
 //   node bench/ab.mjs --before ../old-checkout --after . [--rounds 3]
-//                     [--configs native,wasm-st,wasm-mt] [--workloads w1,w2,w3,w4-1024]
-// native: build/native/bench/fucina_bench on 1 thread; wasm-st: the simd variant; wasm-mt: the
-// threaded variant on 2 threads (bench/bench.mjs, run in its own checkout so that it loads that
+//                     [--configs native,wasm-st,wasm-rx,wasm-mt] [--workloads w1,w2,w3,w4-1024]
+// native: build/native/bench/fucina_bench on 1 thread; wasm-st: the simd variant; wasm-rx: the
+// relaxed-simd variant; wasm-mt: the threaded variant on 2 threads (bench/bench.mjs, run in its own checkout so that it loads that
 // checkout's dist/).
 import { spawnSync } from 'node:child_process';
 import { resolve } from 'node:path';
@@ -23,6 +23,7 @@ const workloads = option('--workloads', 'w1,w2,w3,w4-1024').split(',');
 const commands = {
   native: (w) => ['build/native/bench/fucina_bench', ['--workload', w, '--threads', '1', '--json']],
   'wasm-st': (w) => [process.execPath, ['bench/bench.mjs', '--workload', w, '--variant', 'simd', '--threads', '1', '--json']],
+  'wasm-rx': (w) => [process.execPath, ['bench/bench.mjs', '--workload', w, '--variant', 'relaxed-simd', '--threads', '1', '--json']],
   'wasm-mt': (w) => [process.execPath, ['bench/bench.mjs', '--workload', w, '--variant', 'threaded-simd', '--threads', '2', '--json']],
 };
 const median = (xs) => {
@@ -31,7 +32,7 @@ const median = (xs) => {
 };
 
 for (const config of configs) {
-  if (!commands[config]) throw new Error(`ab: unknown config ${config} (native, wasm-st, wasm-mt)`);
+  if (!commands[config]) throw new Error(`ab: unknown config ${config} (native, wasm-st, wasm-rx, wasm-mt)`);
   for (const w of workloads) {
     const runs = { before: [], after: [] };
     for (let r = 0; r < rounds; ++r) {

@@ -1,7 +1,7 @@
 // Times ONE configuration of ../shared/BENCHMARKS.md's workloads on the built npm package (wasm),
 // with the protocol of protocol.mjs, and prints a table line or (--json) one JSON object:
 //   node bench/bench.mjs --workload w1|w2|w3|w3-ckpt|w3-frozen-f32|w3-frozen-f16|w3-frozen-q8|w4-1024|w4-fc
-//                        --variant threaded-simd|simd [--threads N] [--json] [--quick]
+//                        --variant threaded-simd|simd|relaxed-simd [--threads N] [--json] [--quick]
 //                        [--warmup N]   (N warm-up steps instead of the protocol's: to study V8's tier-up)
 //                        (or w5-f32|w5-f16|w5-q8 and their -ckpt variants, or w8-q8-ckpt|w8-qwen05-q8-ckpt,
 //                        or w6-b1|w6-b64|w7,
@@ -17,18 +17,22 @@
 // timing; a step is one forward under fc.noGrad to the logits read back (toArray). w7: greedy
 // generation of 128 tokens after a 64-token prompt by fc.nn.Gpt (generate, KV cache); a step is
 // the generate call. As bench/bench.cpp.
-// impl is "fucina-wasm-mt" (threaded-simd, N threads) or "fucina-wasm-st" (simd, one thread).
+// impl is "fucina-wasm-mt" (threaded-simd, N threads), "fucina-wasm-st" (simd, one thread) or
+// "fucina-wasm-rx" (relaxed-simd, one thread).
 // The models are fc.nn's (web/nn.mjs), the same definitions tests/js/models.test.mjs trains.
-import { init } from 'fucina';
+import { setFlagsFromString } from 'node:v8';
+import { init, relaxedSimdSupported } from 'fucina';
 import { loadAverage1m, parseArgs, report } from './protocol.mjs';
 import { timeWorkload } from './workloads.mjs';
 
 const args = parseArgs(process.argv.slice(2), ['variant', 'warmup']);
 const variant = args.variant ?? 'threaded-simd';
-if (variant === 'simd' && args.threads !== 1) throw new Error('the simd variant runs on one thread');
-const impl = variant === 'simd' ? 'fucina-wasm-st' : 'fucina-wasm-mt';
+if (variant !== 'threaded-simd' && args.threads !== 1) throw new Error(`the ${variant} variant runs on one thread`);
+const impl = { simd: 'fucina-wasm-st', 'relaxed-simd': 'fucina-wasm-rx' }[variant] ?? 'fucina-wasm-mt';
+// Node 20 compiles relaxed SIMD behind a V8 flag (on by default from Node 22).
+if (variant === 'relaxed-simd' && !relaxedSimdSupported()) setFlagsFromString('--experimental-wasm-relaxed-simd');
 const load = loadAverage1m();
-const fc = await init({ variant, threads: variant === 'simd' ? undefined : args.threads });
+const fc = await init({ variant, threads: variant === 'threaded-simd' ? args.threads : undefined });
 
 let result;
 try {

@@ -1,6 +1,7 @@
 // Times ONE configuration inside a page's module Worker, as bench/bench.mjs does in Node: the query
 // of this worker's URL names it (?workload=w1&variant=simd&threads=1[&quick=1][&warmup=N]); it posts
-// { result } (workloads.mjs's timeWorkload record, impl "chromium-wasm-st" or "chromium-wasm-mt") or { error }.
+// { result } (workloads.mjs's timeWorkload record, impl "chromium-wasm-st", "chromium-wasm-rx" or
+// "chromium-wasm-mt") or { error }.
 // The package is imported by a relative URL from dist/, as a page that ships it would.
 const post = (msg) => self.postMessage(msg);
 const errorText = (e) => (e && (e.stack || e.message)) || String(e);
@@ -11,8 +12,8 @@ async function main() {
   const quick = q.get('quick') === '1', warmupSteps = q.get('warmup') ? Number(q.get('warmup')) : undefined;
   const { init } = await import('../dist/index.browser.mjs');
   const { timeWorkload } = await import('./workloads.mjs');
-  const fc = await init({ variant, threads: variant === 'simd' ? undefined : threads });
-  const impl = variant === 'simd' ? 'chromium-wasm-st' : 'chromium-wasm-mt';
+  const fc = await init({ variant, threads: variant === 'threaded-simd' ? threads : undefined });
+  const impl = { simd: 'chromium-wasm-st', 'relaxed-simd': 'chromium-wasm-rx' }[variant] ?? 'chromium-wasm-mt';
   post({ result: timeWorkload(fc, workload, impl, { quick, warmupSteps,
     extra: { crossOriginIsolated: self.crossOriginIsolated, user_agent: navigator.userAgent } }) });
 }

@@ -2,7 +2,7 @@
 // playwright-core as tests/browser/ does): serves the repository with web/server.mjs (cross-origin
 // isolated, so the threaded build can start its workers), opens bench/browser.html in a fresh
 // browser, whose module Worker runs the workload with protocol.mjs's protocol on dist/'s package,
-// and prints its record as bench/bench.mjs does (impl "chromium-wasm-st" or "chromium-wasm-mt").
+// and prints its record as bench/bench.mjs does (impl "chromium-wasm-st", "chromium-wasm-rx" or "chromium-wasm-mt").
 //   node bench/browser.mjs --workload w1 --variant simd|threaded-simd [--threads N] [--json] [--quick]
 //                          [--warmup N]   (N warm-up steps instead of the protocol's: to study tier-up)
 // bench/run.mjs --browser runs it for every workload, each in a fresh browser.

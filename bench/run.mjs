@@ -82,12 +82,14 @@ const configs = [  // impl, threads, the command minus the workload flags, and w
   { impl: 'fucina-wasm-mt', threads: 1, cmd: [node, benchMjs, '--variant', 'threaded-simd', '--threads', '1'] },
   { impl: 'fucina-wasm-mt', threads: 2, cmd: [node, benchMjs, '--variant', 'threaded-simd', '--threads', '2'] },
   { impl: 'fucina-wasm-st', threads: 1, cmd: [node, benchMjs, '--variant', 'simd', '--threads', '1'] },
+  { impl: 'fucina-wasm-rx', threads: 1, cmd: [node, benchMjs, '--variant', 'relaxed-simd', '--threads', '1'] },
 ];
 if (flag('--browser')) {  // the same package in headless Chromium (bench/browser.mjs), fresh browser per run
   const browserMjs = join(root, 'bench', 'browser.mjs');
   configs.push({ impl: 'chromium-wasm-mt', threads: 1, cmd: [node, browserMjs, '--variant', 'threaded-simd', '--threads', '1'] },
     { impl: 'chromium-wasm-mt', threads: 2, cmd: [node, browserMjs, '--variant', 'threaded-simd', '--threads', '2'] },
-    { impl: 'chromium-wasm-st', threads: 1, cmd: [node, browserMjs, '--variant', 'simd', '--threads', '1'] });
+    { impl: 'chromium-wasm-st', threads: 1, cmd: [node, browserMjs, '--variant', 'simd', '--threads', '1'] },
+    { impl: 'chromium-wasm-rx', threads: 1, cmd: [node, browserMjs, '--variant', 'relaxed-simd', '--threads', '1'] });
 }
 if (compare) {
   if (existsSync(join(root, 'node_modules', '@tensorflow', 'tfjs-backend-wasm'))) {
@@ -156,7 +158,7 @@ function measurePeaks() {
   };
   const native = read(nativeBin, ['--peak', '--json']), wasm = read(node, [join(root, 'bench', 'peak.mjs'), '--json']);
   return { isa: native.isa, native: native.peak_gflops, avx2: native.avx2_fma_gflops, avx512: native.avx512_fma_gflops,
-    simd128: wasm.peak_gflops };
+    simd128: wasm.peak_gflops, relaxed: wasm.relaxed_madd_gflops };
 }
 const peakRounds = [];
 
@@ -182,15 +184,17 @@ const median = (v) => {
   return n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 };
 const peaks = {};
-for (const k of ['native', 'avx2', 'avx512', 'simd128']) {
+for (const k of ['native', 'avx2', 'avx512', 'simd128', 'relaxed']) {
   const v = peakRounds.map((p) => p[k]).filter((x) => x > 0);
   if (v.length) peaks[k] = median(v);
 }
 peaks.isa = peakRounds.find((p) => p.isa)?.isa;
 // The ceiling a configuration's GFLOP/s is quoted against: one core's, times its threads.
+// The relaxed-simd builds' ceiling is relaxed_madd's.
+const RELAXED_IMPLS = ['fucina-wasm-rx', 'chromium-wasm-rx'];
 const WASM_IMPLS = ['fucina-wasm-mt', 'fucina-wasm-st', 'chromium-wasm-mt', 'chromium-wasm-st', 'tfjs-wasm', 'tfjs-wasm-xt', 'tfjs-wasm-onehot'];
-const ceilingOf = (impl) => (impl === 'fucina-native' ? peaks.native : WASM_IMPLS.includes(impl) ? peaks.simd128
-  : Math.max(peaks.avx2 ?? 0, peaks.avx512 ?? 0) || undefined);
+const ceilingOf = (impl) => (impl === 'fucina-native' ? peaks.native : RELAXED_IMPLS.includes(impl) ? peaks.relaxed
+  : WASM_IMPLS.includes(impl) ? peaks.simd128 : Math.max(peaks.avx2 ?? 0, peaks.avx512 ?? 0) || undefined);
 const key = (r) => `${r.workload}|${r.impl}|${r.threads}`;
 const groups = new Map();
 for (const r of runs) groups.set(key(r), [...(groups.get(key(r)) ?? []), r]);
@@ -230,7 +234,7 @@ const comparable = (workload, impl, threads) => {  // a summary that may enter a
 };
 const gf = (v) => (v ? v.toFixed(1) : '?');
 console.log(`one core's multiply-add peak (GFLOP/s, CPU time, median of ${peakRounds.length}): ${peaks.isa ?? 'native'} (dispatched) ${gf(peaks.native)}` +
-  `, AVX2 FMA ${gf(peaks.avx2)}, AVX-512 FMA ${gf(peaks.avx512)}, wasm SIMD128 mul+add ${gf(peaks.simd128)}`);
+  `, AVX2 FMA ${gf(peaks.avx2)}, AVX-512 FMA ${gf(peaks.avx512)}, wasm SIMD128 mul+add ${gf(peaks.simd128)}, relaxed_madd ${gf(peaks.relaxed)}`);
 const mib = (b) => `${(b / 1048576).toFixed(1)} MiB`;
 // [numerator, denominator, what the ratio says]: ms/step ratios, < 1 means the first is faster.
 const RATIOS = [
@@ -238,6 +242,8 @@ const RATIOS = [
   [['fucina-wasm-mt', 2], ['fucina-wasm-mt', 1], 'wasm-mt 2 thr / 1 thr'],
   [['fucina-wasm-st', 1], ['fucina-native', 1], 'wasm-st / native (1 thr)'],
   [['fucina-wasm-mt', 1], ['fucina-wasm-st', 1], 'wasm-mt 1 thr / wasm-st'],
+  [['fucina-wasm-rx', 1], ['fucina-wasm-st', 1], 'wasm-rx / wasm-st'],
+  [['chromium-wasm-rx', 1], ['chromium-wasm-st', 1], 'chromium-rx / chromium-st'],
   [['chromium-wasm-mt', 2], ['chromium-wasm-mt', 1], 'chromium-mt 2 thr / 1 thr'],
   [['chromium-wasm-mt', 2], ['chromium-wasm-st', 1], 'chromium-mt 2 thr / chromium-st'],
   [['chromium-wasm-mt', 1], ['chromium-wasm-st', 1], 'chromium-mt 1 thr / chromium-st'],
@@ -249,6 +255,7 @@ const RATIOS = [
   [['fucina-native', 1], ['torch-kv', 1], 'native / torch-kv (1 thr)'],
   [['fucina-native', 2], ['torch-kv', 2], 'native / torch-kv (2 thr)'],
   [['fucina-wasm-st', 1], ['tfjs-wasm', 1], 'wasm-st / tfjs-wasm'],
+  [['fucina-wasm-rx', 1], ['tfjs-wasm', 1], 'wasm-rx / tfjs-wasm'],
   [['fucina-wasm-st', 1], ['tfjs-wasm-xt', 1], 'wasm-st / tfjs-wasm explicit-transpose'],
   [['fucina-wasm-st', 1], ['tfjs-wasm-onehot', 1], 'wasm-st / tfjs-wasm one-hot embedding'],
   [['fucina-wasm-st', 1], ['torch', 1], 'wasm-st / torch native (1 thr)'],

@@ -117,7 +117,7 @@ export function timeWorkload(fc, workload, impl, { quick = false, warmupSteps, l
       allocs_per_step: (after.systemAllocations - before.systemAllocations) / timing.steps,
       setup_ms,
       live_bytes_by_dtype: Object.fromEntries(Object.entries(after.bytesByDtype ?? {}).filter(([, v]) => v > 0)),
-      isa: 'SIMD128', ...extra, ...(note ? { note } : {}) });
+      isa: fc.variant === 'relaxed-simd' ? 'relaxed' : 'SIMD128', ...extra, ...(note ? { note } : {}) });
 }
 
 /**

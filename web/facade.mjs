@@ -12,16 +12,44 @@ import { OPS, ENUMS, conv2dOptions, tensor as tensorArg } from './ops.table.mjs'
 
 export { FucinaError };
 
-const VARIANTS = ['threaded-simd', 'simd'];
+const VARIANTS = ['threaded-simd', 'simd', 'relaxed-simd'];
 
-function chooseVariant(requested, platform) {
+// The smallest module with relaxed SIMD's f32x4.relaxed_madd (final opcode 0xfd 0x105): a function
+// (v128, v128, v128) -> v128 returning relaxed_madd of its arguments. An engine that validates it
+// can compile the relaxed-simd variant; one that does not would fail on it (docs/relaxed-simd.md).
+const RELAXED_PROBE = new Uint8Array([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+  0x01, 0x08, 0x01, 0x60, 0x03, 0x7b, 0x7b, 0x7b, 0x01, 0x7b,  // type: (v128 v128 v128) -> v128
+  0x03, 0x02, 0x01, 0x00,  // function 0 has type 0
+  0x0a, 0x0d, 0x01, 0x0b, 0x00, 0x20, 0x00, 0x20, 0x01, 0x20, 0x02, 0xfd, 0x85, 0x02, 0x0b]);
+
+/** Whether this engine runs relaxed SIMD (Chrome >= 114, Node >= 22; Node 20 with --experimental-wasm-relaxed-simd). */
+export function relaxedSimdSupported() {
+  try {
+    return WebAssembly.validate(RELAXED_PROBE);
+  } catch {
+    return false;
+  }
+}
+
+// auto: threaded-simd where threads are possible and more than one may run; else the one-thread
+// build, relaxed-simd where the engine validates relaxed SIMD, simd elsewhere.
+function chooseVariant(requested, platform, threads) {
   const threadsPossible = typeof SharedArrayBuffer !== 'undefined' && platform.threadsPossible();
-  if (requested === undefined || requested === 'auto') return threadsPossible ? 'threaded-simd' : 'simd';
-  if (!VARIANTS.includes(requested))
-    throw invalid(`unknown variant ${typeof requested === 'string' ? `'${requested}'` : typeName(requested)} (use "auto", "threaded-simd" or "simd")`);
+  if (requested === undefined || requested === 'auto') {
+    if (threadsPossible && threads !== 1) return 'threaded-simd';
+    return relaxedSimdSupported() ? 'relaxed-simd' : 'simd';
+  }
+  if (!VARIANTS.includes(requested)) {
+    throw invalid(`unknown variant ${typeof requested === 'string' ? `'${requested}'` : typeName(requested)} ` +
+      '(use "auto", "threaded-simd", "simd" or "relaxed-simd")');
+  }
   if (requested === 'threaded-simd' && !threadsPossible)
     throw invalid('threaded-simd needs SharedArrayBuffer, which a browser gives only to ' +
       'cross-origin isolated pages (COOP/COEP headers)');
+  if (requested === 'relaxed-simd' && !relaxedSimdSupported()) {
+    throw new FucinaError('LoadFailed', 'LoadFailed: this engine has no relaxed SIMD (Chrome >= 114, ' +
+      'Node >= 22 or Node 20 with --experimental-wasm-relaxed-simd), so it cannot compile the relaxed-simd variant: use "simd"');
+  }
   return requested;
 }
 
@@ -36,7 +64,7 @@ function locator(options, variant, platform) {
     if (v !== undefined && typeof v !== 'string' && !(v instanceof URL))
       throw invalid(`init: ${name} must be a string or URL, got ${typeName(v)}`);
   if (wasmUrl !== undefined && (options.variant === undefined || options.variant === 'auto'))
-    throw invalid('init: wasmUrl names one variant\'s .wasm file: pass variant "simd" or "threaded-simd" with it');
+    throw invalid('init: wasmUrl names one variant\'s .wasm file: pass variant "simd", "relaxed-simd" or "threaded-simd" with it');
   return (name, fallback) => {
     if (locateFile) {
       const url = locateFile(name, variant);
@@ -73,15 +101,15 @@ export function makeInit(platform) {
       }
       shim = await GpuShim.create(gpu, limits);
     }
-    const variant = chooseVariant(options.variant, platform);
+    const variant = chooseVariant(options.variant, platform, options.threads);
     let threads = 1;
     if (variant === 'threaded-simd') {
       threads = checkInt(options.threads ?? Math.min(await platform.defaultThreads(), 8), 'init: threads', 1, 64);
     } else if (options.threads !== undefined && options.threads !== 1) {
-      console.warn(`fucina: the simd variant runs on one thread (asked for ${options.threads})`);
+      console.warn(`fucina: the ${variant} variant runs on one thread (asked for ${options.threads})`);
     }
-    if (options.variant === undefined && variant === 'simd' && platform.name === 'browser')
-      console.info('fucina: this page is not cross-origin isolated; using the single-threaded simd build');
+    if (options.variant === undefined && variant !== 'threaded-simd' && options.threads !== 1 && platform.name === 'browser')
+      console.info(`fucina: this page is not cross-origin isolated; using the single-threaded ${variant} build`);
     const moduleOptions = { fucinaPoolSize: Math.max(1, threads - 1) };
     let M;
     try {

@@ -4,7 +4,7 @@ import { makeInit } from './facade.mjs';
 import { makeReaders } from './data.mjs';
 import { platform } from './platform.browser.mjs';
 
-export { FucinaError, Tensor, Optimizer, PackedRhs } from './facade.mjs';
+export { FucinaError, Tensor, Optimizer, PackedRhs, relaxedSimdSupported } from './facade.mjs';
 export { parseIdx, shuffledIndices, makeBatch } from './data.mjs';
 export const init = makeInit(platform);
 export const { readIdx, loadFashionMnist } = makeReaders(platform);

@@ -24,8 +24,10 @@
  * fail with DTypeMismatch), read back with to('f32') or toArray(). */
 export type DType = 'f32' | 'f16' | 'bf16' | 'f64' | 'i32' | 'i64' | 'u8' | 'q8_0';
 
-/** The WebAssembly builds: with threads (needs SharedArrayBuffer) or single-threaded. */
-export type Variant = 'threaded-simd' | 'simd';
+/** The WebAssembly builds: with threads (needs SharedArrayBuffer), single-threaded, or
+ * single-threaded with relaxed SIMD's fused multiply-add in its accumulating kernels (needs an
+ * engine with relaxed SIMD: see {@link relaxedSimdSupported}). */
+export type Variant = 'threaded-simd' | 'simd' | 'relaxed-simd';
 /** Where a tensor's storage lives: host memory, or the WebGPU device of
  * `init({ device: 'webgpu' })`. */
 export type Device = 'cpu' | 'webgpu';
@@ -126,7 +128,9 @@ export interface InitOptions {
   /** Threads for the threaded-simd variant, 1 to 64 (default: the machine's cores, at most 8). */
   threads?: number;
   /** "auto" (default) picks threaded-simd where SharedArrayBuffer is usable (Node, or a
-   * cross-origin isolated page), else simd. */
+   * cross-origin isolated page) and `threads` is not 1; else a one-thread build: relaxed-simd where
+   * the engine has relaxed SIMD, simd elsewhere. An explicit relaxed-simd on an engine without it
+   * rejects with LoadFailed. */
   variant?: 'auto' | Variant;
   /**
    * Where the engine's files are, for a CDN or a layout the bundler did not make: called with each
@@ -1961,6 +1965,10 @@ export interface Fucina {
    * every variable input; throws GradientMismatch naming the first bad element. */
   gradcheck<A extends Tensor[]>(lossFn: (...inputs: A) => Tensor, inputs: [...A], options?: GradcheckOptions): GradcheckResult;
 }
+
+/** Whether this engine compiles relaxed SIMD (`WebAssembly.validate` of a module with
+ * f32x4.relaxed_madd), i.e. whether init() may load the relaxed-simd variant. */
+export function relaxedSimdSupported(): boolean;
 
 /** Loads the engine (the best wasm variant unless options.variant says which). */
 export function init(options?: InitOptions): Promise<Fucina>;

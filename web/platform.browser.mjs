@@ -18,6 +18,10 @@ const FILES = {
     glue: new URL('./wasm/fucina-simd.mjs', import.meta.url),
     wasm: new URL('./wasm/fucina-simd.wasm', import.meta.url),
   },
+  'relaxed-simd': {
+    glue: new URL('./wasm/fucina-relaxed-simd.mjs', import.meta.url),
+    wasm: new URL('./wasm/fucina-relaxed-simd.wasm', import.meta.url),
+  },
 };
 
 function place(url) {

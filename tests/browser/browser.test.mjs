@@ -75,14 +75,16 @@ test('cross-origin isolated page: threaded-simd with more than one thread trains
   assert.ok(fetched('/dist/wasm/fucina-threaded-simd.mjs'), 'threaded-simd glue was not fetched from /dist/wasm/');
 });
 
-test('page without COOP/COEP (under /plain/): falls back to simd and trains', { skip: skipReason }, async () => {
+// Chromium 156 has relaxed SIMD, so auto's one-thread build there is relaxed-simd (init() checks
+// with WebAssembly.validate).
+test('page without COOP/COEP (under /plain/): falls back to the one-thread relaxed-simd build and trains', { skip: skipReason }, async () => {
   const { result, error, problems } = await runPage('/plain/tests/browser/train.html', 'plain.png');
   assert.equal(error, undefined, `page reported: ${error}`);
   assert.deepEqual(problems, []);
   assert.equal(result.crossOriginIsolated, false);
-  assert.equal(result.variant, 'simd');
+  assert.equal(result.variant, 'relaxed-simd');
   assert.equal(result.threads, 1);
   assertTrained(result);
-  assert.ok(fetched('/plain/dist/wasm/fucina-simd.wasm'), 'simd wasm was not fetched from the /plain/ base URL');
+  assert.ok(fetched('/plain/dist/wasm/fucina-relaxed-simd.wasm'), 'relaxed-simd wasm was not fetched from the /plain/ base URL');
   assert.ok(!requests.some(([, p]) => p.startsWith('/plain/dist/wasm/fucina-threaded-simd')), 'the plain page loaded threaded-simd files');
 });

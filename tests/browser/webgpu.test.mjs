@@ -28,7 +28,7 @@ after(async () => {
 // Opens a page in both variants (path, then under /plain/: not cross-origin isolated) and waits
 // for its window.__result, which check(result) judges; the page must report no error or problem.
 function inBothVariants(pagePath, name, timeout, check) {
-  for (const [prefix, variant] of [['', 'threaded-simd'], ['plain/', 'simd']]) {
+  for (const [prefix, variant] of [['', 'threaded-simd'], ['plain/', 'relaxed-simd']]) {  // Chromium has relaxed SIMD
     test(`webgpu in Chromium (${variant}): ${name}`, { skip: skipReason }, async () => {
       const { context, page, problems } = await openPage(browser);
       try {

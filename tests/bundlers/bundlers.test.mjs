@@ -70,7 +70,7 @@ async function trainsBothWays(out, pagePath = 'index.html', requests = []) {
     const isolated = await trains(`${server.url}${pagePath}`, 'threaded-simd');
     // The worker's default: one thread per core (2 on CI's machines), at most 8.
     assert.ok(isolated.threads >= Math.min(2, availableParallelism()), `threaded-simd ran ${isolated.threads} thread(s)`);
-    await trains(`${server.url}plain/${pagePath}`, 'simd');
+    await trains(`${server.url}plain/${pagePath}`, 'relaxed-simd');  // Chromium has relaxed SIMD
   } catch (e) {
     if (missing.length) throw new Error(`${e.message}\nthe server answered: ${missing.join(', ')}`, { cause: e });
     throw e;
@@ -90,7 +90,7 @@ test('Vite build: an app importing fucina builds and trains', opts, async () => 
 test('Vite dev server: the same app trains from the dev server', opts, async () => {
   const dir = makeApp('vite-dev');
   const { createServer } = await import(pathToFileURL(bin('vite/dist/node/index.js')).href);
-  for (const [isolated, variant] of [[true, 'threaded-simd'], [false, 'simd']]) {
+  for (const [isolated, variant] of [[true, 'threaded-simd'], [false, 'relaxed-simd']]) {
     const headers = isolated ? { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' } : {};
     const server = await createServer({ root: dir, logLevel: 'silent', server: { host: '127.0.0.1', port: 0, headers } });
     await server.listen();
@@ -132,7 +132,7 @@ test('esbuild without the copy: init() fails with LoadFailed saying what to copy
     await p.waitForFunction(() => window.result !== undefined, null, { timeout: 60_000 });
     const result = await p.evaluate(() => window.result);
     assert.equal(result.ok, false);
-    assert.match(result.error, /FucinaError: LoadFailed: cannot load the simd engine .*copy node_modules\/fucina\/wasm\/ beside the bundle/);
+    assert.match(result.error, /FucinaError: LoadFailed: cannot load the relaxed-simd engine .*copy node_modules\/fucina\/wasm\/ beside the bundle/);
   } finally {
     await context.close();
     await server.close();
@@ -195,6 +195,6 @@ worker.postMessage('go');
 `);
   const requests = [];
   await trainsBothWays(dir, 'cdn.html', requests);
-  for (const v of ['simd', 'threaded-simd'])
+  for (const v of ['relaxed-simd', 'threaded-simd'])
     assert.ok(requests.some((p) => p.endsWith(`/cdn/fucina/fucina-${v}.wasm`)), `${v}: the wasm was not fetched from /cdn/fucina/`);
 });

@@ -433,7 +433,7 @@ for (const variant of VARIANTS) {
   describe(variant, () => {
     test('every adversarial case throws a coded FucinaError, leaks nothing and leaves the module working', async (t) => {
       const fc = await engine(variant);
-      const other = await init({ variant, threads: variant === 'simd' ? undefined : 1 });
+      const other = await init({ variant, threads: variant === 'threaded-simd' ? 1 : undefined });
       const f = fixtures(fc, other.ones(['r', 'c'], [2, 3]));
       const failures = await validCalls(fc, f);
       const cases = allCases();

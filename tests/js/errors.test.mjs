@@ -197,7 +197,7 @@ for (const variant of VARIANTS) {
   describe(`${variant}: hostile inputs`, () => {
     test('a tensor of another instance is refused clearly, in ops and callback results', async () => {
       const fc = await engine(variant);
-      const other = await init({ variant, threads: variant === 'simd' ? undefined : 1 });
+      const other = await init({ variant, threads: variant === 'threaded-simd' ? 1 : undefined });
       const foreign = other.ones(['d'], [2]);
       const x = fc.variable(['d'], [2], [1, 2]);
       const cases = [

@@ -10,7 +10,7 @@ const engines = new Map();
 /** The engine of this variant with the webgpu device as its default. */
 export async function gpuEngine(variant) {
   if (!engines.has(variant)) {
-    engines.set(variant, await init({ variant, device: 'webgpu', gpu: create([]), threads: variant === 'simd' ? undefined : 2 }));
+    engines.set(variant, await init({ variant, device: 'webgpu', gpu: create([]), threads: variant === 'threaded-simd' ? 2 : undefined }));
   }
   return engines.get(variant);
 }

@@ -1,15 +1,21 @@
 // Shared by the node:test suites: they import the built package by its name ("fucina"), as a
-// user would, and run every behaviour case on both wasm variants.
+// user would, and run every behaviour case on each wasm variant.
 import assert from 'node:assert/strict';
-import { init, FucinaError } from 'fucina';
+import { setFlagsFromString } from 'node:v8';
+import { init, FucinaError, relaxedSimdSupported } from 'fucina';
 
-export const VARIANTS = ['threaded-simd', 'simd'];
+// Node 20 compiles relaxed SIMD behind a V8 flag (on by default from Node 22): turned on here,
+// before any engine compiles, so the relaxed-simd variant runs in every suite.
+if (!relaxedSimdSupported()) setFlagsFromString('--experimental-wasm-relaxed-simd');
+assert.ok(relaxedSimdSupported(), 'this Node cannot run the relaxed-simd variant');
+
+export const VARIANTS = ['threaded-simd', 'simd', 'relaxed-simd'];
 
 const engines = new Map();
 /** One engine per variant (and backend) per test file (loading a module costs ~100 ms). */
 export async function engine(variant, backend = 'cpu') {
   const key = `${variant}/${backend}`;
-  if (!engines.has(key)) engines.set(key, await init({ variant, backend, threads: variant === 'simd' ? undefined : 2 }));
+  if (!engines.has(key)) engines.set(key, await init({ variant, backend, threads: variant === 'threaded-simd' ? 2 : undefined }));
   return engines.get(key);
 }
 

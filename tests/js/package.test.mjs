@@ -28,7 +28,7 @@ after(() => rmSync(work, { recursive: true, force: true }));
 test('the tarball holds exactly the package files, within the size budget', () => {
   const expected = ['LICENSE', 'README.md', 'package.json', 'index.d.ts', 'index.node.mjs', 'index.browser.mjs',
     'facade.mjs', 'platform.node.mjs', 'platform.browser.mjs', 'errors.mjs', 'data.mjs', 'nn.mjs', 'pretrained.mjs', 'ops.table.mjs', 'webgpu.mjs',
-    ...['simd', 'threaded-simd'].flatMap((v) => [`wasm/fucina-${v}.wasm`, `wasm/fucina-${v}.mjs`, `wasm/fucina-${v}.node.mjs`]),
+    ...['simd', 'threaded-simd', 'relaxed-simd'].flatMap((v) => [`wasm/fucina-${v}.wasm`, `wasm/fucina-${v}.mjs`, `wasm/fucina-${v}.node.mjs`]),
     'wasm/fucina-threaded-simd.node.worker.cjs', 'threaded-simd-worker.mjs'].sort();
   assert.deepEqual(files, expected);
   // Budget: 2.1 MB compressed, 9.8 MB unpacked (measured 2026-12-01: 1.03 MB and 4.48 MB; 2026-12-02,
@@ -56,13 +56,16 @@ test('the tarball holds exactly the package files, within the size budget', () =
   // with tensors bound in pieces past the adapter's binding limit (GPT-2's f32 embedding on a
   // 128 MiB binding), the device's value checks, its memory budget and out-of-memory reports, and
   // the recurrence and BCE kernels: 2.10 MB and 9.91 MB, the simd wasm 3.91 MB and the threaded one
-  // 5.29 MB, so 2.2 and 10.3 MB (a page loads one variant: ~1 MB of compressed wasm).
+  // 5.29 MB, so 2.2 and 10.3 MB (a page loads one variant: ~1 MB of compressed wasm); 2026-12-06,
+  // with the relaxed-simd variant (a third build, 3.69 MB of wasm, 0.80 MB gzipped, and its -O1
+  // glues, 0.13 MB each): 3.01 MB and 14.01 MB, so 3.1 and 14.3 MB. A page or process still loads
+  // one variant; the relaxed one is the smallest .wasm of the three.
   // Each op costs ~6 KB of simd wasm and ~9 KB of threaded wasm. Raising it is a decision: say why
   // in the commit.
   const packed = statSync(tarball).size;
   const unpacked = files.reduce((n, f) => n + statSync(join(dist, f)).size, 0);
-  assert.ok(packed <= 2.2e6, `tarball is ${packed} bytes, over its 2.2 MB budget`);
-  assert.ok(unpacked <= 10.3e6, `unpacked package is ${unpacked} bytes, over its 10.3 MB budget`);
+  assert.ok(packed <= 3.1e6, `tarball is ${packed} bytes, over its 3.1 MB budget`);
+  assert.ok(unpacked <= 14.3e6, `unpacked package is ${unpacked} bytes, over its 14.3 MB budget`);
 });
 
 test('the manifest: exports conditions, engines, sideEffects; the repository points into dist/', () => {
@@ -101,7 +104,7 @@ test('the browser entry reaches no Node built-in, and neither does the browser g
   for (const [file, text] of graph) {
     assert.doesNotMatch(text, /['"]node:|\brequire\s*\(|\bprocess\.(on|versions)/, `${file} mentions Node`);
   }
-  for (const v of ['simd', 'threaded-simd']) {
+  for (const v of ['simd', 'threaded-simd', 'relaxed-simd']) {
     const glue = readFileSync(join(dist, 'wasm', `fucina-${v}.mjs`), 'utf8');
     assert.doesNotMatch(glue, /\brequire\s*\(|\bawait import|process\["on"\]/, `the ${v} browser glue has Node code`);
     const nodeGlue = readFileSync(join(dist, 'wasm', `fucina-${v}.node.mjs`), 'utf8');
@@ -126,9 +129,10 @@ test('npm pack installs into a fresh project and trains there, from import and f
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module' }));
   npm(['install', '--offline', tarball], app);
   writeFileSync(join(app, 'train.mjs'), `
-    import { init } from 'fucina';
-    for (const variant of ['threaded-simd', 'simd']) {
-      const fc = await init({ variant });
+    import { init, relaxedSimdSupported } from 'fucina';
+    // The last init is auto on one thread: relaxed-simd where this Node validates relaxed SIMD.
+    for (const variant of ['threaded-simd', 'simd', undefined]) {
+      const fc = await init({ variant, threads: variant ? undefined : 1 });
       let w = fc.variable(['in'], [2], [0, 0]);
       const x = fc.constant(['batch', 'in'], [3, 2], [1, 2, 3, 4, 5, 6]);
       const y = fc.constant(['batch'], [3], [5, 11, 17]);
@@ -142,12 +146,17 @@ test('npm pack installs into a fresh project and trains there, from import and f
           return fc.noGrad(() => fc.variable(['in'], [2], w.detach().sub(w.grad().scale(0.01)).toArray()));
         });
       }
-      console.log(JSON.stringify({ variant, threads: fc.threads, first: losses[0], last: losses.at(-1) }));
+      console.log(JSON.stringify({ variant: fc.variant, relaxed: relaxedSimdSupported(), threads: fc.threads, first: losses[0], last: losses.at(-1) }));
     }
   `);
-  const lines = execFileSync('node', ['train.mjs'], { cwd: app, encoding: 'utf8' }).trim().split('\n').map((l) => JSON.parse(l));
-  assert.deepEqual(lines.map((l) => l.variant), ['threaded-simd', 'simd']);
-  for (const l of lines) assert.ok(l.last < l.first / 10, JSON.stringify(l));
+  const run = (flags) => execFileSync('node', [...flags, 'train.mjs'], { cwd: app, encoding: 'utf8' }).trim().split('\n').map((l) => JSON.parse(l));
+  const plain = run([]);
+  const oneThread = plain[0].relaxed ? 'relaxed-simd' : 'simd';
+  assert.deepEqual(plain.map((l) => l.variant), ['threaded-simd', 'simd', oneThread]);
+  // Node 20 validates relaxed SIMD only behind its V8 flag; Node 22 always.
+  const relaxed = run(Number(process.versions.node.split('.')[0]) < 22 ? ['--experimental-wasm-relaxed-simd'] : []);
+  assert.deepEqual(relaxed.map((l) => l.variant), ['threaded-simd', 'simd', 'relaxed-simd']);
+  for (const l of [...plain, ...relaxed]) assert.ok(l.last < l.first / 10, JSON.stringify(l));
 
   writeFileSync(join(app, 'train.cjs'), `
     const { init } = require('fucina');

@@ -109,7 +109,7 @@ for (const variant of VARIANTS) {
   describe(`${variant}: tensors of another instance or module copy`, () => {
     test('every path names the other instance', async () => {
       const fc = await engine(variant);
-      const other = await init({ variant, threads: variant === 'simd' ? undefined : 1 });
+      const other = await init({ variant, threads: variant === 'threaded-simd' ? 1 : undefined });
       const foreign = other.variable(['in'], [2], [1, 2]);
       const x = fc.variable(['d'], [2], [1, 2]);
       const cases = [
@@ -132,7 +132,7 @@ for (const variant of VARIANTS) {
       // A second copy of the facade module (as two bundles or import paths give) has its own Tensor class.
       const copy = await import(new URL('facade.mjs?second-copy', import.meta.resolve('fucina')).href);
       const { platform } = await import(new URL('platform.node.mjs', import.meta.resolve('fucina')).href);
-      const other = await copy.makeInit(platform)({ variant, threads: variant === 'simd' ? undefined : 1 });
+      const other = await copy.makeInit(platform)({ variant, threads: variant === 'threaded-simd' ? 1 : undefined });
       const e = throwsCode(() => fc.ones(['d'], [2]).add(other.ones(['d'], [2])), 'InvalidArgument');
       assert.match(e.message, /add: y is a Tensor of another copy of the fucina module/);
     });

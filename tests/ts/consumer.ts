@@ -3,7 +3,7 @@
 // tests/js/types.test.mjs runs `tsc -p tests/ts` and also checks that this file uses every
 // public member the runtime has. `// @ts-expect-error` lines are misuses the types must reject.
 import {
-  init, FucinaError, Tensor, Optimizer, PackedRhs,
+  init, FucinaError, Tensor, Optimizer, PackedRhs, relaxedSimdSupported,
   parseIdx, readIdx, shuffledIndices, loadFashionMnist, makeBatch,
 } from 'fucina';
 import type {
@@ -27,6 +27,7 @@ const options: InitOptions = { threads: 2, variant: 'auto' };
 const fc: Fucina = await init(options);
 await init();
 await init({ variant: 'simd' });
+await init({ variant: relaxedSimdSupported() ? 'relaxed-simd' : 'simd' });
 // @ts-expect-error an unknown variant
 await init({ variant: 'wasm64' });
 // @ts-expect-error an unknown option key

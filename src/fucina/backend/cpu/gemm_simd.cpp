@@ -44,6 +44,7 @@ HWY_BEFORE_NAMESPACE();
 namespace fucina::kernels::detail {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+#include "fucina/backend/cpu/madd-inl.h"  // MulAddAcc
 
 using D = hn::ScalableTag<float>;
 using V = hn::Vec<D>;
@@ -97,7 +98,7 @@ HWY_NOINLINE void MicroKernel(int64_t kc, const float* HWY_RESTRICT a, int64_t l
       const V av = hn::Set(d, kDirect ? rows[0][p] : a[0]);
       for (int64_t q = 0; q < kPanels; ++q)
         for (int64_t v = 0; v < kNV; ++v)
-          acc[0][q * kNV + v] = hn::MulAdd(av, hn::Load(d, pb + q * panel_stride + v * kLanes), acc[0][q * kNV + v]);
+          acc[0][q * kNV + v] = MulAddAcc(av, hn::Load(d, pb + q * panel_stride + v * kLanes), acc[0][q * kNV + v]);
       if (!kDirect) a += kMR;
       pb += kNR;
       continue;
@@ -107,7 +108,7 @@ HWY_NOINLINE void MicroKernel(int64_t kc, const float* HWY_RESTRICT a, int64_t l
       for (int64_t v = 0; v < kNV; ++v) b[q * kNV + v] = hn::Load(d, pb + q * panel_stride + v * kLanes);
     for (int64_t i = 0; i < kRows; ++i) {
       const V av = hn::Set(d, kDirect ? rows[i][p] : a[i]);
-      for (int64_t v = 0; v < kVecs; ++v) acc[i][v] = hn::MulAdd(av, b[v], acc[i][v]);
+      for (int64_t v = 0; v < kVecs; ++v) acc[i][v] = MulAddAcc(av, b[v], acc[i][v]);
     }
     if (!kDirect) a += kMR;
     pb += kNR;

@@ -42,6 +42,7 @@ HWY_BEFORE_NAMESPACE();
 namespace fucina::kernels {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+#include "fucina/backend/cpu/madd-inl.h"  // MulAddAcc
 
 // Up to kRows rows of A against one weight row at a time: each block's 32 values are widened to
 // f32 once and used by every row; a row's vector of partial sums is scaled by the block's scale
@@ -72,8 +73,8 @@ void Q8RowsDot(int64_t m, int64_t k, const float* a, int64_t lda, const std::byt
         for (int64_t r = 0; r < rows; ++r) {
           const float* x = a + (i0 + r) * lda + b * q8::kBlock;
           V part = hn::Mul(hn::LoadU(d, x), wv[0]);
-          for (int64_t v = 1; v < kVecs; ++v) part = hn::MulAdd(hn::LoadU(d, x + v * N), wv[v], part);
-          total[r] = hn::MulAdd(scale, part, total[r]);
+          for (int64_t v = 1; v < kVecs; ++v) part = MulAddAcc(hn::LoadU(d, x + v * N), wv[v], part);
+          total[r] = MulAddAcc(scale, part, total[r]);
         }
       }
       for (int64_t r = 0; r < rows; ++r)

@@ -35,6 +35,7 @@ HWY_BEFORE_NAMESPACE();
 namespace fucina::kernels::vec {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+#include "fucina/backend/cpu/madd-inl.h"  // MulAddAcc
 
 using D = hn::ScalableTag<float>;
 using V = hn::Vec<D>;
@@ -238,18 +239,18 @@ HWY_INLINE V DotLanes(D d, const float* a, const float* b, int64_t n) {
   V acc = hn::Zero(d), odd = hn::Zero(d);  // two chains: the FMA latency bound short rows
   int64_t i = 0;
   for (; i + 2 * L <= n; i += 2 * L) {
-    acc = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), acc);
-    odd = hn::MulAdd(hn::LoadU(d, a + i + L), hn::LoadU(d, b + i + L), odd);
+    acc = MulAddAcc(hn::LoadU(d, a + i), hn::LoadU(d, b + i), acc);
+    odd = MulAddAcc(hn::LoadU(d, a + i + L), hn::LoadU(d, b + i + L), odd);
   }
   acc = hn::Add(acc, odd);
-  for (; i + L <= n; i += L) acc = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), acc);
+  for (; i + L <= n; i += L) acc = MulAddAcc(hn::LoadU(d, a + i), hn::LoadU(d, b + i), acc);
   if (i < n) {
     HWY_ALIGN float ba[kMaxLanes] = {}, bb[kMaxLanes] = {};
     for (int64_t j = 0; j < n - i; ++j) {
       ba[j] = a[i + j];
       bb[j] = b[i + j];
     }
-    acc = hn::MulAdd(hn::Load(d, ba), hn::Load(d, bb), acc);
+    acc = MulAddAcc(hn::Load(d, ba), hn::Load(d, bb), acc);
   }
   return acc;
 }
@@ -272,7 +273,7 @@ double SumSquaredDeviation(const float* x, int64_t n, float shift) {
   // Padding with the shift itself contributes 0.
   return SumLanes(d, Fold(d, x, n, shift, hn::Zero(d), [&](V a, V v) {
                     const V dv = hn::Sub(v, s);
-                    return hn::MulAdd(dv, dv, a);
+                    return MulAddAcc(dv, dv, a);
                   }));
 }
 
