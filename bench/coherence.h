@@ -3,7 +3,7 @@
 // threads split every op of a training step, and an op's threads read what the other thread
 // wrote (a GEMM reads all of one operand) and write lines the other thread has read (each
 // step's buffers and weights), so these figures bound what a second thread can give
-// (bench/README.md, "Native W1 on two threads, traced"). Linux only: the two threads are pinned
+// (bench/README.md, "What earlier runs taught"). Linux only: the two threads are pinned
 // to the first two CPUs the process may run on.
 #pragma once
 
