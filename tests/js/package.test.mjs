@@ -148,9 +148,12 @@ test('npm pack installs into a fresh project and trains there, from import and f
       }
       console.log(JSON.stringify({ variant: fc.variant, relaxed: relaxedSimdSupported(), threads: fc.threads, first: losses[0], last: losses.at(-1) }));
     }
+    // Asked for by name where the engine lacks relaxed SIMD: a typed rejection, never a hang.
+    if (!relaxedSimdSupported()) console.log(JSON.stringify(await init({ variant: 'relaxed-simd' }).then(() => 'loaded', (e) => e.code)));
   `);
   const run = (flags) => execFileSync('node', [...flags, 'train.mjs'], { cwd: app, encoding: 'utf8' }).trim().split('\n').map((l) => JSON.parse(l));
   const plain = run([]);
+  if (!plain[0].relaxed) assert.equal(plain.pop(), 'LoadFailed');
   const oneThread = plain[0].relaxed ? 'relaxed-simd' : 'simd';
   assert.deepEqual(plain.map((l) => l.variant), ['threaded-simd', 'simd', oneThread]);
   // Node 20 validates relaxed SIMD only behind its V8 flag; Node 22 always.
