@@ -22,13 +22,12 @@
 // The models are fc.nn's (web/nn.mjs), the same definitions tests/js/models.test.mjs trains.
 import { setFlagsFromString } from 'node:v8';
 import { init, relaxedSimdSupported } from 'fucina';
-import { loadAverage1m, parseArgs, report } from './protocol.mjs';
+import { loadAverage1m, parseArgs, report, wasmImpl } from './protocol.mjs';
 import { timeWorkload } from './workloads.mjs';
 
 const args = parseArgs(process.argv.slice(2), ['variant', 'warmup']);
 const variant = args.variant ?? 'threaded-simd';
-if (variant !== 'threaded-simd' && args.threads !== 1) throw new Error(`the ${variant} variant runs on one thread`);
-const impl = { simd: 'fucina-wasm-st', 'relaxed-simd': 'fucina-wasm-rx' }[variant] ?? 'fucina-wasm-mt';
+const impl = wasmImpl('fucina-wasm', variant, args.threads);
 // Node 20 compiles relaxed SIMD behind a V8 flag (on by default from Node 22).
 if (variant === 'relaxed-simd' && !relaxedSimdSupported()) setFlagsFromString('--experimental-wasm-relaxed-simd');
 const load = loadAverage1m();

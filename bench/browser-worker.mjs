@@ -12,8 +12,9 @@ async function main() {
   const quick = q.get('quick') === '1', warmupSteps = q.get('warmup') ? Number(q.get('warmup')) : undefined;
   const { init } = await import('../dist/index.browser.mjs');
   const { timeWorkload } = await import('./workloads.mjs');
+  const { wasmImpl } = await import('./protocol.mjs');
+  const impl = wasmImpl('chromium-wasm', variant, threads);
   const fc = await init({ variant, threads: variant === 'threaded-simd' ? threads : undefined });
-  const impl = { simd: 'chromium-wasm-st', 'relaxed-simd': 'chromium-wasm-rx' }[variant] ?? 'chromium-wasm-mt';
   post({ result: timeWorkload(fc, workload, impl, { quick, warmupSteps,
     extra: { crossOriginIsolated: self.crossOriginIsolated, user_agent: navigator.userAgent } }) });
 }

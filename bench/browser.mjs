@@ -3,19 +3,17 @@
 // isolated, so the threaded build can start its workers), opens bench/browser.html in a fresh
 // browser, whose module Worker runs the workload with protocol.mjs's protocol on dist/'s package,
 // and prints its record as bench/bench.mjs does (impl "chromium-wasm-st", "chromium-wasm-rx" or "chromium-wasm-mt").
-//   node bench/browser.mjs --workload w1 --variant simd|threaded-simd [--threads N] [--json] [--quick]
+//   node bench/browser.mjs --workload w1 --variant simd|relaxed-simd|threaded-simd [--threads N] [--json] [--quick]
 //                          [--warmup N]   (N warm-up steps instead of the protocol's: to study tier-up)
 // bench/run.mjs --browser runs it for every workload, each in a fresh browser.
 import { join } from 'node:path';
 import { startServer } from '../web/server.mjs';
 import { ROOT, launchBrowser, openPage } from '../tests/browser/helpers.mjs';
-import { loadAverage1m, parseArgs, report } from './protocol.mjs';
+import { loadAverage1m, parseArgs, report, wasmImpl } from './protocol.mjs';
 
 const args = parseArgs(process.argv.slice(2), ['variant', 'warmup']);
 const variant = args.variant ?? 'threaded-simd';
-if (!['simd', 'threaded-simd'].includes(variant)) throw new Error('--variant is simd or threaded-simd');
-if (variant === 'simd' && args.threads !== 1) throw new Error('the simd variant runs on one thread');
-const impl = variant === 'simd' ? 'chromium-wasm-st' : 'chromium-wasm-mt';
+const impl = wasmImpl('chromium-wasm', variant, args.threads);
 const load = loadAverage1m();
 const TIMEOUT_MS = 30 * 60 * 1000;  // W5's steps take seconds
 

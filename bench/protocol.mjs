@@ -125,6 +125,16 @@ export function requiredGflopPerStep(workload) {
   return gflopPerStep(workload);
 }
 
+/** The wasm variants a bench program runs, and its impl name for one: `<host>-st` (simd), `-rx`
+ * (relaxed-simd) or `-mt` (threaded-simd); host is "fucina-wasm" (Node) or "chromium-wasm". Only
+ * threaded-simd runs more than one thread. */
+export const BENCH_VARIANTS = ['threaded-simd', 'simd', 'relaxed-simd'];
+export function wasmImpl(host, variant, threads) {
+  if (!BENCH_VARIANTS.includes(variant)) throw new Error(`--variant is one of ${BENCH_VARIANTS.join(', ')}`);
+  if (variant !== 'threaded-simd' && threads !== 1) throw new Error(`the ${variant} variant runs on one thread`);
+  return `${host}-${{ simd: 'st', 'relaxed-simd': 'rx' }[variant] ?? 'mt'}`;
+}
+
 /** Parses `--workload W --threads N [--json] [--quick]` plus any extra `--name value` flags. */
 export function parseArgs(argv, extraFlags = []) {
   const args = { threads: 1, json: false, quick: false };

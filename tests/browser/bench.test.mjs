@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { ROOT, skipReason } from './helpers.mjs';
 
-for (const [variant, threads, impl] of [['threaded-simd', 2, 'chromium-wasm-mt'], ['simd', 1, 'chromium-wasm-st']]) {
+for (const [variant, threads, impl] of [['threaded-simd', 2, 'chromium-wasm-mt'], ['simd', 1, 'chromium-wasm-st'], ['relaxed-simd', 1, 'chromium-wasm-rx']]) {
   test(`bench/browser.mjs times W4 in Chromium: ${variant}, ${threads} thread(s)`, { skip: skipReason }, () => {
     const out = execFileSync(process.execPath, [join(ROOT, 'bench', 'browser.mjs'), '--workload', 'w4-fc', '--variant', variant,
       '--threads', String(threads), '--quick', '--json'], { encoding: 'utf8' });

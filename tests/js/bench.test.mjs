@@ -23,6 +23,20 @@ test('bench.mjs --quick --json prints one well-formed record', () => {
   assert.ok(r.min_ms <= r.median_ms && r.median_ms <= r.max_ms);
 });
 
+test('bench.mjs runs the relaxed-simd variant as fucina-wasm-rx, on one thread only', () => {
+  const script = fileURLToPath(new URL('../../bench/bench.mjs', import.meta.url));
+  const run = (threads) => spawnSync(process.execPath, [script, '--workload', 'w4-fc', '--variant', 'relaxed-simd', '--threads', threads,
+    '--quick', '--json'], { encoding: 'utf8' });
+  const ok = run('1');
+  assert.equal(ok.status, 0, ok.stderr);
+  const r = JSON.parse(ok.stdout.trim());
+  assert.equal(r.impl, 'fucina-wasm-rx');
+  assert.equal(r.isa, 'relaxed');
+  const two = run('2');
+  assert.notEqual(two.status, 0);
+  assert.match(two.stderr, /the relaxed-simd variant runs on one thread/);
+});
+
 test('bench.mjs --warmup N replaces the warm-up count, and the record says what ran', () => {
   const script = fileURLToPath(new URL('../../bench/bench.mjs', import.meta.url));
   const run = (warmup) => spawnSync(process.execPath, [script, '--workload', 'w1', '--variant', 'simd', '--quick', '--json', '--warmup', warmup], { encoding: 'utf8' });
