@@ -1,10 +1,11 @@
 // MulAddAcc(m, x, a) = m·x + a for the accumulating loops (the GEMM's tile, the q8_0 GEMV, dot
 // products), where fused or not is the engine's choice: Highway's MulAdd, except in the
 // relaxed-simd wasm build (-mrelaxed-simd), where it is f32x4.relaxed_madd, which V8 lowers to one
-// FMA where the CPU has it (Highway 1.0.3's wasm MulAdd is a multiply then an add). Loops whose
-// result must not depend on fusion (NegHalfSquareOf's error term, the optimizer's update) keep
-// hn::MulAdd. Include it inside a per-target namespace of a foreach_target file, after the
-// `hn` alias; the toggle guard lets each target's pass include it again.
+// FMA where the CPU has it (Highway 1.0.3's wasm MulAdd is a multiply then an add). Elementwise
+// kernels (GELU's erfc, the optimizer's update) keep hn::MulAdd: their multiply-adds are on no
+// loop-carried chain, so fusing would gain little, and unfused they do the simd build's arithmetic.
+// Include it inside a per-target namespace of a foreach_target file, after the `hn` alias; the
+// toggle guard lets each target's pass include it again.
 #if defined(FUCINA_CPU_MADD_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef FUCINA_CPU_MADD_INL_H_
 #undef FUCINA_CPU_MADD_INL_H_
