@@ -1,7 +1,7 @@
 // The SIMD kernels of vector_ops.h, written once with Highway as gemm_simd.cpp is: native builds
 // compile this file once per x86 target (foreach_target.h) and dispatch at run time, wasm compiles
 // it once for SIMD128 (HWY_COMPILE_ONLY_STATIC). Exp comes from Highway's contrib math. Debian's
-// Highway 1.0.3 has no erf: the exact gelu's Φ is NormalCdf below, from a relative-error-bounded
+// Highway 1.0.3 has no erf: the exact gelu's Φ is NormalOf below, from a relative-error-bounded
 // erfc (an absolute-error erf, as Abramowitz & Stegun 7.1.26, loses the negative tail where Φ is
 // small, and missed the 1e-6 relative agreement the gelu tests ask of libm's erf).
 #ifndef FUCINA_KERNELS_VECTOR_OPS_SHARED
@@ -52,41 +52,34 @@ HWY_INLINE V ExpAll(D d, V x) {
   return hn::IfThenElse(hn::IsNaN(x), x, y);
 }
 
-// |x| capped at 20, beyond which φ and the tail of Φ are 0 in float (so an infinite x gives no
-// inf − inf), and −x²/2 as hi + lo: with a fused multiply-add, lo is hi's rounding error (where
-// MulAdd is not fused, as in wasm, lo is 0).
-struct NegHalfSquare {
-  V abs, hi, lo;
+// Φ(x), the standard normal CDF, and φ(x), its density, from one exp(−x²/2). Φ is ½·erfc(|x|/√2)
+// for x < 0, else 1 − ½·erfc(x/√2), with erfc(z) = t·exp(−z²)·Q(t), t = 1/(1 + z/2), Q a degree-9
+// polynomial fit to erfc's relative error (scripts/fit-erfc.py: 3.9e-8 over the t that |x| ≤ 20
+// gives). An erf with an absolute error bound (Abramowitz & Stegun 7.1.26) would lose the negative
+// tail, where Φ is small, and float's 1 + erf(x/√2) cancels to nothing there. |x| is capped at 20,
+// beyond which φ and Φ's tail are 0 in float (so an infinite x gives no inf − inf). −x²/2 is
+// hi + lo: with a fused multiply-add lo is hi's rounding error, and exp(hi)·(1 + lo) keeps Φ's tail
+// to a few 1e-7 relative out to |x| = 20; unfused (wasm), lo is 0 and the tail past |x| = 5 is good
+// to a few 1e-6 (hi's rounding). The gradient needs both: one exp serves them.
+struct Normal {
+  V cdf, pdf;
 };
-HWY_INLINE NegHalfSquare NegHalfSquareOf(D d, V x) {
+HWY_INLINE Normal NormalOf(D d, V x) {
+  const V one = hn::Set(d, 1.0f);
   const V a = hn::Min(hn::Abs(x), hn::Set(d, 20.0f));
   const V aa = hn::Mul(a, a);
   const V minus_half = hn::Set(d, -0.5f);
-  return {a, hn::Mul(minus_half, aa), hn::Mul(minus_half, hn::MulSub(a, a, aa))};
-}
-
-// φ(x), the standard normal density.
-HWY_INLINE V NormalPdf(D d, NegHalfSquare e) {
-  return hn::Mul(hn::Set(d, 0.3989422804014327f), ExpAll(d, hn::Add(e.hi, e.lo)));
-}
-
-// Φ(x), the standard normal CDF: ½·erfc(|x|/√2) for x < 0, else 1 − ½·erfc(x/√2), with erfc by
-// the Chebyshev fit of Numerical Recipes' erfcc (erfc(z) = t·exp(−z² + P(t)), t = 1/(1 + z/2),
-// relative error < 1.2e-7 for every z ≥ 0), −z² = −x²/2 from NegHalfSquareOf. An erf with an
-// absolute error bound (Abramowitz & Stegun 7.1.26) would lose the negative tail, where Φ is small;
-// this keeps ~1e-7 relative error to |x| ≈ 5 and a few 1e-6 beyond (the exponent's rounding), while
-// float's 1 + erf(x/√2) cancels to nothing there.
-HWY_INLINE V NormalCdf(D d, V x, NegHalfSquare e) {
-  const V one = hn::Set(d, 1.0f), half = hn::Set(d, 0.5f);
-  const V z = hn::Mul(e.abs, hn::Set(d, 0.7071067811865476f));
-  const V t = hn::Div(one, hn::MulAdd(half, z, one));
-  V p = hn::Set(d, 0.17087277f);
-  for (const float c : {-0.82215223f, 1.48851587f, -1.13520398f, 0.27886807f, -0.18628806f, 0.09678418f,
-                        0.37409196f, 1.00002368f, -1.26551223f})
-    p = hn::MulAdd(p, t, hn::Set(d, c));
-  const V tail = hn::Mul(half, hn::Mul(t, ExpAll(d, hn::Add(hn::Add(e.hi, p), e.lo))));
+  const V lo = hn::Mul(minus_half, hn::MulSub(a, a, aa));
+  const V e = hn::Exp(d, hn::Mul(minus_half, aa));  // 0 below −104, so at |x| = 20
+  const V gauss = hn::MulAdd(e, lo, e);            // exp(−x²/2)
+  const V t = hn::Div(one, hn::MulAdd(hn::Set(d, 0.35355339059327373f), a, one));  // z/2 = |x|/(2√2)
+  V q = hn::Set(d, 0.0027012045f);
+  for (const float c : {-0.0731382966f, 0.316132009f, -0.527092934f, 0.309299111f, -0.0422833301f, 0.20769988f,
+                        0.242117628f, 0.28248331f, 0.282081395f})
+    q = hn::MulAdd(q, t, hn::Set(d, c));
+  const V tail = hn::Mul(hn::Mul(hn::Set(d, 0.5f), t), hn::Mul(q, gauss));
   const V cdf = hn::IfThenElse(hn::Lt(x, hn::Zero(d)), tail, hn::Sub(one, tail));
-  return hn::IfThenElse(hn::IsNaN(x), x, cdf);
+  return {hn::IfThenElse(hn::IsNaN(x), x, cdf), hn::Mul(hn::Set(d, 0.3989422804014327f), gauss)};
 }
 
 HWY_INLINE V Apply(D d, Op op, V x, V y) {
@@ -98,10 +91,10 @@ HWY_INLINE V Apply(D d, Op op, V x, V y) {
     case Op::sub: return hn::Sub(x, y);
     case Op::mul: return hn::Mul(x, y);
     case Op::reluGrad: return hn::IfThenElseZero(hn::Gt(x, hn::Zero(d)), y);
-    case Op::geluErf: return hn::Mul(x, NormalCdf(d, x, NegHalfSquareOf(d, x)));
+    case Op::geluErf: return hn::Mul(x, NormalOf(d, x).cdf);
     case Op::geluErfGrad: {  // y·(Φ(x) + x·φ(x))
-      const NegHalfSquare e = NegHalfSquareOf(d, x);
-      return hn::Mul(y, hn::MulAdd(x, NormalPdf(d, e), NormalCdf(d, x, e)));
+      const Normal n = NormalOf(d, x);
+      return hn::Mul(y, hn::MulAdd(x, n.pdf, n.cdf));
     }
     case Op::none: break;
   }
@@ -311,7 +304,6 @@ void AddToF64(const float* x, int64_t n, double* acc) {
 // (the order of the scalar reference, kernels::maxPool2dPlanes). Without kTrack no index is kept.
 template <bool kTrack, class VI>
 HWY_INLINE void PoolTap(V v, VI idx, V& best, VI& at) {
-  const D d;
   const auto take = hn::Or(hn::Gt(v, best), hn::AndNot(hn::IsNaN(best), hn::IsNaN(v)));
   best = hn::IfThenElse(take, v, best);
   if constexpr (kTrack) at = hn::IfThenElse(hn::RebindMask(hn::RebindToSigned<D>(), take), idx, at);

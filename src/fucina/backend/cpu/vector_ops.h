@@ -21,7 +21,7 @@ enum class Op : uint8_t {
   none,
   // unary: f(x)
   copy, neg, relu,
-  geluErf,      // x·Φ(x), Φ from a vector erfc with relative error < 1.2e-7 (vector_ops.cpp)
+  geluErf,      // x·Φ(x), Φ from a vector erfc with a relative error bound (vector_ops.cpp)
   // binary: f(x, y)
   add, sub, mul,
   reluGrad,     // x > 0 ? y : 0  (x the input, y the incoming gradient)
