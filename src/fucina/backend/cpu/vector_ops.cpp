@@ -330,12 +330,15 @@ HWY_INLINE void StorePooled(V best, VI at, int64_t n, float* y, int64_t* ap) {
 
 // Note [2x2 pooling without gathers]: a 2x2 window with stride 2 reads two adjacent columns of
 // two rows, so L outputs of a row come from two vectors of each input row split into even and
-// odd columns (ConcatEven / ConcatOdd). Gathering each lane's window instead cost wasm 0.96 ms for
-// W6's first pooling at batch 64 (SIMD128 has no gather: 4 loads and lane inserts a vector). Rows
-// of fewer than L outputs, and each row's last outputs, take the gathering path below.
-// Outputs [0, cols) of every row of one plane, cols a multiple of L.
+// odd columns (ConcatEven / ConcatOdd). A row of fewer than L outputs left (W2's rows of 13 and 5
+// outputs on AVX-512, every row's 13th on SIMD128) runs the same vectors with n < L lanes stored;
+// their loads read on past the row, inside the input, except near its end, where the rows' 2n
+// floats are copied into a padded buffer. Gathering each lane's window instead cost wasm 0.96 ms
+// for W6's first pooling at batch 64 (SIMD128 has no gather: 4 loads and lane inserts a vector),
+// and AVX-512's gathers were 5.8% of W2's native step.
+// Every row of one plane; x_end is the end of the input.
 template <bool kTrack>
-void MaxPool2x2Rows(const float* plane, int64_t width, int64_t out_h, int64_t out_w, int64_t cols, float* yp,
+void MaxPool2x2Rows(const float* plane, const float* x_end, int64_t width, int64_t out_h, int64_t out_w, float* yp,
                     int64_t* ap) {
 #if HWY_TARGET != HWY_SCALAR
   const D d;
@@ -345,23 +348,31 @@ void MaxPool2x2Rows(const float* plane, int64_t width, int64_t out_h, int64_t ou
   const VI even = hn::Add(hn::Iota(di, 0), hn::Iota(di, 0));  // 0, 2, 4, ...: the windows' first columns
   const VI right = hn::Set(di, 1), below = hn::Set(di, static_cast<int32_t>(width)),
            diagonal = hn::Set(di, static_cast<int32_t>(width + 1));
+  HWY_ALIGN float padded[4 * kMaxLanes] = {};  // a short run's two rows, 2·L floats each
   for (int64_t oy = 0; oy < out_h; ++oy) {
     const float* r0 = plane + 2 * oy * width;
     const float* r1 = r0 + width;
-    for (int64_t ox = 0; ox < cols; ox += L) {
-      const V a_lo = hn::LoadU(d, r0 + 2 * ox), a_hi = hn::LoadU(d, r0 + 2 * ox + L);
-      const V b_lo = hn::LoadU(d, r1 + 2 * ox), b_hi = hn::LoadU(d, r1 + 2 * ox + L);
+    for (int64_t ox = 0; ox < out_w; ox += L) {
+      const int64_t n = std::min(L, out_w - ox);
+      const float *a = r0 + 2 * ox, *b = r1 + 2 * ox;
+      if (n < L && x_end - b < 2 * L) {
+        std::copy(a, a + 2 * n, padded);
+        std::copy(b, b + 2 * n, padded + 2 * L);
+        a = padded, b = padded + 2 * L;
+      }
+      const V a_lo = hn::LoadU(d, a), a_hi = hn::LoadU(d, a + L);
+      const V b_lo = hn::LoadU(d, b), b_hi = hn::LoadU(d, b + L);
       const VI first = hn::Add(even, hn::Set(di, static_cast<int32_t>(2 * oy * width + 2 * ox)));
       V best = hn::ConcatEven(d, a_hi, a_lo);
       VI at = first;
       PoolTap<kTrack>(hn::ConcatOdd(d, a_hi, a_lo), hn::Add(first, right), best, at);
       PoolTap<kTrack>(hn::ConcatEven(d, b_hi, b_lo), hn::Add(first, below), best, at);
       PoolTap<kTrack>(hn::ConcatOdd(d, b_hi, b_lo), hn::Add(first, diagonal), best, at);
-      StorePooled<kTrack>(best, at, L, yp + oy * out_w + ox, kTrack ? ap + oy * out_w + ox : nullptr);
+      StorePooled<kTrack>(best, at, n, yp + oy * out_w + ox, kTrack ? ap + oy * out_w + ox : nullptr);
     }
   }
 #else
-  (void)plane, (void)width, (void)out_h, (void)out_w, (void)cols, (void)yp, (void)ap;
+  (void)plane, (void)x_end, (void)width, (void)out_h, (void)out_w, (void)yp, (void)ap;
 #endif
 }
 
@@ -372,34 +383,22 @@ void MaxPoolPlanesT(const float* x, int64_t planes, int64_t height, int64_t widt
   const hn::RebindToSigned<D> di;
   using VI = hn::Vec<decltype(di)>;
   const int64_t L = Lanes(), outs = out_h * out_w;
-  const bool two_by_two = kh == 2 && kw == 2 && sh == 2 && sw == 2;  // Note [2x2 pooling without gathers]
-  // The outputs left to gather: all of them, or each row's last out_w - done_cols after the 2x2
-  // path. They are taken L at a time in row-major order, so narrow planes (W2's 13 and 5 columns)
-  // still fill whole vectors: each lane gathers its own window, from its corner's in-plane index.
-  // The table is padded to whole vectors with corner 0 (a valid window, results not stored).
-  const int64_t done_cols = two_by_two && HWY_TARGET != HWY_SCALAR ? out_w / L * L : 0;
-  if (done_cols > 0) {
+  if (kh == 2 && kw == 2 && sh == 2 && sw == 2 && HWY_TARGET != HWY_SCALAR) {  // Note [2x2 pooling without gathers]
     for (int64_t p = 0; p < planes; ++p)
-      MaxPool2x2Rows<kTrack>(x + p * height * width, width, out_h, out_w, done_cols, y + p * outs,
+      MaxPool2x2Rows<kTrack>(x + p * height * width, x + planes * height * width, width, out_h, out_w, y + p * outs,
                              kTrack ? argmax + p * outs : nullptr);
-    if (done_cols == out_w) return;
+    return;
   }
-  thread_local std::vector<int32_t> corners, outputs;  // a gathered output's corner and its index in the plane
+  // Other windows: L outputs at a time in row-major order, so narrow planes still fill whole
+  // vectors: each lane gathers its own window, from its corner's in-plane index. The table is
+  // padded to whole vectors with corner 0 (a valid window, results not stored).
+  thread_local std::vector<int32_t> corners;
   corners.clear();
-  outputs.clear();
-  for (int64_t o = 0; o < outs; ++o)
-    if (o % out_w >= done_cols) {
-      corners.push_back(static_cast<int32_t>(o / out_w * sh * width + o % out_w * sw));
-      outputs.push_back(static_cast<int32_t>(o));
-    }
-  const auto count = static_cast<int64_t>(corners.size());
-  corners.resize(static_cast<size_t>((count + L - 1) / L * L), 0);
-  const bool dense = done_cols == 0;  // gathered outputs are every output, in order
+  for (int64_t o = 0; o < outs; ++o) corners.push_back(static_cast<int32_t>(o / out_w * sh * width + o % out_w * sw));
+  corners.resize(static_cast<size_t>((outs + L - 1) / L * L), 0);
   for (int64_t p = 0; p < planes; ++p) {
     const float* plane = x + p * height * width;
-    float* yp = y + p * outs;
-    int64_t* ap = kTrack ? argmax + p * outs : nullptr;
-    for (int64_t o = 0; o < count; o += L) {
+    for (int64_t o = 0; o < outs; o += L) {
       const VI first = hn::LoadU(di, corners.data() + o);
       V best = hn::GatherIndex(d, plane, first);
       VI at = first;
@@ -408,20 +407,7 @@ void MaxPoolPlanesT(const float* x, int64_t planes, int64_t height, int64_t widt
           if (i != 0 || j != 0)
             PoolTap<kTrack>(hn::GatherIndex(d, plane, hn::Add(first, hn::Set(di, static_cast<int32_t>(i * width + j)))),
                             hn::Add(first, hn::Set(di, static_cast<int32_t>(i * width + j))), best, at);
-      const int64_t n = std::min(L, count - o);
-      if (dense) {
-        StorePooled<kTrack>(best, at, n, yp + o, kTrack ? ap + o : nullptr);
-        continue;
-      }
-      HWY_ALIGN float best_lanes[kMaxLanes];
-      HWY_ALIGN int32_t at_lanes[kMaxLanes];
-      hn::Store(best, d, best_lanes);
-      if constexpr (kTrack) hn::Store(at, di, at_lanes);
-      for (int64_t l = 0; l < n; ++l) {
-        const int32_t out = outputs[static_cast<size_t>(o + l)];
-        yp[out] = best_lanes[l];
-        if constexpr (kTrack) ap[out] = at_lanes[l];
-      }
+      StorePooled<kTrack>(best, at, std::min(L, outs - o), y + p * outs + o, kTrack ? argmax + p * outs + o : nullptr);
     }
   }
 }
