@@ -156,14 +156,38 @@ static void checkGeluTails() {
 
 TEST_CASE("vec geluErf and its gradient keep a small relative error in both tails") { checkGeluTails(); }
 
+// The kernels' exp (ExpCore, through expShiftScaleRow with shift 0 and scale 1) against double
+// precision: 2e-7 relative where the result is a normal float, gradual underflow to 0 below it,
+// +inf past 88.72, 0 for -inf and below -104, NaN kept.
+static void checkExp() {
+  std::vector<float> x;
+  for (int i = -104000; i <= 88720; i += 7) x.push_back(0.001f * static_cast<float>(i));
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  x.insert(x.end(), {0.0f, -0.0f, 88.7f, 88.8f, 1e30f, inf, -103.9f, -104.5f, -1e30f, -inf, nan});
+  std::vector<float> y(x.size());
+  vec::expShiftScaleRow(x.data(), static_cast<int64_t>(x.size()), 0.0f, 1.0f, y.data());
+  for (size_t i = 0; i < x.size(); ++i) {
+    INFO("exp(" << x[i] << ") = " << y[i]);
+    const double want = std::exp(static_cast<double>(x[i]));
+    if (std::isnan(x[i])) CHECK(std::isnan(y[i]));
+    else if (x[i] > 88.72f) CHECK(y[i] == inf);
+    else if (x[i] < -104.0f) CHECK(y[i] == 0.0f);
+    else if (want >= std::numeric_limits<float>::min()) CHECK(std::abs(y[i] - want) <= 2e-7 * want);
+    else CHECK(std::abs(y[i] - want) <= 1.5 * std::numeric_limits<float>::denorm_min());  // subnormal: an ulp
+  }
+}
+
+TEST_CASE("vec exp keeps a small relative error from -104 to 88.7, with inf, NaN and underflow") { checkExp(); }
+
 #ifndef __EMSCRIPTEN__
-TEST_CASE("vec geluErf: every SIMD target this processor runs keeps the tails' error") {
+TEST_CASE("vec exp and geluErf: every SIMD target this processor runs keeps their error") {
   // The dispatcher runs the best target; AVX2's and SSE4's erfc (their own FMA or none) only here.
   const int64_t supported = hwy::SupportedTargets();
   for (int64_t bit = 1; bit != 0 && bit <= supported; bit <<= 1) {
     if (!(supported & bit)) continue;
     hwy::DisableTargets(supported & ~bit);
     INFO("target " << hwy::TargetName(bit));
+    checkExp();
     checkGeluTails();
     hwy::DisableTargets(0);
   }
