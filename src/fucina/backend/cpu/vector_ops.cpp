@@ -1,7 +1,7 @@
 // The SIMD kernels of vector_ops.h, written once with Highway as gemm_simd.cpp is: native builds
 // compile this file once per x86 target (foreach_target.h) and dispatch at run time, wasm compiles
-// it once for SIMD128 (HWY_COMPILE_ONLY_STATIC). Exp is ExpCore below, Highway's contrib math has
-// no erf (Debian's 1.0.3): the exact gelu's Φ is NormalOf below, from a relative-error-bounded
+// it once for SIMD128 (HWY_COMPILE_ONLY_STATIC). The exp is ExpCore below. Highway (Debian's 1.0.3)
+// has no erf: the exact gelu's Φ is NormalOf below, from a relative-error-bounded
 // erfc (an absolute-error erf, as Abramowitz & Stegun 7.1.26, loses the negative tail where Φ is
 // small, and missed the 1e-6 relative agreement the gelu tests ask of libm's erf).
 #ifndef FUCINA_KERNELS_VECTOR_OPS_SHARED
@@ -66,11 +66,10 @@ HWY_INLINE V ExpCore(D d, V x) {
   return hn::IfThenElseZero(hn::Ge(x, hn::Set(d, -104.0f)), hn::Mul(hn::Mul(er, lo), hi));
 }
 
-// exp everywhere: NaN stays NaN, arguments past 88.7 give +inf.
+// exp everywhere: NaN stays NaN, arguments past 88.7 give +inf (and below −104, 0).
 HWY_INLINE V ExpAll(D d, V x) {
   V y = hn::IfThenElse(hn::Gt(x, hn::Set(d, 88.72283f)), hn::Set(d, std::numeric_limits<float>::infinity()),
                        ExpCore(d, x));
-  y = hn::IfThenZeroElse(hn::Lt(x, hn::Set(d, -104.0f)), y);
   return hn::IfThenElse(hn::IsNaN(x), x, y);
 }
 
