@@ -20,16 +20,14 @@
 // impl is "fucina-wasm-mt" (threaded-simd, N threads), "fucina-wasm-st" (simd, one thread) or
 // "fucina-wasm-rx" (relaxed-simd, one thread).
 // The models are fc.nn's (web/nn.mjs), the same definitions tests/js/models.test.mjs trains.
-import { setFlagsFromString } from 'node:v8';
 import { init, relaxedSimdSupported } from 'fucina';
-import { loadAverage1m, parseArgs, report, wasmImpl } from './protocol.mjs';
+import { enableRelaxedSimd, loadAverage1m, parseArgs, report, wasmImpl } from './protocol.mjs';
 import { timeWorkload } from './workloads.mjs';
 
 const args = parseArgs(process.argv.slice(2), ['variant', 'warmup']);
 const variant = args.variant ?? 'threaded-simd';
 const impl = wasmImpl('fucina-wasm', variant, args.threads);
-// Node 20 compiles relaxed SIMD behind a V8 flag (on by default from Node 22).
-if (variant === 'relaxed-simd' && !relaxedSimdSupported()) setFlagsFromString('--experimental-wasm-relaxed-simd');
+if (variant === 'relaxed-simd') await enableRelaxedSimd(relaxedSimdSupported);
 const load = loadAverage1m();
 const fc = await init({ variant, threads: variant === 'threaded-simd' ? args.threads : undefined });
 

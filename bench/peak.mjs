@@ -5,6 +5,8 @@
 //   loop { acc[i] = acc[i] * mul + add  for 12 independent accumulators } while (--n)
 //   node bench/peak.mjs [--json]
 // It also measures relaxed SIMD's fused multiply-add where the engine validates it.
+import { enableRelaxedSimd } from './protocol.mjs';
+
 const CHAINS = 12;
 
 // Unsigned LEB128, the encoding of every size and index in a wasm binary.
@@ -79,8 +81,7 @@ export const relaxedSimdSupported = () => WebAssembly.validate(peakModuleBytes({
 
 const argv = globalThis.process?.argv ?? [];
 if (import.meta.url === `file://${argv[1]}`) {
-  // Node 20 validates relaxed SIMD behind a V8 flag (on by default from Node 22).
-  if (!relaxedSimdSupported() && globalThis.process?.versions?.node) (await import('node:v8')).setFlagsFromString('--experimental-wasm-relaxed-simd');
+  await enableRelaxedSimd(relaxedSimdSupported);
   const gflops = simd128MulAddPeakGflops();
   const relaxed = relaxedSimdSupported() ? simd128MulAddPeakGflops({ relaxed: true }) : undefined;
   if (argv.includes('--json')) console.log(JSON.stringify({ impl: 'wasm-simd128', peak_gflops: gflops, relaxed_madd_gflops: relaxed }));

@@ -125,6 +125,13 @@ export function requiredGflopPerStep(workload) {
   return gflopPerStep(workload);
 }
 
+/** Node 20 compiles relaxed SIMD behind a V8 flag (on by default from Node 22): turns it on, in Node
+ * only, where `supported()` (a WebAssembly.validate of a relaxed opcode) says the engine lacks it.
+ * Call it before the module that needs it compiles. */
+export async function enableRelaxedSimd(supported) {
+  if (!supported() && globalThis.process?.versions?.node) (await import('node:v8')).setFlagsFromString('--experimental-wasm-relaxed-simd');
+}
+
 /** The wasm variants a bench program runs, and its impl name for one: `<host>-st` (simd), `-rx`
  * (relaxed-simd) or `-mt` (threaded-simd); host is "fucina-wasm" (Node) or "chromium-wasm". Only
  * threaded-simd runs more than one thread. */
