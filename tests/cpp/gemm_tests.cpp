@@ -1,7 +1,7 @@
 // The packed SIMD GEMM (kernels::gemm) against the scalar reference (kernels::gemmRef): awkward
 // sizes around every tile and block edge, all four transpose combinations, accumulate on and
 // off, leading dimensions wider than the rows, and 1 and 2 threads.
-#include <catch2/catch.hpp>
+#include "test_helpers.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,10 +12,6 @@
 #include <fucina/fucina.h>
 #include "fucina/backend/cpu/gemm.h"
 #include "fucina/backend/cpu/gemm_simd.h"
-
-#ifndef __EMSCRIPTEN__
-#include <hwy/targets.h>
-#endif
 
 using fucina::ExecContext;
 
@@ -157,17 +153,11 @@ TEST_CASE("gemm: packed SIMD kernel matches gemmRef on awkward sizes, transposes
 
 #ifndef __EMSCRIPTEN__
 TEST_CASE("gemm: every SIMD target this processor runs matches gemmRef", "[gemm]") {
-  // The dispatcher picks the best target; the others (e.g. AVX2's 6-row tiles on an AVX-512
-  // machine) run only on other hardware unless restricted here.
-  const int64_t supported = hwy::SupportedTargets();
-  for (int64_t bit = 1; bit != 0 && bit <= supported; bit <<= 1) {
-    if (!(supported & bit)) continue;
-    hwy::DisableTargets(supported & ~bit);
-    INFO("target " << fucina::kernels::detail::gemmTargetName());
+  // e.g. AVX2's 6-row tiles on an AVX-512 machine.
+  test::forEachSimdTarget([] {
     for (const Case& c : sampledCases()) checkAgainstRef(nullptr, c);
     for (const Case& c : deepCases()) checkAgainstRef(nullptr, c);
-    hwy::DisableTargets(0);
-  }
+  });
 }
 #endif
 

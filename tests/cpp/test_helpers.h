@@ -16,6 +16,9 @@
 #include <vector>
 
 #include <fucina/fucina.h>
+#ifndef __EMSCRIPTEN__
+#include <hwy/targets.h>
+#endif
 #include "fucina/ag/engine.h"
 
 // Catch prints a caught fucina::Error as "<CodeName>: <what()>" when a matcher fails.
@@ -161,5 +164,21 @@ inline void checkNoPendingState(const std::vector<fucina::Tensor>& roots) {
     }
   }
 }
+
+#ifndef __EMSCRIPTEN__
+// Runs check once on each SIMD target this processor supports, the others disabled: the dispatcher
+// picks the best target, and the rest (AVX2's and SSE4's kernels on an AVX-512 machine) run only
+// here. INFO names the target.
+inline void forEachSimdTarget(const std::function<void()>& check) {
+  const int64_t supported = hwy::SupportedTargets();
+  for (int64_t bit = 1; bit != 0 && bit <= supported; bit <<= 1) {
+    if (!(supported & bit)) continue;
+    hwy::DisableTargets(supported & ~bit);
+    INFO("target " << hwy::TargetName(bit));
+    check();
+    hwy::DisableTargets(0);
+  }
+}
+#endif
 
 }  // namespace test

@@ -8,10 +8,6 @@
 #include <cstring>
 #include <limits>
 
-#ifndef __EMSCRIPTEN__
-#include <hwy/targets.h>
-#endif
-
 #include "fucina/backend/cpu/softmax.h"
 #include "fucina/backend/cpu/vector_ops.h"
 #include "fucina/backend/activation.h"
@@ -181,16 +177,10 @@ TEST_CASE("vec exp keeps a small relative error from -104 to 88.7, with inf, NaN
 
 #ifndef __EMSCRIPTEN__
 TEST_CASE("vec exp and geluErf: every SIMD target this processor runs keeps their error") {
-  // The dispatcher runs the best target; AVX2's and SSE4's erfc (their own FMA or none) only here.
-  const int64_t supported = hwy::SupportedTargets();
-  for (int64_t bit = 1; bit != 0 && bit <= supported; bit <<= 1) {
-    if (!(supported & bit)) continue;
-    hwy::DisableTargets(supported & ~bit);
-    INFO("target " << hwy::TargetName(bit));
+  test::forEachSimdTarget([] {  // SSE4's erfc has no FMA to split −x²/2 with
     checkExp();
     checkGeluTails();
-    hwy::DisableTargets(0);
-  }
+  });
 }
 #endif
 
@@ -314,14 +304,7 @@ static void checkPooling() {
 TEST_CASE("pooling: every SIMD target this processor runs matches the scalar path") {
   // 16 lanes leave W2's rows of 13 and 5 outputs short of a vector; 8 and 4 (SSE4, as wasm) split
   // them into whole vectors and a short rest.
-  const int64_t supported = hwy::SupportedTargets();
-  for (int64_t bit = 1; bit != 0 && bit <= supported; bit <<= 1) {
-    if (!(supported & bit)) continue;
-    hwy::DisableTargets(supported & ~bit);
-    INFO("target " << hwy::TargetName(bit));
-    checkPooling();
-    hwy::DisableTargets(0);
-  }
+  test::forEachSimdTarget(checkPooling);
 }
 #endif
 
