@@ -919,8 +919,9 @@ export class Tensor {
    * any batch axes, in any order; the weight has exactly out, c (= input c / groups), kh, kw.
    * The result keeps the input's axis order with c replaced by out. */
   conv2d(weight: Tensor, options?: Conv2dOptions): Tensor;
-  /** relu(conv2d(weight, options)): fused for inference (bias and relu applied in the
-   * convolution loop); with gradients, the composed differentiable path (same values). */
+  /** relu(conv2d(weight, options)) as one op: the bias and relu applied in the convolution's
+   * output loop, and one VJP whose gradients are the composed ops' (relu's mask read from the
+   * result). */
   conv2dRelu(weight: Tensor, options?: Conv2dOptions): Tensor;
   /** 1-D cross-correlation (torch's conv1d). The input has axes c and t plus any batch axes; the
    * weight has exactly out, c (= input c / groups), k. The result keeps the input's axis order
@@ -1299,6 +1300,9 @@ export interface Conv2d extends Module {
   readonly weight: Tensor;
   /** The bias {out}. */
   readonly bias: Tensor;
+  /** relu(forward(x)) as one op ({@link Tensor.conv2dRelu}): the bias and relu added in the
+   * convolution's output loop, one gradient step. */
+  forwardRelu(x: Tensor): Tensor;
   /** The layer for inference, weight and bias prepared once ({@link Fucina.prepareConv2dWeights}). */
   pack(): PackedModel;
 }

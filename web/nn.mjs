@@ -112,6 +112,9 @@ export function makeNn(fc) {
     forward(x) {
       this.#check(x, 'Conv2d.forward');
       return x.conv2d(this.weight, { ...this.options, bias: this.bias }); }
+    forwardRelu(x) {
+      this.#check(x, 'Conv2d.forwardRelu');
+      return x.conv2dRelu(this.weight, { ...this.options, bias: this.bias }); }
     /** The layer for inference: weight and bias prepared once (fc.prepareConv2dWeights). */
     pack() {
       const prepared = prepareConv(this);
@@ -243,8 +246,8 @@ export function makeNn(fc) {
     get #flatOrder() { return this.config.channelsLast ? ['h', 'w', 'c2'] : ['c2', 'h', 'w']; }
     forward(images) {
       return fc.scope(() => {
-        let h = this.conv1.forward(this.#images(images, 'Cnn.forward')).relu().maxPool2d(2);
-        h = this.conv2.forward(h).relu().maxPool2d(2).merge(this.#flatOrder, 'feature');
+        let h = this.conv1.forwardRelu(this.#images(images, 'Cnn.forward')).maxPool2d(2);
+        h = this.conv2.forwardRelu(h).maxPool2d(2).merge(this.#flatOrder, 'feature');
         return this.fc2.forward(this.fc1.forward(h).relu());
       });
     }

@@ -470,7 +470,7 @@ export const OPS = [
     doc: "2-D cross-correlation (torch's conv2d) via im2col + GEMM. The input has axes c, h, w plus any batch axes, in any order; the weight has exactly out, c (= input c / groups), kh, kw. The result keeps the input's axis order with c replaced by out.",
     args: [tensor('weight'), conv2dOptions], cpp: conv2dCpp('conv2d') },
   { name: 'conv2dRelu', on: 'tensor',
-    doc: 'relu(conv2d(weight, options)): fused for inference (bias and relu applied in the convolution loop); with gradients, the composed differentiable path (same values).',
+    doc: "relu(conv2d(weight, options)) as one op: the bias and relu applied in the convolution's output loop, and one VJP whose gradients are the composed ops' (relu's mask read from the result).",
     args: [tensor('weight'), conv2dOptions], cpp: conv2dCpp('conv2dRelu') },
   { name: 'conv1d', on: 'tensor',
     doc: "1-D cross-correlation (torch's conv1d). The input has axes c and t plus any batch axes; the weight has exactly out, c (= input c / groups), k. The result keeps the input's axis order with c replaced by out.",

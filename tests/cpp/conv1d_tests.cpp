@@ -421,7 +421,7 @@ TEST_CASE("causal convolutions: bad inputs") {
 
 // ---------------------------------------------------------------- conv2dRelu
 
-TEST_CASE("conv2dRelu: fused inference equals relu(conv2d), with gradients it is the composed path") {
+TEST_CASE("conv2dRelu: relu(conv2d) fused, forward and backward, with the composed ops' values and gradients") {
   for (int threads : {1, 2}) {
     ExecContext ctx(fucina::ExecOptions{.threads = threads});
     const fucina::Conv2dOptions o{.stride_h = 2, .pad_w = 1, .groups = 2};
@@ -440,6 +440,24 @@ TEST_CASE("conv2dRelu: fused inference equals relu(conv2d), with gradients it is
     Tensor yg = xv.conv2dRelu(ctx, wv, bv, o);
     CHECK(yg.requiresGrad());
     CHECK(yg.toVector() == want.toVector());
+    // One VJP (Note [conv2dRelu's VJP]): the gradients of conv2d, add and relu composed, bit for
+    // bit, and the sums are not kept (the result is, as relu's mask).
+    const Tensor r = Tensor::normal(ctx, want.tags(), want.shape(), 0, 1, 4);
+    auto gradsOf = [&](const Tensor& y) {
+      for (const Tensor* t : {&xv, &wv, &bv}) t->zeroGrad();
+      y.mul(ctx, r).sumAll(ctx).backward(ctx);
+      return std::vector<std::vector<float>>{xv.grad(ctx)->toVector(), wv.grad(ctx)->toVector(), bv.grad(ctx)->toVector()};
+    };
+    auto liveBytesOf = [&](auto make) {  // what a result holds alive: it, and what its VJPs saved
+      const size_t before = ctx.memory().live_bytes;
+      Tensor y = make();
+      return std::pair{y, ctx.memory().live_bytes - before};
+    };
+    const auto [fused, fused_bytes] = liveBytesOf([&] { return xv.conv2dRelu(ctx, wv, bv, o); });
+    const auto [composed, composed_bytes] = liveBytesOf([&] { return xv.conv2d(ctx, wv, o).add(ctx, bv).relu(ctx); });
+    CHECK(composed_bytes - fused_bytes == fused.numel() * sizeof(float));  // relu's saved argument
+    CHECK(gradsOf(fused) == gradsOf(composed));
+    CHECK(gradsOf(xv.conv2dRelu(ctx, wv, o)) == gradsOf(xv.conv2d(ctx, wv, o).relu(ctx)));  // no bias
     // Under noGrad the fused path runs, variables or not.
     fucina::NoGradScope s = fucina::noGrad();
     Tensor yn = xv.conv2dRelu(ctx, wv, bv, o);

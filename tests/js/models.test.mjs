@@ -120,5 +120,23 @@ for (const variant of VARIANTS) {
       throwsCode(() => new fc.nn.Gpt({ ...small, heads: 5 }), 'InvalidArgument');
       throwsCode(() => plain.forward(textBatch(1, 17, 0)), 'InvalidArgument');
     });
+
+    test('nn.Conv2d.forwardRelu is relu(forward) in one op: the same values and gradients', async () => {
+      const fc = await engine(variant);
+      const conv = new fc.nn.Conv2d('c', 'o', 2, 3, 3, 4, { padding: 1, stride: [2, 1] });
+      fc.scope(() => {
+        const x = fc.variable(fc.normal(['h', 'n', 'w', 'c'], [7, 2, 5, 2], 0, 1, 5));
+        const r = fc.normal(['n', 'o', 'h', 'w'], [2, 3, 4, 5], 0, 1, 6);
+        const gradsOf = (y) => {
+          [x, ...conv.parameters()].forEach((p) => p.zeroGrad());
+          y.mul(r).sumAll().backward();
+          return [x, ...conv.parameters()].map((p) => values(p.grad()));
+        };
+        const fused = conv.forwardRelu(x), composed = conv.forward(x).relu();
+        assert.deepEqual(values(fused), values(composed));
+        assert.ok(values(fused).includes(0));
+        assert.deepEqual(gradsOf(fused), gradsOf(composed));
+      });
+    });
   });
 }

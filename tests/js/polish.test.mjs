@@ -90,6 +90,7 @@ for (const variant of VARIANTS) {
       const conv = new fc.nn.Conv2d('c', 'o', 2, 3, 3, 1);
       shapeWith(() => conv.forward(fc.ones(['c', 'h'], [2, 5])), /nn\.Conv2d\.forward: x must have an axis 'w'/);
       shapeWith(() => conv.forward(fc.ones(['c', 'h', 'w'], [3, 5, 5])), /nn\.Conv2d\.forward: x: axis 'c' must have extent 2/);
+      shapeWith(() => conv.forwardRelu(fc.ones(['c', 'h', 'w'], [3, 5, 5])), /nn\.Conv2d\.forwardRelu: x: axis 'c' must have extent 2/);
       const norm = new fc.nn.LayerNorm('e', 2);
       shapeWith(() => norm.forward(fc.ones(['e'], [3])), /nn\.LayerNorm\.forward: x: axis 'e' must have extent 2/);
       const embedding = new fc.nn.Embedding('v', 'd', 4, 3, 0.1, 1);

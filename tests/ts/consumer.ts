@@ -404,7 +404,8 @@ const convLayerHere: Conv2d = convLayer.to('cpu');
 const settings: Conv2dLayerSettings = convLayer.options;
 const resolved: Conv2dLayerResolvedAxes = settings.axes;
 const channelAxis: string = resolved.channels;
-const convFields: Tensor[] = [convLayer.weight, convLayer.bias, convLayer.forward(img), ...convLayer.parameters()];
+const convFields: Tensor[] = [convLayer.weight, convLayer.bias, convLayer.forward(img), convLayer.forwardRelu(img),
+  ...convLayer.parameters()];
 // @ts-expect-error the channel axes are the constructor's, not options
 new nn.Conv2d('c', 'c1', 2, 4, 3, 1, { axes: { channels: 'c' } });
 

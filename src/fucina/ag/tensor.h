@@ -534,8 +534,8 @@ class Tensor {
   Tensor conv2d(ExecContext& ctx, const Tensor& weight, const Conv2dOptions& options = {}) const;
   Tensor conv2d(ExecContext& ctx, const Tensor& weight, const Tensor& bias,
                 const Conv2dOptions& options = {}) const;
-  /// relu(conv2d(...)), fused into the convolution's output loop for inference. With a grad-requiring
-  /// operand (and gradients enabled) it is conv2d then relu, composed and differentiable (same values).
+  /// relu(conv2d(...)) as one op: the bias and relu in the convolution's output loop, one VJP
+  /// whose gradients are conv2d's, add's and relu's composed (Note [conv2dRelu's VJP]).
   Tensor conv2dRelu(ExecContext& ctx, const Tensor& weight, const Conv2dOptions& options = {}) const;
   Tensor conv2dRelu(ExecContext& ctx, const Tensor& weight, const Tensor& bias,
                     const Conv2dOptions& options = {}) const;

@@ -41,6 +41,7 @@ Conv2d::Conv2d(ExecContext& ctx, Tag in, Tag out, int64_t in_channels, int64_t o
 }
 
 Tensor Conv2d::operator()(ExecContext& ctx, const Tensor& x) const { return x.conv2d(ctx, weight, bias, options); }
+Tensor Conv2d::forwardRelu(ExecContext& ctx, const Tensor& x) const { return x.conv2dRelu(ctx, weight, bias, options); }
 
 void Conv2d::collect(std::vector<Tensor>& params) const { keepDefined(params, {&weight, &bias}); }
 

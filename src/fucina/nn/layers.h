@@ -31,6 +31,8 @@ struct Conv2d {
   Conv2d(ExecContext& ctx, Tag in, Tag out, int64_t in_channels, int64_t out_channels,
          int64_t kernel, uint64_t seed, Conv2dOptions geometry = {});
   Tensor operator()(ExecContext& ctx, const Tensor& x) const;
+  /// relu((*this)(x)) as one op (Tensor::conv2dRelu): the bias and relu in the output loop.
+  Tensor forwardRelu(ExecContext& ctx, const Tensor& x) const;
   void collect(std::vector<Tensor>& params) const;
 };
 

@@ -66,7 +66,7 @@ Tensor cnnLayers(ExecContext& ctx, const Tensor& images, bool channels_last, con
 
 Tensor Cnn::operator()(ExecContext& ctx, const Tensor& images) const {
   return cnnLayers(
-      ctx, images, channels_last_, [&](int i, const Tensor& x) { return (i == 0 ? conv1_ : conv2_)(ctx, x).relu(ctx); },
+      ctx, images, channels_last_, [&](int i, const Tensor& x) { return (i == 0 ? conv1_ : conv2_).forwardRelu(ctx, x); },
       [&](int i, const Tensor& x) { return (i == 0 ? fc1_ : fc2_)(ctx, x); });
 }
 

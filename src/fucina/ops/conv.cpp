@@ -68,10 +68,13 @@ ConvSpec depthwiseSpec(const Tensor& x, const Conv1dAxes& a) {
 }
 
 // The convolution s describes, validated (ShapeMismatch for axes and extents, InvalidArgument for
-// the geometry's numbers). `bias`/`relu` fuse an epilogue into the forward: only for results that
-// record no VJP (conv2dRelu's inference path).
+// the geometry's numbers). `bias` (checked by the caller: {out_channels}) and `relu` fuse an
+// epilogue into a convolution's forward, added to each image while it is in cache (conv2dRelu;
+// not for a transposed one). Note [conv2dRelu's VJP]: the relu's mask is read from the result
+// (y > 0 exactly where its argument is), so neither the sums nor the biased sums are kept, and the
+// gradients are relu's, add's and conv2d's composed, bit for bit.
 Tensor convolve(ExecContext& ctx, const Tensor& input, const Tensor& weight, const ConvSpec& s,
-                const RawTensor& bias = RawTensor(), bool relu = false) {
+                const Tensor* bias = nullptr, bool relu = false) {
   const std::string op(s.op);
   const RawTensor& a = input.value();
   const RawTensor& wv = weight.value();
@@ -182,26 +185,31 @@ Tensor convolve(ExecContext& ctx, const Tensor& input, const Tensor& weight, con
   }
   const RawTensor x = a.permuted(x_tags).contiguous(ctx);
   const RawTensor w = wv.permuted(w_order).contiguous(ctx);
+  const RawTensor b = bias != nullptr ? bias->value().contiguous(ctx) : RawTensor();
   const backend::Kernels& k = backend::kernelsOf(ctx);
   // An empty result (no output channels, say) computes nothing, however many images.
   RawTensor y = numelOf(y_shape) == 0 ? RawTensor::empty(ctx, y_tags, y_shape)
                 : s.transposed        ? k.conv2dInputGrad(ctx, x, w, plan, y_tags, y_shape)
-                                      : k.conv2d(ctx, x, w, plan, y_tags, y_shape, bias, relu);
+                                      : k.conv2d(ctx, x, w, plan, y_tags, y_shape, b, relu);
   Tags result_order = a.tags();
   for (Tag& t : result_order)
     if (t == s.channels) t = s.out_channels;
-  return ops::finishOp(ctx, s.op, y.permuted(result_order), {&input, &weight}, [&] {
-    // Each gradient reads the other operand.
-    return [x = weight.requiresGrad() ? x : RawTensor(), w = input.requiresGrad() ? w : RawTensor(), plan,
-            transposed = s.transposed, x_tags, x_shape, y_tags, w_order,
-            w_shape = w.shape()](ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads out) {
-      const RawTensor gyc = gy.permuted(y_tags).contiguous(c);
+  auto makeVjp = [&] {
+    // Each convolution gradient reads the other operand; the relu's mask, the result.
+    return [x = weight.requiresGrad() ? x : RawTensor(), w = input.requiresGrad() ? w : RawTensor(),
+            y = relu ? y : RawTensor(), plan, transposed = s.transposed, x_tags, x_shape, y_tags, w_order,
+            w_shape = w.shape(), b_tags = Tags{s.out_channels}, b_shape = Extents{OC}](
+               ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads out) {
+      const backend::Kernels& k = backend::kernelsOf(c);
+      const std::array<const RawTensor*, 3> masked{&gy, &y, &y};  // relu's (g, a, y): a > 0 iff y > 0
+      const RawTensor gyc = y.valid() ? k.map(c, backend::ElemOp::Relu, backend::Form::da, y_tags, y.shape(), masked, {})
+                                      : gy.permuted(y_tags).contiguous(c);
+      if (needs.size() > 2 && needs[2]) out[2] = backend::sumTo(c, gyc, b_tags, b_shape);
       if (gyc.numel() == 0) {  // as in the forward: zeros, without a loop over the images
         if (needs[0]) out[0] = RawTensor::zeros(c, x_tags, x_shape);
         if (needs[1]) out[1] = RawTensor::zeros(c, w_order, w_shape);
         return;
       }
-      const backend::Kernels& k = backend::kernelsOf(c);
       if (needs[0])
         out[0] = transposed ? k.conv2d(c, gyc, w, plan, x_tags, x_shape, RawTensor(), false)
                             : k.conv2dInputGrad(c, gyc, w, plan, x_tags, x_shape);
@@ -209,7 +217,9 @@ Tensor convolve(ExecContext& ctx, const Tensor& input, const Tensor& weight, con
         out[1] = transposed ? k.conv2dWeightGrad(c, gyc, x, plan, w_order, w_shape)
                             : k.conv2dWeightGrad(c, x, gyc, plan, w_order, w_shape);
     };
-  }, work);
+  };
+  if (bias != nullptr) return ops::finishOp(ctx, s.op, y.permuted(result_order), {&input, &weight, bias}, makeVjp, work);
+  return ops::finishOp(ctx, s.op, y.permuted(result_order), {&input, &weight}, makeVjp, work);
 }
 
 // A convolution's bias: exactly the axis {out_channels} with the result's extent there.
@@ -229,33 +239,33 @@ Tensor runConv(ExecContext& ctx, const Tensor& x, const Tensor& w, const Tensor*
   }
   if (ops::composeViaF32({&x, &w, bias}))
     return ops::viaF32(ctx, s.op, {&x, &w, bias}, [&](std::span<const Tensor> f) { return runConv(ctx, f[0], f[1], &f[2], s); });
+  if (s.height.has_value() && ops::allF32({&x, &w, bias})) {  // conv2d: the bias added in the forward's epilogue
+    if (hasTag(w.tags(), s.out_channels)) checkBias(s.op, *bias, s.out_channels, w.extent(s.out_channels));
+    return convolve(ctx, x, w, s, bias);
+  }
   Tensor y = runConv(ctx, x, w, nullptr, s);
   checkBias(s.op, *bias, s.out_channels, y.extent(s.out_channels));
   return y.add(ctx, *bias);
 }
 
-// relu(conv2d), fused into the forward unless it records a VJP (then conv2d and relu, composed).
+// relu(conv2d + bias) in one op: the bias and relu fused into the forward, one VJP (Note
+// [conv2dRelu's VJP]).
 Tensor fusedConv2dRelu(ExecContext& ctx, const Tensor& x, const Tensor& w, const Tensor* bias, const Conv2dOptions& o) {
   constexpr std::string_view op = "conv2dRelu";
-  if (isGradEnabled() && (x.requiresGrad() || w.requiresGrad() || (bias != nullptr && bias->requiresGrad())))
-    return runConv(ctx, x, w, bias, specOf(o, "conv2d")).relu(ctx);
   if (bias != nullptr ? !ops::allF32({&x, &w, bias}) : !ops::allF32({&x, &w})) {
     auto body = [&](std::span<const Tensor> f) { return fusedConv2dRelu(ctx, f[0], f[1], bias != nullptr ? &f[2] : nullptr, o); };
     return bias != nullptr ? ops::viaF32(ctx, op, {&x, &w, bias}, body) : ops::viaF32(ctx, op, {&x, &w}, body);
   }
-  RawTensor b;
-  if (bias != nullptr) {
-    if (hasTag(w.tags(), o.out_channels)) checkBias(op, *bias, o.out_channels, w.extent(o.out_channels));
-    b = bias->value().contiguous(ctx);
-  }
-  return convolve(ctx, x, w, specOf(o, op), b, true);
+  if (bias != nullptr && hasTag(w.tags(), o.out_channels)) checkBias(op, *bias, o.out_channels, w.extent(o.out_channels));
+  return convolve(ctx, x, w, specOf(o, op), bias, true);
 }
 
 }  // namespace
 
 Tensor ops::conv2dForward(ExecContext& ctx, const Tensor& x, const Tensor& w, const Conv2dOptions& options,
                           std::string_view op, const RawTensor& bias, bool relu) {
-  return convolve(ctx, x, w, specOf(options, op), bias, relu);
+  const Tensor b = bias.valid() ? Tensor::fromRaw(ctx, bias) : Tensor();
+  return convolve(ctx, x, w, specOf(options, op), bias.valid() ? &b : nullptr, relu);
 }
 
 // ---------------------------------------------------------------- convolutions

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -338,9 +339,16 @@ HWY_INLINE void StorePooled(V best, VI at, int64_t n, float* y, int64_t* ap) {
   if (n == Lanes()) {
     hn::StoreU(best, d, y);
   } else {
+    // A loop of n floats compiled to a memmove call per row: 1.3% of W2's native step (perf).
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2  // masked stores, which touch nothing past y[n)
+    hn::BlendedStore(best, hn::FirstN(d, static_cast<size_t>(n)), d, y);
+#else  // SIMD128's blended store rewrites the whole vector: a race with the next plane's thread
     HWY_ALIGN float best_lanes[kMaxLanes];
     hn::Store(best, d, best_lanes);
-    for (int64_t l = 0; l < n; ++l) y[l] = best_lanes[l];
+    int64_t l = 0;
+    for (; l + 2 <= n; l += 2) std::memcpy(y + l, best_lanes + l, 2 * sizeof(float));
+    if (l < n) y[l] = best_lanes[l];
+#endif
   }
   if constexpr (kTrack) {
     HWY_ALIGN int32_t at_lanes[kMaxLanes];
