@@ -275,12 +275,13 @@ static void checkPooling() {
   };
   // 2x2 windows with stride 2 (Note [2x2 pooling without gathers]) on rows of fewer, exactly and
   // more than a vector of outputs (4 lanes in wasm, 8 or 16 natively) with a ragged rest and odd
-  // widths; each also runs without a gradient (no indices kept). The images are pooled as {h, n,
-  // w, c}: c after both pooled axes, so channels last (vec::takeLarger over the c lanes; 70 of them
-  // cross a block of 64).
+  // widths and heights; each also runs without a gradient (no indices kept). The images are pooled
+  // as planes {n, c, h, w} and as {h, n, w, c}: c after both pooled axes, so channels last
+  // (vec::takeLarger over the c lanes; 70 of them cross a block of 64).
   for (const Case& g : {Case{1, 1, 2, 2, 2, 2, 0}, Case{2, 3, 7, 9, 2, 2, 0}, Case{3, 5, 11, 13, 3, 2, 1},
                         Case{2, 4, 6, 5, 3, 1, 1}, Case{16, 8, 26, 26, 2, 2, 0}, Case{2, 2, 4, 8, 2, 2, 0},
-                        Case{1, 2, 5, 33, 2, 2, 0}, Case{2, 3, 9, 70, 2, 2, 0}, Case{2, 70, 5, 4, 3, 1, 1}}) {
+                        Case{1, 2, 5, 33, 2, 2, 0}, Case{2, 3, 9, 70, 2, 2, 0}, Case{2, 70, 5, 4, 3, 1, 1}, Case{3, 2, 11, 11, 2, 2, 0},
+                        Case{1, 1, 3, 17, 2, 2, 0}, Case{1, 2, 2, 3, 2, 2, 0}, Case{1, 1, 3, 2, 2, 2, 0}}) {
     INFO("pool " << g.n << "x" << g.c << "x" << g.h << "x" << g.w << " k" << g.k << " s" << g.stride << " p" << g.pad);
     compareKernels([&](ExecContext& ctx) {
       const auto count = static_cast<size_t>(g.n * g.c * g.h * g.w);
@@ -291,11 +292,13 @@ static void checkPooling() {
       Tensor p = x.permuteTo(ctx, {"h", "n", "w", "c"}).maxPool2d(ctx, g.k, g.k, g.stride, g.stride, g.pad);
       const auto pn = static_cast<size_t>(p.numel());
       Tensor wp = Tensor::fromSlice(ctx, p.tags(), p.shape(), wave(pn, 1, 0.2f, 0.9f));
-      p.mul(ctx, wp).sumAll(ctx).backward(ctx);
+      Tensor planar = x.maxPool2d(ctx, g.k, g.k, g.stride, g.stride, g.pad);
+      Tensor wq = Tensor::fromSlice(ctx, planar.tags(), planar.shape(), wave(pn, 1, 0.7f, 0.3f));
+      p.mul(ctx, wp).sumAll(ctx).add(ctx, planar.mul(ctx, wq).sumAll(ctx)).backward(ctx);
       const auto off = fucina::noGrad();
       Tensor inference = x.permuteTo(ctx, {"h", "n", "w", "c"}).maxPool2d(ctx, g.k, g.k, g.stride, g.stride, g.pad);
       CHECK(sameBits(inference.toVector(), p.toVector()));
-      return Outputs{p.toVector(), test::gradOf(ctx, x), inference.toVector()};
+      return Outputs{p.toVector(), planar.toVector(), test::gradOf(ctx, x), inference.toVector()};
     }, 0, 0);
   }
 }
