@@ -277,10 +277,6 @@ void maxPool2dPlanes(const Conv2dGeometry& g, int64_t lanes, const float* x, flo
 }
 
 void maxPool2dBackward(const Conv2dGeometry& g, int64_t lanes, const float* gy, const int64_t* argmax, float* gx) {
-  if (lanes == 1 && g.kh == 2 && g.kw == 2 && g.stride_h == 2 && g.stride_w == 2 && g.pad_h == 0 && g.pad_w == 0 &&
-      vec::enabled() && g.height * g.width < (int64_t{1} << 31))
-    return vec::maxPool2x2Backward(gy, argmax, g.channels, g.height, g.width, g.out_h, g.out_w, gx);
-  std::fill(gx, gx + g.channels * g.height * g.width * lanes, 0.0f);  // then added into (the scalar reference)
   const int64_t outs = g.out_h * g.out_w;
   for (int64_t p = 0; p < g.channels; ++p) {
     float* plane = gx + p * g.height * g.width * lanes;

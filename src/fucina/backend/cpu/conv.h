@@ -34,7 +34,6 @@ void depthwiseConv1dRowWeightGrad(const Conv2dGeometry& g, const float* x, const
 // window (-inf padding never wins: pad <= kernel / 2 leaves a real element), unless argmax is null
 // (no gradient to route: inference).
 void maxPool2dPlanes(const Conv2dGeometry& g, int64_t lanes, const float* x, float* y, int64_t* argmax);
-// maxPool2dBackward writes every element of gx; avgPool2dBackward adds into it.
 void maxPool2dBackward(const Conv2dGeometry& g, int64_t lanes, const float* gy, const int64_t* argmax, float* gx);
 void avgPool2dPlanes(const Conv2dGeometry& g, int64_t lanes, const float* x, float* y);
 void avgPool2dBackward(const Conv2dGeometry& g, int64_t lanes, const float* gy, float* gx);

@@ -21,6 +21,21 @@ void forGeometryChunks(ExecContext& ctx, const Conv2dGeometry& g, int64_t plane,
   });
 }
 
+// A pooling VJP's input gradient: body(sub-geometry, first plane, that plane's gradient) adds
+// into planes its chunk has just zeroed, while they are in cache.
+template <class Body>
+RawTensor poolGradient(ExecContext& c, const Conv2dGeometry& g, int64_t lanes, const Tags& order, const Extents& x_shape,
+                       const Body& body) {
+  RawTensor gx = RawTensor::empty(c, order, x_shape);
+  const int64_t in_plane = g.height * g.width * lanes;
+  forGeometryChunks(c, g, in_plane, [&](const Conv2dGeometry& sub, int64_t p) {
+    float* gxp = gx.f32() + p * in_plane;
+    std::fill(gxp, gxp + sub.channels * in_plane, 0.0f);
+    body(sub, p, gxp);
+  });
+  return gx;
+}
+
 // t's extents with the plane's two (followed by `trailing` axes) replaced.
 Extents withPlane(const RawTensor& t, int64_t h, int64_t w, size_t trailing = 0) {
   Extents shape = t.shape();
@@ -95,16 +110,11 @@ backend::Kernels::Pooled pool2d(ExecContext& ctx, Pool kind, const RawTensor& x,
 RawTensor pool2dVjp(ExecContext& ctx, Pool kind, const RawTensor& gy, const RawTensor& argmax, const Conv2dGeometry& g,
                     size_t trailing) {
   const int64_t lanes = trailingCount(gy.shape(), trailing), out_plane = g.out_h * g.out_w * lanes;
-  const int64_t in_plane = g.height * g.width * lanes;
-  RawTensor gx = RawTensor::empty(ctx, gy.tags(), withPlane(gy, g.height, g.width, trailing));
-  forGeometryChunks(ctx, g, in_plane, [&](const Conv2dGeometry& sub, int64_t p) {
-    float* gxp = gx.f32() + p * in_plane;
-    if (kind == Pool::max)
-      return maxPool2dBackward(sub, lanes, gy.f32() + p * out_plane, argmax.data<int64_t>() + p * out_plane, gxp);
-    std::fill(gxp, gxp + sub.channels * in_plane, 0.0f);  // zeroed while in cache, then added into
-    avgPool2dBackward(sub, lanes, gy.f32() + p * out_plane, gxp);
+  return poolGradient(ctx, g, lanes, gy.tags(), withPlane(gy, g.height, g.width, trailing),
+                      [&](const Conv2dGeometry& sub, int64_t p, float* gxp) {
+    if (kind == Pool::avg) return avgPool2dBackward(sub, lanes, gy.f32() + p * out_plane, gxp);
+    maxPool2dBackward(sub, lanes, gy.f32() + p * out_plane, argmax.data<int64_t>() + p * out_plane, gxp);
   });
-  return gx;
 }
 
 RawTensor upsample2x(ExecContext& ctx, const RawTensor& x) {

@@ -331,30 +331,25 @@ HWY_INLINE void PoolTap(V v, VI idx, V& best, VI& at) {
   if constexpr (kTrack) at = hn::IfThenElse(hn::RebindMask(hn::RebindToSigned<D>(), take), idx, at);
 }
 
-// Stores v's first n ≤ L lanes at y, nothing past y[n).
-HWY_INLINE void StoreFirst(V v, int64_t n, float* y) {
-  const D d;
-  if (n == Lanes()) {
-    hn::StoreU(v, d, y);
-    return;
-  }
-  // A loop of n floats compiled to a memmove call per row: 1.3% of W2's native step (perf).
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2  // masked stores
-  hn::BlendedStore(v, hn::FirstN(d, static_cast<size_t>(n)), d, y);
-#else  // SIMD128's blended store rewrites the whole vector: a race with the next plane's thread
-  HWY_ALIGN float lanes[kMaxLanes];
-  hn::Store(v, d, lanes);
-  int64_t l = 0;
-  for (; l + 2 <= n; l += 2) std::memcpy(y + l, lanes + l, 2 * sizeof(float));
-  if (l < n) y[l] = lanes[l];
-#endif
-}
-
 // Stores n ≤ L outputs (and, kTrack, their indices widened to int64) at y and ap.
 template <bool kTrack, class VI>
 HWY_INLINE void StorePooled(V best, VI at, int64_t n, float* y, int64_t* ap) {
+  const D d;
   const hn::RebindToSigned<D> di;
-  StoreFirst(best, n, y);
+  if (n == Lanes()) {
+    hn::StoreU(best, d, y);
+  } else {
+    // A loop of n floats compiled to a memmove call per row: 1.3% of W2's native step (perf).
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2  // masked stores, which touch nothing past y[n)
+    hn::BlendedStore(best, hn::FirstN(d, static_cast<size_t>(n)), d, y);
+#else  // SIMD128's blended store rewrites the whole vector: a race with the next plane's thread
+    HWY_ALIGN float best_lanes[kMaxLanes];
+    hn::Store(best, d, best_lanes);
+    int64_t l = 0;
+    for (; l + 2 <= n; l += 2) std::memcpy(y + l, best_lanes + l, 2 * sizeof(float));
+    if (l < n) y[l] = best_lanes[l];
+#endif
+  }
   if constexpr (kTrack) {
     HWY_ALIGN int32_t at_lanes[kMaxLanes];
     hn::Store(at, di, at_lanes);
@@ -452,70 +447,6 @@ void MaxPoolPlanes(const float* x, int64_t planes, int64_t height, int64_t width
   else MaxPoolPlanesT<false>(x, planes, height, width, out_h, out_w, kh, kw, sh, sw, y, nullptr);
 }
 
-// Note [2x2 pooling without gathers], backward: every element of the planes' gradient is written
-// once, its window's gradient where the window's first maximum was and 0 elsewhere, so nothing is
-// zeroed first and nothing scattered (memset and scatter were 5% of W2's native step, a scalar
-// select per element 6.5%). A vector holds L input columns of a row pair, L/2 windows: each lane
-// takes its window's gradient and index (the low half of the int64) through lane tables and
-// compares the index with its own position. Lanes past a row's last window take a zero gradient,
-// which also zeroes an odd width's last column; an odd height's last row is zeroed.
-void MaxPool2x2Backward(const float* gy, const int64_t* argmax, int64_t planes, int64_t height, int64_t width,
-                        int64_t out_h, int64_t out_w, float* gx) {
-#if HWY_TARGET != HWY_SCALAR
-  const D d;
-  const hn::RebindToSigned<D> di;
-  const hn::Half<D> dh;
-  const int64_t L = Lanes(), half = L / 2;
-  HWY_ALIGN int32_t window[kMaxLanes], low[kMaxLanes];
-  for (int64_t i = 0; i < L; ++i) window[i] = static_cast<int32_t>(i / 2), low[i] = static_cast<int32_t>(i & ~1);
-  const auto by_window = hn::SetTableIndices(d, window);
-  const auto low_half = hn::SetTableIndices(di, low);
-  const auto iota = hn::Iota(di, 0);
-  for (int64_t p = 0; p < planes; ++p, gy += out_h * out_w, argmax += out_h * out_w) {
-    float* plane = gx + p * height * width;
-    for (int64_t oy = 0; oy < out_h; ++oy) {
-      float* top = plane + 2 * oy * width;
-      const float* g_row = gy + oy * out_w;
-      const int64_t* at_row = argmax + oy * out_w;
-      for (int64_t c = 0; c < width; c += L) {
-        const int64_t ox = c / 2, windows = std::min(half, out_w - ox);
-        const auto* at_src = reinterpret_cast<const int32_t*>(at_row + ox);
-        V g;
-        hn::Vec<decltype(di)> at;
-        if (windows == half) {
-          g = hn::TableLookupLanes(hn::ZeroExtendVector(d, hn::LoadU(dh, g_row + ox)), by_window);
-          at = hn::TableLookupLanes(hn::LoadU(di, at_src), low_half);
-        } else {  // the row's rest: lanes past its windows take a zero gradient, whatever their index
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2  // masked loads, which read nothing past the windows
-          g = hn::TableLookupLanes(
-              hn::ZeroExtendVector(d, hn::MaskedLoad(hn::FirstN(dh, static_cast<size_t>(windows)), dh, g_row + ox)),
-              by_window);
-          at = hn::TableLookupLanes(hn::MaskedLoad(hn::FirstN(di, static_cast<size_t>(2 * windows)), di, at_src), low_half);
-#else  // SIMD128 (4 lanes, 2 windows): the rest is one window or none. Lanes copied through
-       // memory instead stalled on store forwarding (6.6% of W2's step on AVX-512).
-          static_assert(kMaxLanes * sizeof(float) == 16, "a SIMD128 target");
-          g = hn::IfThenElseZero(hn::FirstN(d, static_cast<size_t>(2 * windows)), hn::Set(d, windows > 0 ? g_row[ox] : 0.0f));
-          at = hn::Set(di, windows > 0 ? static_cast<int32_t>(at_row[ox]) : -1);
-#endif
-        }
-        const auto here = hn::Add(iota, hn::Set(di, static_cast<int32_t>(2 * oy * width + c)));
-        const int64_t n = std::min(L, width - c);
-        StoreFirst(hn::IfThenElseZero(hn::RebindMask(d, hn::Eq(at, here)), g), n, top + c);
-        StoreFirst(hn::IfThenElseZero(hn::RebindMask(d, hn::Eq(at, hn::Add(here, hn::Set(di, static_cast<int32_t>(width))))), g),
-                   n, top + width + c);
-      }
-    }
-    std::fill(plane + 2 * out_h * width, plane + height * width, 0.0f);
-  }
-#else
-  for (int64_t p = 0; p < planes; ++p, gy += out_h * out_w, argmax += out_h * out_w) {
-    float* plane = gx + p * height * width;
-    std::fill(plane, plane + height * width, 0.0f);
-    for (int64_t o = 0; o < out_h * out_w; ++o) plane[argmax[o]] = gy[o];
-  }
-#endif
-}
-
 void TakeLarger(const float* v, int64_t n, int32_t k, float* best, int32_t* at) {
   const D d;
   const hn::RebindToSigned<D> di;
@@ -586,7 +517,6 @@ HWY_EXPORT(NormGradRow);
 HWY_EXPORT(ExpShiftScaleRow);
 HWY_EXPORT(AddToF64);
 HWY_EXPORT(MaxPoolPlanes);
-HWY_EXPORT(MaxPool2x2Backward);
 HWY_EXPORT(TakeLarger);
 HWY_EXPORT(Adam);
 
@@ -617,10 +547,6 @@ void addToF64(const float* x, int64_t n, double* acc) { HWY_DYNAMIC_DISPATCH(Add
 void maxPoolPlanes(const float* x, int64_t planes, int64_t height, int64_t width, int64_t out_h, int64_t out_w,
                    int64_t kh, int64_t kw, int64_t sh, int64_t sw, float* y, int64_t* argmax) {
   HWY_DYNAMIC_DISPATCH(MaxPoolPlanes)(x, planes, height, width, out_h, out_w, kh, kw, sh, sw, y, argmax);
-}
-void maxPool2x2Backward(const float* gy, const int64_t* argmax, int64_t planes, int64_t height, int64_t width,
-                        int64_t out_h, int64_t out_w, float* gx) {
-  HWY_DYNAMIC_DISPATCH(MaxPool2x2Backward)(gy, argmax, planes, height, width, out_h, out_w, gx);
 }
 void takeLarger(const float* v, int64_t n, int32_t k, float* best, int32_t* at) {
   if (n > 0) HWY_DYNAMIC_DISPATCH(TakeLarger)(v, n, k, best, at);

@@ -58,10 +58,6 @@ void addToF64(const float* x, int64_t n, double* acc);
 // 2^31 elements.
 void maxPoolPlanes(const float* x, int64_t planes, int64_t height, int64_t width, int64_t out_h, int64_t out_w,
                    int64_t kh, int64_t kw, int64_t sh, int64_t sw, float* y, int64_t* argmax);
-// The gradient of maxPoolPlanes' 2x2 windows with stride 2: gx [planes, height, width], every
-// element written (gy where argmax points, else 0).
-void maxPool2x2Backward(const float* gy, const int64_t* argmax, int64_t planes, int64_t height, int64_t width,
-                        int64_t out_h, int64_t out_w, float* gx);
 // Channels-last max pooling's tap (kernels::maxPool2dPlanes): best[l], at[l] = v[l], k for each of
 // n lanes where v[l] is larger than best[l] or NaN over a number.
 void takeLarger(const float* v, int64_t n, int32_t k, float* best, int32_t* at);
