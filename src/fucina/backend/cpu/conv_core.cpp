@@ -105,13 +105,20 @@ void addColumnsToImage(const ConvPlan& p, const float* cols, float* image) {
 
 // y [rows, row_length] += the bias of each value's output channel (its row's when `by_row`, else
 // its column's; no bias: null), then relu: conv2dRelu's fused inference path.
+// The choices are made outside the loops, which are then plain enough to vectorize: with them
+// inside, the simd wasm build ran an element at a time (18% of W2's step, node --cpu-prof).
 void epilogue(float* y, int64_t rows, int64_t row_length, bool by_row, const float* bias, bool relu) {
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t i = 0; i < row_length; ++i) {
-      const float b = bias != nullptr ? bias[by_row ? r : i] : 0.0f;
-      float& v = y[r * row_length + i];
-      v = relu ? std::max(v + b, 0.0f) : v + b;
+  for (int64_t r = 0; r < rows; ++r) {
+    float* __restrict row = y + r * row_length;
+    if (bias != nullptr && !by_row) {
+      if (relu) for (int64_t i = 0; i < row_length; ++i) row[i] = std::max(row[i] + bias[i], 0.0f);
+      else for (int64_t i = 0; i < row_length; ++i) row[i] += bias[i];
+      continue;
     }
+    const float b = bias != nullptr ? bias[r] : 0.0f;
+    if (relu) for (int64_t i = 0; i < row_length; ++i) row[i] = std::max(row[i] + b, 0.0f);
+    else for (int64_t i = 0; i < row_length; ++i) row[i] += b;
+  }
 }
 // Image n's epilogue in p's layout.
 void imageEpilogue(const ConvPlan& p, float* y, int64_t n, const float* bias, bool relu) {
