@@ -475,6 +475,14 @@ TEST_CASE("conv2dRelu: gradcheck and bad inputs") {
   const fucina::Conv2dOptions o{.pad_w = 1};
   fucina::gradcheck(ctx, [&](ExecContext& c) { return x.conv2dRelu(c, w, b, o).mul(c, r).sumAll(c); }, {&x, &w, &b},
                     {.eps = 1e-3, .abs_tol = 2e-3, .rel_tol = 2e-2});
+  // No images: a zero result, and zero gradients of every operand's shape.
+  Tensor xe = Tensor::variable(ctx, Tensor::zeros(ctx, {"n", "c", "h", "w"}, {0, 2, 5, 4}));
+  w.zeroGrad();
+  b.zeroGrad();
+  xe.conv2dRelu(ctx, w, b, o).sumAll(ctx).backward(ctx);
+  CHECK(xe.grad(ctx)->shape() == fucina::Extents{0, 2, 5, 4});
+  CHECK(b.grad(ctx)->toVector() == std::vector<float>(3, 0.0f));
+  CHECK(w.grad(ctx)->toVector() == std::vector<float>(36, 0.0f));
   Tensor xc = Tensor::ones(ctx, {"c", "h", "w"}, {2, 3, 3}), wc = Tensor::ones(ctx, {"out", "c", "kh", "kw"}, {3, 2, 2, 2});
   CHECK_FUCINA_ERROR(xc.conv2dRelu(ctx, wc, Tensor::ones(ctx, {"out"}, {2})), ShapeMismatch);
   CHECK_FUCINA_ERROR(xc.conv2dRelu(ctx, Tensor::ones(ctx, {"out", "c", "kh"}, {3, 2, 2}), Tensor::ones(ctx, {"out"}, {3})), ShapeMismatch);
