@@ -104,7 +104,7 @@ void addColumnsToImage(const ConvPlan& p, const float* cols, float* image) {
 }
 
 // y [rows, row_length] += the bias of each value's output channel (its row's when `by_row`, else
-// its column's; no bias: null), then relu: conv2dRelu's fused inference path.
+// its column's; no bias: null), then relu: conv2d's bias and conv2dRelu's, fused into the forward.
 // The choices are made outside the loops, which are then plain enough to vectorize: with them
 // inside, the simd wasm build ran an element at a time (18% of W2's step, node --cpu-prof).
 void epilogue(float* y, int64_t rows, int64_t row_length, bool by_row, const float* bias, bool relu) {
