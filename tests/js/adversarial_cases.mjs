@@ -298,6 +298,7 @@ export const NN = {
   // Layer methods, on a model the test builds (model fixtures named after the class).
   'Linear#forward': { self: '#Linear', args: [tensor('lin')] },
   'Conv2d#forward': { self: '#Conv2d', args: [tensor('img')] },
+  'Conv2d#forwardRelu': { self: '#Conv2d', args: [tensor('img')] },
   'LayerNorm#forward': { self: '#LayerNorm', args: [tensor('emb')] },
   'Embedding#forward': { self: '#Embedding', args: [tensor('ids')] },
   'Mlp#forward': { self: '#Mlp', args: [tensor('lin')] },
