@@ -790,6 +790,69 @@ TEST_CASE("copy-on-write: a gradView taken before another pass keeps the stale v
   CHECK(gradOf(ctx, w) == Floats{6, 6});    // grad() sees the new sum
 }
 
+TEST_CASE("placed gradients: select, narrow and slice add into their slice of one buffer") {
+  // Note [Placed gradients]: q, k and v selected from one fused projection leave one gradient of
+  // the projection's size, each slice written into it, not three zero-padded copies summed.
+  ExecContext ctx;
+  const int64_t t = 64, h = 32, slice_bytes = t * h * int64_t{sizeof(float)};
+  Tensor x = Tensor::variable(ctx, Tensor::normal(ctx, {"t", "part", "h"}, {t, 3, h}, 0, 1, 7));
+  auto backwardPeak = [&](const Tensor& loss) {
+    const size_t before = ctx.memory().live_bytes;
+    ctx.resetPeak();
+    loss.backward(ctx);
+    return static_cast<int64_t>(ctx.memory().peak_bytes - before);
+  };
+  const Tensor q = x.select(ctx, "part", 0), k = x.select(ctx, "part", 1), v = x.select(ctx, "part", 2);
+  // sumAll's gradient (a slice's size) reaches q, k and v through add as views of one buffer;
+  // besides it the pass makes x's gradient alone.
+  CHECK(backwardPeak(q.add(ctx, k).add(ctx, v).sumAll(ctx)) <= 4 * slice_bytes + 64);
+  std::vector<float> want(static_cast<size_t>(t * 3 * h), 1.0f);
+  CHECK(gradOf(ctx, x) == want);
+
+  // The slices overlap, miss parts of the operand, and meet whole gradients before and after.
+  x.zeroGrad();
+  const Tensor r = Tensor::normal(ctx, {"t", "part", "h"}, {t, 3, h}, 0, 1, 8);
+  x.narrow(ctx, "part", 1, 2).sumAll(ctx)
+      .add(ctx, x.mul(ctx, r).sumAll(ctx))
+      .add(ctx, x.slice(ctx, "h", 3, 9).scale(ctx, 4).sumAll(ctx))
+      .add(ctx, x.select(ctx, "t", t - 1).scale(ctx, 5).sumAll(ctx))
+      .add(ctx, x.narrow(ctx, "t", 0, 0).sumAll(ctx))
+      .backward(ctx);
+  const std::vector<float> rv = r.toVector();
+  for (int64_t i = 0; i < t; ++i)
+    for (int64_t p = 0; p < 3; ++p)
+      for (int64_t j = 0; j < h; ++j) {
+        const size_t e = static_cast<size_t>((i * 3 + p) * h + j);
+        want[e] = (p >= 1 ? 1.0f : 0.0f) + rv[e] + (j >= 3 && j < 9 ? 4.0f : 0.0f) + (i == t - 1 ? 5.0f : 0.0f);
+      }
+  const std::vector<float> got = gradOf(ctx, x);
+  REQUIRE(got.size() == want.size());
+  for (size_t e = 0; e < want.size(); ++e) CHECK(got[e] == Approx(want[e]).epsilon(1e-6));
+
+}
+
+TEST_CASE("a shared accumulator is added into a private contribution, not copied first") {
+  ExecContext ctx;
+  Tensor x = Tensor::variable(ctx, Tensor::normal(ctx, {"a", "b"}, {256, 64}, 0, 1, 3));
+  const Tensor r = Tensor::normal(ctx, {"a", "b"}, {256, 64}, 0, 1, 4);
+  const int64_t bytes = 256 * 64 * int64_t{sizeof(float)};
+  // add's VJP hands x a view of the gradient its result keeps (shared), then mul's VJP a fresh
+  // one: the sum lands in mul's buffer, the view never copied.
+  const Tensor loss = x.add(ctx, x.mul(ctx, r)).sumAll(ctx);
+  const size_t before = ctx.memory().live_bytes;
+  ctx.resetPeak();
+  loss.backward(ctx);
+  CHECK(static_cast<int64_t>(ctx.memory().peak_bytes - before) <= 2 * bytes + 64);  // sumAll's and mul's
+  const std::vector<float> rv = r.toVector(), got = gradOf(ctx, x);
+  for (size_t e = 0; e < rv.size(); ++e) CHECK(got[e] == 1.0f + rv[e]);
+  // A gradView held across a pass keeps its value: the new sum lands in another buffer.
+  std::optional<Tensor> view = x.gradView(ctx);
+  x.add(ctx, x.mul(ctx, r)).sumAll(ctx).backward(ctx);
+  CHECK(view->toVector() == got);
+  const std::vector<float> twice = gradOf(ctx, x);
+  for (size_t e = 0; e < rv.size(); ++e) CHECK(twice[e] == got[e] + 1.0f + rv[e]);  // in arrival order
+}
+
 TEST_CASE("grad() returns a deep copy") {
   ExecContext ctx;
   Tensor w = Tensor::variableFromSlice(ctx, {"d"}, {2}, {1, 2});

@@ -122,23 +122,26 @@ std::vector<GradState*> preparePass(std::span<const Seed> seeds, uint64_t bounda
   return claimed;
 }
 
-// Brings a produced gradient to the layout of its operand: same tags in the same order.
+// Brings a produced gradient to the layout of its operand: same tags in the same order, and the
+// operand's extents, or the slice's where the record places its gradient (Note [Placed gradients]).
 RawTensor alignGradient(const RawTensor& g, const GradState& operand, const BackwardFunction& fn,
                         size_t slot) {
+  Extents shape = operand.shape();
+  if (const GradientSlice* slice = fn.placement()) shape[*findTag(operand.tags(), slice->axis)] = slice->count;
   auto mismatch = [&] {
     fail(ErrorCode::ShapeMismatch,
          std::string(fn.name()) + " backward produced a gradient " + g.describe() +
              " for operand " + std::to_string(slot) + " of shape " +
-             describe(operand.tags(), operand.shape()));
+             describe(operand.tags(), shape));
   };
   if (!g.valid() || g.dtype() != DType::f32 || g.rank() != operand.tags().size()) mismatch();
   if (g.tags() == operand.tags()) {
-    if (g.shape() != operand.shape()) mismatch();
+    if (g.shape() != shape) mismatch();
     return g;
   }
   for (size_t i = 0; i < operand.tags().size(); ++i) {
     auto j = findTag(g.tags(), operand.tags()[i]);
-    if (!j || g.shape()[*j] != operand.shape()[i]) mismatch();
+    if (!j || g.shape()[*j] != shape[i]) mismatch();
   }
   return g.permuted(operand.tags());
 }
@@ -240,7 +243,7 @@ class Pass {
       GradState* operand = operands[i].get();
       if (!failed) {
         try {
-          operand->accumulate(ctx_, std::move(*out[i]));
+          operand->accumulate(ctx_, std::move(*out[i]), fn->placement());
         } catch (...) {
           recordError(std::current_exception());
           failed = true;

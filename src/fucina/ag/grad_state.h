@@ -40,7 +40,9 @@ class GradState {
 
   // --- engine internals (ag/engine.cpp) ---
   /// Adds a contribution, copying first when the accumulator's buffer is shared (copy-on-write).
-  void accumulate(ExecContext& ctx, internal::RawTensor contribution);
+  /// With a slice, the contribution is that slice's gradient, zero elsewhere (Note [Placed
+  /// gradients], ag/backward_function.h).
+  void accumulate(ExecContext& ctx, internal::RawTensor contribution, const GradientSlice* slice = nullptr);
   /// Note [Interior consumption] (engine.cpp): the pass in flight that claimed this record's
   /// state (0 when none), and whether a completed pass consumed it. Leaves are never claimed.
   std::atomic<uint64_t> claimed_by{0};

@@ -71,7 +71,8 @@ class Kernels {
   /// Sums f32 a over `axes` (each an axis of a), accumulating in f64; the result keeps a's other
   /// axes in a's order and is contiguous.
   virtual RawTensor sumAxes(ExecContext& ctx, const RawTensor& a, const Tags& axes) const = 0;
-  /// dst += src; dst contiguous f32 and exclusively owned, src of dst's axes and extents.
+  /// dst += src; dst f32 and exclusively owned (or a view into such a buffer: Note [Placed
+  /// gradients]), src of dst's axes and extents.
   virtual void addInto(ExecContext& ctx, const RawTensor& dst, const RawTensor& src) const = 0;
 
   /// Contracts a (f32) and b (f32, f16, bf16 or q8_0) over `contracted`, with the axis rules of

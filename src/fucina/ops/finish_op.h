@@ -8,6 +8,7 @@
 
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <utility>
@@ -29,20 +30,26 @@ template <class Vjp>
 class OpRecord final : public BackwardFunction {
  public:
   OpRecord(std::string_view name, std::vector<std::shared_ptr<GradState>> operands, size_t work,
-           Vjp vjp)
-      : name_(name), operands_(std::move(operands)), work_(work), vjp_(std::move(vjp)) {}
+           Vjp vjp, std::optional<GradientSlice> placement = std::nullopt)
+      : name_(name),
+        operands_(std::move(operands)),
+        work_(work),
+        vjp_(std::move(vjp)),
+        placement_(std::move(placement)) {}
   std::span<const std::shared_ptr<GradState>> operands() const override { return operands_; }
   void backward(ExecContext& ctx, const RawTensor& gy, NeedsGrad needs_grad, Grads out) override {
     vjp_(ctx, gy, needs_grad, out);
   }
   std::string_view name() const override { return name_; }
   size_t estimatedWork() const override { return work_; }
+  const GradientSlice* placement() const override { return placement_ ? &*placement_ : nullptr; }
 
  private:
   std::string_view name_;
   std::vector<std::shared_ptr<GradState>> operands_;
   size_t work_;
   Vjp vjp_;
+  std::optional<GradientSlice> placement_;
 };
 
 // A pending value's stand-in: one NaN broadcast to (tags, shape), so that its metadata is exact
@@ -60,14 +67,14 @@ inline bool anyRequiresGrad(std::initializer_list<const Tensor*> operands) {
 template <class MakeVjp>
 std::shared_ptr<GradState> recordOp(std::string_view name, const Tags& tags, const Extents& shape,
                                     std::initializer_list<const Tensor*> operands, MakeVjp&& makeVjp,
-                                    size_t estimated_work) {
+                                    size_t estimated_work, std::optional<GradientSlice> placement = std::nullopt) {
   if (!isGradEnabled() || !anyRequiresGrad(operands)) return nullptr;
   std::vector<std::shared_ptr<GradState>> states;
   states.reserve(operands.size());
   for (const Tensor* t : operands) states.push_back(t->impl()->gradState());
   auto vjp = makeVjp();
   auto record = std::make_unique<OpRecord<decltype(vjp)>>(name, std::move(states), estimated_work,
-                                                          std::move(vjp));
+                                                          std::move(vjp), std::move(placement));
   return std::make_shared<GradState>(tags, shape, std::move(record));
 }
 
@@ -78,6 +85,15 @@ Tensor finishOp(ExecContext& ctx, std::string_view name, RawTensor value,
                 std::initializer_list<const Tensor*> operands, MakeVjp&& makeVjp,
                 size_t estimated_work = 0) {
   auto state = recordOp(name, value.tags(), value.shape(), operands, makeVjp, estimated_work);
+  return Tensor::make(ctx, std::move(value), std::move(state));
+}
+
+// finishOp for a view of one slice of `operand`, whose VJP writes the gradient of that slice
+// alone (Note [Placed gradients], ag/backward_function.h).
+template <class MakeVjp>
+Tensor finishPlacedOp(ExecContext& ctx, std::string_view name, RawTensor value, const Tensor& operand,
+                      GradientSlice slice, MakeVjp&& makeVjp) {
+  auto state = recordOp(name, value.tags(), value.shape(), {&operand}, makeVjp, 0, std::move(slice));
   return Tensor::make(ctx, std::move(value), std::move(state));
 }
 

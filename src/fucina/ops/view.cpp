@@ -51,13 +51,8 @@ Tensor Tensor::withTags(ExecContext& ctx, Tags new_tags) const {
 Tensor Tensor::narrow(ExecContext& ctx, Tag axis, int64_t start, int64_t length) const {
   const RawTensor& a = value();
   RawTensor out = a.narrowed(axis, start, length);
-  return ops::finishOp(ctx, "narrow", out, {this}, [&] {
-    return [tags = a.tags(), shape = a.shape(), axis, start, length](
-               ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
-      RawTensor full = RawTensor::zeros(c, tags, shape);
-      backend::kernelsOf(c).copy(c, gy.permuted(tags), full.narrowed(axis, start, length));
-      g[0] = std::move(full);
-    };
+  return ops::finishPlacedOp(ctx, "narrow", out, *this, {axis, start, length}, [] {
+    return [](ExecContext&, const RawTensor& gy, NeedsGrad, Grads g) { g[0] = gy; };
   });
 }
 
@@ -308,16 +303,9 @@ Tensor Tensor::select(ExecContext& ctx, Tag axis, int64_t index) const {
                                          std::to_string(-n) + ", " + std::to_string(n) + ")");
   const int64_t i = index < 0 ? index + n : index;
   RawTensor out = dropUnitAxis(a.narrowed(axis, i, 1), p);
-  return ops::finishOp(ctx, "select", out, {this}, [&] {
-    return [tags = a.tags(), shape = a.shape(), out_tags = out.tags(), axis, i, p](
-               ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
-      // Each element written once: gy into its slice, zeros on either side (a zeroed buffer
-      // then the copy wrote the slice twice; W3 takes q, k and v from one projection this way).
-      RawTensor full = RawTensor::empty(c, tags, shape);
-      backend::kernelsOf(c).copy(c, gy.permuted(out_tags), dropUnitAxis(full.narrowed(axis, i, 1), p));
-      if (i > 0) backend::kernelsOf(c).fill(c, full.narrowed(axis, 0, i), 0.0);
-      if (i + 1 < shape[p]) backend::kernelsOf(c).fill(c, full.narrowed(axis, i + 1, shape[p] - i - 1), 0.0);
-      g[0] = std::move(full);
+  return ops::finishPlacedOp(ctx, "select", out, *this, {axis, i, 1}, [&] {
+    return [out_tags = out.tags(), axis, p](ExecContext&, const RawTensor& gy, NeedsGrad, Grads g) {
+      g[0] = insertUnitAxis(gy.permuted(out_tags), axis, p);
     };
   });
 }
@@ -346,7 +334,13 @@ Tensor Tensor::slice(ExecContext& ctx, Tag axis, int64_t start, int64_t end, int
                                          std::to_string(start) + ", " + std::to_string(end) +
                                          "): need 0 <= start <= end <= " + std::to_string(n));
   if (a.dtype() == DType::q8_0 && a.strides()[p] == 1 && step != 1) refuseQ8("slice with a step along the block axis", a);
-  RawTensor out = step == 1 ? a.narrowed(axis, start, end - start) : strided(a, p, start, end, step);
+  if (step == 1) {
+    RawTensor out = a.narrowed(axis, start, end - start);
+    return ops::finishPlacedOp(ctx, "slice", out, *this, {axis, start, end - start}, [] {
+      return [](ExecContext&, const RawTensor& gy, NeedsGrad, Grads g) { g[0] = gy; };
+    });
+  }
+  RawTensor out = strided(a, p, start, end, step);
   return ops::finishOp(ctx, "slice", out, {this}, [&] {
     return [tags = a.tags(), shape = a.shape(), p, start, end, step](
                ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
