@@ -184,6 +184,64 @@ TEST_CASE("vec exp and geluErf: every SIMD target this processor runs keeps thei
 }
 #endif
 
+// The pass that keeps gelu's partial (Note [Kept partials]) against run's forward and gradient.
+static void checkGeluKeep() {
+  using Op = vec::Op;
+  for (int64_t n : {0, 1, 3, 4, 7, 8, 9, 15, 16, 17, 33, 1000}) {
+    INFO("n " << n);
+    const auto size = static_cast<size_t>(n);
+    const std::vector<float> x = awkwardValues(size), ones(size, 1.0f);
+    std::vector<float> y(size), d(size), want_y(size), want_d(size);
+    vec::geluErfAndGrad(n, x.data(), y.data(), d.data());
+    vec::run(Op::geluErf, n, x.data(), 1, nullptr, 0, want_y.data());
+    vec::run(Op::geluErfGrad, n, x.data(), 1, ones.data(), 1, want_d.data());
+    CHECK(sameBits(y, want_y));
+    CHECK(sameBits(d, want_d));
+  }
+}
+
+TEST_CASE("vec::geluErfAndGrad gives run's geluErf and its gradient at 1, bit for bit") {
+  checkGeluKeep();
+#ifndef __EMSCRIPTEN__
+  test::forEachSimdTarget(checkGeluKeep);
+#endif
+}
+
+TEST_CASE("geluErf keeps its partial while recording: the values and gradients of the recomputing VJP") {
+  // The recomputing VJP's gradient is vec::run's geluErfGrad with the kernels on, the scalar
+  // g·geluErfGrad(a) with them off. Kernels on and off, 1 and 2 threads, empty to past a grain.
+  using Op = vec::Op;
+  for (const bool simd : {true, false}) {
+    vec::setEnabled(simd);
+    for (const int threads : {1, 2}) {
+      for (fucina::Extents shape : {fucina::Extents{0, 3}, {1, 1}, {3, 5}, {7, 10001}}) {
+        INFO("simd " << simd << ", " << threads << " threads, shape " << shape[0] << "x" << shape[1]);
+        ExecContext ctx(ExecOptions{.threads = threads});
+        const auto n = static_cast<size_t>(shape[0] * shape[1]);
+        const std::vector<float> xv = awkwardValues(n), rv = wave(n, 2, 0.9f, 0.3f);
+        Tensor x = Tensor::variableFromSlice(ctx, {"a", "b"}, shape, xv);
+        const size_t before = ctx.memory().live_bytes;
+        const Tensor y = x.geluErf(ctx);
+        CHECK(ctx.memory().live_bytes - before == 2 * n * sizeof(float));  // y and the kept partial
+        y.mul(ctx, Tensor::fromSlice(ctx, {"a", "b"}, shape, rv)).sumAll(ctx).backward(ctx);
+        std::vector<float> want_y(n), want_g(n);
+        if (simd) {
+          vec::run(Op::geluErf, static_cast<int64_t>(n), xv.data(), 1, nullptr, 0, want_y.data());
+          vec::run(Op::geluErfGrad, static_cast<int64_t>(n), xv.data(), 1, rv.data(), 1, want_g.data());
+        } else {
+          for (size_t i = 0; i < n; ++i) {
+            want_y[i] = fucina::backend::act::geluErf(xv[i]);
+            want_g[i] = rv[i] * fucina::backend::act::geluErfGrad(xv[i]);
+          }
+        }
+        CHECK(sameBits(y.toVector(), want_y));
+        CHECK(sameBits(test::gradOf(ctx, x), want_g));
+      }
+    }
+  }
+  vec::setEnabled(true);
+}
+
 TEST_CASE("vec::softmaxRow matches the scalar reference, with -inf, NaN and all -inf rows") {
   const float inf = std::numeric_limits<float>::infinity();
   for (bool log : {false, true}) {

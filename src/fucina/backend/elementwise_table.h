@@ -8,6 +8,9 @@
 ///   - `simd`: the cpu backend's SIMD twins of the forward and partials, where it has them;
 ///   - `wgsl`: the webgpu backend's WGSL twins of the forward and partials, where it has them
 ///     (expressions over a, b, g, y and the parameters pa, pb; backend/webgpu/elementwise.cpp);
+///   - `keep`: for a unary row whose partial is g times a costly d(a) (an erf), the cpu backend's
+///     SIMD kernel writing y and d(a) in one pass: while gradients are recorded the VJP then keeps
+///     d and multiplies, instead of keeping a and computing d again (Note [Kept partials]);
 ///   - `in_place`: whether backends also compute the forward in place (Kernels::updateInto); off
 ///     unless an op needs it, as each such form is one more loop per backend in the binary;
 ///   - `f64` and `partials`: whether backends instantiate the f64 forward and the partials. The
@@ -37,6 +40,9 @@ enum Reads : unsigned { kNone = 0, kA = 1, kB = 2, kY = 4 };
 struct ElemParams {
   double a = 0, b = 0;
 };
+
+// A row's `keep` kernel: y[i] = fwd(a[i]) and d[i] = da(1, a[i]) for i < n.
+using KeepFn = void (*)(int64_t n, const float* a, float* y, float* d);
 
 // The SIMD twin of a form (cpu/vector_ops.h): `op` applied to input x (and y when binary).
 struct SimdForm {
@@ -74,6 +80,7 @@ struct Unary {
   static constexpr bool partials = true;   // da (and db) exist
   static constexpr SimdForms simd{};
   static constexpr WgslForms wgsl{};
+  static constexpr KeepFn keep = nullptr;
 };
 struct Binary {
   static constexpr int arity = 2;
@@ -278,6 +285,7 @@ struct GeluErf : Unary {
   static float da(float g, float a, float, const P&) { return g * backend::act::geluErfGrad(a); }
   static constexpr SimdForms simd{{Op::geluErf}, {Op::geluErfGrad, 1, 0}, {}};
   static constexpr WgslForms wgsl{"gelu_erf(a)", "g * gelu_erf_grad(a)"};
+  static constexpr KeepFn keep = &kernels::vec::geluErfAndGrad;
 };
 // quickGelu: x·σ(1.702x).
 struct QuickGelu : Unary {

@@ -56,6 +56,13 @@ class Kernels {
   /// scale.
   virtual void updateInto(ExecContext& ctx, ElemOp op, const RawTensor& dst, const RawTensor* src,
                           const ElemParams& p) const = 0;
+  /// {fwd(a), da(1, a)} of a unary row with a `keep` kernel, for a VJP that keeps the partial
+  /// (Note [Kept partials]); nullopt where this backend does not compute that pass (the op then
+  /// records a and computes the partial in its backward). The same values as map's two forms.
+  virtual std::optional<std::pair<RawTensor, RawTensor>> mapKeepingPartial(ExecContext&, ElemOp, const RawTensor&,
+                                                                           const ElemParams&) const {
+    return std::nullopt;
+  }
   /// out[i] = ins[0][i] != 0 ? ins[1][i] : ins[2][i], f32 operands aligned to (tags, shape) as map's:
   /// where, and maskedFill against a scalar, with their VJPs against a scalar 0.
   virtual RawTensor select(ExecContext& ctx, const Tags& tags, const Extents& shape, Inputs ins) const = 0;

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <array>
+#include <optional>
+#include <utility>
 #include <string_view>
 #include <type_traits>
 
@@ -52,6 +54,14 @@ struct RowMath {
     const backend::SimdForm s = f == Form::da ? Row::simd.da : Row::simd.db;
     return s.op == kernels::vec::Op::copy && s.x == 0;
   }
+  // y and the partial d(a) in one pass, where the row has a `keep` kernel and the backend runs it
+  // (Note [Kept partials]).
+  std::optional<std::pair<RawTensor, RawTensor>> fwdKeepingPartial(ExecContext& c, const RawTensor& a) const {
+    if constexpr (Row::arity == 1)
+      if constexpr (Row::keep != nullptr)
+        return backend::kernelsOf(c).mapKeepingPartial(c, backend::elemOpOf<Row>(), a, p);
+    return std::nullopt;
+  }
 };
 
 // Scalar lambdas: fwd(a[, b]) generic over float and double, partials over (g, a, y) or
@@ -79,6 +89,9 @@ struct LambdaMath {
     else return kernels::map<4>(c, tags, shape, {in[0], in[1], in[2], in[3]}, db);
   }
   static constexpr bool identity(Form) { return false; }
+  std::optional<std::pair<RawTensor, RawTensor>> fwdKeepingPartial(ExecContext&, const RawTensor&) const {
+    return std::nullopt;
+  }
 };
 
 // y = fwd(a) per element; the partial reads what math.da_reads says. An f64 operand is computed
@@ -113,6 +126,16 @@ Tensor unaryOp(ExecContext& ctx, std::string_view name, const Tensor& x, const M
     return finishPending(ctx, name, m.tags(), m.shape(), [compute, a = x.impl()->source()] { return compute(a.get()); },
                          {&x}, [&] { return vjp(RawTensor()); }, static_cast<size_t>(m.numel()));
   }
+  if (isGradEnabled() && x.requiresGrad())
+    if (auto kept = math.fwdKeepingPartial(ctx, x.value())) {
+      // Note [Kept partials]: the VJP multiplies g by d(a), kept in a's place.
+      return finishOp(ctx, name, kept->first, {&x}, [&] {
+        return [d = std::move(kept->second)](ExecContext& c, const RawTensor& gy, NeedsGrad, Grads g) {
+          const std::array<const RawTensor*, 2> in{&gy, &d};
+          g[0] = backend::kernelsOf(c).map(c, backend::ElemOp::Mul, Form::fwd, gy.tags(), gy.shape(), in, {});
+        };
+      }, static_cast<size_t>(kept->first.numel()));
+    }
   RawTensor out = compute(x.value());
   return finishOp(ctx, name, out, {&x}, [&] { return vjp(out); }, static_cast<size_t>(out.numel()));
 }

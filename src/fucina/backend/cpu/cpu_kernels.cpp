@@ -105,6 +105,34 @@ constexpr std::array<std::array<MapFn, 3>, kElemOpCount> kForms{FUCINA_ELEMENTWI
 constexpr std::array<MapAsFn, kElemOpCount> kAs{FUCINA_ELEMENTWISE_ROWS(FUCINA_CPU_AS)};
 #undef FUCINA_CPU_AS
 
+// The forward and the kept partial of a contiguous a (Note [Kept partials]), for the rows with a
+// `keep` kernel (nullptr for the others); the scalar forms where the SIMD kernels are off.
+using KeepingFn = std::pair<RawTensor, RawTensor> (*)(ExecContext&, const RawTensor&, const ElemParams&);
+template <class Row>
+std::pair<RawTensor, RawTensor> keepRow(ExecContext& ctx, const RawTensor& a, const ElemParams& p) {
+  RawTensor y = RawTensor::empty(ctx, a.tags(), a.shape()), d = RawTensor::empty(ctx, a.tags(), a.shape());
+  const float* x = a.f32();
+  float *py = y.f32(), *pd = d.f32();
+  const bool simd = kernels::vec::enabled();
+  ctx.parallelFor(a.numel(), kernels::kElementwiseGrain, [&](int64_t begin, int64_t end) {
+    if (simd) return Row::keep(end - begin, x + begin, py + begin, pd + begin);
+    for (int64_t i = begin; i < end; ++i) {
+      py[i] = Row::fwd(x[i], p);
+      pd[i] = Row::da(1.0f, x[i], 0.0f, p);
+    }
+  });
+  return {std::move(y), std::move(d)};
+}
+template <class Row>
+constexpr KeepingFn keepingOf() {
+  if constexpr (Row::arity == 1)
+    if constexpr (Row::keep != nullptr) return &keepRow<Row>;
+  return nullptr;
+}
+#define FUCINA_CPU_KEEP(row) keepingOf<rows::row>(),
+constexpr std::array<KeepingFn, kElemOpCount> kKeeping{FUCINA_ELEMENTWISE_ROWS(FUCINA_CPU_KEEP)};
+#undef FUCINA_CPU_KEEP
+
 // The forward in place, for the rows that ask for it (nullptr for the others).
 using UpdateFn = void (*)(ExecContext&, const RawTensor&, const RawTensor*, const ElemParams&);
 template <class Row>
@@ -144,6 +172,12 @@ class CpuKernels final : public Kernels {
   RawTensor mapAs(ExecContext& ctx, ElemOp op, DType dtype, const Tags& tags, const Extents& shape, Inputs ins,
                   const ElemParams& p) const override {
     return kAs[static_cast<size_t>(op)](ctx, dtype, tags, shape, ins, p);
+  }
+  std::optional<std::pair<RawTensor, RawTensor>> mapKeepingPartial(ExecContext& ctx, ElemOp op, const RawTensor& a,
+                                                                   const ElemParams& p) const override {
+    const KeepingFn fn = kKeeping[static_cast<size_t>(op)];
+    if (!fn || !a.isContiguous() || a.dtype() != DType::f32) return std::nullopt;
+    return fn(ctx, a, p);
   }
   void updateInto(ExecContext& ctx, ElemOp op, const RawTensor& dst, const RawTensor* src,
                   const ElemParams& p) const override {

@@ -166,6 +166,26 @@ void Run(Op op, int64_t n, const float* x, int64_t sx, const float* y, int64_t s
   }
 }
 
+void GeluErfAndGrad(int64_t n, const float* HWY_RESTRICT x, float* HWY_RESTRICT y, float* HWY_RESTRICT d) {
+  const D dd;
+  const int64_t L = Lanes();
+  const auto both = [&](V a, float* py, float* pd) {
+    const Normal nn = NormalOf(dd, a);
+    hn::StoreU(hn::Mul(a, nn.cdf), dd, py);
+    hn::StoreU(hn::MulAdd(a, nn.pdf, nn.cdf), dd, pd);
+  };
+  int64_t i = 0;
+  for (; i + L <= n; i += L) both(hn::LoadU(dd, x + i), y + i, d + i);
+  if (i == n) return;
+  HWY_ALIGN float bx[kMaxLanes] = {}, by[kMaxLanes], bd[kMaxLanes];
+  for (int64_t j = 0; j < n - i; ++j) bx[j] = x[i + j];
+  both(hn::Load(dd, bx), by, bd);
+  for (int64_t j = 0; j < n - i; ++j) {
+    y[i + j] = by[j];
+    d[i + j] = bd[j];
+  }
+}
+
 // Lane partials summed in f64, in four independent chains: one chain of 16 dependent adds per
 // call (AVX-512) was ~40% of SoftmaxRow's samples on W3's attention rows (≤ 128 floats each).
 HWY_INLINE double SumLanes(D d, V v) {
@@ -507,6 +527,7 @@ HWY_AFTER_NAMESPACE();
 namespace fucina::kernels::vec {
 
 HWY_EXPORT(Run);
+HWY_EXPORT(GeluErfAndGrad);
 HWY_EXPORT(SoftmaxRow);
 HWY_EXPORT(SoftmaxGradRow);
 HWY_EXPORT(SumRow);
@@ -522,6 +543,9 @@ HWY_EXPORT(Adam);
 
 void run(Op op, int64_t n, const float* x, int64_t sx, const float* y, int64_t sy, float* out) {
   if (n > 0) HWY_DYNAMIC_DISPATCH(Run)(op, n, x, sx, y, sy, out);
+}
+void geluErfAndGrad(int64_t n, const float* x, float* y, float* d) {
+  if (n > 0) HWY_DYNAMIC_DISPATCH(GeluErfAndGrad)(n, x, y, d);
 }
 void softmaxRow(const float* x, float* y, int64_t n, bool log) { HWY_DYNAMIC_DISPATCH(SoftmaxRow)(x, y, n, log); }
 void softmaxGradRow(const float* p, float* d, int64_t n, float scale) {

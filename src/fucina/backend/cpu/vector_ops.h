@@ -31,6 +31,11 @@ constexpr bool isBinary(Op op) { return op >= Op::add; }
 
 void run(Op op, int64_t n, const float* x, int64_t sx, const float* y, int64_t sy, float* out);
 
+// y = x·Φ(x) and d = Φ(x) + x·φ(x), the exact gelu and its derivative, from one evaluation of Φ
+// and φ: the values of run(Op::geluErf) and of run(Op::geluErfGrad) with a gradient of 1, bit for
+// bit. The forward of a gelu whose VJP keeps its partial (Note [Kept partials]).
+void geluErfAndGrad(int64_t n, const float* x, float* y, float* d);
+
 // --- rows ---
 // softmax (or log_softmax) of one row of n elements; y may alias x. Max subtracted; an all -inf
 // row gives NaN (softmax) as the scalar reference does.
