@@ -66,35 +66,28 @@ bool GradState::hasGrad() {
 
 void GradState::accumulate(ExecContext& ctx, RawTensor contribution, const GradientSlice* slice) {
   const backend::Kernels& k = backend::kernelsOf(ctx);
+  const auto ownable = [](const RawTensor& t) {
+    return t.isExclusive() && t.isContiguous() && t.dtype() == DType::f32;
+  };
   std::lock_guard lock(grad_mutex_);
-  if (slice) {
-    const size_t p = *findTag(tags_, slice->axis);
-    if (!grad_) {
-      // Each element written once: the slice, then zeros on either side of it.
-      RawTensor full = RawTensor::empty(ctx, tags_, shape_);
-      k.copy(ctx, contribution, full.narrowed(slice->axis, slice->start, slice->count));
-      const int64_t end = slice->start + slice->count;
-      if (slice->start > 0) k.fill(ctx, full.narrowed(slice->axis, 0, slice->start), 0.0);
-      if (end < shape_[p]) k.fill(ctx, full.narrowed(slice->axis, end, shape_[p] - end), 0.0);
-      grad_ = std::move(full);
-      return;
-    }
-    if (!grad_->isExclusive() || !grad_->isContiguous() || grad_->dtype() != DType::f32)
-      grad_ = grad_->to(ctx, DType::f32);  // private contiguous copy (leaves held views stale)
-    k.addInto(ctx, grad_->narrowed(slice->axis, slice->start, slice->count), contribution);
-    return;
-  }
-  if (!grad_) {
+  if (!grad_ && !slice) {
     // First contribution: installed as is (it may share a buffer, e.g. a view of gy); the
     // copy-on-write check below makes it private before anything is added to it.
     grad_ = std::move(contribution);
     return;
   }
-  const auto ownable = [](const RawTensor& t) {
-    return t.isExclusive() && t.isContiguous() && t.dtype() == DType::f32;
-  };
+  if (!grad_) {
+    // A first slice: each element written once, the slice, then zeros on either side of it.
+    RawTensor full = RawTensor::empty(ctx, tags_, shape_);
+    k.copy(ctx, contribution, full.narrowed(slice->axis, slice->start, slice->count));
+    const int64_t end = slice->start + slice->count, extent = shape_[*findTag(tags_, slice->axis)];
+    if (slice->start > 0) k.fill(ctx, full.narrowed(slice->axis, 0, slice->start), 0.0);
+    if (end < extent) k.fill(ctx, full.narrowed(slice->axis, end, extent - end), 0.0);
+    grad_ = std::move(full);
+    return;
+  }
   if (!ownable(*grad_)) {
-    if (ownable(contribution)) {
+    if (!slice && ownable(contribution)) {
       // The sum is the same either way round (addition commutes, bit for bit): add the shared
       // accumulator into the private contribution rather than copy the accumulator first.
       k.addInto(ctx, contribution, *grad_);
@@ -103,7 +96,7 @@ void GradState::accumulate(ExecContext& ctx, RawTensor contribution, const Gradi
     }
     grad_ = grad_->to(ctx, DType::f32);  // private contiguous copy (leaves held views stale)
   }
-  k.addInto(ctx, *grad_, contribution);
+  k.addInto(ctx, slice ? grad_->narrowed(slice->axis, slice->start, slice->count) : *grad_, contribution);
 }
 
 }  // namespace fucina

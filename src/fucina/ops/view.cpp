@@ -48,12 +48,17 @@ Tensor Tensor::withTags(ExecContext& ctx, Tags new_tags) const {
   });
 }
 
-Tensor Tensor::narrow(ExecContext& ctx, Tag axis, int64_t start, int64_t length) const {
-  const RawTensor& a = value();
-  RawTensor out = a.narrowed(axis, start, length);
-  return ops::finishPlacedOp(ctx, "narrow", out, *this, {axis, start, length}, [] {
+namespace {
+// x's elements [start, start + length) along axis as a view, its gradient placed there.
+Tensor narrowView(ExecContext& ctx, std::string_view name, const Tensor& x, Tag axis, int64_t start, int64_t length) {
+  return ops::finishPlacedOp(ctx, name, x.value().narrowed(axis, start, length), x, {axis, start, length}, [] {
     return [](ExecContext&, const RawTensor& gy, NeedsGrad, Grads g) { g[0] = gy; };
   });
+}
+}  // namespace
+
+Tensor Tensor::narrow(ExecContext& ctx, Tag axis, int64_t start, int64_t length) const {
+  return narrowView(ctx, "narrow", *this, axis, start, length);
 }
 
 Tensor Tensor::contiguous(ExecContext& ctx) const {
@@ -334,12 +339,7 @@ Tensor Tensor::slice(ExecContext& ctx, Tag axis, int64_t start, int64_t end, int
                                          std::to_string(start) + ", " + std::to_string(end) +
                                          "): need 0 <= start <= end <= " + std::to_string(n));
   if (a.dtype() == DType::q8_0 && a.strides()[p] == 1 && step != 1) refuseQ8("slice with a step along the block axis", a);
-  if (step == 1) {
-    RawTensor out = a.narrowed(axis, start, end - start);
-    return ops::finishPlacedOp(ctx, "slice", out, *this, {axis, start, end - start}, [] {
-      return [](ExecContext&, const RawTensor& gy, NeedsGrad, Grads g) { g[0] = gy; };
-    });
-  }
+  if (step == 1) return narrowView(ctx, "slice", *this, axis, start, end - start);
   RawTensor out = strided(a, p, start, end, step);
   return ops::finishOp(ctx, "slice", out, {this}, [&] {
     return [tags = a.tags(), shape = a.shape(), p, start, end, step](
