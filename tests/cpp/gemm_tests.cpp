@@ -161,6 +161,32 @@ TEST_CASE("gemm: every SIMD target this processor runs matches gemmRef", "[gemm]
 }
 #endif
 
+TEST_CASE("gemm: a left operand packed once (packLhs) gives gemmSerial's bits, on 1 and 2 threads", "[gemm]") {
+  // Note [Packed A]: the panels GemmBlock packs (or reads in place) per product, packed whole;
+  // the products are then never split along the depth, as gemmSerial's are not.
+  std::vector<Case> cases = sampledCases(), deep = deepCases();
+  cases.insert(cases.end(), deep.begin(), deep.end());
+  cases.push_back({130, 70, 600, false, false, true, 2});  // several row blocks (MC) and two slices
+  ExecContext one(fucina::ExecOptions{.threads = 1}), two(fucina::ExecOptions{.threads = 2});
+  for (const Case& c : cases) {
+    INFO(describe(c));
+    const Operands o = operandsOf(c);
+    std::vector<float> packed(static_cast<size_t>(std::max<int64_t>(1, fucina::kernels::packedLhsFloats(c.m, c.k))));
+    fucina::kernels::packLhs(c.trans_a, c.m, c.k, o.a.data(), o.lda, packed.data());
+    const std::vector<float> want = fastProduct(nullptr, c, o, false);
+    std::vector<float> serial = o.c0, threaded_one = o.c0, threaded_two = o.c0;
+    fucina::kernels::gemmSerialPackedLhs(c.trans_b, c.m, c.n, c.k, packed.data(), o.b.data(), o.ldb, serial.data(),
+                                         o.ldc, c.accumulate);
+    fucina::kernels::gemmPackedLhs(one, c.trans_b, c.m, c.n, c.k, packed.data(), o.b.data(), o.ldb,
+                                   threaded_one.data(), o.ldc, c.accumulate);
+    fucina::kernels::gemmPackedLhs(two, c.trans_b, c.m, c.n, c.k, packed.data(), o.b.data(), o.ldb,
+                                   threaded_two.data(), o.ldc, c.accumulate);
+    CHECK(serial == want);
+    CHECK(threaded_one == want);
+    CHECK(threaded_two == want);
+  }
+}
+
 TEST_CASE("gemm: problems large enough to split over 2 threads, rows and columns", "[gemm]") {
   // m·n·k above the split threshold; the longer side of C is split, or its rows when A is
   // transposed (Note [Weight gradients by rows]: the last three), odd remainders included. The cut

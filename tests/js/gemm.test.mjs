@@ -1,7 +1,8 @@
 // The GEMM behind dot, addDot and dotPacked in wasm against a plain JavaScript product (double
 // precision), on both variants: few rows (the 1- and 2-row short tiles, Note [Short tiles] in
-// src/fucina/backend/cpu/gemm_simd.cpp), full tiles with a ragged rest, columns past several panel
-// groups, depths of one and of two slices, a transposed left operand and a bias. Natively the
+// src/fucina/backend/cpu/gemm_simd.cpp), full tiles with a ragged rest, rows past a block (MC),
+// columns past several panel groups (from four panels wasm packs even an untransposed left operand,
+// Note [A read in place]), depths of one and of two slices, a transposed left operand and a bias. Natively the
 // same is tests/cpp/gemm_tests.cpp against kernels::gemmRef.
 import { describe, test } from 'node:test';
 import { VARIANTS, engine, values, assert } from './helpers.mjs';
@@ -31,7 +32,7 @@ for (const variant of VARIANTS) {
   describe(variant, () => {
     test('dot, addDot and dotPacked equal a plain product on few rows, ragged tiles and transposed operands', async () => {
       const fc = await engine(variant);
-      for (const m of [1, 2, 3, 4, 5, 9])
+      for (const m of [1, 2, 3, 4, 5, 9, 67])
         for (const n of [1, 7, 33, 70])
           for (const k of [1, 9, 600]) {
             const what = `m=${m} n=${n} k=${k}`;

@@ -47,6 +47,17 @@ void gemmSerial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, con
   detail::gemmBlock(g, 0, m, 0, n);
 }
 
+int64_t packedLhsFloats(int64_t m, int64_t k) { return detail::packedAFloats(m, k); }
+void packLhs(bool trans_a, int64_t m, int64_t k, const float* a, int64_t lda, float* dst) {
+  detail::packA(trans_a, m, k, a, lda, dst);
+}
+void gemmSerialPackedLhs(bool trans_b, int64_t m, int64_t n, int64_t k, const float* packed_a, const float* b,
+                         int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+  detail::GemmArgs g{false, trans_b, m, n, k, nullptr, 0, b, ldb, c, ldc, accumulate};
+  g.a_packed = packed_a;
+  detail::gemmBlock(g, 0, m, 0, n);
+}
+
 // Note [Split the depth]: a deep product into a small C (a weight gradient Xᵀ·dY: C 128×384,
 // depth 2048 tokens) scaled 1.25–1.46× on 2 threads when C was cut in two, because each piece
 // packs all of the operand it does not cut, and here that packing is a large share of the work.
@@ -85,11 +96,12 @@ bool splitsDepth(int64_t m, int64_t n, int64_t k) {
 }  // namespace
 
 namespace {
-// Both gemm overloads and gemmPacked: b for an f32 B, typed.base for a typed one, packed for one
-// packed whole (Note [Packed B]).
+// Both gemm overloads, gemmPacked and gemmPackedLhs: b for an f32 B, typed.base for a typed one,
+// packed for one packed whole (Note [Packed B]); a_packed for an A packed whole (Note [Packed A]).
 void gemmAny(ExecContext& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
              const float* a, int64_t lda, const float* b, const TypedB& typed, int64_t ldb, float* c,
-             int64_t ldc, bool accumulate, const float* bias, const float* packed = nullptr) {
+             int64_t ldc, bool accumulate, const float* bias, const float* packed = nullptr,
+             const float* a_packed = nullptr) {
   if (m <= 0 || n <= 0) return;
   FUCINA_TRACE_TEXT(trace::Kind::kGemm, m, n,
                     ("k=" + std::to_string(k) + " ta=" + std::to_string(trans_a) + " tb=" + std::to_string(trans_b)).c_str());
@@ -110,8 +122,8 @@ void gemmAny(ExecContext& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n,
   const bool by_rows = m >= n || (trans_a && m >= 2 * row_unit);
   const int64_t unit = by_rows ? row_unit : kColUnit;
   const int64_t units = ((by_rows ? m : n) + unit - 1) / unit;
-  // A packed B holds the slices of the whole depth: its products are not split (Note [Packed B]).
-  const int64_t halves = !packed && splitsDepth(m, n, k) ? 2 : 1;
+  // A packed operand holds the slices of the whole depth: its products are not split (Note [Packed B]).
+  const int64_t halves = !packed && !a_packed && splitsDepth(m, n, k) ? 2 : 1;
   const int64_t k_split = halves == 2 ? k / 2 / 8 * 8 : k;  // each half then slices by its own depth
   thread_local std::vector<float> scratch;  // the caller's; only grows: no steady-state allocation
   if (halves == 2 && scratch.size() < static_cast<size_t>(m * n)) scratch.resize(static_cast<size_t>(m * n));
@@ -123,7 +135,7 @@ void gemmAny(ExecContext& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n,
                              a + (trans_a ? k0 * lda : k0), lda, typed.dtype == DType::f32 ? b + b_skip : nullptr, ldb,
                              half == 0 ? c : second_half, half == 0 ? ldc : n,
                              half == 0 && accumulate, {}, half == 0 ? bias : nullptr, product_id,
-                             typed.dtype, typed.base, typed.offset + b_skip, packed};
+                             typed.dtype, typed.base, typed.offset + b_skip, packed, a_packed};
     const int64_t lo = u0 * unit, hi = std::min(by_rows ? m : n, u1 * unit);
     if (by_rows) detail::gemmBlock(g, lo, hi, 0, n);
     else detail::gemmBlock(g, 0, m, lo, hi);
@@ -192,6 +204,11 @@ void packRhs(ExecContext& ctx, bool trans_b, int64_t k, int64_t n, const float* 
 void gemmPacked(ExecContext& ctx, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                 const float* packed, float* c, int64_t ldc, const float* bias) {
   gemmAny(ctx, false, false, m, n, k, a, lda, nullptr, TypedB{}, 0, c, ldc, false, bias, packed);
+}
+
+void gemmPackedLhs(ExecContext& ctx, bool trans_b, int64_t m, int64_t n, int64_t k, const float* packed_a,
+                   const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+  gemmAny(ctx, false, trans_b, m, n, k, nullptr, 0, b, TypedB{}, ldb, c, ldc, accumulate, nullptr, nullptr, packed_a);
 }
 
 namespace {

@@ -61,6 +61,19 @@ void packRhs(ExecContext& ctx, bool trans_b, int64_t k, int64_t n, const float* 
 void gemmPacked(ExecContext& ctx, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                 const float* packed, float* c, int64_t ldc, const float* bias = nullptr);
 
+// A left operand packed once for many products (Note [Packed A], gemm_simd.h): op(A), m×k
+// (op(A)(i, p) = a[p·lda + i] when trans_a, else a[i·lda + p]), into dst of packedLhsFloats(m, k)
+// floats, on the calling thread. The layout depends on the dispatched target, as a packed B's.
+int64_t packedLhsFloats(int64_t m, int64_t k);
+void packLhs(bool trans_a, int64_t m, int64_t k, const float* a, int64_t lda, float* dst);
+// C[M,N] (+)= A·op(B) with A packed by packLhs: the same bits as gemm on the same operands, except
+// for the products gemm splits along the depth (Note [Split the depth]), which a packed A does not
+// allow. gemmSerialPackedLhs runs on the calling thread only, as gemmSerial.
+void gemmPackedLhs(ExecContext& ctx, bool trans_b, int64_t m, int64_t n, int64_t k, const float* packed_a,
+                   const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate);
+void gemmSerialPackedLhs(bool trans_b, int64_t m, int64_t n, int64_t k, const float* packed_a, const float* b,
+                         int64_t ldb, float* c, int64_t ldc, bool accumulate);
+
 // The fast kernel on the calling thread only: for callers whose work items already spread over
 // the pool (attention's per-head tiles), where a nested split would only add overhead.
 void gemmSerial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,

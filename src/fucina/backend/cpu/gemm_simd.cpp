@@ -70,6 +70,19 @@ constexpr int64_t kNR = kNV * kLanes;
 // time, 2 slices nothing measurable (design notes, "GEMM").
 constexpr int64_t kMC = kMR * 16;
 constexpr int64_t kNC = kNR * 64;
+// Note [A read in place]: an A whose rows run along the depth is read in place natively, where a
+// load's address takes a row base plus a scaled index at no cost. A wasm load adds only a
+// constant offset, so reading the tile's four rows in place costs an address computation per row
+// and depth step, where a packed panel's four floats sit at constant offsets from one pointer.
+// Wasm therefore packs such an A for a block of at least four panels of B, where packing is a
+// small share: W4 1024³ 49.9 → 46.9 ms (simd) and 42.4 → 41.3 (relaxed-simd), W3 164.7 → 159.5
+// (simd, relaxed-simd level), W2 33.7 → 32.6 (simd, with Note [Packed A] for its weights; node
+// bench/bench.mjs, two alternated runs, Zen 4). The sums, and so the bits, are the same either way.
+#if HWY_TARGET == HWY_WASM || HWY_TARGET == HWY_WASM_EMU256
+constexpr int64_t kPackAFromCols = 4 * kNR;
+#else
+constexpr int64_t kPackAFromCols = INT64_MAX;
+#endif
 
 // C tile (mr ≤ kRows rows, nr ≤ kPanels·kNR columns at c) += A panel · kPanels packed B panels
 // (panel q at pb + q·panel_stride), or, when overwrite, = the product plus bias[j] per column (bias
@@ -236,10 +249,11 @@ void PackPanels(const float* src, int64_t ls, int64_t ps, int64_t count, int64_t
   }
 }
 
-// A transposed (op(A)(i, p) = a[p·lda + i]), rows [m0, m0 + mc) × depth [p0, p0 + kc), as
-// kMR-row panels. An A whose rows run along the depth is not packed: MicroKernel<true> reads it.
+// op(A), rows [m0, m0 + mc) × depth [p0, p0 + kc), as kMR-row panels: a transposed A always, one
+// whose rows run along the depth only where Note [A read in place] says.
 void PackA(const GemmArgs& g, int64_t m0, int64_t mc, int64_t p0, int64_t kc, float* dst) {
-  PackPanels<kMR>(g.a + p0 * g.lda + m0, 1, g.lda, mc, kc, dst);
+  if (g.trans_a) PackPanels<kMR>(g.a + p0 * g.lda + m0, 1, g.lda, mc, kc, dst);
+  else PackPanels<kMR>(g.a + m0 * g.lda + p0, g.lda, 1, mc, kc, dst);
 }
 
 // out[i] = typed element e + i as f32 (gemm_simd.h, convertRun).
@@ -321,12 +335,14 @@ void GemmBlock(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1
     return;
   }
   const int64_t slice = sliceDepth(g.k);
-  const bool direct_a = !g.trans_a;  // A's rows run along the depth: read in place, not packed
-  float* pa = direct_a ? nullptr : scratch(0, static_cast<size_t>(roundUp(std::min(kMC, m1 - m0), kMR) * slice));
+  const bool packs_a = !g.a_packed && (g.trans_a || n1 - n0 >= kPackAFromCols);  // Note [A read in place]
+  float* const own_pa = packs_a ? scratch(0, static_cast<size_t>(roundUp(std::min(kMC, m1 - m0), kMR) * slice)) : nullptr;
+  const int64_t mpad = roundUp(g.m, kMR);
   float* const own_pb = g.b_packed ? nullptr : scratch(1, static_cast<size_t>(roundUp(std::min(kNC, n1 - n0), kNR) * slice));
   const int64_t npad = roundUp(g.n, kNR);
   for (int64_t jc = n0; jc < n1; jc += kNC) {
     const int64_t nc = std::min(kNC, n1 - jc);
+    const bool direct_a = !g.a_packed && !g.trans_a && nc < kPackAFromCols;
     for (int64_t pc = 0; pc < g.k; pc += slice) {
       const int64_t kc = std::min(slice, g.k - pc);
       const bool overwrite = pc == 0 && !g.accumulate;
@@ -346,7 +362,9 @@ void GemmBlock(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1
       }
       for (int64_t ic = m0; ic < m1; ic += kMC) {
         const int64_t mc = std::min(kMC, m1 - ic);
-        if (!direct_a) PackA(g, ic, mc, pc, kc, pa);
+        const float* pa = own_pa;
+        if (g.a_packed) pa = g.a_packed + pc * mpad + ic * kc;  // Note [Packed A]
+        else if (!direct_a) PackA(g, ic, mc, pc, kc, own_pa);
         const float* bias = g.bias ? g.bias + jc : nullptr;
         if (const int64_t rows = ShortRows(mc); rows > 0 && g.band.kind == Band::kFull) {  // Note [Short tiles]
           float* c = g.c + ic * g.ldc + jc;
@@ -386,6 +404,16 @@ void GemmBlock(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1
   }
 }
 
+// Note [Packed A]: every slice's panels of all m rows, as GemmBlock's PackA lays out a block.
+void PackAWhole(bool trans_a, int64_t m, int64_t k, const float* a, int64_t lda, float* dst) {
+  const int64_t slice = sliceDepth(k), mpad = roundUp(m, kMR);
+  for (int64_t pc = 0; pc < k; pc += slice) {
+    const int64_t kc = std::min(slice, k - pc);
+    if (trans_a) PackPanels<kMR>(a + pc * lda, 1, lda, m, kc, dst + pc * mpad);
+    else PackPanels<kMR>(a + pc, lda, 1, m, kc, dst + pc * mpad);
+  }
+}
+
 // Note [Packed B]: columns [n0, n1) of the slice at pc, block by block as GemmBlock packs them.
 void PackBSlice(const GemmArgs& g, int64_t pc, int64_t kc, int64_t n0, int64_t n1, float* dst) {
   const int64_t npad = roundUp(g.n, kNR);
@@ -411,6 +439,7 @@ HWY_EXPORT(TileRows);
 HWY_EXPORT(BlockCols);
 HWY_EXPORT(PanelCols);
 HWY_EXPORT(PackBSlice);
+HWY_EXPORT(PackAWhole);
 
 void gemmBlock(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   HWY_DYNAMIC_DISPATCH(GemmBlock)(g, m0, m1, n0, n1);
@@ -431,6 +460,13 @@ int64_t packedBFloats(int64_t k, int64_t n) {
 }
 void packBSlice(const GemmArgs& g, int64_t pc, int64_t kc, int64_t n0, int64_t n1, float* dst) {
   HWY_DYNAMIC_DISPATCH(PackBSlice)(g, pc, kc, n0, n1, dst);
+}
+int64_t packedAFloats(int64_t m, int64_t k) {
+  const int64_t mr = gemmTileRows();
+  return (m + mr - 1) / mr * mr * k;
+}
+void packA(bool trans_a, int64_t m, int64_t k, const float* a, int64_t lda, float* dst) {
+  if (m > 0 && k > 0) HWY_DYNAMIC_DISPATCH(PackAWhole)(trans_a, m, k, a, lda, dst);
 }
 
 }  // namespace fucina::kernels::detail

@@ -42,6 +42,9 @@ struct GemmArgs {
   // B already packed whole (Note [Packed B], packWholeB): b, b_dtype and product_id are then
   // unused, n0 of every gemmBlock call is a multiple of gemmPanelCols().
   const float* b_packed = nullptr;
+  // A already packed whole (Note [Packed A]): a, lda and trans_a are then unused, and m0 of every
+  // gemmBlock call is a multiple of gemmTileRows().
+  const float* a_packed = nullptr;
 };
 
 // Note [Packed B]: a right operand packed once for many products (packRhs, gemm.h): for each
@@ -55,6 +58,15 @@ int64_t packedBFloats(int64_t k, int64_t n);  // k · npad
 // Packs op(B) (g's b/typed fields, trans_b, ldb; g.k and g.n its sizes) for columns [n0, n1) of
 // one depth slice [pc, pc + kc), n0 a multiple of NR, into dst laid out as above.
 void packBSlice(const GemmArgs& g, int64_t pc, int64_t kc, int64_t n0, int64_t n1, float* dst);
+
+// Note [Packed A]: a left operand packed once for many products (a convolution's weights, one
+// product per image): for each depth slice as above, the MR-row panels of all m rows one after
+// another, zero-padded to mpad = m rounded up to MR: the slice at pc·mpad, the panel of row i0 (a
+// multiple of MR) at pc·mpad + i0·kc. These are the panels GemmBlock packs A into per block, so
+// the products have the bits they have with A packed, or read in place, per product.
+int64_t packedAFloats(int64_t m, int64_t k);  // mpad · k
+// Packs op(A) (trans_a: op(A)(i, p) = a[p·lda + i], else a[i·lda + p]), m×k, into dst as above.
+void packA(bool trans_a, int64_t m, int64_t k, const float* a, int64_t lda, float* dst);
 
 // out[i] = element e + i of a typed buffer (f16, bf16 or q8_0) as f32, i < n: what PackB reads a
 // typed B through. SIMD on the dispatched target; exposed for the tests.
