@@ -66,6 +66,14 @@ void product(ExecContext& ctx, bool serial, int64_t m, int64_t n, int64_t k, Mat
   else convGemm(ctx, serial, a.t, b.t, m, n, k, a.data, a.ld, b.data, b.ld, out, c.ld, accumulate);
 }
 
+// c (m x n, not transposed) = a·b with a packed by packLhs.
+void packedProduct(ExecContext& ctx, bool serial, int64_t m, int64_t n, int64_t k, const float* a, Mat b, Mat c,
+                   bool accumulate) {
+  float* out = const_cast<float*>(c.data);
+  if (serial) kernels::gemmSerialPackedLhs(b.t, m, n, k, a, b.data, b.ld, out, c.ld, accumulate);
+  else kernels::gemmPackedLhs(ctx, b.t, m, n, k, a, b.data, b.ld, out, c.ld, accumulate);
+}
+
 // Note [Convolution core]: every GEMM convolution runs on three loops over N images [C, H, W]
 // (a 1-D image has height 1) that share one geometry, with W [OC, C/G · kh·kw] per group g and
 // P = out_h·out_w output positions:
@@ -127,6 +135,22 @@ void imageEpilogue(const ConvPlan& p, float* y, int64_t n, const float* bias, bo
   else epilogue(y + n * p.OC * P, p.OC, P, true, bias, relu);
 }
 
+// Channels first, each group's W_g [OC/G, C/G·kh·kw] (or W_gᵀ, `transposed`) packed once per call
+// as the left operand of every image's product (Note [Packed A]), group after group (group gi at
+// gi·numel/G), where the GEMM would pack it per image (W_gᵀ always; W_g in wasm, Note [A read in
+// place]). W2's input gradient packed W_gᵀ 64 times a step: 2% of the step in wasm.
+RawTensor packedGroupWeights(ExecContext& ctx, const ConvPlan& p, const float* w, bool transposed) {
+  const int64_t CgK = p.groupDepth(), OCg = p.OC / p.G;
+  const int64_t rows = transposed ? CgK : OCg, depth = transposed ? OCg : CgK;
+  const int64_t per = kernels::packedLhsFloats(rows, depth);
+  RawTensor packed = scratch(ctx, p.G * per);
+  for (int64_t gi = 0; gi < p.G; ++gi) kernels::packLhs(transposed, rows, depth, w + gi * OCg * CgK, CgK, packed.f32() + gi * per);
+  return packed;
+}
+const float* groupPanels(const RawTensor& packed, const ConvPlan& p, int64_t gi) {
+  return packed.f32() + gi * (packed.numel() / p.G);
+}
+
 // y = conv(x, w); with a bias and/or relu applied to each image while it is in cache.
 void convForward(ExecContext& ctx, const ConvPlan& p, const float* x, const float* w, float* y,
                  const float* bias = nullptr, bool relu = false) {
@@ -142,11 +166,13 @@ void convForward(ExecContext& ctx, const ConvPlan& p, const float* x, const floa
     });
     return;
   }
+  const RawTensor packed = p.channels_last ? RawTensor() : packedGroupWeights(ctx, p, w, false);
   forEachImage(ctx, p.N, p.colsFloats(), [&](int64_t, int64_t n, float* cols, bool serial) {
     imageToColumns(p, x + n * p.imageFloats(), cols);
     for (int64_t gi = 0; gi < p.G; ++gi) {
       const GroupMats m = groupMats(p, n, gi, cols, y, w);
-      product(ctx, serial, OCg, P, CgK, m.w, m.cols, m.y, false);
+      if (packed.valid()) packedProduct(ctx, serial, OCg, P, CgK, groupPanels(packed, p, gi), m.cols, m.y, false);
+      else product(ctx, serial, OCg, P, CgK, m.w, m.cols, m.y, false);
     }
     if (!plain) imageEpilogue(p, y, n, bias, relu);
   });
@@ -164,10 +190,13 @@ void convInputGrad(ExecContext& ctx, const ConvPlan& p, const float* gy, const f
     });
     return;
   }
+  // Channels last the GEMM reads gy in place and packs W_g, which is already contiguous.
+  const RawTensor packed = p.channels_last ? RawTensor() : packedGroupWeights(ctx, p, w, true);
   forEachImage(ctx, p.N, p.colsFloats(), [&](int64_t, int64_t n, float* dcols, bool serial) {
-    for (int64_t gi = 0; gi < p.G; ++gi) {  // W_g read transposed in place
+    for (int64_t gi = 0; gi < p.G; ++gi) {
       const GroupMats m = groupMats(p, n, gi, dcols, gy, w);
-      product(ctx, serial, CgK, P, OCg, m.w.transposed(), m.y, m.cols, false);
+      if (packed.valid()) packedProduct(ctx, serial, CgK, P, OCg, groupPanels(packed, p, gi), m.y, m.cols, false);
+      else product(ctx, serial, CgK, P, OCg, m.w.transposed(), m.y, m.cols, false);
     }
     float* gxn = gx + n * p.imageFloats();
     std::fill(gxn, gxn + p.imageFloats(), 0.0f);
@@ -177,6 +206,10 @@ void convInputGrad(ExecContext& ctx, const ConvPlan& p, const float* gy, const f
 
 // gw (every element written) = Σ_n gy_g · im2col(x)_gᵀ: one partial sum per image chunk, added
 // in chunk order afterwards (the chunking above forEachImage: the same bits on any thread count).
+// Channels first each partial is W̄_gᵀ = Σ_n im2col(x)_g · gy_gᵀ, transposed back when the chunks
+// are added: the GEMM then reads the columns in place and packs gy_g, a fraction of their size,
+// where W̄_g = gy_g · colsᵀ packed every image's columns transposed. Each element is the same sum
+// in the same order either way.
 void convWeightGrad(ExecContext& ctx, const ConvPlan& p, const float* x, const float* gy, float* gw) {
   const int64_t P = p.positions(), CgK = p.groupDepth(), OCg = p.OC / p.G;
   const int64_t chunks = imageChunks(p.N), size = p.OC * CgK;
@@ -190,18 +223,26 @@ void convWeightGrad(ExecContext& ctx, const ConvPlan& p, const float* x, const f
     });
     return;
   }
-  RawTensor partial = chunks <= 1 ? RawTensor() : RawTensor::zeros(ctx, {"chunk", "w"}, {chunks, size});
+  const bool transposed = !p.channels_last;
+  RawTensor partial = chunks <= 1 && !transposed ? RawTensor() : RawTensor::zeros(ctx, {"chunk", "w"}, {chunks, size});
   forEachImage(ctx, p.N, p.colsFloats(), [&](int64_t chunk, int64_t n, float* cols, bool serial) {
-    float* acc = chunks == 1 ? gw : partial.f32() + chunk * size;
+    float* acc = partial.valid() ? partial.f32() + chunk * size : gw;
     imageToColumns(p, x + n * p.imageFloats(), cols);
-    for (int64_t gi = 0; gi < p.G; ++gi) {  // the columns read transposed in place
+    for (int64_t gi = 0; gi < p.G; ++gi) {
       const GroupMats m = groupMats(p, n, gi, cols, gy, acc);
-      product(ctx, serial, OCg, CgK, P, m.y, m.cols.transposed(), m.w, true);
+      if (transposed) product(ctx, serial, CgK, OCg, P, m.cols, m.y.transposed(), {acc + gi * OCg * CgK, OCg, false}, true);
+      else product(ctx, serial, OCg, CgK, P, m.y, m.cols.transposed(), m.w, true);  // the columns read transposed in place
     }
   });
-  for (int64_t chunk = 0; chunks > 1 && chunk < chunks; ++chunk) {
+  for (int64_t chunk = 0; partial.valid() && chunk < chunks; ++chunk) {
     const float* src = partial.f32() + chunk * size;
-    for (int64_t i = 0; i < size; ++i) gw[i] += src[i];
+    if (!transposed) {
+      for (int64_t i = 0; i < size; ++i) gw[i] += src[i];
+      continue;
+    }
+    for (int64_t gi = 0; gi < p.G; ++gi)  // W̄_gᵀ [C/G·kh·kw, OC/G] into W̄_g
+      for (int64_t t = 0; t < CgK; ++t)
+        for (int64_t oc = 0; oc < OCg; ++oc) gw[(gi * OCg + oc) * CgK + t] += src[gi * OCg * CgK + t * OCg + oc];
   }
 }
 
