@@ -138,7 +138,7 @@ void imageEpilogue(const ConvPlan& p, float* y, int64_t n, const float* bias, bo
 // Channels first, each group's W_g [OC/G, C/G·kh·kw] (or W_gᵀ, `transposed`) packed once per call
 // as the left operand of every image's product (Note [Packed A]), group after group (group gi at
 // gi·numel/G), where the GEMM would pack it per image (W_gᵀ always; W_g in wasm, Note [A read in
-// place]). W2's input gradient packed W_gᵀ 64 times a step: 2% of the step in wasm.
+// place]): for W2's input gradient, 64 packings a step, 2% of the step in wasm.
 RawTensor packedGroupWeights(ExecContext& ctx, const ConvPlan& p, const float* w, bool transposed) {
   const int64_t CgK = p.groupDepth(), OCg = p.OC / p.G;
   const int64_t rows = transposed ? CgK : OCg, depth = transposed ? OCg : CgK;
@@ -208,8 +208,8 @@ void convInputGrad(ExecContext& ctx, const ConvPlan& p, const float* gy, const f
 // in chunk order afterwards (the chunking above forEachImage: the same bits on any thread count).
 // Channels first each partial is W̄_gᵀ = Σ_n im2col(x)_g · gy_gᵀ, transposed back when the chunks
 // are added: the GEMM then reads the columns in place and packs gy_g, a fraction of their size,
-// where W̄_g = gy_g · colsᵀ packed every image's columns transposed. Each element is the same sum
-// in the same order either way.
+// where W̄_g = gy_g · colsᵀ would pack every image's columns transposed. Each element is the same
+// sum in the same order either way.
 void convWeightGrad(ExecContext& ctx, const ConvPlan& p, const float* x, const float* gy, float* gw) {
   const int64_t P = p.positions(), CgK = p.groupDepth(), OCg = p.OC / p.G;
   const int64_t chunks = imageChunks(p.N), size = p.OC * CgK;
