@@ -468,6 +468,46 @@ TEST_CASE("conv2dRelu: relu(conv2d) fused, forward and backward, with the compos
   }
 }
 
+// Note [Fused convolution VJP]: channels first the cpu backend computes conv2d's and conv2dRelu's
+// gradients in one pass over the images; they are the composed ops' (relu's map, add's sum, the
+// two adjoints) bit for bit, on 1 and 2 threads: image chunks of one and several images (9 > 8
+// chunks), groups, strides and padding, a W2-sized image, and the shapes that take the composed
+// path (one output channel, one output position, no images).
+TEST_CASE("conv2dRelu and conv2d channels first: one pass over the images, the composed ops' gradients") {
+  struct Case {
+    fucina::Extents x, w;
+    fucina::Conv2dOptions o;
+  };
+  const Case cases[] = {{{3, 4, 7, 5}, {6, 2, 3, 2}, {.stride_h = 2, .pad_w = 1, .groups = 2}},
+                        {{9, 3, 6, 6}, {5, 3, 3, 3}, {.pad_h = 1, .pad_w = 1}},
+                        {{2, 32, 13, 13}, {64, 32, 3, 3}, {}},
+                        {{4, 2, 5, 4}, {1, 2, 2, 2}, {}},
+                        {{3, 2, 3, 3}, {4, 2, 3, 3}, {}},
+                        {{0, 2, 5, 4}, {3, 2, 2, 3}, {}}};
+  for (const Case& k : cases) {
+    INFO("x " << k.x[0] << "x" << k.x[1] << "x" << k.x[2] << "x" << k.x[3] << " out " << k.w[0]);
+    std::vector<std::vector<float>> first;
+    for (int threads : {1, 2}) {
+      ExecContext ctx(fucina::ExecOptions{.threads = threads});
+      Tensor x = Tensor::variable(ctx, Tensor::normal(ctx, {"n", "c", "h", "w"}, k.x, 0, 1, 1));
+      Tensor w = Tensor::variable(ctx, Tensor::normal(ctx, {"out", "c", "kh", "kw"}, k.w, 0, 1, 2));
+      Tensor b = Tensor::variable(ctx, Tensor::normal(ctx, {"out"}, {k.w[0]}, 0, 1, 3));
+      auto gradsOf = [&](const Tensor& y) {
+        for (const Tensor* t : {&x, &w, &b}) t->zeroGrad();
+        y.mul(ctx, Tensor::normal(ctx, y.tags(), y.shape(), 0, 1, 4)).sumAll(ctx).backward(ctx);
+        return std::vector<std::vector<float>>{x.grad(ctx).value().toVector(), w.grad(ctx).value().toVector(),
+                                               b.grad(ctx).value().toVector()};
+      };
+      const auto fused = gradsOf(x.conv2dRelu(ctx, w, b, k.o));
+      CHECK(fused == gradsOf(x.conv2d(ctx, w, k.o).add(ctx, b).relu(ctx)));
+      const auto plain = gradsOf(x.conv2d(ctx, w, b, k.o));
+      CHECK(plain == gradsOf(x.conv2d(ctx, w, k.o).add(ctx, b)));
+      if (threads == 1) first = fused;
+      else CHECK(fused == first);
+    }
+  }
+}
+
 TEST_CASE("conv2dRelu: gradcheck and bad inputs") {
   ExecContext ctx(fucina::ExecOptions{.threads = 1});
   Tensor x = Tensor::variableFromSlice(ctx, {"n", "c", "h", "w"}, {2, 2, 5, 4}, rnd(80, 31));

@@ -1,5 +1,6 @@
 #include "fucina/backend/kernels.h"
 
+#include <array>
 #include <cmath>
 #include <string>
 
@@ -81,6 +82,23 @@ Kernels::MaskedScatterGrads Kernels::maskedScatterVjp(ExecContext& ctx, const Ra
             selectRows(ctx, flatView(gy.contiguous(ctx), kPosition), kPosition, where));
   }
   return g;
+}
+
+Kernels::ConvGrads Kernels::conv2dVjp(ExecContext& ctx, const RawTensor& gy, const RawTensor& relu_y, const RawTensor& x,
+                                      const RawTensor& w, const ConvPlan& p, const ConvGradLayout& layout,
+                                      bool bias) const {
+  const std::array<const RawTensor*, 3> masked{&gy, &relu_y, &relu_y};  // relu's (g, a, y): a > 0 iff y > 0
+  const RawTensor g = relu_y.valid() ? map(ctx, ElemOp::Relu, Form::da, gy.tags(), gy.shape(), masked, {}) : gy;
+  ConvGrads r;
+  if (bias) r.bias = sumTo(ctx, g, layout.b_tags, layout.b_shape);
+  if (g.numel() == 0) {  // as in the forward: zeros, without a loop over the images
+    if (w.valid()) r.x = RawTensor::zeros(ctx, layout.x_tags, layout.x_shape);
+    if (x.valid()) r.w = RawTensor::zeros(ctx, layout.w_tags, layout.w_shape);
+    return r;
+  }
+  if (w.valid()) r.x = conv2dInputGrad(ctx, g, w, p, layout.x_tags, layout.x_shape);
+  if (x.valid()) r.w = conv2dWeightGrad(ctx, x, g, p, layout.w_tags, layout.w_shape);
+  return r;
 }
 
 void rollInto(ExecContext& ctx, const RawTensor& src, const RawTensor& dst, Tag axis, int64_t s) {

@@ -235,6 +235,24 @@ class Kernels {
   /// The adjoint of conv2d in w: gw [OC, C/G, kh, kw] = Σ_n gy_n · x_n's taps.
   virtual RawTensor conv2dWeightGrad(ExecContext& ctx, const RawTensor& x, const RawTensor& gy, const ConvPlan& p,
                                      const Tags& tags, const Extents& shape) const = 0;
+  /// conv2d's VJP in one call (not a transposed convolution's): from gy (contiguous, conv2d's
+  /// result layout), masked to gy·(y > 0) where `relu_y` is valid (conv2dRelu's result: relu's
+  /// gradient, 0 at 0), gx (when `w` is valid), gw (when `x` is valid) and the bias gradient {OC}
+  /// (when `bias`), over the layout's tags and shapes; invalid tensors for the rest. Default: the
+  /// relu row's map, sumTo and the two adjoints above, composed. Note [Fused convolution VJP].
+  struct ConvGradLayout {
+    Tags x_tags;
+    Extents x_shape;
+    Tags w_tags;
+    Extents w_shape;
+    Tags b_tags;
+    Extents b_shape;
+  };
+  struct ConvGrads {
+    RawTensor x, w, bias;
+  };
+  virtual ConvGrads conv2dVjp(ExecContext& ctx, const RawTensor& gy, const RawTensor& relu_y, const RawTensor& x,
+                              const RawTensor& w, const ConvPlan& p, const ConvGradLayout& layout, bool bias) const;
   /// Winograd F(2x2, 3x3) (Lavin & Gray 2015), the prepared convolution's path for 3x3 kernels
   /// with stride and dilation 1: the weight planes U [16, G, C/G, OC/G] of w [OC, C/G, 3, 3],
   /// U[ξ, g, c, o'] = element ξ (row-major 4x4) of G·w[g·OC/G + o', c]·Gᵀ computed in f64; and

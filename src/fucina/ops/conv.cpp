@@ -197,25 +197,30 @@ Tensor convolve(ExecContext& ctx, const Tensor& input, const Tensor& weight, con
   auto makeVjp = [&] {
     // Each convolution gradient reads the other operand; the relu's mask, the result.
     return [x = weight.requiresGrad() ? x : RawTensor(), w = input.requiresGrad() ? w : RawTensor(),
-            y = relu ? y : RawTensor(), plan, transposed = s.transposed, x_tags, x_shape, y_tags, w_order,
-            w_shape = w.shape(), b_tags = Tags{s.out_channels}, b_shape = Extents{OC}](
+            y = relu ? y : RawTensor(), plan, transposed = s.transposed, y_tags,
+            layout = backend::Kernels::ConvGradLayout{x_tags, x_shape, w_order, w.shape(), Tags{s.out_channels},
+                                                      Extents{OC}}](
                ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads out) {
       const backend::Kernels& k = backend::kernelsOf(c);
-      const std::array<const RawTensor*, 3> masked{&gy, &y, &y};  // relu's (g, a, y): a > 0 iff y > 0
-      const RawTensor gyc = y.valid() ? k.map(c, backend::ElemOp::Relu, backend::Form::da, y_tags, y.shape(), masked, {})
-                                      : gy.permuted(y_tags).contiguous(c);
-      if (needs.size() > 2 && needs[2]) out[2] = backend::sumTo(c, gyc, b_tags, b_shape);
-      if (gyc.numel() == 0) {  // as in the forward: zeros, without a loop over the images
-        if (needs[0]) out[0] = RawTensor::zeros(c, x_tags, x_shape);
-        if (needs[1]) out[1] = RawTensor::zeros(c, w_order, w_shape);
+      const RawTensor g = gy.permuted(y_tags).contiguous(c);
+      if (!transposed) {  // Note [Fused convolution VJP]
+        backend::Kernels::ConvGrads r = k.conv2dVjp(c, g, y, needs[1] ? x : RawTensor(), needs[0] ? w : RawTensor(),
+                                                    plan, layout, needs.size() > 2 && needs[2]);
+        if (needs[0]) out[0] = std::move(r.x);
+        if (needs[1]) out[1] = std::move(r.w);
+        if (needs.size() > 2 && needs[2]) out[2] = std::move(r.bias);
         return;
       }
-      if (needs[0])
-        out[0] = transposed ? k.conv2d(c, gyc, w, plan, x_tags, x_shape, RawTensor(), false)
-                            : k.conv2dInputGrad(c, gyc, w, plan, x_tags, x_shape);
-      if (needs[1])
-        out[1] = transposed ? k.conv2dWeightGrad(c, gyc, x, plan, w_order, w_shape)
-                            : k.conv2dWeightGrad(c, x, gyc, plan, w_order, w_shape);
+      // A transposed convolution (no bias or relu here: runConv adds its bias) is the adjoint of
+      // convInputGrad: its input gradient is conv2d's forward, its weight gradient conv2d's with
+      // the roles of input and output swapped.
+      if (g.numel() == 0) {
+        if (needs[0]) out[0] = RawTensor::zeros(c, layout.x_tags, layout.x_shape);
+        if (needs[1]) out[1] = RawTensor::zeros(c, layout.w_tags, layout.w_shape);
+        return;
+      }
+      if (needs[0]) out[0] = k.conv2d(c, g, w, plan, layout.x_tags, layout.x_shape, RawTensor(), false);
+      if (needs[1]) out[1] = k.conv2dWeightGrad(c, g, x, plan, layout.w_tags, layout.w_shape);
     };
   };
   if (bias != nullptr) return ops::finishOp(ctx, s.op, y.permuted(result_order), {&input, &weight, bias}, makeVjp, work);

@@ -6,8 +6,10 @@
 #include "fucina/backend/cpu/conv_xnnpack.h"
 #include "fucina/backend/cpu/gemm.h"
 #include "fucina/backend/cpu/planes.h"
+#include "fucina/backend/cpu/vector_ops.h"
 #include "fucina/backend/cpu/winograd.h"
 #include "fucina/exec/claims.h"
+#include "fucina/core/storage.h"
 #include "fucina/exec/context.h"
 
 namespace fucina::kernels {
@@ -89,14 +91,13 @@ void packedProduct(ExecContext& ctx, bool serial, int64_t m, int64_t n, int64_t 
 // columns [P, C·kh·kw] and the outputs [P, OC] transposed in place: one GEMM call each, its
 // operands swapped (Mat).
 
-// Image n's matrices for group gi in p's layout: its columns [C/G·kh·kw, P] (cols holds the
-// image's), its outputs [OC/G, P] (y holds them all) and W_g [OC/G, C/G·kh·kw].
+// An image's matrices for group gi in p's layout: its columns [C/G·kh·kw, P] (cols), its outputs
+// [OC/G, P] (yn: the image's [OC, P]) and W_g [OC/G, C/G·kh·kw].
 struct GroupMats {
   Mat cols, y, w;
 };
-GroupMats groupMats(const ConvPlan& p, int64_t n, int64_t gi, const float* cols, const float* y, const float* w) {
+GroupMats groupMats(const ConvPlan& p, int64_t gi, const float* cols, const float* yn, const float* w) {
   const int64_t P = p.positions(), Kg = p.groupDepth(), OCg = p.OC / p.G;
-  const float* yn = y + n * p.OC * P;
   const Mat wg{w + gi * OCg * Kg, Kg, false};
   if (p.channels_last) return {{cols + gi * Kg, Kg * p.G, true}, {yn + gi * OCg, p.OC, true}, wg};
   return {{cols + gi * Kg * P, P, false}, {yn + gi * OCg * P, P, false}, wg};
@@ -170,7 +171,7 @@ void convForward(ExecContext& ctx, const ConvPlan& p, const float* x, const floa
   forEachImage(ctx, p.N, p.colsFloats(), [&](int64_t, int64_t n, float* cols, bool serial) {
     imageToColumns(p, x + n * p.imageFloats(), cols);
     for (int64_t gi = 0; gi < p.G; ++gi) {
-      const GroupMats m = groupMats(p, n, gi, cols, y, w);
+      const GroupMats m = groupMats(p, gi, cols, y + n * p.OC * P, w);
       if (packed.valid()) packedProduct(ctx, serial, OCg, P, CgK, groupPanels(packed, p, gi), m.cols, m.y, false);
       else product(ctx, serial, OCg, P, CgK, m.w, m.cols, m.y, false);
     }
@@ -178,9 +179,23 @@ void convForward(ExecContext& ctx, const ConvPlan& p, const float* x, const floa
   });
 }
 
+// Image n's input gradient gxn (every element written) = col2im(W_gᵀ · gy_g), from its output
+// gradient gyn [OC, P], through dcols; W_gᵀ packed (packedGroupWeights) or, channels last, read.
+void imageInputGrad(ExecContext& ctx, bool serial, const ConvPlan& p, const RawTensor& packed, const float* gyn,
+                    const float* w, float* dcols, float* gxn) {
+  const int64_t P = p.positions(), CgK = p.groupDepth(), OCg = p.OC / p.G;
+  for (int64_t gi = 0; gi < p.G; ++gi) {
+    const GroupMats m = groupMats(p, gi, dcols, gyn, w);
+    if (packed.valid()) packedProduct(ctx, serial, CgK, P, OCg, groupPanels(packed, p, gi), m.y, m.cols, false);
+    else product(ctx, serial, CgK, P, OCg, m.w.transposed(), m.y, m.cols, false);
+  }
+  std::fill(gxn, gxn + p.imageFloats(), 0.0f);
+  addColumnsToImage(p, dcols, gxn);
+}
+
 // gx = col2im(W_gᵀ · gy_g), each image zeroed by the chunk that adds into it, while it is in cache.
 void convInputGrad(ExecContext& ctx, const ConvPlan& p, const float* gy, const float* w, float* gx) {
-  const int64_t P = p.positions(), CgK = p.groupDepth(), OCg = p.OC / p.G;
+  const int64_t P = p.positions();
   if (p.depthwise()) {
     const int64_t W = p.g.width, K = p.g.kw;
     forPlaneChunks(ctx, p.N * p.OC, W + P, [&](int64_t first, int64_t count) {
@@ -193,26 +208,51 @@ void convInputGrad(ExecContext& ctx, const ConvPlan& p, const float* gy, const f
   // Channels last the GEMM reads gy in place and packs W_g, which is already contiguous.
   const RawTensor packed = p.channels_last ? RawTensor() : packedGroupWeights(ctx, p, w, true);
   forEachImage(ctx, p.N, p.colsFloats(), [&](int64_t, int64_t n, float* dcols, bool serial) {
-    for (int64_t gi = 0; gi < p.G; ++gi) {
-      const GroupMats m = groupMats(p, n, gi, dcols, gy, w);
-      if (packed.valid()) packedProduct(ctx, serial, CgK, P, OCg, groupPanels(packed, p, gi), m.y, m.cols, false);
-      else product(ctx, serial, CgK, P, OCg, m.w.transposed(), m.y, m.cols, false);
-    }
-    float* gxn = gx + n * p.imageFloats();
-    std::fill(gxn, gxn + p.imageFloats(), 0.0f);
-    addColumnsToImage(p, dcols, gxn);
+    imageInputGrad(ctx, serial, p, packed, gy + n * p.OC * P, w, dcols, gx + n * p.imageFloats());
   });
 }
 
-// gw (every element written) = Σ_n gy_g · im2col(x)_gᵀ: one partial sum per image chunk, added
-// in chunk order afterwards (the chunking above forEachImage: the same bits on any thread count).
-// Channels first each partial is W̄_gᵀ = Σ_n im2col(x)_g · gy_gᵀ, transposed back when the chunks
-// are added: the GEMM then reads the columns in place and packs gy_g, a fraction of their size,
-// where W̄_g = gy_g · colsᵀ would pack every image's columns transposed. Each element is the same
-// sum in the same order either way.
-void convWeightGrad(ExecContext& ctx, const ConvPlan& p, const float* x, const float* gy, float* gw) {
+// The weight gradient's partial sums, one per image chunk, added in chunk order afterwards (the
+// chunking above forEachImage: the same bits on any thread count). Channels first each partial
+// is W̄_gᵀ = Σ_n im2col(x)_g · gy_gᵀ, transposed back when the chunks are added: the GEMM then
+// reads the columns in place and packs gy_g, a fraction of their size, where W̄_g = gy_g · colsᵀ
+// would pack every image's columns transposed. Each element is the same sum in the same order
+// either way.
+bool transposedPartials(const ConvPlan& p) { return !p.channels_last; }
+
+// Image n's term of the weight gradient, added into its chunk's partial acc: its image xn to
+// columns (cols), then the products with its output gradient gyn [OC, P].
+void imageWeightGrad(ExecContext& ctx, bool serial, const ConvPlan& p, const float* xn, const float* gyn, float* cols,
+                     float* acc) {
   const int64_t P = p.positions(), CgK = p.groupDepth(), OCg = p.OC / p.G;
-  const int64_t chunks = imageChunks(p.N), size = p.OC * CgK;
+  imageToColumns(p, xn, cols);
+  for (int64_t gi = 0; gi < p.G; ++gi) {
+    const GroupMats m = groupMats(p, gi, cols, gyn, acc);
+    if (transposedPartials(p))
+      product(ctx, serial, CgK, OCg, P, m.cols, m.y.transposed(), {acc + gi * OCg * CgK, OCg, false}, true);
+    else product(ctx, serial, OCg, CgK, P, m.y, m.cols.transposed(), m.w, true);  // the columns read transposed in place
+  }
+}
+
+// gw (already zeroed) += the chunks' partials, in chunk order.
+void addPartials(const ConvPlan& p, const RawTensor& partial, int64_t chunks, float* gw) {
+  const int64_t CgK = p.groupDepth(), OCg = p.OC / p.G, size = p.OC * CgK;
+  for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+    const float* src = partial.f32() + chunk * size;
+    if (!transposedPartials(p)) {
+      for (int64_t i = 0; i < size; ++i) gw[i] += src[i];
+      continue;
+    }
+    for (int64_t gi = 0; gi < p.G; ++gi)  // W̄_gᵀ [C/G·kh·kw, OC/G] into W̄_g
+      for (int64_t t = 0; t < CgK; ++t)
+        for (int64_t oc = 0; oc < OCg; ++oc) gw[(gi * OCg + oc) * CgK + t] += src[gi * OCg * CgK + t * OCg + oc];
+  }
+}
+
+// gw (every element written) = Σ_n gy_g · im2col(x)_gᵀ.
+void convWeightGrad(ExecContext& ctx, const ConvPlan& p, const float* x, const float* gy, float* gw) {
+  const int64_t P = p.positions();
+  const int64_t chunks = imageChunks(p.N), size = p.OC * p.groupDepth();
   std::fill(gw, gw + size, 0.0f);
   if (p.depthwise()) {  // per channel, the images in order
     const int64_t W = p.g.width, K = p.g.kw, C = p.OC;
@@ -223,27 +263,22 @@ void convWeightGrad(ExecContext& ctx, const ConvPlan& p, const float* x, const f
     });
     return;
   }
-  const bool transposed = !p.channels_last;
-  RawTensor partial = chunks <= 1 && !transposed ? RawTensor() : RawTensor::zeros(ctx, {"chunk", "w"}, {chunks, size});
+  const bool direct = chunks <= 1 && !transposedPartials(p);  // one chunk adds into gw itself
+  const RawTensor partial = direct ? RawTensor() : RawTensor::zeros(ctx, {"chunk", "w"}, {chunks, size});
   forEachImage(ctx, p.N, p.colsFloats(), [&](int64_t chunk, int64_t n, float* cols, bool serial) {
-    float* acc = partial.valid() ? partial.f32() + chunk * size : gw;
-    imageToColumns(p, x + n * p.imageFloats(), cols);
-    for (int64_t gi = 0; gi < p.G; ++gi) {
-      const GroupMats m = groupMats(p, n, gi, cols, gy, acc);
-      if (transposed) product(ctx, serial, CgK, OCg, P, m.cols, m.y.transposed(), {acc + gi * OCg * CgK, OCg, false}, true);
-      else product(ctx, serial, OCg, CgK, P, m.y, m.cols.transposed(), m.w, true);  // the columns read transposed in place
-    }
+    imageWeightGrad(ctx, serial, p, x + n * p.imageFloats(), gy + n * p.OC * P, cols,
+                    direct ? gw : partial.f32() + chunk * size);
   });
-  for (int64_t chunk = 0; partial.valid() && chunk < chunks; ++chunk) {
-    const float* src = partial.f32() + chunk * size;
-    if (!transposed) {
-      for (int64_t i = 0; i < size; ++i) gw[i] += src[i];
-      continue;
-    }
-    for (int64_t gi = 0; gi < p.G; ++gi)  // W̄_gᵀ [C/G·kh·kw, OC/G] into W̄_g
-      for (int64_t t = 0; t < CgK; ++t)
-        for (int64_t oc = 0; oc < OCg; ++oc) gw[(gi * OCg + oc) * CgK + t] += src[gi * OCg * CgK + t * OCg + oc];
-  }
+  if (!direct) addPartials(p, partial, chunks, gw);
+}
+
+// A row's sum in f64 as sumAxes sums each row of a reduction to one output (vec::sumRow, or the
+// scalar loop where SIMD is off), so the bias gradient below has sumTo's bits.
+double rowSum(const float* row, int64_t n) {
+  if (vec::enabled()) return vec::sumRow(row, n);
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) s += row[i];
+  return s;
 }
 
 }  // namespace
@@ -276,6 +311,56 @@ RawTensor conv2dWeightGrad(ExecContext& ctx, const RawTensor& x, const RawTensor
   RawTensor gw = RawTensor::empty(ctx, tags, shape);
   convWeightGrad(ctx, p, x.f32(), gy.f32(), gw.f32());
   return gw;
+}
+
+bool fusedVjp(const ConvPlan& p) {
+  // With one output channel or position sumTo's reduction plan merges or splits the rows
+  // differently: those few shapes take the composed path, which is its.
+  return !p.channels_last && !p.depthwise() && p.OC > 1 && p.positions() > 1;
+}
+
+// Note [Fused convolution VJP]: channels first, conv2d's VJP is one pass over the images: each
+// image's output gradient is masked by relu's y > 0 (conv2dRelu) into scratch, and its bias row
+// sums, its weight-gradient term and its input gradient are computed from there while it is in
+// cache. Composed, the mask wrote a tensor the size of the result and the bias sum and both
+// adjoints read it back from memory (W2's first convolution: 5.5 MB each, 7% of its native step).
+// Each value is computed as the composed path computes it (relu's select, the same row sums added
+// in image order, the same products and chunk partials), so the gradients are its bits.
+backend::Kernels::ConvGrads conv2dVjp(ExecContext& ctx, const RawTensor& gy, const RawTensor& relu_y, const RawTensor& x,
+                                      const RawTensor& w, const ConvPlan& p,
+                                      const backend::Kernels::ConvGradLayout& layout, bool bias) {
+  const int64_t P = p.positions(), Y = p.OC * P, size = p.OC * p.groupDepth(), chunks = imageChunks(p.N);
+  backend::Kernels::ConvGrads r;
+  if (w.valid()) r.x = RawTensor::empty(ctx, layout.x_tags, layout.x_shape);
+  if (x.valid()) r.w = RawTensor::zeros(ctx, layout.w_tags, layout.w_shape);
+  const RawTensor packed = w.valid() ? packedGroupWeights(ctx, p, w.f32(), true) : RawTensor();
+  const RawTensor partial = x.valid() ? RawTensor::zeros(ctx, {"chunk", "w"}, {chunks, size}) : RawTensor();
+  const Scratch<double> sums(ctx.account(), bias ? static_cast<size_t>(p.N * p.OC) : 0);
+  const bool masked = relu_y.valid();
+  forEachImage(ctx, p.N, p.colsFloats() + (masked ? Y : 0), [&](int64_t chunk, int64_t n, float* cols, bool serial) {
+    const float* g = gy.f32() + n * Y;
+    if (masked) {
+      float* gm = cols + p.colsFloats();
+      const float* yn = relu_y.f32() + n * Y;
+      if (vec::enabled()) vec::run(vec::Op::reluGrad, Y, yn, 1, g, 1, gm);  // relu's row's SIMD form
+      else for (int64_t i = 0; i < Y; ++i) gm[i] = yn[i] > 0 ? g[i] : 0.0f;
+      g = gm;
+    }
+    if (bias)
+      for (int64_t o = 0; o < p.OC; ++o) sums[static_cast<size_t>(n * p.OC + o)] = rowSum(g + o * P, P);
+    if (x.valid()) imageWeightGrad(ctx, serial, p, x.f32() + n * p.imageFloats(), g, cols, partial.f32() + chunk * size);
+    if (w.valid()) imageInputGrad(ctx, serial, p, packed, g, w.f32(), cols, r.x.f32() + n * p.imageFloats());
+  });
+  if (x.valid()) addPartials(p, partial, chunks, r.w.f32());
+  if (bias) {
+    r.bias = RawTensor::empty(ctx, layout.b_tags, layout.b_shape);
+    for (int64_t o = 0; o < p.OC; ++o) {
+      double acc = 0;
+      for (int64_t n = 0; n < p.N; ++n) acc += sums[static_cast<size_t>(n * p.OC + o)];
+      r.bias.f32()[o] = static_cast<float>(acc);
+    }
+  }
+  return r;
 }
 
 RawTensor winogradWeights(ExecContext& ctx, const RawTensor& w, int64_t groups) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "fucina/backend/conv_geometry.h"
+#include "fucina/backend/kernels.h"
 #include "fucina/core/raw_tensor.h"
 
 namespace fucina {
@@ -21,6 +22,12 @@ RawTensor conv2dInputGrad(ExecContext& ctx, const RawTensor& gy, const RawTensor
                           const Tags& tags, const Extents& shape);
 RawTensor conv2dWeightGrad(ExecContext& ctx, const RawTensor& x, const RawTensor& gy, const ConvPlan& p,
                            const Tags& tags, const Extents& shape);
+// Kernels::conv2dVjp in one pass over the images (Note [Fused convolution VJP]), for a plan that
+// fusedVjp accepts (channels first, not depthwise) and a gy that is not empty.
+bool fusedVjp(const ConvPlan& p);
+backend::Kernels::ConvGrads conv2dVjp(ExecContext& ctx, const RawTensor& gy, const RawTensor& relu_y, const RawTensor& x,
+                                      const RawTensor& w, const ConvPlan& p,
+                                      const backend::Kernels::ConvGradLayout& layout, bool bias);
 // The Winograd primitives on backend/cpu/winograd.h's kernels.
 RawTensor winogradWeights(ExecContext& ctx, const RawTensor& w, int64_t groups);
 RawTensor winogradConv2d(ExecContext& ctx, const RawTensor& x, const RawTensor& u, const ConvPlan& p,

@@ -322,6 +322,11 @@ class CpuKernels final : public Kernels {
                              const Tags& tags, const Extents& shape) const override {
     return kernels::conv2dWeightGrad(ctx, x, gy, p, tags, shape);
   }
+  ConvGrads conv2dVjp(ExecContext& ctx, const RawTensor& gy, const RawTensor& relu_y, const RawTensor& x,
+                      const RawTensor& w, const ConvPlan& p, const ConvGradLayout& layout, bool bias) const override {
+    if (!kernels::fusedVjp(p) || gy.numel() == 0) return Kernels::conv2dVjp(ctx, gy, relu_y, x, w, p, layout, bias);
+    return kernels::conv2dVjp(ctx, gy, relu_y, x, w, p, layout, bias);
+  }
   RawTensor winogradWeights(ExecContext& ctx, const RawTensor& w, int64_t groups) const override {
     return kernels::winogradWeights(ctx, w, groups);
   }
