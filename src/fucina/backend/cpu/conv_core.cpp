@@ -8,8 +8,8 @@
 #include "fucina/backend/cpu/planes.h"
 #include "fucina/backend/cpu/vector_ops.h"
 #include "fucina/backend/cpu/winograd.h"
-#include "fucina/exec/claims.h"
 #include "fucina/core/storage.h"
+#include "fucina/exec/claims.h"
 #include "fucina/exec/context.h"
 
 namespace fucina::kernels {
