@@ -322,7 +322,7 @@ bool fusedVjp(const ConvPlan& p) {
 // Note [Fused convolution VJP]: channels first, conv2d's VJP is one pass over the images: each
 // image's output gradient is masked by relu's y > 0 (conv2dRelu) into scratch, and its bias row
 // sums, its weight-gradient term and its input gradient are computed from there while it is in
-// cache. Composed, the mask wrote a tensor the size of the result and the bias sum and both
+// cache. Composed, the mask writes a tensor the size of the result and the bias sum and both
 // adjoints read it back from memory (W2's first convolution: 5.5 MB each, 7% of its native step).
 // Each value is computed as the composed path computes it (relu's select, the same row sums added
 // in image order, the same products and chunk partials), so the gradients are its bits.
