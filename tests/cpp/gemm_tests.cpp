@@ -227,8 +227,9 @@ TEST_CASE("gemm: deep products into a small C are split in depth, the same to th
 }
 
 TEST_CASE("gemm: a block of fewer rows than a tile gives the bits of the same rows in a taller product", "[gemm]") {
-  // Note [Short tiles]: 1 to 7 rows run narrower tiles over several panels; each element is the
-  // same sum in the same order as in the full tile. Columns cover whole groups of panels and a
+  // Note [Short tiles]: 1 to 7 rows, and the rows left below a block's full tiles (m = 9 .. 23,
+  // every remainder of every tile height), run narrower tiles over several panels; each element
+  // is the same sum in the same order as in the full tile. Columns cover whole groups of panels and a
   // ragged rest; A read in place and packed (transposed); bias, accumulate and ld > width; depths
   // of one and of several slices; and, past Note [Threads for a few rows]'s threshold, 2 threads.
   ExecContext one(fucina::ExecOptions{.threads = 1}), two(fucina::ExecOptions{.threads = 2});
@@ -237,11 +238,11 @@ TEST_CASE("gemm: a block of fewer rows than a tile gives the bits of the same ro
     for (int64_t k : {int64_t{1}, int64_t{37}, int64_t{600}})
       for (int t = 0; t < 4; ++t) {
         const bool trans_a = (t & 1) != 0, trans_b = (t & 2) != 0, accumulate = t == 1, bias = t == 2;
-        const int64_t tall = 16, pad = t;
+        const int64_t tall = 24, pad = t;
         const Case full{tall, n, k, trans_a, trans_b, accumulate, pad};
         const Operands o = operandsOf(full);
         const std::vector<float> want = fastProduct(&one, full, o, bias);
-        for (int64_t m = 1; m < 8; ++m) {
+        for (int64_t m = 1; m < tall; ++m) {
           INFO(describe({m, n, k, trans_a, trans_b, accumulate, pad}) << " bias=" << bias);
           // The first m rows of A: in place, they are the first m rows (or, transposed, columns)
           // of the tall A with the same ld.

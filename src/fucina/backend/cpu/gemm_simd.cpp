@@ -147,10 +147,11 @@ HWY_NOINLINE void MicroKernel(int64_t kc, const float* HWY_RESTRICT a, int64_t l
 
 // Note [Short tiles]: a block of fewer than kMR rows (a product with m < kMR: one token through a
 // layer while generating, a small batch) would run the full kMR-row tile and throw most of its
-// rows away: 8 rows computed for 1 on AVX-512 (gemm_bench, 1x128x384: half XNNPACK's speed). Such
-// a block runs kRows = 1, 2 or 4 rows (the next at or above its count) over up to 4 / kRows
-// panels at once, so a row still has several independent accumulators to hide the multiply-add
-// latency. Every element of C is still the sum of its products in depth order from zero, plus
+// rows away: 8 rows computed for 1 on AVX-512 (gemm_bench, 1x128x384: half XNNPACK's speed). So
+// would the rows left below a block's full tiles (W2's first weight gradient, 9 rows: 16 computed
+// on AVX-512, 12 in wasm). Such a block, or such a remainder, runs kRows = 1, 2 or 4 rows (the
+// next at or above its count) over up to 4 / kRows panels at once, so a row still has several
+// independent accumulators to hide the multiply-add latency. Every element of C is still the sum of its products in depth order from zero, plus
 // the bias or C, so results are the same bits as the full tile's. Where kMR is 4 (wasm) no short
 // tile is 4 rows: that would add call sites to the full tile's kernel, and with them wasm's GEMM
 // ran 17% slower (W4 1024³ in Node: 42.7 -> 50.0 ms; the kernel's own code was unchanged).
@@ -372,8 +373,12 @@ void GemmBlock(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1
           else ShortBlock<false>(rows, kc, pa, 0, pb, c, g.ldc, mc, nc, overwrite, bias);
           continue;
         }
+        // The block's last rows, when fewer than a tile, run as short tiles too (Note [Short tiles]).
+        const int64_t tail = mc % kMR;
+        const int64_t tail_rows = tail > 0 && g.band.kind == Band::kFull ? ShortRows(tail) : 0;
+        const int64_t tiled = tail_rows > 0 ? mc - tail : mc;
         for (int64_t jr = 0; jr < nc; jr += kNR)
-          for (int64_t ir = 0; ir < mc; ir += kMR) {
+          for (int64_t ir = 0; ir < tiled; ir += kMR) {
             const int64_t mr = std::min(kMR, mc - ir), nr = std::min(kNR, nc - jr);
             float* c = g.c + (ic + ir) * g.ldc + jc + jr;
             // This row tile's depth range within the slice [pc, pc + kc) (gemm.h, GemmBand).
@@ -399,6 +404,12 @@ void GemmBlock(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1
               MicroKernel<false>(p1 - p0, pa + ir * kc + p0 * kMR, 0, pb + jr * kc + p0 * kNR, 0, c, g.ldc, mr, nr,
                                  overwrite, tile_bias);
           }
+        if (tail_rows > 0) {
+          float* c = g.c + (ic + tiled) * g.ldc + jc;
+          const float* a = direct_a ? g.a + (ic + tiled) * g.lda + pc : pa + tiled * kc;
+          if (direct_a) ShortBlock<true>(tail_rows, kc, a, g.lda, pb, c, g.ldc, tail, nc, overwrite, bias);
+          else ShortBlock<false>(tail_rows, kc, a, 0, pb, c, g.ldc, tail, nc, overwrite, bias);
+        }
       }
     }
   }
