@@ -32,8 +32,24 @@ inline void copyRun(const float* __restrict src, int64_t n, float* __restrict ds
   for (; k + 4 <= n; k += 4) std::memcpy(dst + k, src + k, 4 * sizeof(float));
   if (k < n) std::memcpy(dst + n - 4, src + n - 4, 4 * sizeof(float));
 }
+// dst[0, n) += src[0, n) four floats at a time: the last four are summed before anything is
+// stored, so they may overlap the four before them (an element stored twice gets the same sum
+// twice). Element by element, col2im was 7.8% of native W2's step (perf), on runs of 11 floats.
+using Float4 = float __attribute__((vector_size(16)));
+inline Float4 load4(const float* p) {
+  Float4 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store4(float* p, Float4 v) { std::memcpy(p, &v, sizeof v); }
 inline void addRun(const float* __restrict src, int64_t n, float* __restrict dst) {
-  for (int64_t k = 0; k < n; ++k) dst[k] += src[k];
+  if (n < 4) {
+    for (int64_t k = 0; k < n; ++k) dst[k] += src[k];
+    return;
+  }
+  const Float4 last = load4(dst + n - 4) + load4(src + n - 4);
+  for (int64_t k = 0; k + 4 <= n; k += 4) store4(dst + k, load4(dst + k) + load4(src + k));
+  store4(dst + n - 4, last);
 }
 
 // One tap (c, i, j) of a convolution: the output rows and columns that read inside the plane,
