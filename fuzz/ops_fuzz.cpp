@@ -333,7 +333,10 @@ class Run {
       case 5: {
         fucina::Conv2dOptions o;
         o.stride_h = in_.number(), o.pad_w = in_.number(), o.groups = in_.number();
-        if (in_.byte() & 1) return t.conv2dRelu(ctx_, pick(), o);
+        if (in_.byte() & 1) {
+          if (in_.byte() & 1) o.max_pool = in_.number();  // Note [Pooled conv2dRelu]
+          return t.conv2dRelu(ctx_, pick(), o);
+        }
         // The prepared convolution (Winograd for a 3x3 kernel at stride 1, else im2col + GEMM).
         const fucina::PreparedConv2d p = fucina::prepareConv2dWeights(ctx_, pick(), o);
         return in_.byte() & 1 ? t.conv2dPrepared(ctx_, p) : t.conv2dPreparedRelu(ctx_, p);

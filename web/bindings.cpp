@@ -972,7 +972,7 @@ using JsPreparedConv2dPtr = std::shared_ptr<JsPreparedConv2d>;
 
 JsPreparedConv2dPtr prepareConv2dWeights(val weight_, val bias_, double stride_0, double stride_1, double padding_0,
                                          double padding_1, double dilation_0, double dilation_1, double groups,
-                                         std::string channels, std::string height, std::string width,
+                                         double max_pool, std::string channels, std::string height, std::string width,
                                          std::string out_channels, std::string kernel_h, std::string kernel_w) {
   return guard([&] {
     constexpr const char* op = "prepareConv2dWeights: ";
@@ -984,7 +984,8 @@ JsPreparedConv2dPtr prepareConv2dWeights(val weight_, val bias_, double stride_0
         .stride_h = toInt(stride_0, std::string(op) + "stride[0]"), .stride_w = toInt(stride_1, std::string(op) + "stride[1]"),
         .pad_h = toInt(padding_0, std::string(op) + "padding[0]"), .pad_w = toInt(padding_1, std::string(op) + "padding[1]"),
         .dilation_h = toInt(dilation_0, std::string(op) + "dilation[0]"),
-        .dilation_w = toInt(dilation_1, std::string(op) + "dilation[1]"), .groups = toInt(groups, std::string(op) + "groups")};
+        .dilation_w = toInt(dilation_1, std::string(op) + "dilation[1]"), .groups = toInt(groups, std::string(op) + "groups"),
+        .max_pool = toInt(max_pool, std::string(op) + "maxPool")};
     return std::make_shared<JsPreparedConv2d>(JsPreparedConv2d{
         bias ? fucina::prepareConv2dWeights(ctx(), weight, *bias, o) : fucina::prepareConv2dWeights(ctx(), weight, o)});
   });

@@ -408,6 +408,10 @@ export interface Conv2dOptions {
   dilation?: Pair;
   /** Channel groups, dividing channels and outChannels (default 1). */
   groups?: number;
+  /** conv2dRelu only: the result max pooled over maxPool x maxPool windows with stride maxPool,
+   * as maxPool2d(maxPool) pools it, in the same op; no full-size result is kept (default 1: no
+   * pooling). */
+  maxPool?: number;
   /** Axis names (defaults c, h, w, out, kh, kw). */
   axes?: Conv2dAxes;
 }
@@ -921,7 +925,8 @@ export class Tensor {
   conv2d(weight: Tensor, options?: Conv2dOptions): Tensor;
   /** relu(conv2d(weight, options)) as one op: the bias and relu applied in the convolution's
    * output loop, and one VJP whose gradients are the composed ops' (relu's mask read from the
-   * result). */
+   * result). With options.maxPool, also max pooled in the same op: conv2dRelu then maxPool2d's
+   * values and gradients, without the full-size result. */
   conv2dRelu(weight: Tensor, options?: Conv2dOptions): Tensor;
   /** 1-D cross-correlation (torch's conv1d). The input has axes c and t plus any batch axes; the
    * weight has exactly out, c (= input c / groups), k. The result keeps the input's axis order
@@ -1301,8 +1306,9 @@ export interface Conv2d extends Module {
   /** The bias {out}. */
   readonly bias: Tensor;
   /** relu(forward(x)) as one op ({@link Tensor.conv2dRelu}): the bias and relu added in the
-   * convolution's output loop, one gradient step. */
-  forwardRelu(x: Tensor): Tensor;
+   * convolution's output loop, one gradient step; with `maxPool`, also max pooled over maxPool x
+   * maxPool windows in the same op (maxPool2d's values and gradients, no full-size result kept). */
+  forwardRelu(x: Tensor, options?: { maxPool?: number }): Tensor;
   /** The layer for inference, weight and bias prepared once ({@link Fucina.prepareConv2dWeights}). */
   pack(): PackedModel;
 }

@@ -112,9 +112,10 @@ export function makeNn(fc) {
     forward(x) {
       this.#check(x, 'Conv2d.forward');
       return x.conv2d(this.weight, { ...this.options, bias: this.bias }); }
-    forwardRelu(x) {
+    forwardRelu(x, options = {}) {
+      const { maxPool = 1 } = checkOptions(options, ['maxPool'], 'Conv2d.forwardRelu');
       this.#check(x, 'Conv2d.forwardRelu');
-      return x.conv2dRelu(this.weight, { ...this.options, bias: this.bias }); }
+      return x.conv2dRelu(this.weight, { ...this.options, bias: this.bias, maxPool }); }
     /** The layer for inference: weight and bias prepared once (fc.prepareConv2dWeights). */
     pack() {
       const prepared = prepareConv(this);
@@ -246,8 +247,8 @@ export function makeNn(fc) {
     get #flatOrder() { return this.config.channelsLast ? ['h', 'w', 'c2'] : ['c2', 'h', 'w']; }
     forward(images) {
       return fc.scope(() => {
-        let h = this.conv1.forwardRelu(this.#images(images, 'Cnn.forward')).maxPool2d(2);
-        h = this.conv2.forwardRelu(h).maxPool2d(2).merge(this.#flatOrder, 'feature');
+        let h = this.conv1.forwardRelu(this.#images(images, 'Cnn.forward'), { maxPool: 2 });
+        h = this.conv2.forwardRelu(h, { maxPool: 2 }).merge(this.#flatOrder, 'feature');
         return this.fc2.forward(this.fc1.forward(h).relu());
       });
     }

@@ -114,6 +114,7 @@ export const conv2dOptions = options('options', [
   pair('padding', { min: 0, default: 0, doc: 'Zeros added on each side, >= 0 (default 0).' }),
   pair('dilation', { min: 1, default: 1, doc: 'Spacing of the kernel taps, >= 1 (default 1).' }),
   int('groups', { min: 1, default: 1, doc: 'Channel groups, dividing channels and outChannels (default 1).' }),
+  int('maxPool', { min: 1, default: 1, doc: "conv2dRelu only: the result max pooled over maxPool x maxPool windows with stride maxPool, as maxPool2d(maxPool) pools it, in the same op; no full-size result is kept (default 1: no pooling)." }),
   options('axes', [
     axis('channels', { default: 'c', doc: "The input's channel axis (default 'c'); the weight has it too." }),
     axis('height', { default: 'h', doc: "The input's height axis (default 'h')." }),
@@ -126,7 +127,7 @@ export const conv2dOptions = options('options', [
 const conv2dCpp = (op) => `const fucina::Conv2dOptions o{.channels = channels, .height = height, .width = width, .out_channels = outChannels,
                                    .kernel_h = kernelH, .kernel_w = kernelW, .stride_h = stride[0], .stride_w = stride[1],
                                    .pad_h = padding[0], .pad_w = padding[1], .dilation_h = dilation[0],
-                                   .dilation_w = dilation[1], .groups = groups};
+                                   .dilation_w = dilation[1], .groups = groups, .max_pool = maxPool};
           return bias ? self.${op}(ctx(), weight, *bias, o) : self.${op}(ctx(), weight, o);`;
 const conv1dAxes = options('axes', [
   axis('channels', { default: 'c', doc: "The input's channel axis (default 'c'); the weight has it too." }),
@@ -470,7 +471,7 @@ export const OPS = [
     doc: "2-D cross-correlation (torch's conv2d) via im2col + GEMM. The input has axes c, h, w plus any batch axes, in any order; the weight has exactly out, c (= input c / groups), kh, kw. The result keeps the input's axis order with c replaced by out.",
     args: [tensor('weight'), conv2dOptions], cpp: conv2dCpp('conv2d') },
   { name: 'conv2dRelu', on: 'tensor',
-    doc: "relu(conv2d(weight, options)) as one op: the bias and relu applied in the convolution's output loop, and one VJP whose gradients are the composed ops' (relu's mask read from the result).",
+    doc: "relu(conv2d(weight, options)) as one op: the bias and relu applied in the convolution's output loop, and one VJP whose gradients are the composed ops' (relu's mask read from the result). With options.maxPool, also max pooled in the same op: conv2dRelu then maxPool2d's values and gradients, without the full-size result.",
     args: [tensor('weight'), conv2dOptions], cpp: conv2dCpp('conv2dRelu') },
   { name: 'conv1d', on: 'tensor',
     doc: "1-D cross-correlation (torch's conv1d). The input has axes c and t plus any batch axes; the weight has exactly out, c (= input c / groups), k. The result keeps the input's axis order with c replaced by out.",

@@ -508,6 +508,80 @@ TEST_CASE("conv2dRelu and conv2d channels first: one pass over the images, the c
   }
 }
 
+// Note [Pooled conv2dRelu]: with maxPool, conv2dRelu's result and gradients are conv2dRelu's
+// then maxPool2d's, bit for bit, on 1 and 2 threads: pools of 2 and 3 with a floor, chunks of one
+// image and of several (9 images), groups, strides and padding, a W2-sized image, windows of
+// tied zeros (a negative bias), no bias, and the shapes the composed path serves (one output
+// channel, one output position, no images, channels last).
+TEST_CASE("conv2dRelu with maxPool: pooled in one op, the composed ops' values and gradients") {
+  struct Case {
+    fucina::Tags x_tags;
+    fucina::Extents x, w;
+    fucina::Conv2dOptions o;
+    float shift = 0;  // added to the bias
+  };
+  const fucina::Tags nchw{"n", "c", "h", "w"}, nhwc{"n", "h", "w", "c"};
+  const Case cases[] = {{nchw, {3, 4, 8, 5}, {6, 2, 3, 2}, {.stride_h = 2, .pad_w = 1, .groups = 2, .max_pool = 2}},
+                        {nchw, {9, 3, 8, 8}, {5, 3, 3, 3}, {.pad_h = 1, .pad_w = 1, .max_pool = 3}},
+                        {nchw, {2, 32, 13, 13}, {64, 32, 3, 3}, {.max_pool = 2}},
+                        {nchw, {2, 3, 6, 7}, {4, 3, 2, 2}, {.max_pool = 2}, -1.5f},
+                        {nchw, {4, 2, 5, 4}, {1, 2, 2, 2}, {.max_pool = 2}},
+                        {nchw, {3, 2, 3, 3}, {4, 2, 3, 3}, {.max_pool = 1}},
+                        {nchw, {0, 2, 5, 4}, {3, 2, 2, 3}, {.max_pool = 2}},
+                        {nhwc, {2, 7, 6, 3}, {4, 2, 2, 3}, {.max_pool = 2}}};
+  for (const Case& k : cases) {
+    INFO("x " << k.x[0] << "x" << k.x[1] << "x" << k.x[2] << "x" << k.x[3] << " out " << k.w[0] << " pool "
+              << k.o.max_pool);
+    std::vector<std::vector<float>> first;
+    for (int threads : {1, 2}) {
+      ExecContext ctx(fucina::ExecOptions{.threads = threads});
+      const bool last = k.x_tags == nhwc;
+      Tensor x = Tensor::variable(ctx, Tensor::normal(ctx, k.x_tags, k.x, 0, 1, 1));
+      Tensor w = Tensor::variable(ctx, Tensor::normal(ctx, last ? fucina::Tags{"out", "kh", "kw", "c"}
+                                                                 : fucina::Tags{"out", "c", "kh", "kw"}, k.w, 0, 1, 2));
+      Tensor b = Tensor::variable(ctx, Tensor::normal(ctx, {"out"}, {k.w[0]}, k.shift, 1, 3));
+      fucina::Conv2dOptions unpooled = k.o;
+      unpooled.max_pool = 1;
+      const int64_t m = k.o.max_pool;
+      auto run = [&](const Tensor& y) {
+        for (const Tensor* t : {&x, &w, &b}) t->zeroGrad();
+        y.mul(ctx, Tensor::normal(ctx, y.tags(), y.shape(), 0, 1, 4)).sumAll(ctx).backward(ctx);
+        return std::vector<std::vector<float>>{y.value().toVector(), x.grad(ctx).value().toVector(),
+                                               w.grad(ctx).value().toVector(), b.grad(ctx).value().toVector()};
+      };
+      const auto fused = run(x.conv2dRelu(ctx, w, b, k.o));
+      CHECK(fused == run(x.conv2dRelu(ctx, w, b, unpooled).maxPool2d(ctx, m, m, m, m)));
+      if (threads == 1) first = fused;
+      else CHECK(fused == first);
+      // Without a bias, and without gradients (no argmax kept).
+      Tensor y = x.conv2dRelu(ctx, w, k.o);
+      CHECK(y.value().toVector() == x.conv2dRelu(ctx, w, unpooled).maxPool2d(ctx, m, m, m, m).value().toVector());
+      fucina::NoGradScope no_grad;
+      CHECK(x.conv2dRelu(ctx, w, b, k.o).value().toVector() == fused[0]);
+    }
+  }
+}
+
+TEST_CASE("conv2dRelu with maxPool: gradcheck and bad inputs") {
+  ExecContext ctx(fucina::ExecOptions{.threads = 1});
+  Tensor x = Tensor::variableFromSlice(ctx, {"n", "c", "h", "w"}, {2, 2, 5, 6}, rnd(120, 41));
+  Tensor w = Tensor::variableFromSlice(ctx, {"out", "c", "kh", "kw"}, {3, 2, 2, 3}, rnd(36, 42));
+  Tensor b = Tensor::variableFromSlice(ctx, {"out"}, {3}, rnd(3, 43));
+  Tensor r = Tensor::fromSlice(ctx, {"n", "out", "h", "w"}, {2, 3, 2, 3}, rnd(36, 44));
+  const fucina::Conv2dOptions o{.pad_w = 1, .max_pool = 2};
+  fucina::gradcheck(ctx, [&](ExecContext& c) { return x.conv2dRelu(c, w, b, o).mul(c, r).sumAll(c); }, {&x, &w, &b},
+                    {.eps = 1e-3, .abs_tol = 2e-3, .rel_tol = 2e-2});
+  CHECK(x.conv2dRelu(ctx, w, b, o).shape() == fucina::Extents{2, 3, 2, 3});
+  Tensor xc = Tensor::ones(ctx, {"c", "h", "w"}, {2, 3, 3}), wc = Tensor::ones(ctx, {"out", "c", "kh", "kw"}, {3, 2, 2, 2});
+  CHECK_FUCINA_ERROR(xc.conv2dRelu(ctx, wc, fucina::Conv2dOptions{.max_pool = 0}), InvalidArgument);
+  CHECK_FUCINA_ERROR(xc.conv2dRelu(ctx, wc, fucina::Conv2dOptions{.max_pool = 3}), ShapeMismatch);  // output 2x2
+  CHECK_FUCINA_ERROR(xc.conv2d(ctx, wc, fucina::Conv2dOptions{.max_pool = 2}), InvalidArgument);
+  CHECK_FUCINA_ERROR(xc.conv2d(ctx, wc, Tensor::ones(ctx, {"out"}, {3}), fucina::Conv2dOptions{.max_pool = 2}),
+                     InvalidArgument);
+  CHECK_FUCINA_ERROR(fucina::prepareConv2dWeights(ctx, wc, fucina::Conv2dOptions{.max_pool = 2}), InvalidArgument);
+  CHECK(xc.conv2dRelu(ctx, wc, fucina::Conv2dOptions{.max_pool = 2}).toVector() == std::vector<float>(3, 8.0f));
+}
+
 TEST_CASE("conv2dRelu: gradcheck and bad inputs") {
   ExecContext ctx(fucina::ExecOptions{.threads = 1});
   Tensor x = Tensor::variableFromSlice(ctx, {"n", "c", "h", "w"}, {2, 2, 5, 4}, rnd(80, 31));

@@ -438,7 +438,8 @@ const std::map<std::string, Op>& ops() {
        [](C c, I in, A a) {
          const fucina::Conv2dOptions o{.stride_h = a.integer("stride_h"), .stride_w = a.integer("stride_w"), .pad_h = a.integer("pad_h"),
                                        .pad_w = a.integer("pad_w"), .dilation_h = a.integer("dilation_h"),
-                                       .dilation_w = a.integer("dilation_w"), .groups = a.integer("groups")};
+                                       .dilation_w = a.integer("dilation_w"), .groups = a.integer("groups"),
+                                       .max_pool = a.has("max_pool") ? a.integer("max_pool") : 1};
          const Tensor& x = in.at("x");
          return just(in.count("bias") ? x.conv2dRelu(c, in.at("weight"), in.at("bias"), o) : x.conv2dRelu(c, in.at("weight"), o));
        }},

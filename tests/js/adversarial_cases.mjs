@@ -60,7 +60,8 @@ const unaryOps = ['neg', 'abs', 'exp', 'log', 'sqrt', 'tanh', 'sigmoid', 'relu',
 const axisOps = ['sum', 'mean', 'max', 'min', 'logsumexp', 'cumsum', 'prod', 'norm', 'softmax', 'logSoftmax', 'cumprod',
   'argmax', 'argmin', 'any', 'all'];
 const poolOptions = { stride: 'pairPos', padding: 'nat', height: 'axis', width: 'axis' };
-const convOptions = { stride: 'pairPos', padding: 'pairNat', dilation: 'pairPos', groups: 'pos', bias: 'tensor', axes: 'options' };
+const convOptions = { stride: 'pairPos', padding: 'pairNat', dilation: 'pairPos', groups: 'pos', maxPool: 'pos', bias: 'tensor',
+  axes: 'options' };
 const conv1dOptions = { stride: 'pos', padding: 'nat', dilation: 'pos', groups: 'pos', bias: 'tensor', axes: 'options' };
 const causalOptions = { dilation: 'pos', bias: 'tensor', axes: 'options' };
 const unfoldOptions = { stride: 'pairPos', padding: 'pairNat', dilation: 'pairPos', axes: 'options' };

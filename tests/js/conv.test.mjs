@@ -83,6 +83,24 @@ for (const variant of VARIANTS) {
       assert.deepEqual(values(u.grad()), [14, 22]);
     });
 
+    test("conv2dRelu with maxPool: conv2dRelu then maxPool2d's values and gradients, in one op", async () => {
+      const fc = await engine(variant);
+      for (const [xs, ws, opts, shift] of [[[3, 4, 8, 7], [6, 2, 3, 2], { groups: 2, padding: [0, 1], maxPool: 2 }, 0],
+        [[2, 3, 9, 9], [4, 3, 3, 3], { maxPool: 3 }, -0.5], [[2, 2, 5, 5], [3, 2, 2, 2], { maxPool: 2 }, 0]]) {
+        const grads = [];
+        for (const pooled of [true, false]) {
+          const x = fc.variable(['n', 'c', 'h', 'w'], xs, wave(xs.reduce((a, b) => a * b), 1, 0.3, 1.1));
+          const w = fc.variable(['out', 'c', 'kh', 'kw'], ws, wave(ws.reduce((a, b) => a * b), 0.5, 0.2, 0.77));
+          const b = fc.variable(['out'], [ws[0]], wave(ws[0], 0.3, 0.9).map((v) => v + shift));
+          const y = pooled ? x.conv2dRelu(w, { ...opts, bias: b })
+            : x.conv2dRelu(w, { ...opts, maxPool: 1, bias: b }).maxPool2d(opts.maxPool);
+          y.mul(fc.constant(y.tags, y.shape, wave(y.shape.reduce((a, b) => a * b), 1, 0.1, 0.61))).sumAll().backward();
+          grads.push([values(y), values(x.grad()), values(w.grad()), values(b.grad())]);
+        }
+        assert.deepEqual(grads[0], grads[1]);  // the composed ops' bits
+      }
+    });
+
     test('gradcheck through conv2d and pooling', async () => {
       const fc = await engine(variant);
       const x = fc.variable(['n', 'c', 'h', 'w'], [2, 2, 5, 5], wave(100, 1, 0.2, 1.3));
@@ -108,6 +126,11 @@ for (const variant of VARIANTS) {
       throwsCode(() => x.conv2d(w, { padding: 1.5 }), 'InvalidArgument');
       throwsCode(() => x.conv2d(w, { strides: 1 }), 'InvalidArgument');
       throwsCode(() => x.conv2d([1, 2]), 'InvalidArgument');
+      throwsCode(() => x.conv2dRelu(w.narrow('kh', 0, 3), { maxPool: 0 }), 'InvalidArgument');
+      throwsCode(() => x.conv2dRelu(w.narrow('kh', 0, 3), { maxPool: 1.5 }), 'InvalidArgument');
+      throwsCode(() => x.conv2dRelu(w.narrow('kh', 0, 3), { maxPool: 4 }), 'ShapeMismatch');  // a 3x3 output
+      throwsCode(() => x.conv2d(w.narrow('kh', 0, 3), { maxPool: 2 }), 'InvalidArgument');
+      throwsCode(() => fc.prepareConv2dWeights(w.narrow('kh', 0, 3), { maxPool: 2 }), 'InvalidArgument');
       throwsCode(() => x.maxPool2d(2, { padding: 2 }), 'InvalidArgument');
       throwsCode(() => x.maxPool2d([2]), 'InvalidArgument');
       throwsCode(() => x.avgPool2d(2, { height: 'y' }), 'ShapeMismatch');

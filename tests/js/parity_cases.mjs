@@ -149,7 +149,7 @@ export const OPS = {
   groupedCausalConv1d: (i, a) => i.x.groupedCausalConv1d(i.weight, a.groups, { bias: i.bias, dilation: a.dilation }),
   causalDepthwiseConv1d: (i) => i.x.causalDepthwiseConv1d(i.weight, { bias: i.bias }),
   conv2dRelu: (i, a) => i.x.conv2dRelu(i.weight, { bias: i.bias, stride: [a.stride_h, a.stride_w], padding: [a.pad_h, a.pad_w],
-    dilation: [a.dilation_h, a.dilation_w], groups: a.groups }),
+    dilation: [a.dilation_h, a.dilation_w], groups: a.groups, maxPool: a.max_pool ?? 1 }),
   unfold: (i, a) => i.x.unfold([a.kernel_h, a.kernel_w], unfoldOptions(a)),
   fold: (i, a) => i.x.fold([a.out_h, a.out_w], [a.kernel_h, a.kernel_w], unfoldOptions(a)),
   channelAffine: (i, a) => i.x.channelAffine(i.scale, i.shift, a.channel),

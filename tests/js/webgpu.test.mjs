@@ -542,6 +542,7 @@ for (const variant of VARIANTS) {
       const y = x.conv2d(w, { bias: b, stride: [2, 1], padding: [1, 2], dilation: [1, 2], groups: 2 });
       const r = x.conv2dRelu(w, { bias: b, groups: 2 });
       const fused = fc.noGrad(() => x.conv2dRelu(w, { bias: b, groups: 2 }));  // bias and relu in the kernel
+      const pooled = x.conv2dRelu(w, { bias: b, groups: 2, maxPool: 2 });  // Note [Pooled conv2dRelu]
       // Channels last: the same convolution over x laid out {n, h, w, c}.
       const wl = fc.variable(['out', 'c', 'kh', 'kw'], [5, 4, 3, 3], values(180, 24));
       const cl = x.permuteTo(['n', 'h', 'w', 'c']).contiguous().conv2d(wl, { padding: [1, 1] });
@@ -555,9 +556,9 @@ for (const variant of VARIANTS) {
       const wt = fc.variable(['c', 'out', 'k'], [3, 2, 4], values(24, 29));
       const t1 = s.convTranspose1d(wt, { stride: 3, padding: 1, outputPadding: 1 });
       const one = fc.variable(['c', 'h', 'w'], [1, 1, 1], [2]).conv2d(fc.constant(['out', 'c', 'kh', 'kw'], [1, 1, 1, 1], [3]));
-      y.mul(y).sumAll().add(r.sumAll()).add(cl.mul(cl).sumAll()).add(yb.mul(yb).sumAll().scale(0.01)).add(y1.mul(y1).sumAll())
+      y.mul(y).sumAll().add(r.sumAll()).add(pooled.mul(pooled).sumAll()).add(cl.mul(cl).sumAll()).add(yb.mul(yb).sumAll().scale(0.01)).add(y1.mul(y1).sumAll())
         .add(t1.mul(t1).sumAll()).backward();
-      return { y, r, fused, cl, yb, y1, t1, one, gx: x.grad(), gw: w.grad(), gb: b.grad(), gwl: wl.grad(), gbig: big.grad(),
+      return { y, r, fused, pooled, cl, yb, y1, t1, one, gx: x.grad(), gw: w.grad(), gb: b.grad(), gwl: wl.grad(), gbig: big.grad(),
         gwb: wb.grad(), gs: s.grad(), gw1: w1.grad(), gwt: wt.grad() };
     });
     compare(out, 1e-4);

@@ -195,6 +195,7 @@ const convs: Tensor[] = [seq1d.conv1d(fc.ones(['out', 'c', 'k'], [3, 2, 2]), { s
   seq1d.groupedCausalConv1d(fc.ones(['out', 'c', 'k'], [2, 1, 3]), 2),
   seq1d.causalDepthwiseConv1d(fc.ones(['out', 'c', 'k'], [2, 1, 4]), { axes: { length: 't' } }),
   fc.ones(['c', 'h', 'w'], [1, 4, 4]).conv2dRelu(fc.ones(['out', 'c', 'kh', 'kw'], [1, 1, 3, 3]), { padding: 1 }),
+  fc.ones(['c', 'h', 'w'], [1, 4, 4]).conv2dRelu(fc.ones(['out', 'c', 'kh', 'kw'], [1, 1, 3, 3]), { padding: 1, maxPool: 2 }),
   fc.ones(['c', 'h', 'w'], [1, 4, 4]).unfold(2, { stride: [2, 2] }), fc.ones(['patch', 'l'], [4, 4]).fold([4, 4], 2, { stride: 2 }),
   seq1d.channelAffine(fc.ones(['c'], [2]), fc.zeros(['c'], [2]), 'c')];
 const constantResults: Tensor[] = [a.argmax('c'), a.argmin('r'), a.argsort('c', true), a.multinomial('c', 2, 7), a.multinomial('c', 5, 7, true),

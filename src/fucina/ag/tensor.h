@@ -90,6 +90,9 @@ struct Conv2dOptions {
   int64_t pad_h = 0, pad_w = 0;            ///< zero padding on both sides
   int64_t dilation_h = 1, dilation_w = 1;
   int64_t groups = 1;  ///< channels and out_channels split into this many independent groups
+  /// conv2dRelu only: max pooling of the result over max_pool x max_pool windows, stride
+  /// max_pool, no padding (maxPool2d's), fused (Note [Pooled conv2dRelu]); 1: none.
+  int64_t max_pool = 1;
 };
 
 /// conv1d's axes and geometry, as Conv2dOptions's with one spatial axis: the input holds

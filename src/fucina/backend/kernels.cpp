@@ -101,6 +101,21 @@ Kernels::ConvGrads Kernels::conv2dVjp(ExecContext& ctx, const RawTensor& gy, con
   return r;
 }
 
+Kernels::Pooled Kernels::conv2dReluPool(ExecContext& ctx, const RawTensor& x, const RawTensor& w, const ConvPlan& p,
+                                        const Tags& tags, const Extents& shape, const RawTensor& bias,
+                                        const Conv2dGeometry& pool, size_t trailing, bool argmax) const {
+  return pool2d(ctx, Pool::max, conv2d(ctx, x, w, p, tags, shape, bias, true), pool, trailing, argmax);
+}
+
+Kernels::ConvGrads Kernels::conv2dReluPoolVjp(ExecContext& ctx, const RawTensor& gy, const RawTensor& pooled,
+                                              const RawTensor& argmax, const RawTensor& x, const RawTensor& w,
+                                              const ConvPlan& p, const Conv2dGeometry& pool, size_t trailing,
+                                              const ConvGradLayout& layout, bool bias) const {
+  const std::array<const RawTensor*, 3> masked{&gy, &pooled, &pooled};  // as conv2dVjp's relu mask
+  const RawTensor g = map(ctx, ElemOp::Relu, Form::da, gy.tags(), gy.shape(), masked, {});
+  return conv2dVjp(ctx, pool2dVjp(ctx, Pool::max, g, argmax, pool, trailing), RawTensor(), x, w, p, layout, bias);
+}
+
 void rollInto(ExecContext& ctx, const RawTensor& src, const RawTensor& dst, Tag axis, int64_t s) {
   const int64_t n = src.extent(axis);
   const Kernels& b = kernelsOf(ctx);

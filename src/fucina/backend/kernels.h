@@ -284,6 +284,20 @@ class Kernels {
   /// (and, for max, its argmax).
   virtual RawTensor pool2dVjp(ExecContext& ctx, Pool kind, const RawTensor& gy, const RawTensor& argmax,
                               const Conv2dGeometry& g, size_t trailing) const = 0;
+  /// conv2dRelu pooled (Note [Pooled conv2dRelu]): pool2d's max pooling (over `pool`'s windows,
+  /// `trailing` as pool2d's) of conv2d(x, w) + bias, relu'd, over (tags, shape), conv2d's result;
+  /// the argmax as pool2d's when `argmax`. Default: conv2d, then pool2d.
+  virtual Pooled conv2dReluPool(ExecContext& ctx, const RawTensor& x, const RawTensor& w, const ConvPlan& p,
+                                const Tags& tags, const Extents& shape, const RawTensor& bias,
+                                const Conv2dGeometry& pool, size_t trailing, bool argmax) const;
+  /// Its VJP from gy (contiguous, the pooled layout), the pooled result and its argmax: conv2dVjp's
+  /// gradients of pool2d's gradient of gy·(pooled > 0) (relu's mask, read where each window's
+  /// gradient lands), which are the composed ops' bits. Default: relu's map, pool2dVjp and
+  /// conv2dVjp, composed.
+  virtual ConvGrads conv2dReluPoolVjp(ExecContext& ctx, const RawTensor& gy, const RawTensor& pooled,
+                                      const RawTensor& argmax, const RawTensor& x, const RawTensor& w, const ConvPlan& p,
+                                      const Conv2dGeometry& pool, size_t trailing, const ConvGradLayout& layout,
+                                      bool bias) const;
   /// y [..., 2H, 2W] = x [..., H, W] with each element repeated in a 2x2 block; the VJP sums each
   /// block of gy.
   virtual RawTensor upsample2x(ExecContext& ctx, const RawTensor& x) const = 0;

@@ -41,7 +41,11 @@ Conv2d::Conv2d(ExecContext& ctx, Tag in, Tag out, int64_t in_channels, int64_t o
 }
 
 Tensor Conv2d::operator()(ExecContext& ctx, const Tensor& x) const { return x.conv2d(ctx, weight, bias, options); }
-Tensor Conv2d::forwardRelu(ExecContext& ctx, const Tensor& x) const { return x.conv2dRelu(ctx, weight, bias, options); }
+Tensor Conv2d::forwardRelu(ExecContext& ctx, const Tensor& x, int64_t max_pool) const {
+  Conv2dOptions o = options;
+  o.max_pool = max_pool;
+  return x.conv2dRelu(ctx, weight, bias, o);
+}
 
 void Conv2d::collect(std::vector<Tensor>& params) const { keepDefined(params, {&weight, &bias}); }
 

@@ -31,8 +31,9 @@ struct Conv2d {
   Conv2d(ExecContext& ctx, Tag in, Tag out, int64_t in_channels, int64_t out_channels,
          int64_t kernel, uint64_t seed, Conv2dOptions geometry = {});
   Tensor operator()(ExecContext& ctx, const Tensor& x) const;
-  /// relu((*this)(x)) as one op (Tensor::conv2dRelu): the bias and relu in the output loop.
-  Tensor forwardRelu(ExecContext& ctx, const Tensor& x) const;
+  /// relu((*this)(x)) as one op (Tensor::conv2dRelu): the bias and relu in the output loop; with
+  /// max_pool > 1, max pooled over max_pool x max_pool windows in the same op (Note [Pooled conv2dRelu]).
+  Tensor forwardRelu(ExecContext& ctx, const Tensor& x, int64_t max_pool = 1) const;
   void collect(std::vector<Tensor>& params) const;
 };
 

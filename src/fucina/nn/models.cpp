@@ -50,15 +50,14 @@ Cnn::Cnn(ExecContext& ctx, const CnnConfig& c, uint64_t seed)
 }
 
 namespace {
-// The Cnn's layers, training or prepared: convRelu(i, x) is convolution i (0 or 1) and its relu,
-// linear(i, x) linear layer i.
-template <class ConvRelu, class Linear>
-Tensor cnnLayers(ExecContext& ctx, const Tensor& images, bool channels_last, const ConvRelu& convRelu,
+// The Cnn's layers, training or prepared: convReluPool(i, x) is convolution i (0 or 1), its relu
+// and 2x2 max pooling, linear(i, x) linear layer i.
+template <class ConvReluPool, class Linear>
+Tensor cnnLayers(ExecContext& ctx, const Tensor& images, bool channels_last, const ConvReluPool& convReluPool,
                  const Linear& linear) {
   const Tensor x =
       hasTag(images.tags(), "c") ? images : images.insertAxis(ctx, "c", channels_last ? images.rank() : images.rank() - 2);
-  Tensor h = convRelu(0, x).maxPool2d(ctx, 2, 2, 2, 2);
-  h = convRelu(1, h).maxPool2d(ctx, 2, 2, 2, 2);
+  Tensor h = convReluPool(1, convReluPool(0, x));
   h = h.merge(ctx, channels_last ? Tags{"h", "w", "c2"} : Tags{"c2", "h", "w"}, "feature");
   return linear(1, linear(0, h).relu(ctx));
 }
@@ -66,7 +65,7 @@ Tensor cnnLayers(ExecContext& ctx, const Tensor& images, bool channels_last, con
 
 Tensor Cnn::operator()(ExecContext& ctx, const Tensor& images) const {
   return cnnLayers(
-      ctx, images, channels_last_, [&](int i, const Tensor& x) { return (i == 0 ? conv1_ : conv2_).forwardRelu(ctx, x); },
+      ctx, images, channels_last_, [&](int i, const Tensor& x) { return (i == 0 ? conv1_ : conv2_).forwardRelu(ctx, x, 2); },
       [&](int i, const Tensor& x) { return (i == 0 ? fc1_ : fc2_)(ctx, x); });
 }
 
@@ -91,7 +90,9 @@ PreparedCnn::PreparedCnn(ExecContext& ctx, const Cnn& model)
 Tensor PreparedCnn::operator()(ExecContext& ctx, const Tensor& images) const {
   auto off = noGrad();
   return cnnLayers(ctx, images, channels_last_,
-                   [&](int i, const Tensor& x) { return x.conv2dPreparedRelu(ctx, i == 0 ? conv1_ : conv2_); },
+                   [&](int i, const Tensor& x) {
+                     return x.conv2dPreparedRelu(ctx, i == 0 ? conv1_ : conv2_).maxPool2d(ctx, 2, 2, 2, 2);
+                   },
                    [&](int i, const Tensor& x) {
                      const PackedLinear& l = i == 0 ? fc1_ : fc2_;
                      return l.bias.defined() ? x.dotPacked(ctx, l.weight, l.bias) : x.dotPacked(ctx, l.weight);

@@ -41,12 +41,14 @@ struct ConvSpec {
   bool transposed = false;     // weight {channels, out_channels / groups, kernel...}, as torch's
   int64_t output_padding = 0;  // transposed only
   bool causal = false;         // pad_w = (kernel - 1)·dilation on the left only: output length = input length
+  int64_t max_pool = 1;        // conv2dRelu's maxPool (Note [Pooled conv2dRelu])
 };
 
 ConvSpec specOf(const Conv2dOptions& o, std::string_view op) {
   return {.op = op, .channels = o.channels, .out_channels = o.out_channels, .width = o.width, .kernel_w = o.kernel_w,
           .height = o.height, .kernel_h = o.kernel_h, .stride_h = o.stride_h, .stride_w = o.stride_w, .pad_h = o.pad_h,
-          .pad_w = o.pad_w, .dilation_h = o.dilation_h, .dilation_w = o.dilation_w, .groups = o.groups};
+          .pad_w = o.pad_w, .dilation_h = o.dilation_h, .dilation_w = o.dilation_w, .groups = o.groups,
+          .max_pool = o.max_pool};
 }
 ConvSpec specOf(const Conv1dOptions& o) {
   return {.op = "conv1d", .channels = o.channels, .out_channels = o.out_channels, .width = o.length, .kernel_w = o.kernel,
@@ -107,6 +109,11 @@ Tensor convolve(ExecContext& ctx, const Tensor& input, const Tensor& weight, con
   requirePositive(op, two_d ? "pad_w" : "padding", s.pad_w, 0);
   requirePositive(op, "groups", s.groups);
   requirePositive(op, "output_padding", s.output_padding, 0);
+  requirePositive(op, "maxPool", s.max_pool);
+  const bool pooled = s.max_pool > 1;
+  if (pooled && !relu)
+    fail(ErrorCode::InvalidArgument, op + ": maxPool " + num(s.max_pool) + " is conv2dRelu's option; pool " + op +
+                                         "'s result with maxPool2d");
   if (s.transposed && s.output_padding >= std::max(s.stride_w, s.dilation_w))
     fail(ErrorCode::InvalidArgument, op + ": output_padding " + num(s.output_padding) + " must be smaller than the stride " +
                                          num(s.stride_w) + " or the dilation " + num(s.dilation_w));
@@ -150,6 +157,9 @@ Tensor convolve(ExecContext& ctx, const Tensor& input, const Tensor& weight, con
       if (two_d) msg += quoted(*s.height) + "=" + num(H) + "+2*" + num(s.pad_h) + ", ";
       fail(ErrorCode::ShapeMismatch, msg + quoted(s.width) + "=" + num(Lx) + "+2*" + num(pad_w));
     }
+    if (pooled && (OH < s.max_pool || OW < s.max_pool))
+      fail(ErrorCode::ShapeMismatch, op + ": maxPool " + num(s.max_pool) + " is larger than the convolution's output " +
+                                         quoted(*s.height) + "=" + num(OH) + ", " + quoted(s.width) + "=" + num(OW));
   }
   const Conv2dGeometry g{C, H, W, KH, KW, s.stride_h, s.stride_w, s.pad_h, pad_w, s.dilation_h, s.dilation_w, OH, OW};
 
@@ -187,25 +197,48 @@ Tensor convolve(ExecContext& ctx, const Tensor& input, const Tensor& weight, con
   const RawTensor w = wv.permuted(w_order).contiguous(ctx);
   const RawTensor b = bias != nullptr ? bias->value().contiguous(ctx) : RawTensor();
   const backend::Kernels& k = backend::kernelsOf(ctx);
+  // Pooled (Note [Pooled conv2dRelu]): the output's planes, or channels last its images with the
+  // output channels trailing, pooled as maxPool2d pools them.
+  const int64_t mp = s.max_pool;
+  const Conv2dGeometry pool{channels_last ? N : checkedMul(N, OC, op), OH, OW, mp, mp, mp, mp, 0, 0, 1, 1, OH / mp, OW / mp};
+  const size_t trailing = channels_last ? 1 : 0;
+  RawTensor argmax;
   // An empty result (no output channels, say) computes nothing, however many images.
-  RawTensor y = numelOf(y_shape) == 0 ? RawTensor::empty(ctx, y_tags, y_shape)
-                : s.transposed        ? k.conv2dInputGrad(ctx, x, w, plan, y_tags, y_shape)
-                                      : k.conv2d(ctx, x, w, plan, y_tags, y_shape, b, relu);
+  RawTensor y;
+  if (numelOf(y_shape) == 0) {
+    if (pooled) {
+      y_shape.end()[-2 - static_cast<std::ptrdiff_t>(trailing)] = pool.out_h;
+      y_shape.end()[-1 - static_cast<std::ptrdiff_t>(trailing)] = pool.out_w;
+    }
+    y = RawTensor::empty(ctx, y_tags, y_shape);
+  } else if (s.transposed) {
+    y = k.conv2dInputGrad(ctx, x, w, plan, y_tags, y_shape);
+  } else if (pooled) {
+    const bool records = isGradEnabled() && (ops::anyRequiresGrad({&input, &weight}) || (bias && bias->requiresGrad()));
+    backend::Kernels::Pooled r = k.conv2dReluPool(ctx, x, w, plan, y_tags, y_shape, b, pool, trailing, records);
+    y = std::move(r.y);
+    argmax = std::move(r.argmax);
+  } else {
+    y = k.conv2d(ctx, x, w, plan, y_tags, y_shape, b, relu);
+  }
   Tags result_order = a.tags();
   for (Tag& t : result_order)
     if (t == s.channels) t = s.out_channels;
   auto makeVjp = [&] {
     // Each convolution gradient reads the other operand; the relu's mask, the result.
     return [x = weight.requiresGrad() ? x : RawTensor(), w = input.requiresGrad() ? w : RawTensor(),
-            y = relu ? y : RawTensor(), plan, transposed = s.transposed, y_tags,
+            y = relu ? y : RawTensor(), argmax, pooled, pool, trailing, plan, transposed = s.transposed, y_tags,
             layout = backend::Kernels::ConvGradLayout{x_tags, x_shape, w_order, w.shape(), Tags{s.out_channels},
                                                       Extents{OC}}](
                ExecContext& c, const RawTensor& gy, NeedsGrad needs, Grads out) {
       const backend::Kernels& k = backend::kernelsOf(c);
       const RawTensor g = gy.permuted(y_tags).contiguous(c);
-      if (!transposed) {  // Note [Fused convolution VJP]
-        backend::Kernels::ConvGrads r = k.conv2dVjp(c, g, y, needs[1] ? x : RawTensor(), needs[0] ? w : RawTensor(),
-                                                    plan, layout, needs.size() > 2 && needs[2]);
+      if (!transposed) {  // Note [Fused convolution VJP], Note [Pooled conv2dRelu]
+        // x for the weight's gradient, w for the input's.
+        const RawTensor xs = needs[1] ? x : RawTensor(), ws = needs[0] ? w : RawTensor();
+        const bool gb = needs.size() > 2 && needs[2];
+        backend::Kernels::ConvGrads r = pooled ? k.conv2dReluPoolVjp(c, g, y, argmax, xs, ws, plan, pool, trailing, layout, gb)
+                                               : k.conv2dVjp(c, g, y, xs, ws, plan, layout, gb);
         if (needs[0]) out[0] = std::move(r.x);
         if (needs[1]) out[1] = std::move(r.w);
         if (needs.size() > 2 && needs[2]) out[2] = std::move(r.bias);

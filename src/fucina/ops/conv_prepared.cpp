@@ -71,6 +71,9 @@ PreparedConv2d prepare(ExecContext& ctx, const Tensor& weight, const Tensor* bia
   requirePositive(op, "pad_h", o.pad_h, 0);
   requirePositive(op, "pad_w", o.pad_w, 0);
   requirePositive(op, "groups", o.groups);
+  if (o.max_pool != 1)
+    fail(ErrorCode::InvalidArgument, std::string(op) + ": maxPool " + num(o.max_pool) +
+                                         " is conv2dRelu's option; pool a prepared convolution's result with maxPool2d");
   const Tags order = {o.out_channels, o.channels, o.kernel_h, o.kernel_w};
   const RawTensor& wv = weight.value();
   bool weight_ok = wv.rank() == order.size();

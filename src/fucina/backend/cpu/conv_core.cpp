@@ -1,6 +1,8 @@
 #include "fucina/backend/cpu/conv_core.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <type_traits>
 
 #include "fucina/backend/cpu/conv.h"
 #include "fucina/backend/cpu/conv_xnnpack.h"
@@ -129,11 +131,11 @@ void epilogue(float* y, int64_t rows, int64_t row_length, bool by_row, const flo
     else for (int64_t i = 0; i < row_length; ++i) row[i] += b;
   }
 }
-// Image n's epilogue in p's layout.
-void imageEpilogue(const ConvPlan& p, float* y, int64_t n, const float* bias, bool relu) {
+// The epilogue of one image's outputs yn in p's layout.
+void imageEpilogue(const ConvPlan& p, float* yn, const float* bias, bool relu) {
   const int64_t P = p.positions();
-  if (p.channels_last) epilogue(y + n * p.OC * P, P, p.OC, false, bias, relu);
-  else epilogue(y + n * p.OC * P, p.OC, P, true, bias, relu);
+  if (p.channels_last) epilogue(yn, P, p.OC, false, bias, relu);
+  else epilogue(yn, p.OC, P, true, bias, relu);
 }
 
 // Channels first, each group's W_g [OC/G, C/G·kh·kw] (or W_gᵀ, `transposed`) packed once per call
@@ -152,10 +154,14 @@ const float* groupPanels(const RawTensor& packed, const ConvPlan& p, int64_t gi)
   return packed.f32() + gi * (packed.numel() / p.G);
 }
 
-// y = conv(x, w); with a bias and/or relu applied to each image while it is in cache.
+// y = conv(x, w); with a bias and/or relu applied to each image while it is in cache. With a
+// `pooled` sink (not depthwise), y is null: image n's outputs are made in its chunk's scratch and
+// handed to pooled(n, outputs) instead (Note [Pooled conv2dRelu]).
+template <class Sink = std::nullptr_t>
 void convForward(ExecContext& ctx, const ConvPlan& p, const float* x, const float* w, float* y,
-                 const float* bias = nullptr, bool relu = false) {
-  const int64_t P = p.positions(), CgK = p.groupDepth(), OCg = p.OC / p.G;
+                 const float* bias = nullptr, bool relu = false, const Sink& pooled = nullptr) {
+  constexpr bool kPooled = !std::is_same_v<Sink, std::nullptr_t>;
+  const int64_t P = p.positions(), CgK = p.groupDepth(), OCg = p.OC / p.G, Y = p.OC * P;
   const bool plain = bias == nullptr && !relu;
   if (p.depthwise()) {  // rows of one image and channel: the epilogue's rows
     const int64_t W = p.g.width, K = p.g.kw;
@@ -168,14 +174,16 @@ void convForward(ExecContext& ctx, const ConvPlan& p, const float* x, const floa
     return;
   }
   const RawTensor packed = p.channels_last ? RawTensor() : packedGroupWeights(ctx, p, w, false);
-  forEachImage(ctx, p.N, p.colsFloats(), [&](int64_t, int64_t n, float* cols, bool serial) {
+  forEachImage(ctx, p.N, p.colsFloats() + (kPooled ? Y : 0), [&](int64_t, int64_t n, float* cols, bool serial) {
+    float* yn = kPooled ? cols + p.colsFloats() : y + n * Y;
     imageToColumns(p, x + n * p.imageFloats(), cols);
     for (int64_t gi = 0; gi < p.G; ++gi) {
-      const GroupMats m = groupMats(p, gi, cols, y + n * p.OC * P, w);
+      const GroupMats m = groupMats(p, gi, cols, yn, w);
       if (packed.valid()) packedProduct(ctx, serial, OCg, P, CgK, groupPanels(packed, p, gi), m.cols, m.y, false);
       else product(ctx, serial, OCg, P, CgK, m.w, m.cols, m.y, false);
     }
-    if (!plain) imageEpilogue(p, y, n, bias, relu);
+    if (!plain) imageEpilogue(p, yn, bias, relu);
+    if constexpr (kPooled) pooled(n, yn);
   });
 }
 
@@ -291,7 +299,7 @@ RawTensor conv2d(ExecContext& ctx, const RawTensor& x, const RawTensor& w, const
   // conv2dRelu's fused result stays exactly relu(conv2d + bias).
   if (p.channels_last && xnnpackConv2d(ctx, p, x, w.f32(), y.f32())) {
     if (b != nullptr || relu) forPlaneChunks(ctx, p.N, p.OC * p.positions(), [&](int64_t first, int64_t count) {
-      for (int64_t n = first; n < first + count; ++n) imageEpilogue(p, y.f32(), n, b, relu);
+      for (int64_t n = first; n < first + count; ++n) imageEpilogue(p, y.f32() + n * p.OC * p.positions(), b, relu);
     });
     return y;
   }
@@ -319,33 +327,23 @@ bool fusedVjp(const ConvPlan& p) {
   return !p.channels_last && !p.depthwise() && p.OC > 1 && p.positions() > 1;
 }
 
-// Note [Fused convolution VJP]: channels first, conv2d's VJP is one pass over the images: each
-// image's output gradient is masked by relu's y > 0 (conv2dRelu) into scratch, and its bias row
-// sums, its weight-gradient term and its input gradient are computed from there while it is in
-// cache. Composed, the mask writes a tensor the size of the result and the bias sum and both
-// adjoints read it back from memory (W2's first convolution: 5.5 MB each, 7% of its native step).
-// Each value is computed as the composed path computes it (relu's select, the same row sums added
-// in image order, the same products and chunk partials), so the gradients are its bits.
-backend::Kernels::ConvGrads conv2dVjp(ExecContext& ctx, const RawTensor& gy, const RawTensor& relu_y, const RawTensor& x,
-                                      const RawTensor& w, const ConvPlan& p,
-                                      const backend::Kernels::ConvGradLayout& layout, bool bias) {
-  const int64_t P = p.positions(), Y = p.OC * P, size = p.OC * p.groupDepth(), chunks = imageChunks(p.N);
+namespace {
+// The fused VJPs' pass over the images: gradient(n, scratch) is image n's output gradient [OC, P],
+// gy's own or made in `scratch` (`extra` floats past the chunk's columns); from it, while it is in
+// cache, the image's bias row sums, weight-gradient term and input gradient.
+template <class Gradient>
+backend::Kernels::ConvGrads vjpOverImages(ExecContext& ctx, const RawTensor& x, const RawTensor& w, const ConvPlan& p,
+                                          const backend::Kernels::ConvGradLayout& layout, bool bias, int64_t extra,
+                                          const Gradient& gradient) {
+  const int64_t size = p.OC * p.groupDepth(), chunks = imageChunks(p.N), P = p.positions();
   backend::Kernels::ConvGrads r;
   if (w.valid()) r.x = RawTensor::empty(ctx, layout.x_tags, layout.x_shape);
   if (x.valid()) r.w = RawTensor::zeros(ctx, layout.w_tags, layout.w_shape);
   const RawTensor packed = w.valid() ? packedGroupWeights(ctx, p, w.f32(), true) : RawTensor();
   const RawTensor partial = x.valid() ? RawTensor::zeros(ctx, {"chunk", "w"}, {chunks, size}) : RawTensor();
   const Scratch<double> sums(ctx.account(), bias ? static_cast<size_t>(p.N * p.OC) : 0);
-  const bool masked = relu_y.valid();
-  forEachImage(ctx, p.N, p.colsFloats() + (masked ? Y : 0), [&](int64_t chunk, int64_t n, float* cols, bool serial) {
-    const float* g = gy.f32() + n * Y;
-    if (masked) {
-      float* gm = cols + p.colsFloats();
-      const float* yn = relu_y.f32() + n * Y;
-      if (vec::enabled()) vec::run(vec::Op::reluGrad, Y, yn, 1, g, 1, gm);  // relu's row's SIMD form
-      else for (int64_t i = 0; i < Y; ++i) gm[i] = yn[i] > 0 ? g[i] : 0.0f;
-      g = gm;
-    }
+  forEachImage(ctx, p.N, p.colsFloats() + extra, [&](int64_t chunk, int64_t n, float* cols, bool serial) {
+    const float* g = gradient(n, cols + p.colsFloats());
     if (bias)
       for (int64_t o = 0; o < p.OC; ++o) sums[static_cast<size_t>(n * p.OC + o)] = rowSum(g + o * P, P);
     if (x.valid()) imageWeightGrad(ctx, serial, p, x.f32() + n * p.imageFloats(), g, cols, partial.f32() + chunk * size);
@@ -361,6 +359,81 @@ backend::Kernels::ConvGrads conv2dVjp(ExecContext& ctx, const RawTensor& gy, con
     }
   }
   return r;
+}
+
+// out[i] = x[i] > 0 ? g[i] : 0: relu's gradient, its row's SIMD form where SIMD is on.
+void reluMask(int64_t n, const float* x, const float* g, float* out) {
+  if (vec::enabled()) return vec::run(vec::Op::reluGrad, n, x, 1, g, 1, out);
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] > 0 ? g[i] : 0.0f;
+}
+
+// The pooling of one image's OC planes.
+Conv2dGeometry imagePool(const ConvPlan& p, const Conv2dGeometry& pool) {
+  Conv2dGeometry g = pool;
+  g.channels = p.OC;
+  return g;
+}
+}  // namespace
+
+// Note [Fused convolution VJP]: channels first, conv2d's VJP is one pass over the images: each
+// image's output gradient is masked by relu's y > 0 (conv2dRelu) into scratch, and its bias row
+// sums, its weight-gradient term and its input gradient are computed from there while it is in
+// cache. Composed, the mask writes a tensor the size of the result and the bias sum and both
+// adjoints read it back from memory (W2's first convolution: 5.5 MB each, 7% of its native step).
+// Each value is computed as the composed path computes it (relu's select, the same row sums added
+// in image order, the same products and chunk partials), so the gradients are its bits.
+backend::Kernels::ConvGrads conv2dVjp(ExecContext& ctx, const RawTensor& gy, const RawTensor& relu_y, const RawTensor& x,
+                                      const RawTensor& w, const ConvPlan& p,
+                                      const backend::Kernels::ConvGradLayout& layout, bool bias) {
+  const int64_t Y = p.OC * p.positions();
+  const bool masked = relu_y.valid();
+  return vjpOverImages(ctx, x, w, p, layout, bias, masked ? Y : 0, [&](int64_t n, float* scratch) -> const float* {
+    if (!masked) return gy.f32() + n * Y;
+    reluMask(Y, relu_y.f32() + n * Y, gy.f32() + n * Y, scratch);
+    return scratch;
+  });
+}
+
+// Note [Pooled conv2dRelu]: conv2dRelu with max pooling (its maxPool option) keeps no full-size
+// result. Channels first, each image's outputs are made in its chunk's scratch, biased and
+// relu'd there, and pooled from there while they are in cache (the same sums, the same windows
+// and first maxima as conv2dRelu then maxPool2d). Its VJP makes each image's output gradient in
+// scratch: the window gradients masked by pooled > 0 (relu's mask: a window's maximum is the
+// relu'd value its gradient lands on, and every other element gets 0 either way), scattered to
+// their argmax into zeros, then the fused VJP's pass. Composed, W2's first convolution wrote its
+// 5.5 MB result, read it to pool, zeroed and scattered a 5.5 MB gradient and read both back to
+// mask them: 17% of W2's native step with the epilogue.
+bool fusedPool(const ConvPlan& p) { return !p.channels_last && !p.depthwise(); }
+
+backend::Kernels::Pooled conv2dReluPool(ExecContext& ctx, const RawTensor& x, const RawTensor& w, const ConvPlan& p,
+                                        const Tags& tags, const Extents& shape, const RawTensor& bias,
+                                        const Conv2dGeometry& pool, bool argmax) {
+  Extents pooled_shape = shape;
+  pooled_shape.end()[-2] = pool.out_h;
+  pooled_shape.end()[-1] = pool.out_w;
+  backend::Kernels::Pooled r{RawTensor::empty(ctx, tags, pooled_shape), RawTensor()};
+  if (argmax) r.argmax = RawTensor::empty(ctx, tags, pooled_shape, DType::i64);
+  const Conv2dGeometry g = imagePool(p, pool);
+  const int64_t out = p.OC * pool.out_h * pool.out_w;
+  convForward(ctx, p, x.f32(), w.f32(), nullptr, bias.valid() ? bias.f32() : nullptr, true, [&](int64_t n, const float* yn) {
+    maxPool2dPlanes(g, 1, yn, r.y.f32() + n * out, argmax ? r.argmax.data<int64_t>() + n * out : nullptr);
+  });
+  return r;
+}
+
+backend::Kernels::ConvGrads conv2dReluPoolVjp(ExecContext& ctx, const RawTensor& gy, const RawTensor& pooled,
+                                              const RawTensor& argmax, const RawTensor& x, const RawTensor& w,
+                                              const ConvPlan& p, const Conv2dGeometry& pool,
+                                              const backend::Kernels::ConvGradLayout& layout, bool bias) {
+  const int64_t Y = p.OC * p.positions(), out = p.OC * pool.out_h * pool.out_w;
+  const Conv2dGeometry g = imagePool(p, pool);
+  return vjpOverImages(ctx, x, w, p, layout, bias, Y + out, [&](int64_t n, float* scratch) -> const float* {
+    float* windows = scratch + Y;
+    reluMask(out, pooled.f32() + n * out, gy.f32() + n * out, windows);
+    std::fill(scratch, scratch + Y, 0.0f);
+    maxPool2dBackward(g, 1, windows, argmax.data<int64_t>() + n * out, scratch);
+    return scratch;
+  });
 }
 
 RawTensor winogradWeights(ExecContext& ctx, const RawTensor& w, int64_t groups) {

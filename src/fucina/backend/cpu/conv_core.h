@@ -28,6 +28,17 @@ bool fusedVjp(const ConvPlan& p);
 backend::Kernels::ConvGrads conv2dVjp(ExecContext& ctx, const RawTensor& gy, const RawTensor& relu_y, const RawTensor& x,
                                       const RawTensor& w, const ConvPlan& p,
                                       const backend::Kernels::ConvGradLayout& layout, bool bias);
+// Kernels::conv2dReluPool and its VJP with each image pooled from its chunk's scratch (Note
+// [Pooled conv2dRelu]), for a plan that fusedPool accepts (channels first, not depthwise) and,
+// for the VJP, fusedVjp too, with a result and gy that are not empty.
+bool fusedPool(const ConvPlan& p);
+backend::Kernels::Pooled conv2dReluPool(ExecContext& ctx, const RawTensor& x, const RawTensor& w, const ConvPlan& p,
+                                        const Tags& tags, const Extents& shape, const RawTensor& bias,
+                                        const Conv2dGeometry& pool, bool argmax);
+backend::Kernels::ConvGrads conv2dReluPoolVjp(ExecContext& ctx, const RawTensor& gy, const RawTensor& pooled,
+                                              const RawTensor& argmax, const RawTensor& x, const RawTensor& w,
+                                              const ConvPlan& p, const Conv2dGeometry& pool,
+                                              const backend::Kernels::ConvGradLayout& layout, bool bias);
 // The Winograd primitives on backend/cpu/winograd.h's kernels.
 RawTensor winogradWeights(ExecContext& ctx, const RawTensor& w, int64_t groups);
 RawTensor winogradConv2d(ExecContext& ctx, const RawTensor& x, const RawTensor& u, const ConvPlan& p,

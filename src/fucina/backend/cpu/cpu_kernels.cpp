@@ -327,6 +327,20 @@ class CpuKernels final : public Kernels {
     if (!kernels::fusedVjp(p) || gy.numel() == 0) return Kernels::conv2dVjp(ctx, gy, relu_y, x, w, p, layout, bias);
     return kernels::conv2dVjp(ctx, gy, relu_y, x, w, p, layout, bias);
   }
+  Pooled conv2dReluPool(ExecContext& ctx, const RawTensor& x, const RawTensor& w, const ConvPlan& p, const Tags& tags,
+                        const Extents& shape, const RawTensor& bias, const Conv2dGeometry& pool, size_t trailing,
+                        bool argmax) const override {
+    if (!kernels::fusedPool(p) || numelOf(shape) == 0)
+      return Kernels::conv2dReluPool(ctx, x, w, p, tags, shape, bias, pool, trailing, argmax);
+    return kernels::conv2dReluPool(ctx, x, w, p, tags, shape, bias, pool, argmax);
+  }
+  ConvGrads conv2dReluPoolVjp(ExecContext& ctx, const RawTensor& gy, const RawTensor& pooled, const RawTensor& argmax,
+                              const RawTensor& x, const RawTensor& w, const ConvPlan& p, const Conv2dGeometry& pool,
+                              size_t trailing, const ConvGradLayout& layout, bool bias) const override {
+    if (!kernels::fusedPool(p) || !kernels::fusedVjp(p) || gy.numel() == 0)
+      return Kernels::conv2dReluPoolVjp(ctx, gy, pooled, argmax, x, w, p, pool, trailing, layout, bias);
+    return kernels::conv2dReluPoolVjp(ctx, gy, pooled, argmax, x, w, p, pool, layout, bias);
+  }
   RawTensor winogradWeights(ExecContext& ctx, const RawTensor& w, int64_t groups) const override {
     return kernels::winogradWeights(ctx, w, groups);
   }
