@@ -562,26 +562,6 @@ TEST_CASE("conv2dRelu with maxPool: pooled in one op, the composed ops' values a
   }
 }
 
-TEST_CASE("conv2dRelu with maxPool: gradcheck and bad inputs") {
-  ExecContext ctx(fucina::ExecOptions{.threads = 1});
-  Tensor x = Tensor::variableFromSlice(ctx, {"n", "c", "h", "w"}, {2, 2, 5, 6}, rnd(120, 41));
-  Tensor w = Tensor::variableFromSlice(ctx, {"out", "c", "kh", "kw"}, {3, 2, 2, 3}, rnd(36, 42));
-  Tensor b = Tensor::variableFromSlice(ctx, {"out"}, {3}, rnd(3, 43));
-  Tensor r = Tensor::fromSlice(ctx, {"n", "out", "h", "w"}, {2, 3, 2, 3}, rnd(36, 44));
-  const fucina::Conv2dOptions o{.pad_w = 1, .max_pool = 2};
-  fucina::gradcheck(ctx, [&](ExecContext& c) { return x.conv2dRelu(c, w, b, o).mul(c, r).sumAll(c); }, {&x, &w, &b},
-                    {.eps = 1e-3, .abs_tol = 2e-3, .rel_tol = 2e-2});
-  CHECK(x.conv2dRelu(ctx, w, b, o).shape() == fucina::Extents{2, 3, 2, 3});
-  Tensor xc = Tensor::ones(ctx, {"c", "h", "w"}, {2, 3, 3}), wc = Tensor::ones(ctx, {"out", "c", "kh", "kw"}, {3, 2, 2, 2});
-  CHECK_FUCINA_ERROR(xc.conv2dRelu(ctx, wc, fucina::Conv2dOptions{.max_pool = 0}), InvalidArgument);
-  CHECK_FUCINA_ERROR(xc.conv2dRelu(ctx, wc, fucina::Conv2dOptions{.max_pool = 3}), ShapeMismatch);  // output 2x2
-  CHECK_FUCINA_ERROR(xc.conv2d(ctx, wc, fucina::Conv2dOptions{.max_pool = 2}), InvalidArgument);
-  CHECK_FUCINA_ERROR(xc.conv2d(ctx, wc, Tensor::ones(ctx, {"out"}, {3}), fucina::Conv2dOptions{.max_pool = 2}),
-                     InvalidArgument);
-  CHECK_FUCINA_ERROR(fucina::prepareConv2dWeights(ctx, wc, fucina::Conv2dOptions{.max_pool = 2}), InvalidArgument);
-  CHECK(xc.conv2dRelu(ctx, wc, fucina::Conv2dOptions{.max_pool = 2}).toVector() == std::vector<float>(3, 8.0f));
-}
-
 TEST_CASE("conv2dRelu: gradcheck and bad inputs") {
   ExecContext ctx(fucina::ExecOptions{.threads = 1});
   Tensor x = Tensor::variableFromSlice(ctx, {"n", "c", "h", "w"}, {2, 2, 5, 4}, rnd(80, 31));
@@ -590,6 +570,11 @@ TEST_CASE("conv2dRelu: gradcheck and bad inputs") {
   Tensor r = Tensor::fromSlice(ctx, {"n", "out", "h", "w"}, {2, 3, 4, 4}, rnd(96, 34));
   const fucina::Conv2dOptions o{.pad_w = 1};
   fucina::gradcheck(ctx, [&](ExecContext& c) { return x.conv2dRelu(c, w, b, o).mul(c, r).sumAll(c); }, {&x, &w, &b},
+                    {.eps = 1e-3, .abs_tol = 2e-3, .rel_tol = 2e-2});
+  // Pooled (Note [Pooled conv2dRelu]): the 4x4 result's 2x2 windows.
+  const fucina::Conv2dOptions pooled{.pad_w = 1, .max_pool = 2};
+  const Tensor rp = r.narrow(ctx, "h", 0, 2).narrow(ctx, "w", 0, 2);
+  fucina::gradcheck(ctx, [&](ExecContext& c) { return x.conv2dRelu(c, w, b, pooled).mul(c, rp).sumAll(c); }, {&x, &w, &b},
                     {.eps = 1e-3, .abs_tol = 2e-3, .rel_tol = 2e-2});
   // No images: a zero result, and zero gradients of every operand's shape.
   Tensor xe = Tensor::variable(ctx, Tensor::zeros(ctx, {"n", "c", "h", "w"}, {0, 2, 5, 4}));
@@ -604,6 +589,13 @@ TEST_CASE("conv2dRelu: gradcheck and bad inputs") {
   CHECK_FUCINA_ERROR(xc.conv2dRelu(ctx, Tensor::ones(ctx, {"out", "c", "kh"}, {3, 2, 2}), Tensor::ones(ctx, {"out"}, {3})), ShapeMismatch);
   CHECK_FUCINA_ERROR(xc.conv2dRelu(ctx, wc, fucina::Conv2dOptions{.groups = 0}), InvalidArgument);
   CHECK_FUCINA_ERROR(xc.conv2dRelu(ctx, wc.to(ctx, fucina::DType::i32)), DTypeMismatch);
+  CHECK_FUCINA_ERROR(xc.conv2dRelu(ctx, wc, fucina::Conv2dOptions{.max_pool = 0}), InvalidArgument);
+  CHECK_FUCINA_ERROR(xc.conv2dRelu(ctx, wc, fucina::Conv2dOptions{.max_pool = 3}), ShapeMismatch);  // output 2x2
+  CHECK_FUCINA_ERROR(xc.conv2d(ctx, wc, fucina::Conv2dOptions{.max_pool = 2}), InvalidArgument);
+  CHECK_FUCINA_ERROR(xc.conv2d(ctx, wc, Tensor::ones(ctx, {"out"}, {3}), fucina::Conv2dOptions{.max_pool = 2}),
+                     InvalidArgument);
+  CHECK_FUCINA_ERROR(fucina::prepareConv2dWeights(ctx, wc, fucina::Conv2dOptions{.max_pool = 2}), InvalidArgument);
+  CHECK(xc.conv2dRelu(ctx, wc, fucina::Conv2dOptions{.max_pool = 2}).toVector() == std::vector<float>(3, 8.0f));
   // 16-bit constants compute in f32 and return f16.
   Tensor y16 = xc.to(ctx, fucina::DType::f16).conv2dRelu(ctx, wc.to(ctx, fucina::DType::f16), Tensor::ones(ctx, {"out"}, {3}).to(ctx, fucina::DType::f16));
   CHECK(y16.dtype() == fucina::DType::f16);
