@@ -512,7 +512,7 @@ TEST_CASE("conv2dRelu and conv2d channels first: one pass over the images, the c
 // then maxPool2d's, bit for bit, on 1 and 2 threads: pools of 2 and 3 with a floor, chunks of one
 // image and of several (9 images), groups, strides and padding, a W2-sized image, windows of
 // tied zeros (a negative bias), no bias, and the shapes the composed path serves (one output
-// channel, one output position, no images, channels last).
+// channel, one output position, no images, channels last, no output channels).
 TEST_CASE("conv2dRelu with maxPool: pooled in one op, the composed ops' values and gradients") {
   struct Case {
     fucina::Tags x_tags;
@@ -528,7 +528,8 @@ TEST_CASE("conv2dRelu with maxPool: pooled in one op, the composed ops' values a
                         {nchw, {4, 2, 5, 4}, {1, 2, 2, 2}, {.max_pool = 2}},
                         {nchw, {3, 2, 3, 3}, {4, 2, 3, 3}, {.max_pool = 1}},
                         {nchw, {0, 2, 5, 4}, {3, 2, 2, 3}, {.max_pool = 2}},
-                        {nhwc, {2, 7, 6, 3}, {4, 2, 2, 3}, {.max_pool = 2}}};
+                        {nhwc, {2, 7, 6, 3}, {4, 2, 2, 3}, {.max_pool = 2}},
+                        {nhwc, {2, 5, 5, 2}, {0, 2, 2, 2}, {.max_pool = 2}}};
   for (const Case& k : cases) {
     INFO("x " << k.x[0] << "x" << k.x[1] << "x" << k.x[2] << "x" << k.x[3] << " out " << k.w[0] << " pool "
               << k.o.max_pool);
