@@ -400,8 +400,8 @@ backend::Kernels::ConvGrads conv2dVjp(ExecContext& ctx, const RawTensor& gy, con
 // and first maxima as conv2dRelu then maxPool2d). Its VJP makes each image's output gradient in
 // scratch: the window gradients masked by pooled > 0 (relu's mask: a window's maximum is the
 // relu'd value its gradient lands on, and every other element gets 0 either way), scattered to
-// their argmax into zeros, then the fused VJP's pass. Composed, W2's first convolution wrote its
-// 5.5 MB result, read it to pool, zeroed and scattered a 5.5 MB gradient and read both back to
+// their argmax into zeros, then the fused VJP's pass. Composed, W2's first convolution writes its
+// 5.5 MB result, reads it to pool, zeroes and scatters a 5.5 MB gradient and reads both back to
 // mask them: 17% of W2's native step with the epilogue.
 bool fusedPool(const ConvPlan& p) { return !p.channels_last && !p.depthwise(); }
 
