@@ -29,8 +29,8 @@ backend::Kernels::ConvGrads conv2dVjp(ExecContext& ctx, const RawTensor& gy, con
                                       const RawTensor& w, const ConvPlan& p,
                                       const backend::Kernels::ConvGradLayout& layout, bool bias);
 // Kernels::conv2dReluPool and its VJP with each image pooled from its chunk's scratch (Note
-// [Pooled conv2dRelu]), for a plan that fusedPool accepts (channels first, not depthwise) and,
-// for the VJP, fusedVjp too, with a result and gy that are not empty.
+// [Pooled conv2dRelu]), for a plan that fusedPool accepts (channels first, not depthwise) or, for
+// the VJP, fusedVjp (a subset of those), with a result and gy that are not empty.
 bool fusedPool(const ConvPlan& p);
 backend::Kernels::Pooled conv2dReluPool(ExecContext& ctx, const RawTensor& x, const RawTensor& w, const ConvPlan& p,
                                         const Tags& tags, const Extents& shape, const RawTensor& bias,

@@ -337,7 +337,7 @@ class CpuKernels final : public Kernels {
   ConvGrads conv2dReluPoolVjp(ExecContext& ctx, const RawTensor& gy, const RawTensor& pooled, const RawTensor& argmax,
                               const RawTensor& x, const RawTensor& w, const ConvPlan& p, const Conv2dGeometry& pool,
                               size_t trailing, const ConvGradLayout& layout, bool bias) const override {
-    if (!kernels::fusedPool(p) || !kernels::fusedVjp(p) || gy.numel() == 0)
+    if (!kernels::fusedVjp(p) || gy.numel() == 0)  // fusedVjp's plans are fusedPool's too
       return Kernels::conv2dReluPoolVjp(ctx, gy, pooled, argmax, x, w, p, pool, trailing, layout, bias);
     return kernels::conv2dReluPoolVjp(ctx, gy, pooled, argmax, x, w, p, pool, layout, bias);
   }

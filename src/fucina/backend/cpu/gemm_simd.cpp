@@ -151,10 +151,11 @@ HWY_NOINLINE void MicroKernel(int64_t kc, const float* HWY_RESTRICT a, int64_t l
 // would the rows left below a block's full tiles (W2's first weight gradient, 9 rows: 16 computed
 // on AVX-512, 12 in wasm). Such a block, or such a remainder, runs kRows = 1, 2 or 4 rows (the
 // next at or above its count) over up to 4 / kRows panels at once, so a row still has several
-// independent accumulators to hide the multiply-add latency. Every element of C is still the sum of its products in depth order from zero, plus
-// the bias or C, so results are the same bits as the full tile's. Where kMR is 4 (wasm) no short
-// tile is 4 rows: that would add call sites to the full tile's kernel, and with them wasm's GEMM
-// ran 17% slower (W4 1024³ in Node: 42.7 -> 50.0 ms; the kernel's own code was unchanged).
+// independent accumulators to hide the multiply-add latency. Every element of C is still the sum
+// of its products in depth order from zero, plus the bias or C, so results are the same bits as
+// the full tile's. Where kMR is 4 (wasm) no short tile is 4 rows: that would add call sites to the
+// full tile's kernel, and with them wasm's GEMM ran 17% slower (W4 1024³ in Node: 42.7 -> 50.0 ms;
+// the kernel's own code was unchanged).
 template <bool kDirect, int64_t kRows>
 void ShortTiles(int64_t kc, const float* a, int64_t lda, const float* pb, float* c, int64_t ldc, int64_t mr,
                 int64_t nc, bool overwrite, const float* bias) {
