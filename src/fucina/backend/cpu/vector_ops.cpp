@@ -344,9 +344,11 @@ void AddToF64(const float* x, int64_t n, double* acc) {
 // One tap of a max-pooling window against the running maximum: v (the tap at in-plane index idx)
 // wins where it is greater, or NaN while the maximum is not: NaN propagates, ties keep the first
 // (the order of the scalar reference, kernels::maxPool2dPlanes). Without kTrack no index is kept.
+// take = not (v <= best), unless best is NaN: v > best, or v NaN while best is not, in three
+// operations where the spelled-out condition took five (a greater, two NaN tests, two mask ops).
 template <bool kTrack, class VI>
 HWY_INLINE void PoolTap(V v, VI idx, V& best, VI& at) {
-  const auto take = hn::Or(hn::Gt(v, best), hn::AndNot(hn::IsNaN(best), hn::IsNaN(v)));
+  const auto take = hn::AndNot(hn::Le(v, best), hn::Eq(best, best));
   best = hn::IfThenElse(take, v, best);
   if constexpr (kTrack) at = hn::IfThenElse(hn::RebindMask(hn::RebindToSigned<D>(), take), idx, at);
 }
@@ -371,6 +373,15 @@ HWY_INLINE void StorePooled(V best, VI at, int64_t n, float* y, int64_t* ap) {
 #endif
   }
   if constexpr (kTrack) {
+#if HWY_TARGET != HWY_SCALAR
+    if (n == Lanes()) {  // widened to int64 in registers, not lane by lane through memory
+      const hn::Half<decltype(di)> dh;
+      const hn::Rebind<int64_t, decltype(dh)> d64;
+      hn::StoreU(hn::PromoteTo(d64, hn::LowerHalf(dh, at)), d64, ap);
+      hn::StoreU(hn::PromoteTo(d64, hn::UpperHalf(dh, at)), d64, ap + Lanes() / 2);
+      return;
+    }
+#endif
     HWY_ALIGN int32_t at_lanes[kMaxLanes];
     hn::Store(at, di, at_lanes);
     for (int64_t l = 0; l < n; ++l) ap[l] = at_lanes[l];
@@ -411,12 +422,13 @@ void MaxPool2x2Rows(const float* plane, const float* x_end, int64_t width, int64
       }
       const V a_lo = hn::LoadU(d, a), a_hi = hn::LoadU(d, a + L);
       const V b_lo = hn::LoadU(d, b), b_hi = hn::LoadU(d, b + L);
-      const VI first = hn::Add(even, hn::Set(di, static_cast<int32_t>(2 * oy * width + 2 * ox)));
+      // The taps' offsets in their windows are tracked, and the windows' first index added once.
       V best = hn::ConcatEven(d, a_hi, a_lo);
-      VI at = first;
-      PoolTap<kTrack>(hn::ConcatOdd(d, a_hi, a_lo), hn::Add(first, right), best, at);
-      PoolTap<kTrack>(hn::ConcatEven(d, b_hi, b_lo), hn::Add(first, below), best, at);
-      PoolTap<kTrack>(hn::ConcatOdd(d, b_hi, b_lo), hn::Add(first, diagonal), best, at);
+      VI at = hn::Zero(di);
+      PoolTap<kTrack>(hn::ConcatOdd(d, a_hi, a_lo), right, best, at);
+      PoolTap<kTrack>(hn::ConcatEven(d, b_hi, b_lo), below, best, at);
+      PoolTap<kTrack>(hn::ConcatOdd(d, b_hi, b_lo), diagonal, best, at);
+      if constexpr (kTrack) at = hn::Add(at, hn::Add(even, hn::Set(di, static_cast<int32_t>(2 * oy * width + 2 * ox))));
       StorePooled<kTrack>(best, at, n, yp + oy * out_w + ox, kTrack ? ap + oy * out_w + ox : nullptr);
     }
   }
