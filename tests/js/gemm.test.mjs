@@ -33,7 +33,7 @@ for (const variant of VARIANTS) {
     test('dot, addDot and dotPacked equal a plain product on few rows, ragged tiles and transposed operands', async () => {
       const fc = await engine(variant);
       for (const m of [1, 2, 3, 4, 5, 9, 67])
-        for (const n of [1, 7, 33, 70])
+        for (const n of [1, 7, 10, 33, 66, 70])
           for (const k of [1, 9, 600]) {
             const what = `m=${m} n=${n} k=${k}`;
             fc.scope(() => fc.noGrad(() => {
@@ -48,6 +48,27 @@ for (const variant of VARIANTS) {
               const packed = fc.packRhs(w, 'e');
               assertClose(values(x.dotPacked(packed, bias)), wantBias, k, `${what} dotPacked`);
               packed.dispose();
+            }));
+          }
+    });
+
+    test('a last panel of one or two columns gives the bits of the same columns in a wider product', async () => {
+      // Note [Edge columns] in src/fucina/backend/cpu/gemm_simd.cpp: with A packed (wide enough,
+      // transposed or a prepared convolution's weights) those columns run with A's rows in the vector.
+      const fc = await engine(variant);
+      for (const m of [1, 5, 32, 37, 130])
+        for (const k of [1, 9, 600])
+          for (const n of [33, 34, 65, 66]) {
+            fc.scope(() => fc.noGrad(() => {
+              const xv = wave(m * k, 0.1), wide = 72;
+              const x = fc.constant(['t', 'e'], [m, k], xv);
+              const xt = fc.constant(['e', 't'], [k, m], Array.from({ length: m * k }, (_, i) => xv[(i % m) * k + Math.floor(i / m)]));
+              const w = fc.constant(['o', 'e'], [wide, k], wave(wide * k, 0.7)), bias = fc.constant(['o'], [wide], wave(wide, 2.3));
+              const first = (t) => t.narrow('o', 0, n);
+              for (const [name, a] of [['x', x], ['x transposed', xt]]) {
+                const full = values(first(a.addDot(w, 'e', bias))), edge = values(a.addDot(first(w), 'e', first(bias)));
+                assert.deepEqual(edge, full, `m=${m} n=${n} k=${k} ${name}`);
+              }
             }));
           }
     });

@@ -169,6 +169,66 @@ void ShortTiles(int64_t kc, const float* a, int64_t lda, const float* pb, float*
                                    overwrite, bias ? bias + jr : nullptr);
 }
 
+// Note [Edge columns]: a product whose last panel of B holds one or two columns (W2's second
+// convolution: 121 = 15·8 + 1 columns per image in wasm; a 10-class layer: 8 + 2) would run the
+// full tile over that panel and keep an eighth or a quarter of it: 6% of the convolution's
+// multiply-adds thrown away. A packed A panel holds its kMR rows side by side at each depth, so
+// those columns run with the rows in the vector instead: an accumulator per kMR rows and column,
+// A's panel loaded and B's element broadcast, over 8 / cols panels at once (cols · panels
+// independent accumulators hide the multiply-add's latency). Each element is still the sum of its
+// products in depth order from zero (a·b, as the tile's b·a: the same bits), plus the bias or C,
+// so results are the tile's bits. Where kMR is a power of two no wider than a vector (wasm's 4,
+// AVX-512's 8 in a 256-bit vector), and only for a packed A: one read in place would gather rows.
+constexpr bool kEdgeByRows = (kMR & (kMR - 1)) == 0 && kMR <= kLanes;
+constexpr int64_t kEdgeMaxCols = 2;
+
+// C rows [0, rows) × columns [0, kCols) = (or +=) kPanels A panels (panel r at pa + r·a_stride) ·
+// the B panel's first kCols columns; rows ≤ kPanels·kMR.
+template <int64_t kCols, int64_t kPanels>
+HWY_NOINLINE void EdgeKernel(int64_t kc, const float* HWY_RESTRICT pa, int64_t a_stride, const float* HWY_RESTRICT pb,
+                             float* HWY_RESTRICT c, int64_t ldc, int64_t rows, bool overwrite,
+                             const float* HWY_RESTRICT bias) {
+  const hn::CappedTag<float, kEdgeByRows ? kMR : 1> dr;
+  using VR = hn::Vec<decltype(dr)>;
+  VR acc[kPanels][kCols];
+  for (int64_t r = 0; r < kPanels; ++r)
+    for (int64_t j = 0; j < kCols; ++j) acc[r][j] = hn::Zero(dr);
+#if HWY_TARGET == HWY_WASM || HWY_TARGET == HWY_WASM_EMU256
+#pragma clang loop unroll(disable)
+#endif
+  for (int64_t p = 0; p < kc; ++p) {
+    VR b[kCols];
+    for (int64_t j = 0; j < kCols; ++j) b[j] = hn::Set(dr, pb[p * kNR + j]);
+    for (int64_t r = 0; r < kPanels; ++r) {
+      const VR a = hn::LoadU(dr, pa + r * a_stride + p * kMR);
+      for (int64_t j = 0; j < kCols; ++j) acc[r][j] = MulAddAcc(a, b[j], acc[r][j]);
+    }
+  }
+  HWY_ALIGN float lanes[kMR];
+  for (int64_t r = 0; r < kPanels; ++r)
+    for (int64_t j = 0; j < kCols; ++j) {
+      hn::Store(acc[r][j], dr, lanes);
+      for (int64_t i = 0; i < std::min(kMR, rows - r * kMR); ++i) {
+        float* cij = c + (r * kMR + i) * ldc + j;
+        *cij = (overwrite ? (bias ? bias[j] : 0.f) : *cij) + lanes[i];
+      }
+    }
+}
+
+// C rows [0, rows) × columns [0, cols), cols ≤ kEdgeMaxCols, from the packed A panels at pa
+// (stride kc·kMR) and the B panel at pb: kPanels panels at a time, one at a time for the rest.
+template <int64_t kCols>
+void EdgeColumns(int64_t kc, const float* pa, const float* pb, float* c, int64_t ldc, int64_t rows, bool overwrite,
+                 const float* bias) {
+  constexpr int64_t kPanels = 8 / kCols;
+  const int64_t a_stride = kc * kMR;
+  int64_t r0 = 0;
+  for (; r0 + kPanels * kMR <= rows; r0 += kPanels * kMR)
+    EdgeKernel<kCols, kPanels>(kc, pa + r0 * kc, a_stride, pb, c + r0 * ldc, ldc, kPanels * kMR, overwrite, bias);
+  for (; r0 < rows; r0 += kMR)
+    EdgeKernel<kCols, 1>(kc, pa + r0 * kc, a_stride, pb, c + r0 * ldc, ldc, rows - r0, overwrite, bias);
+}
+
 // The short-tile row count for a block of mr < kMR rows, or 0 when the full tile serves.
 constexpr int64_t ShortRows(int64_t mr) { return mr <= 1 ? 1 : mr <= 2 ? 2 : mr <= 4 && kMR > 4 ? 4 : 0; }
 
@@ -378,7 +438,16 @@ void GemmBlock(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1
         const int64_t tail = mc % kMR;
         const int64_t tail_rows = tail > 0 && g.band.kind == Band::kFull ? ShortRows(tail) : 0;
         const int64_t tiled = tail_rows > 0 ? mc - tail : mc;
-        for (int64_t jr = 0; jr < nc; jr += kNR)
+        for (int64_t jr = 0; jr < nc; jr += kNR) {
+          if constexpr (kEdgeByRows) {  // Note [Edge columns]
+            if (const int64_t cols = nc - jr; cols <= kEdgeMaxCols && !direct_a && g.band.kind == Band::kFull) {
+              float* c = g.c + ic * g.ldc + jc + jr;
+              const float* edge_bias = bias ? bias + jr : nullptr;
+              if (cols == 1) EdgeColumns<1>(kc, pa, pb + jr * kc, c, g.ldc, tiled, overwrite, edge_bias);
+              else EdgeColumns<2>(kc, pa, pb + jr * kc, c, g.ldc, tiled, overwrite, edge_bias);
+              continue;
+            }
+          }
           for (int64_t ir = 0; ir < tiled; ir += kMR) {
             const int64_t mr = std::min(kMR, mc - ir), nr = std::min(kNR, nc - jr);
             float* c = g.c + (ic + ir) * g.ldc + jc + jr;
@@ -405,6 +474,7 @@ void GemmBlock(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1
               MicroKernel<false>(p1 - p0, pa + ir * kc + p0 * kMR, 0, pb + jr * kc + p0 * kNR, 0, c, g.ldc, mr, nr,
                                  overwrite, tile_bias);
           }
+        }
         if (tail_rows > 0) {
           float* c = g.c + (ic + tiled) * g.ldc + jc;
           const float* a = direct_a ? g.a + (ic + tiled) * g.lda + pc : pa + tiled * kc;
