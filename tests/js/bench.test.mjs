@@ -1,5 +1,6 @@
 // bench/ must not rot: one quick W1 run of bench/bench.mjs (the simd variant) prints one JSON line
-// with the documented fields (and --warmup replaces its warm-up count), run.mjs keeps only the
+// with the documented fields (and --warmup replaces its warm-up count), ab-paired.mjs prints its
+// comparison line, run.mjs keeps only the
 // configurations --configs names, the inference workloads (W6, W7) run natively and in wasm with
 // their rates, and every configuration is quoted as a fraction of its multiply-add ceiling. Only
 // the shape is checked, never a timing.
@@ -21,6 +22,19 @@ test('bench.mjs --quick --json prints one well-formed record', () => {
     assert.equal(typeof r[f], 'number', `${f} in ${lines[0]}`);
   assert.equal(typeof r.reduced_protocol, 'boolean');
   assert.ok(r.min_ms <= r.median_ms && r.median_ms <= r.max_ms);
+});
+
+test('ab-paired.mjs compares a checkout with itself in one process, and takes one-thread variants only', () => {
+  const script = fileURLToPath(new URL('../../bench/ab-paired.mjs', import.meta.url));
+  const root = fileURLToPath(new URL('../..', import.meta.url));
+  const run = (variant) => spawnSync(process.execPath, [script, '--before', root, '--after', root, '--variant', variant,
+    '--workloads', 'w4-fc', '--rounds', '2', '--steps', '1', '--warmup', '1'], { encoding: 'utf8' });
+  const ok = run('simd');
+  assert.equal(ok.status, 0, ok.stderr);
+  assert.match(ok.stdout.trim(), /^simd +w4-fc +before +[\d.]+ ms +after +[\d.]+ ms +after\/before [\d.]+ \(rounds [\d.]+-[\d.]+\)$/);
+  const threaded = run('threaded-simd');
+  assert.notEqual(threaded.status, 0);
+  assert.match(threaded.stderr, /--variant is simd or relaxed-simd/);
 });
 
 test('bench.mjs runs the relaxed-simd variant as fucina-wasm-rx, on one thread only', () => {
