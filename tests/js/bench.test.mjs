@@ -1,9 +1,8 @@
 // bench/ must not rot: one quick W1 run of bench/bench.mjs (the simd variant) prints one JSON line
 // with the documented fields (and --warmup replaces its warm-up count), ab-paired.mjs prints its
-// comparison line, run.mjs keeps only the
-// configurations --configs names, the inference workloads (W6, W7) run natively and in wasm with
-// their rates, and every configuration is quoted as a fraction of its multiply-add ceiling. Only
-// the shape is checked, never a timing.
+// comparison line, run.mjs keeps only the configurations --configs names, the inference workloads
+// (W6, W7) run natively and in wasm with their rates, and every configuration is quoted as a
+// fraction of its multiply-add ceiling. Only the shape is checked, never a timing.
 import { test } from 'node:test';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
