@@ -52,11 +52,11 @@ inline void addRun(const float* __restrict src, int64_t n, float* __restrict dst
   store4(dst + n - 4, last);
 }
 
-// rows runs of ow floats, src a row_step apart, into dst back to back, kVecs = ⌈ow/4⌉ 16-byte
-// copies each: every run but the last runs up to 3 floats on into the next run's place (rewritten
-// next) and reads up to 3 floats past its source, no further than the next source row reaches
-// (row_step >= ow). The last run is copied exactly. A fixed count of copies per run leaves no
-// inner loop: with one, wasm spent ~3.5 cycles a copy on W2's runs of 11 floats.
+// Copies `rows` runs of ow floats, a row_step apart at src, to dst back to back, kVecs = ⌈ow/4⌉
+// 16-byte pieces a run: every run but the last writes up to 3 floats on into the next run's place
+// (rewritten next) and reads up to 3 floats past its source, no further than the next source run
+// reaches (row_step >= ow >= 4). The last run is copied exactly. A fixed count of pieces leaves no
+// inner loop: with one, wasm spent ~3.5 cycles a piece on W2's runs of 11 floats.
 template <int64_t kVecs>
 void copyRows(const float* __restrict src, int64_t row_step, int64_t ow, int64_t rows, float* __restrict dst) {
   for (int64_t y = 0; y + 1 < rows; ++y, src += row_step, dst += ow)

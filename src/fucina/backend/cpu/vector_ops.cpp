@@ -341,11 +341,11 @@ void AddToF64(const float* x, int64_t n, double* acc) {
   for (int64_t i = 0; i < n; ++i) acc[i] += x[i];
 }
 
-// One tap of a max-pooling window against the running maximum: v (the tap at in-plane index idx)
-// wins where it is greater, or NaN while the maximum is not: NaN propagates, ties keep the first
-// (the order of the scalar reference, kernels::maxPool2dPlanes). Without kTrack no index is kept.
-// take = not (v <= best), unless best is NaN: v > best, or v NaN while best is not, in three
-// operations where the spelled-out condition took five (a greater, two NaN tests, two mask ops).
+// One tap of a max-pooling window against the running maximum: v wins where it is greater, or NaN
+// while the maximum is not: NaN propagates, ties keep the first (the order of the scalar
+// reference, kernels::maxPool2dPlanes); `at` then takes idx, the tap's in-plane index or its
+// offset in the window. Without kTrack no index is kept. The test is not (v <= best) unless best
+// is NaN: three operations where the spelled-out condition took five.
 template <bool kTrack, class VI>
 HWY_INLINE void PoolTap(V v, VI idx, V& best, VI& at) {
   const auto take = hn::AndNot(hn::Le(v, best), hn::Eq(best, best));
