@@ -52,15 +52,17 @@ inline void addRun(const float* __restrict src, int64_t n, float* __restrict dst
   store4(dst + n - 4, last);
 }
 
-// Copies `rows` runs of ow floats, a row_step apart at src, to dst back to back, kVecs = ⌈ow/4⌉
-// 16-byte pieces a run: every run but the last writes up to 3 floats on into the next run's place
+// Copies `rows` runs of ow floats, a row_step apart at src, to dst back to back, ⌈ow/4⌉ 16-byte
+// pieces a run: every run but the last writes up to 3 floats on into the next run's place
 // (rewritten next) and reads up to 3 floats past its source, no further than the next source run
-// reaches (row_step >= ow >= 4). The last run is copied exactly. A fixed count of pieces leaves no
-// inner loop: with one, wasm spent ~3.5 cycles a piece on W2's runs of 11 floats.
+// reaches (row_step >= ow >= 4). The last run is copied exactly. kVecs fixes the count of pieces
+// (0: counted at run time): with no inner loop, wasm no longer spent ~3.5 cycles a piece on W2's
+// runs of 11 floats.
 template <int64_t kVecs>
 void copyRows(const float* __restrict src, int64_t row_step, int64_t ow, int64_t rows, float* __restrict dst) {
+  const int64_t vecs = kVecs > 0 ? kVecs : (ow + 3) / 4;
   for (int64_t y = 0; y + 1 < rows; ++y, src += row_step, dst += ow)
-    for (int64_t k = 0; k < kVecs; ++k) std::memcpy(dst + 4 * k, src + 4 * k, 4 * sizeof(float));
+    for (int64_t k = 0; k < vecs; ++k) std::memcpy(dst + 4 * k, src + 4 * k, 4 * sizeof(float));
   copyRun(src, ow, dst);
 }
 void copyRowsAny(const float* src, int64_t row_step, int64_t ow, int64_t rows, float* dst) {
@@ -69,10 +71,7 @@ void copyRowsAny(const float* src, int64_t row_step, int64_t ow, int64_t rows, f
     case 2: return copyRows<2>(src, row_step, ow, rows, dst);
     case 3: return copyRows<3>(src, row_step, ow, rows, dst);
     case 4: return copyRows<4>(src, row_step, ow, rows, dst);
-    default:
-      for (int64_t y = 0; y + 1 < rows; ++y, src += row_step, dst += ow)
-        for (int64_t k = 0; k < ow; k += 4) std::memcpy(dst + k, src + k, 4 * sizeof(float));
-      copyRun(src, ow, dst);
+    default: return copyRows<0>(src, row_step, ow, rows, dst);
   }
 }
 
