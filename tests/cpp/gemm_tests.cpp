@@ -263,40 +263,48 @@ TEST_CASE("gemm: a last panel of one or two columns gives the bits of the same c
   // vector, several panels of rows at once and then one at a time; each element is the same sum in
   // the same order as in a full tile. Rows in whole groups, a ragged rest and fewer than a tile;
   // A packed per block (transposed, or wide enough in wasm), packed whole (packLhs) and read in
-  // place; bias, accumulate and ld > width; depths of one and of several slices; 1 and 2 threads.
-  ExecContext one(fucina::ExecOptions{.threads = 1}), two(fucina::ExecOptions{.threads = 2});
-  const int64_t nr = fucina::kernels::detail::gemmPanelCols();
-  for (int64_t n : {int64_t{1}, int64_t{2}, 2 * nr + 1, 2 * nr + 2, 4 * nr + 1})
-    for (int64_t m : {1, 3, 4, 5, 9, 31, 32, 33, 64, 65, 70, 130})
-      for (int64_t k : {1, 37, 600})
-        for (int t = 0; t < 4; ++t) {
-          const bool trans_a = (t & 1) != 0, trans_b = (t & 2) != 0, accumulate = t == 1, bias = t == 2;
-          const Case wide{m, (n / nr + 1) * nr, k, trans_a, trans_b, accumulate, t};
-          INFO(describe({m, n, k, trans_a, trans_b, accumulate, t}) << " bias=" << bias);
-          // The first n columns of B (transposed: rows) with the same ld; C keeps the wide ld.
-          const Operands o = operandsOf(wide);
-          const std::vector<float> want = fastProduct(&one, wide, o, bias);
-          std::vector<float> packed(static_cast<size_t>(std::max<int64_t>(1, fucina::kernels::packedLhsFloats(m, k))));
-          fucina::kernels::packLhs(trans_a, m, k, o.a.data(), o.lda, packed.data());
-          for (int run = 0; run < 3; ++run) {
-            std::vector<float> c = o.c0;
-            if (run < 2)
-              fucina::kernels::gemm(run == 0 ? one : two, trans_a, trans_b, m, n, k, o.a.data(), o.lda, o.b.data(),
-                                    o.ldb, c.data(), o.ldc, accumulate, bias ? o.bias_row.data() : nullptr);
-            else if (!bias)
-              fucina::kernels::gemmPackedLhs(two, trans_b, m, n, k, packed.data(), o.b.data(), o.ldb, c.data(), o.ldc,
-                                             accumulate);
-            else
-              continue;
-            int64_t bad = 0;
-            for (int64_t i = 0; i < m; ++i)
-              for (int64_t j = 0; j < o.ldc; ++j) {
-                const auto at = static_cast<size_t>(i * o.ldc + j);
-                if (c[at] != (j < n ? want[at] : o.c0[at])) ++bad;
-              }
-            CHECK(bad == 0);
+  // place; bias, accumulate and ld > width; depths of one and of several slices; 1 and 2 threads;
+  // natively, every SIMD target (AVX2 and SSE4 split a 6-row panel into vectors of 4 and 2 rows).
+  const auto check = [] {
+    ExecContext one(fucina::ExecOptions{.threads = 1}), two(fucina::ExecOptions{.threads = 2});
+    const int64_t nr = fucina::kernels::detail::gemmPanelCols();
+    for (int64_t n : {int64_t{1}, int64_t{2}, 2 * nr + 1, 2 * nr + 2, 4 * nr + 1})
+      for (int64_t m : {1, 3, 4, 5, 9, 31, 32, 33, 64, 65, 70, 130})
+        for (int64_t k : {1, 37, 600})
+          for (int t = 0; t < 4; ++t) {
+            const bool trans_a = (t & 1) != 0, trans_b = (t & 2) != 0, accumulate = t == 1, bias = t == 2;
+            const Case wide{m, (n / nr + 1) * nr, k, trans_a, trans_b, accumulate, t};
+            INFO(describe({m, n, k, trans_a, trans_b, accumulate, t}) << " bias=" << bias);
+            // The first n columns of B (transposed: rows) with the same ld; C keeps the wide ld.
+            const Operands o = operandsOf(wide);
+            const std::vector<float> want = fastProduct(&one, wide, o, bias);
+            std::vector<float> packed(static_cast<size_t>(std::max<int64_t>(1, fucina::kernels::packedLhsFloats(m, k))));
+            fucina::kernels::packLhs(trans_a, m, k, o.a.data(), o.lda, packed.data());
+            for (int run = 0; run < 3; ++run) {
+              std::vector<float> c = o.c0;
+              if (run < 2)
+                fucina::kernels::gemm(run == 0 ? one : two, trans_a, trans_b, m, n, k, o.a.data(), o.lda, o.b.data(),
+                                      o.ldb, c.data(), o.ldc, accumulate, bias ? o.bias_row.data() : nullptr);
+              else if (!bias)
+                fucina::kernels::gemmPackedLhs(two, trans_b, m, n, k, packed.data(), o.b.data(), o.ldb, c.data(), o.ldc,
+                                               accumulate);
+              else
+                continue;
+              int64_t bad = 0;
+              for (int64_t i = 0; i < m; ++i)
+                for (int64_t j = 0; j < o.ldc; ++j) {
+                  const auto at = static_cast<size_t>(i * o.ldc + j);
+                  if (c[at] != (j < n ? want[at] : o.c0[at])) ++bad;
+                }
+              CHECK(bad == 0);
+            }
           }
-        }
+  };
+#ifndef __EMSCRIPTEN__
+  test::forEachSimdTarget(check);
+#else
+  check();
+#endif
 }
 
 TEST_CASE("gemm: a fused bias equals gemmRef accumulating onto bias rows", "[gemm]") {

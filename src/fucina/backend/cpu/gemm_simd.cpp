@@ -50,8 +50,14 @@ using D = hn::ScalableTag<float>;
 using V = hn::Vec<D>;
 
 // Tile: kMR rows × kNV vectors of C held in registers (kMR·kNV accumulators).
-#if HWY_TARGET == HWY_WASM || HWY_TARGET == HWY_WASM_EMU256
-// V8 gives wasm 15 vector registers: 8 accumulators + 2 B vectors + 1 splat; 12 would spill.
+#if HWY_TARGET == HWY_WASM && defined(__wasm_relaxed_simd__)
+// relaxed_madd is one instruction (V8: an FMA), so 12 accumulators + 2 B vectors + 1 splat fit
+// V8's 15 vector registers, where 8 left the FMA's latency exposed (docs/relaxed-simd.md: the
+// kernels must then stay out of line, scripts/build-wasm).
+constexpr int64_t kMR = 6, kNV = 2;
+#elif HWY_TARGET == HWY_WASM || HWY_TARGET == HWY_WASM_EMU256
+// V8 gives wasm 15 vector registers: 8 accumulators + 2 B vectors + 1 splat; 12 would spill
+// (a multiply then an add holds the product in one more).
 constexpr int64_t kMR = 4, kNV = 2;
 #elif HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 constexpr int64_t kMR = 8, kNV = 2;  // 16 of 32 zmm registers for C
@@ -153,7 +159,7 @@ HWY_NOINLINE void MicroKernel(int64_t kc, const float* HWY_RESTRICT a, int64_t l
 // next at or above its count) over up to 4 / kRows panels at once, so a row still has several
 // independent accumulators to hide the multiply-add latency. Every element of C is still the sum
 // of its products in depth order from zero, plus the bias or C, so results are the same bits as
-// the full tile's. Where kMR is 4 (wasm) no short tile is 4 rows: that would add call sites to the
+// the full tile's. Where kMR is 4 (simd wasm) no short tile is 4 rows: that would add call sites to the
 // full tile's kernel, and with them wasm's GEMM ran 17% slower (W4 1024³ in Node: 42.7 -> 50.0 ms;
 // the kernel's own code was unchanged).
 template <bool kDirect, int64_t kRows>
@@ -173,14 +179,16 @@ void ShortTiles(int64_t kc, const float* a, int64_t lda, const float* pb, float*
 // convolution: 121 = 15·8 + 1 columns per image in wasm; a 10-class layer: 8 + 2) would run the
 // full tile over that panel and keep an eighth or a quarter of it: 6% of the convolution's
 // multiply-adds thrown away. A packed A panel holds its kMR rows side by side at each depth, so
-// those columns run with the rows in the vector instead: an accumulator per kMR rows and column,
-// A's panel loaded and B's element broadcast, over 8 / cols panels at once (cols · panels
-// independent accumulators hide the multiply-add's latency). Each element is still the sum of its
-// products in depth order from zero (a·b, as the tile's b·a: the same bits), plus the bias or C,
-// so results are the tile's bits. Where kMR is a power of two no wider than a vector (wasm's 4,
-// AVX-512's 8 in a 256-bit vector), and only for a packed A: one read in place would gather rows.
-constexpr bool kEdgeByRows = (kMR & (kMR - 1)) == 0 && kMR <= kLanes;
-constexpr int64_t kEdgeMaxCols = 2;
+// those columns run with the rows in the vector instead, A's panel loaded and B's element
+// broadcast: kEdgeLo rows in one vector and the kEdgeHi left, if any, in a second (6 = 4 + 2 in
+// relaxed wasm and on AVX2/SSE4), an accumulator per vector and column, over enough panels at once
+// for 8 independent accumulators to hide the multiply-add's latency. Each element is still the sum
+// of its products in depth order from zero (a·b, as the tile's b·a: the same bits), plus the bias
+// or C, so results are the tile's bits. Only for a packed A: one read in place would gather rows.
+constexpr int64_t PowerOfTwoFloor(int64_t x) { return x < 2 ? 1 : 2 * PowerOfTwoFloor(x / 2); }
+constexpr int64_t kEdgeLo = PowerOfTwoFloor(std::min(kMR, kLanes)), kEdgeHi = kMR - kEdgeLo;
+constexpr bool kEdgeByRows = kEdgeHi == 0 || (kEdgeHi == PowerOfTwoFloor(kEdgeHi) && kEdgeHi < kEdgeLo);
+constexpr int64_t kEdgeMaxCols = 2, kEdgeVectors = kEdgeHi > 0 ? 2 : 1;
 
 // C rows [0, rows) × columns [0, kCols) = (or +=) kPanels A panels (panel r at pa + r·a_stride) ·
 // the B panel's first kCols columns; rows ≤ kPanels·kMR.
@@ -188,26 +196,36 @@ template <int64_t kCols, int64_t kPanels>
 HWY_NOINLINE void EdgeKernel(int64_t kc, const float* HWY_RESTRICT pa, int64_t a_stride, const float* HWY_RESTRICT pb,
                              float* HWY_RESTRICT c, int64_t ldc, int64_t rows, bool overwrite,
                              const float* HWY_RESTRICT bias) {
-  const hn::CappedTag<float, kEdgeByRows ? kMR : 1> dr;
-  using VR = hn::Vec<decltype(dr)>;
-  VR acc[kPanels][kCols];
+  const hn::CappedTag<float, kEdgeLo> dl;
+  const hn::CappedTag<float, (kEdgeByRows && kEdgeHi > 0 ? kEdgeHi : 1)> dh;  // unused where kEdgeHi is 0
+  using VL = hn::Vec<decltype(dl)>;
+  using VH = hn::Vec<decltype(dh)>;
+  VL lo[kPanels][kCols];
+  VH hi[kPanels][kCols];
   for (int64_t r = 0; r < kPanels; ++r)
-    for (int64_t j = 0; j < kCols; ++j) acc[r][j] = hn::Zero(dr);
+    for (int64_t j = 0; j < kCols; ++j) lo[r][j] = hn::Zero(dl), hi[r][j] = hn::Zero(dh);
 #if HWY_TARGET == HWY_WASM || HWY_TARGET == HWY_WASM_EMU256
 #pragma clang loop unroll(disable)
 #endif
   for (int64_t p = 0; p < kc; ++p) {
-    VR b[kCols];
-    for (int64_t j = 0; j < kCols; ++j) b[j] = hn::Set(dr, pb[p * kNR + j]);
+    VL bl[kCols];
+    VH bh[kCols];
+    for (int64_t j = 0; j < kCols; ++j) bl[j] = hn::Set(dl, pb[p * kNR + j]), bh[j] = hn::Set(dh, pb[p * kNR + j]);
     for (int64_t r = 0; r < kPanels; ++r) {
-      const VR a = hn::LoadU(dr, pa + r * a_stride + p * kMR);
-      for (int64_t j = 0; j < kCols; ++j) acc[r][j] = MulAddAcc(a, b[j], acc[r][j]);
+      const float* ap = pa + r * a_stride + p * kMR;
+      const VL al = hn::LoadU(dl, ap);
+      for (int64_t j = 0; j < kCols; ++j) lo[r][j] = MulAddAcc(al, bl[j], lo[r][j]);
+      if constexpr (kEdgeHi > 0) {
+        const VH ah = hn::LoadU(dh, ap + kEdgeLo);
+        for (int64_t j = 0; j < kCols; ++j) hi[r][j] = MulAddAcc(ah, bh[j], hi[r][j]);
+      }
     }
   }
-  HWY_ALIGN float lanes[kMR];
+  float lanes[kEdgeLo + kEdgeHi];
   for (int64_t r = 0; r < kPanels; ++r)
     for (int64_t j = 0; j < kCols; ++j) {
-      hn::Store(acc[r][j], dr, lanes);
+      hn::StoreU(lo[r][j], dl, lanes);
+      if constexpr (kEdgeHi > 0) hn::StoreU(hi[r][j], dh, lanes + kEdgeLo);
       for (int64_t i = 0; i < std::min(kMR, rows - r * kMR); ++i) {
         float* cij = c + (r * kMR + i) * ldc + j;
         *cij = (overwrite ? (bias ? bias[j] : 0.f) : *cij) + lanes[i];
@@ -220,7 +238,7 @@ HWY_NOINLINE void EdgeKernel(int64_t kc, const float* HWY_RESTRICT pa, int64_t a
 template <int64_t kCols>
 void EdgeColumns(int64_t kc, const float* pa, const float* pb, float* c, int64_t ldc, int64_t rows, bool overwrite,
                  const float* bias) {
-  constexpr int64_t kPanels = 8 / kCols;
+  constexpr int64_t kPanels = 8 / (kCols * kEdgeVectors);
   const int64_t a_stride = kc * kMR;
   int64_t r0 = 0;
   for (; r0 + kPanels * kMR <= rows; r0 += kPanels * kMR)
