@@ -53,26 +53,37 @@ inline void addRun(const float* __restrict src, int64_t n, float* __restrict dst
 }
 
 // Copies `rows` runs of ow floats, a row_step apart at src, to dst back to back, ⌈ow/4⌉ 16-byte
-// pieces a run: every run but the last writes up to 3 floats on into the next run's place
-// (rewritten next) and reads up to 3 floats past its source, no further than the next source run
-// reaches (row_step >= ow >= 4). The last run is copied exactly. kVecs fixes the count of pieces
-// (0: counted at run time): with no inner loop, wasm no longer spent ~3.5 cycles a piece on W2's
-// runs of 11 floats.
+// pieces a run: every run writes up to 3 floats on into the next run's place and reads up to 3
+// floats past its source, no further than the next source run reaches (row_step >= ow >= 4), so
+// the caller copies the last run exactly. kVecs fixes the count of pieces (0: counted at run
+// time): with no inner loop, wasm no longer spent ~3.5 cycles a piece on W2's runs of 11 floats.
+// The pieces are plain vector accesses in a function clang may not turn into memcpy calls: it
+// made the run-time count's piece loop a call per row (W2's first convolution, 26 floats a row:
+// 1.8% of the relaxed-simd step).
+#if defined(__clang__)
+#define FUCINA_NO_MEMCPY_CALLS __attribute__((no_builtin("memcpy")))
+#else
+#define FUCINA_NO_MEMCPY_CALLS
+#endif
+using Float4Any = float __attribute__((vector_size(16), aligned(4), may_alias));
 template <int64_t kVecs>
-void copyRows(const float* __restrict src, int64_t row_step, int64_t ow, int64_t rows, float* __restrict dst) {
+FUCINA_NO_MEMCPY_CALLS void copyRowPieces(const float* __restrict src, int64_t row_step, int64_t ow, int64_t rows,
+                                          float* __restrict dst) {
   const int64_t vecs = kVecs > 0 ? kVecs : (ow + 3) / 4;
-  for (int64_t y = 0; y + 1 < rows; ++y, src += row_step, dst += ow)
-    for (int64_t k = 0; k < vecs; ++k) std::memcpy(dst + 4 * k, src + 4 * k, 4 * sizeof(float));
-  copyRun(src, ow, dst);
+  for (int64_t y = 0; y < rows; ++y, src += row_step, dst += ow)
+    for (int64_t k = 0; k < vecs; ++k)
+      *reinterpret_cast<Float4Any*>(dst + 4 * k) = *reinterpret_cast<const Float4Any*>(src + 4 * k);
 }
-void copyRowsAny(const float* src, int64_t row_step, int64_t ow, int64_t rows, float* dst) {
+void copyRows(const float* src, int64_t row_step, int64_t ow, int64_t rows, float* dst) {
+  const int64_t last = rows - 1;  // rows >= 1
   switch ((ow + 3) / 4) {
-    case 1: return copyRows<1>(src, row_step, ow, rows, dst);
-    case 2: return copyRows<2>(src, row_step, ow, rows, dst);
-    case 3: return copyRows<3>(src, row_step, ow, rows, dst);
-    case 4: return copyRows<4>(src, row_step, ow, rows, dst);
-    default: return copyRows<0>(src, row_step, ow, rows, dst);
+    case 1: copyRowPieces<1>(src, row_step, ow, last, dst); break;
+    case 2: copyRowPieces<2>(src, row_step, ow, last, dst); break;
+    case 3: copyRowPieces<3>(src, row_step, ow, last, dst); break;
+    case 4: copyRowPieces<4>(src, row_step, ow, last, dst); break;
+    default: copyRowPieces<0>(src, row_step, ow, last, dst);
   }
+  copyRun(src + last * row_step, ow, dst + last * ow);
 }
 
 // One tap (c, i, j) of a convolution: the output rows and columns that read inside the plane,
@@ -116,7 +127,7 @@ void im2col(const Conv2dGeometry& g, const float* x, float* cols) {
           // row inside the plane no pointer into it is formed: an empty plane has no buffer, and
           // null plus a padding offset is UB (UBSan, the backend harness's empty image).
           if (t.y_hi > t.y_lo)
-            copyRowsAny(plane + (t.base + t.y_lo * t.row_step), t.row_step, ow, t.y_hi - t.y_lo, row + t.y_lo * ow);
+            copyRows(plane + (t.base + t.y_lo * t.row_step), t.row_step, ow, t.y_hi - t.y_lo, row + t.y_lo * ow);
         } else {
           for (int64_t oy = t.y_lo; oy < t.y_hi; ++oy) {
             float* r = row + oy * ow;
