@@ -44,7 +44,7 @@ HWY_BEFORE_NAMESPACE();
 namespace fucina::kernels::detail {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
-#include "fucina/backend/cpu/madd-inl.h"  // MulAddAcc
+#include "fucina/backend/cpu/relaxed-inl.h"  // MulAddAcc
 
 using D = hn::ScalableTag<float>;
 using V = hn::Vec<D>;

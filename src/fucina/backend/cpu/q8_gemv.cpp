@@ -42,7 +42,7 @@ HWY_BEFORE_NAMESPACE();
 namespace fucina::kernels {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
-#include "fucina/backend/cpu/madd-inl.h"  // MulAddAcc
+#include "fucina/backend/cpu/relaxed-inl.h"  // MulAddAcc
 
 // Up to kRows rows of A against one weight row at a time: each block's 32 values are widened to
 // f32 once and used by every row; a row's vector of partial sums is scaled by the block's scale

@@ -35,7 +35,7 @@ HWY_BEFORE_NAMESPACE();
 namespace fucina::kernels::vec {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
-#include "fucina/backend/cpu/madd-inl.h"  // MulAddAcc
+#include "fucina/backend/cpu/relaxed-inl.h"  // MulAddAcc, IfThenElseLanes
 
 using D = hn::ScalableTag<float>;
 using V = hn::Vec<D>;
@@ -349,8 +349,8 @@ void AddToF64(const float* x, int64_t n, double* acc) {
 template <bool kTrack, class VI>
 HWY_INLINE void PoolTap(V v, VI idx, V& best, VI& at) {
   const auto take = hn::AndNot(hn::Le(v, best), hn::Eq(best, best));
-  best = hn::IfThenElse(take, v, best);
-  if constexpr (kTrack) at = hn::IfThenElse(hn::RebindMask(hn::RebindToSigned<D>(), take), idx, at);
+  best = IfThenElseLanes(take, v, best);
+  if constexpr (kTrack) at = IfThenElseLanes(hn::RebindMask(hn::RebindToSigned<D>(), take), idx, at);
 }
 
 // Stores n ≤ L outputs (and, kTrack, their indices widened to int64) at y and ap.
@@ -390,10 +390,12 @@ HWY_INLINE void StorePooled(V best, VI at, int64_t n, float* y, int64_t* ap) {
 
 // Note [2x2 pooling without gathers]: a 2x2 window with stride 2 reads two adjacent columns of
 // two rows, so L outputs of a row come from two vectors of each input row split into even and
-// odd columns (ConcatEven / ConcatOdd). A row of fewer than L outputs left (W2's rows of 13 and 5
-// outputs on AVX-512, every row's 13th on SIMD128) runs the same vectors with n < L lanes stored;
-// their loads read on past the row, inside the input, except near its end, where the rows' 2n
-// floats are copied into a padded buffer. Gathering each lane's window instead cost wasm 0.96 ms
+// odd columns (ConcatEven / ConcatOdd). A row's last outputs short of L run as its last L outputs,
+// those before them computed and stored again (the same values: every row's 13th output on
+// SIMD128, where storing one lane went through memory). A row of fewer than L outputs (W2's rows
+// of 13 and 5 outputs on AVX-512) runs the same vectors with n < L lanes stored; their loads read
+// on past the row, inside the input, except near its end, where the rows' 2n floats are copied
+// into a padded buffer. Gathering each lane's window instead cost wasm 0.96 ms
 // for W6's first pooling at batch 64 (SIMD128 has no gather: 4 loads and lane inserts a vector),
 // and AVX-512's gathers were 5.8% of W2's native step.
 // Every row of one plane; x_end is the end of the input.
@@ -413,7 +415,8 @@ void MaxPool2x2Rows(const float* plane, const float* x_end, int64_t width, int64
     const float* r0 = plane + 2 * oy * width;
     const float* r1 = r0 + width;
     for (int64_t ox = 0; ox < out_w; ox += L) {
-      const int64_t n = std::min(L, out_w - ox);
+      int64_t n = std::min(L, out_w - ox);
+      if (n < L && out_w >= L) ox = out_w - L, n = L;  // the row's last L outputs, some again
       const float *a = r0 + 2 * ox, *b = r1 + 2 * ox;
       if (n < L && x_end - b < 2 * L) {
         std::copy(a, a + 2 * n, padded);
