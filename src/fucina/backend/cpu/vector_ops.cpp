@@ -414,9 +414,8 @@ void MaxPool2x2Rows(const float* plane, const float* x_end, int64_t width, int64
   for (int64_t oy = 0; oy < out_h; ++oy) {
     const float* r0 = plane + 2 * oy * width;
     const float* r1 = r0 + width;
-    for (int64_t ox = 0; ox < out_w; ox += L) {
-      int64_t n = std::min(L, out_w - ox);
-      if (n < L && out_w >= L) ox = out_w - L, n = L;  // the row's last L outputs, some again
+    // L outputs at ox, n ≤ L of them stored.
+    const auto outputs = [&](int64_t ox, int64_t n) {
       const float *a = r0 + 2 * ox, *b = r1 + 2 * ox;
       if (n < L && x_end - b < 2 * L) {
         std::copy(a, a + 2 * n, padded);
@@ -433,6 +432,12 @@ void MaxPool2x2Rows(const float* plane, const float* x_end, int64_t width, int64
       PoolTap<kTrack>(hn::ConcatOdd(d, b_hi, b_lo), diagonal, best, at);
       if constexpr (kTrack) at = hn::Add(at, hn::Add(even, hn::Set(di, static_cast<int32_t>(2 * oy * width + 2 * ox))));
       StorePooled<kTrack>(best, at, n, yp + oy * out_w + ox, kTrack ? ap + oy * out_w + ox : nullptr);
+    };
+    int64_t ox = 0;
+    for (; ox + L <= out_w; ox += L) outputs(ox, L);
+    if (ox < out_w) {
+      if (out_w >= L) outputs(out_w - L, L);  // the row's last L outputs, some again
+      else outputs(ox, out_w - ox);
     }
   }
 #else
