@@ -111,16 +111,19 @@ int64_t convOutExtent(int64_t in, int64_t kernel, int64_t stride, int64_t pad, i
 }
 
 // Both loops walk one tap at a time over the output rows that read inside the plane, with the
-// bounds worked out once per tap (not per element or per row). The geometry is copied into locals:
-// the copies store through memcpy, which may alias g, and every field was reloaded per row.
+// bounds worked out once per tap position (i, j) for every channel (not per channel, element or
+// row: tapOf divides by the strides, and W2's second convolution copies only 11 rows a tap). Each
+// element of x still gets col2im's terms in tap order. The geometry is copied into locals: the
+// copies store through memcpy, which may alias g, and every field was reloaded per row.
 void im2col(const Conv2dGeometry& g, const float* x, float* cols) {
   const int64_t oh = g.out_h, ow = g.out_w, sw = g.stride_w, plane_size = g.height * g.width;
-  float* row = cols;
-  for (int64_t c = 0; c < g.channels; ++c) {
-    const float* plane = x + c * plane_size;
-    for (int64_t i = 0; i < g.kh; ++i) {
-      for (int64_t j = 0; j < g.kw; ++j, row += oh * ow) {
-        const Tap t = tapOf(g, i, j);
+  const int64_t taps = g.kh * g.kw;
+  for (int64_t i = 0; i < g.kh; ++i) {
+    for (int64_t j = 0; j < g.kw; ++j) {
+      const Tap t = tapOf(g, i, j);
+      for (int64_t c = 0; c < g.channels; ++c) {
+        const float* plane = x + c * plane_size;
+        float* row = cols + (c * taps + i * g.kw + j) * (oh * ow);
         if (t.y_lo > 0) std::fill(row, row + t.y_lo * ow, 0.0f);  // a call in wasm, even for nothing
         if (sw == 1 && t.x_lo == 0 && t.x_hi == ow && ow >= 4) {
           // Whole rows (row_step >= width >= ow >= 4: copyRows' reads stay in the plane). With no
@@ -151,12 +154,13 @@ void im2col(const Conv2dGeometry& g, const float* x, float* cols) {
 
 void col2imAdd(const Conv2dGeometry& g, const float* cols, float* x) {
   const int64_t oh = g.out_h, ow = g.out_w, sw = g.stride_w, plane_size = g.height * g.width;
-  const float* row = cols;
-  for (int64_t c = 0; c < g.channels; ++c) {
-    float* plane = x + c * plane_size;
-    for (int64_t i = 0; i < g.kh; ++i) {
-      for (int64_t j = 0; j < g.kw; ++j, row += oh * ow) {
-        const Tap t = tapOf(g, i, j);
+  const int64_t taps = g.kh * g.kw;
+  for (int64_t i = 0; i < g.kh; ++i) {
+    for (int64_t j = 0; j < g.kw; ++j) {
+      const Tap t = tapOf(g, i, j);
+      for (int64_t c = 0; c < g.channels; ++c) {
+        float* plane = x + c * plane_size;
+        const float* row = cols + (c * taps + i * g.kw + j) * (oh * ow);
         for (int64_t oy = t.y_lo; oy < t.y_hi; ++oy) {
           const float* r = row + oy * ow + t.x_lo;
           float* dst = plane + (t.base + oy * t.row_step + t.x_lo * sw);
