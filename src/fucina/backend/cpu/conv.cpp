@@ -1,7 +1,6 @@
 #include "fucina/backend/cpu/conv.h"
 
 #include <algorithm>
-#include <cstring>
 #include <limits>
 #include <utility>
 
@@ -19,6 +18,12 @@ std::pair<int64_t, int64_t> inBounds(int64_t out, int64_t stride, int64_t offset
   const int64_t hi = std::clamp<int64_t>(ceilDiv(extent - offset, stride), lo, out);
   return {lo, hi};
 }
+// Four floats at any 4-byte-aligned address. A typedef, not a using-alias: clang keeps the lowered
+// alignment only on a typedef (with the alias it assumed 16 bytes: UBSan, and aligned moves
+// natively). Plain vector accesses, not memcpy, so copyRowPieces below makes no memcpy calls.
+typedef float Float4 __attribute__((vector_size(16), aligned(4), may_alias));
+inline Float4 load4(const float* p) { return *reinterpret_cast<const Float4*>(p); }
+inline void store4(float* p, Float4 v) { *reinterpret_cast<Float4*>(p) = v; }
 // dst[0, n) = src[0, n). The runs of im2col are a row of the output image long (11 floats for
 // W2's second convolution): a memmove call per run cost more than the copy (perf, W2: im2col and
 // memmove 17% of a step). Fixed-size 16-byte copies compile to single moves; the last one
@@ -29,19 +34,12 @@ inline void copyRun(const float* __restrict src, int64_t n, float* __restrict ds
     return;
   }
   int64_t k = 0;
-  for (; k + 4 <= n; k += 4) std::memcpy(dst + k, src + k, 4 * sizeof(float));
-  if (k < n) std::memcpy(dst + n - 4, src + n - 4, 4 * sizeof(float));
+  for (; k + 4 <= n; k += 4) store4(dst + k, load4(src + k));
+  if (k < n) store4(dst + n - 4, load4(src + n - 4));
 }
 // dst[0, n) += src[0, n) four floats at a time: the last four are summed before anything is
 // stored, so they may overlap the four before them (an element stored twice gets the same sum
 // twice). Element by element, col2im was 7.8% of native W2's step (perf), on runs of 11 floats.
-using Float4 = float __attribute__((vector_size(16)));
-inline Float4 load4(const float* p) {
-  Float4 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline void store4(float* p, Float4 v) { std::memcpy(p, &v, sizeof v); }
 inline void addRun(const float* __restrict src, int64_t n, float* __restrict dst) {
   if (n < 4) {
     for (int64_t k = 0; k < n; ++k) dst[k] += src[k];
@@ -65,16 +63,13 @@ inline void addRun(const float* __restrict src, int64_t n, float* __restrict dst
 #else
 #define FUCINA_NO_MEMCPY_CALLS
 #endif
-// A typedef, not a using-alias: clang keeps the lowered alignment only on a typedef (with the alias
-// it assumed 16 bytes: UBSan, and aligned moves natively).
-typedef float Float4Any __attribute__((vector_size(16), aligned(4), may_alias));
 template <int64_t kVecs>
 FUCINA_NO_MEMCPY_CALLS void copyRowPieces(const float* __restrict src, int64_t row_step, int64_t ow, int64_t rows,
                                           float* __restrict dst) {
   const int64_t vecs = kVecs > 0 ? kVecs : (ow + 3) / 4;
   for (int64_t y = 0; y < rows; ++y, src += row_step, dst += ow)
     for (int64_t k = 0; k < vecs; ++k)
-      *reinterpret_cast<Float4Any*>(dst + 4 * k) = *reinterpret_cast<const Float4Any*>(src + 4 * k);
+      store4(dst + 4 * k, load4(src + 4 * k));
 }
 void copyRows(const float* src, int64_t row_step, int64_t ow, int64_t rows, float* dst) {
   const int64_t last = rows - 1;  // rows >= 1
@@ -116,7 +111,7 @@ int64_t convOutExtent(int64_t in, int64_t kernel, int64_t stride, int64_t pad, i
 // bounds worked out once per tap position (i, j) for every channel (not per channel, element or
 // row: tapOf divides by the strides, and W2's second convolution copies only 11 rows a tap). Each
 // element of x still gets col2im's terms in tap order. The geometry is copied into locals: the
-// copies store through memcpy, which may alias g, and every field was reloaded per row.
+// copies store through may-alias vectors, which may alias g, and every field was reloaded per row.
 void im2col(const Conv2dGeometry& g, const float* x, float* cols) {
   const int64_t oh = g.out_h, ow = g.out_w, sw = g.stride_w, plane_size = g.height * g.width;
   const int64_t taps = g.kh * g.kw;
