@@ -362,7 +362,23 @@ static void checkPooling() {
   }
 }
 
+// Every length from empty to past four vectors of the widest target (its unrolled loop, the whole
+// vectors after it, the padded tail), against the sum in double.
+void checkSumRow() {
+  const std::vector<float> x = wave(200, 1, 0.3f, 0.1f);
+  for (int64_t n = 0; n <= 200; ++n) {
+    double want = 0, magnitude = 0;
+    for (int64_t i = 0; i < n; ++i) want += x[static_cast<size_t>(i)], magnitude += std::abs(x[static_cast<size_t>(i)]);
+    INFO("n " << n);
+    REQUIRE(fucina::kernels::vec::sumRow(x.data(), n) == Approx(want).margin(1e-6 * (1 + magnitude)));
+  }
+}
+
+TEST_CASE("vec::sumRow matches the sum in double on every length") { checkSumRow(); }
+
 #ifndef __EMSCRIPTEN__
+TEST_CASE("vec::sumRow: every SIMD target this processor runs") { test::forEachSimdTarget(checkSumRow); }
+
 TEST_CASE("pooling: every SIMD target this processor runs matches the scalar path") {
   // 16 lanes leave W2's rows of 13 and 5 outputs short of a vector; 8 and 4 (SSE4, as wasm) split
   // them into whole vectors and a short rest.
