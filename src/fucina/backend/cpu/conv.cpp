@@ -20,15 +20,24 @@ std::pair<int64_t, int64_t> inBounds(int64_t out, int64_t stride, int64_t offset
 }
 // Four floats at any 4-byte-aligned address. A typedef, not a using-alias: clang keeps the lowered
 // alignment only on a typedef (with the alias it assumed 16 bytes: UBSan, and aligned moves
-// natively). Plain vector accesses, not memcpy, so copyRowPieces below makes no memcpy calls.
+// natively). Plain vector accesses, not memcpy, for the piece loops below.
 typedef float Float4 __attribute__((vector_size(16), aligned(4), may_alias));
 inline Float4 load4(const float* p) { return *reinterpret_cast<const Float4*>(p); }
 inline void store4(float* p, Float4 v) { *reinterpret_cast<Float4*>(p) = v; }
+// clang may not turn the loops of 16-byte pieces below into memcpy calls: it made copyRun's a
+// call per run (1% of the relaxed-simd W2 step in im2col) and copyRowPieces' run-time count a call
+// per row (W2's first convolution, 26 floats a row: 1.8%). Their callers carry the attribute too:
+// clang inlines a function only into one with the same.
+#if defined(__clang__)
+#define FUCINA_NO_MEMCPY_CALLS __attribute__((no_builtin("memcpy")))
+#else
+#define FUCINA_NO_MEMCPY_CALLS
+#endif
 // dst[0, n) = src[0, n). The runs of im2col are a row of the output image long (11 floats for
 // W2's second convolution): a memmove call per run cost more than the copy (perf, W2: im2col and
 // memmove 17% of a step). Fixed-size 16-byte copies compile to single moves; the last one
 // overlaps the one before when n is not a multiple of 4.
-inline void copyRun(const float* __restrict src, int64_t n, float* __restrict dst) {
+FUCINA_NO_MEMCPY_CALLS inline void copyRun(const float* __restrict src, int64_t n, float* __restrict dst) {
   if (n < 4 || n > 64) {
     std::copy(src, src + n, dst);
     return;
@@ -55,14 +64,6 @@ inline void addRun(const float* __restrict src, int64_t n, float* __restrict dst
 // floats past its source, no further than the next source run reaches (row_step >= ow >= 4), so
 // the caller copies the last run exactly. kVecs fixes the count of pieces (0: counted at run
 // time): with no inner loop, wasm no longer spent ~3.5 cycles a piece on W2's runs of 11 floats.
-// The pieces are plain vector accesses in a function clang may not turn into memcpy calls: it
-// made the run-time count's piece loop a call per row (W2's first convolution, 26 floats a row:
-// 1.8% of the relaxed-simd step).
-#if defined(__clang__)
-#define FUCINA_NO_MEMCPY_CALLS __attribute__((no_builtin("memcpy")))
-#else
-#define FUCINA_NO_MEMCPY_CALLS
-#endif
 template <int64_t kVecs>
 FUCINA_NO_MEMCPY_CALLS void copyRowPieces(const float* __restrict src, int64_t row_step, int64_t ow, int64_t rows,
                                           float* __restrict dst) {
@@ -71,7 +72,7 @@ FUCINA_NO_MEMCPY_CALLS void copyRowPieces(const float* __restrict src, int64_t r
     for (int64_t k = 0; k < vecs; ++k)
       store4(dst + 4 * k, load4(src + 4 * k));
 }
-void copyRows(const float* src, int64_t row_step, int64_t ow, int64_t rows, float* dst) {
+FUCINA_NO_MEMCPY_CALLS void copyRows(const float* src, int64_t row_step, int64_t ow, int64_t rows, float* dst) {
   const int64_t last = rows - 1;  // rows >= 1
   switch ((ow + 3) / 4) {
     case 1: copyRowPieces<1>(src, row_step, ow, last, dst); break;
@@ -112,7 +113,7 @@ int64_t convOutExtent(int64_t in, int64_t kernel, int64_t stride, int64_t pad, i
 // row: tapOf divides by the strides, and W2's second convolution copies only 11 rows a tap). Each
 // element of x still gets col2im's terms in tap order. The geometry is copied into locals: the
 // copies store through may-alias vectors, which may alias g, and every field was reloaded per row.
-void im2col(const Conv2dGeometry& g, const float* x, float* cols) {
+FUCINA_NO_MEMCPY_CALLS void im2col(const Conv2dGeometry& g, const float* x, float* cols) {
   const int64_t oh = g.out_h, ow = g.out_w, sw = g.stride_w, plane_size = g.height * g.width;
   const int64_t taps = g.kh * g.kw;
   for (int64_t i = 0; i < g.kh; ++i) {
@@ -209,7 +210,7 @@ void forEachPixelRun(const Conv2dGeometry& g, int64_t groups, F f) {
 }
 }  // namespace
 
-void im2colChannelsLast(const Conv2dGeometry& g, int64_t groups, const float* x, float* cols) {
+FUCINA_NO_MEMCPY_CALLS void im2colChannelsLast(const Conv2dGeometry& g, int64_t groups, const float* x, float* cols) {
   forEachPixelRun(g, groups, [&](int64_t col, int64_t pixel, int64_t n) {
     if (pixel < 0) std::fill(cols + col, cols + col + n, 0.0f);
     else copyRun(x + pixel, n, cols + col);
