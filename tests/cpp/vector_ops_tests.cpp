@@ -364,7 +364,7 @@ static void checkPooling() {
 
 // Every length from empty to past four vectors of the widest target (its unrolled loop, the whole
 // vectors after it, the padded tail), against the sum in double.
-void checkSumRow() {
+static void checkSumRow() {
   const std::vector<float> x = wave(200, 1, 0.3f, 0.1f);
   for (int64_t n = 0; n <= 200; ++n) {
     double want = 0, magnitude = 0;
