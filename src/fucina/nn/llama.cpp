@@ -278,7 +278,7 @@ Llama::Llama(const LlamaConfig& c, const ModelOptions& o)
     : Model("Llama", "layers.N.self_attn.{q,k,v,o}_proj, layers.N.mlp.{gate,up,down}_proj", "base_model.model.model.",
             false, o),
       config_(c),
-      inv_freq_(c.inverseFrequencies()),
+      rotary_(std::make_shared<const RotaryTables>(c.inverseFrequencies(), c.positions, kT, kHd)),
       pending_(static_cast<size_t>(c.layers), std::vector<Tensor>(kSlots)) {
   if (o.dtype == DType::q8_0 && (c.d_model % 32 != 0 || (c.heads * c.head_dim) % 32 != 0 || c.inner % 32 != 0))
     invalid("Llama: a q8_0 base needs hidden_size, num_attention_heads·head_dim and intermediate_size to be multiples "
@@ -421,16 +421,8 @@ Tensor Llama::forward(ExecContext& ctx, const Tensor& tokens, KvCache* cache) co
     invalid("Llama: " + std::to_string(t) + " tokens along 't'" +
             (start ? " after the " + std::to_string(start) + " of the KV cache" : std::string()) +
             "; the model reads 1 to " + std::to_string(config_.positions) + " (max_position_embeddings)");
-  // The rotary angles of positions start .. start+t-1, one per pair of head dims, in double.
-  std::vector<float> cos_v(static_cast<size_t>(t) * inv_freq_.size()), sin_v(cos_v.size());
-  for (int64_t p = 0; p < t; ++p)
-    for (size_t i = 0; i < inv_freq_.size(); ++i) {
-      const double angle = static_cast<double>(start + p) * inv_freq_[i];
-      cos_v[static_cast<size_t>(p) * inv_freq_.size() + i] = static_cast<float>(std::cos(angle));
-      sin_v[static_cast<size_t>(p) * inv_freq_.size() + i] = static_cast<float>(std::sin(angle));
-    }
-  const Extents table{t, static_cast<int64_t>(inv_freq_.size())};
-  const Tensor cos = Tensor::fromSlice(ctx, {kT, kHd}, table, cos_v), sin = Tensor::fromSlice(ctx, {kT, kHd}, table, sin_v);
+  const std::pair<Tensor, Tensor> tables = rotary_->rows(ctx, start, t);
+  const Tensor &cos = tables.first, &sin = tables.second;
   // Embeddings: the rows of a 16-bit or q8_0 table are read as stored, then widened.
   Tensor x = embed_.indexSelect(ctx, kVocab, tokens);
   if (x.dtype() != DType::f32) x = x.to(ctx, DType::f32);

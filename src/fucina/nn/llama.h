@@ -45,6 +45,7 @@
 #include "fucina/nn/generate.h"
 #include "fucina/nn/lora.h"
 #include "fucina/nn/model.h"
+#include "fucina/nn/rotary_tables.h"
 
 namespace fucina::nn {
 
@@ -138,7 +139,7 @@ class Llama : public Model {
   Tensor forward(ExecContext& ctx, const Tensor& tokens, KvCache* cache) const;
 
   LlamaConfig config_;
-  std::vector<double> inv_freq_;
+  std::shared_ptr<const RotaryTables> rotary_;  // Note [Rotary tables kept]
   Tensor embed_, norm_, head_;  // head_ is embed_ when tied
   std::vector<Block> blocks_;
   // While loading: each block's tensors by slot (Loader), moved into blocks_ at the end.
