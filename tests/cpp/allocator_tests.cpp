@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <thread>
+#include <vector>
 
 using fucina::DType;
 using fucina::ExecContext;
@@ -116,11 +117,15 @@ TEST_CASE("beyond the cache limit, buffers are kept up to the high-water mark of
     const size_t big = MemoryAccount::blockSize(4 << 20), small = MemoryAccount::blockSize(400);
     CHECK(ctx.memory().cached_bytes == (high_water ? 2 * big + small : small));
     // Nothing is cached past the high-water mark: with a and b cached (8 MiB), a new 12 MiB buffer
-    // raises the mark to 12 MiB + small, and caching it too would hold 20 MiB.
+    // raises the mark to 12 MiB + small, and caching it too would hold 20 MiB. It takes the place
+    // of a and b, the class used longest ago (Note [Evict the least recently used class]).
     if (high_water) {
       RawTensor c = floats(ctx, 100);
+      const size_t system = ctx.memory().system_allocations;
       { RawTensor d = floats(ctx, 3 << 20); }
-      CHECK(ctx.memory().cached_bytes == 2 * big);
+      CHECK(ctx.memory().cached_bytes == MemoryAccount::blockSize(12 << 20));
+      { RawTensor d = floats(ctx, 3 << 20); }
+      CHECK(ctx.memory().system_allocations == system + 1);
     }
   }
   // A limit of 0 still caches nothing, whatever the allowance.
@@ -128,6 +133,35 @@ TEST_CASE("beyond the cache limit, buffers are kept up to the high-water mark of
   { RawTensor a = floats(uncached, 1 << 20); }
   { RawTensor a = floats(uncached, 1 << 20); }
   CHECK(uncached.memory().cache_hits == 0u);
+}
+
+TEST_CASE("classes nothing asks for any more make way for a loop's own buffers", "[allocator]") {
+  // Note [Evict the least recently used class]: a finished phase left the cache full of its
+  // classes; a loop of other classes after it makes buffers in its first step only.
+  for (const bool high_water : {true, false}) {
+    INFO("cache_to_high_water " << high_water);
+    ExecContext ctx(ExecOptions{.threads = 1, .cache_limit = 8 << 20, .cache_to_high_water = high_water});
+    {
+      std::vector<RawTensor> phase;
+      for (int i = 0; i < 8; ++i) phase.push_back(floats(ctx, (1 << 18) + 64 * i));  // 8 classes of ~1 MiB
+    }
+    CHECK(ctx.memory().cached_bytes > (7 << 20));
+    const auto step = [&] {
+      RawTensor a = floats(ctx, 3 << 18), b = floats(ctx, 5 << 17);  // 3 MiB and 2.5 MiB
+      { RawTensor c = floats(ctx, 100); }
+    };
+    step();
+    const size_t system = ctx.memory().system_allocations;
+    for (int i = 0; i < 3; ++i) step();
+    CHECK(ctx.memory().system_allocations == system);
+    CHECK(ctx.memory().cached_bytes <= ctx.memory().peak_bytes + (8 << 20));
+  }
+  // A buffer larger than the cache may hold evicts nothing.
+  ExecContext ctx(ExecOptions{.threads = 1, .cache_limit = 1 << 20, .cache_to_high_water = false});
+  { RawTensor a = floats(ctx, 1000); }
+  const size_t cached = ctx.memory().cached_bytes;
+  { RawTensor big = floats(ctx, 1 << 20); }
+  CHECK(ctx.memory().cached_bytes == cached);
 }
 
 TEST_CASE("zero-byte and impossible buffers", "[allocator]") {

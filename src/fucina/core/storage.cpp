@@ -1,9 +1,11 @@
 #include "fucina/core/storage.h"
 
+#include <algorithm>
 #include <bit>
 #include <limits>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "fucina/core/error.h"
 
@@ -38,6 +40,12 @@ int MemoryAccount::classOf(size_t block) noexcept {
   return kSubSteps + (e - 8) * kSubSteps + static_cast<int>(block / step) - 5;
 }
 
+size_t MemoryAccount::classBlock(int c) noexcept {
+  if (c < kSubSteps) return static_cast<size_t>(c + 1) * kAlign;
+  const int j = c - kSubSteps, e = j / kSubSteps + 8;
+  return static_cast<size_t>(j % kSubSteps + 5) << (e - 2);
+}
+
 MemoryAccount::~MemoryAccount() { trimCache(); }
 
 void* MemoryAccount::systemAcquire(size_t block) noexcept {
@@ -63,7 +71,9 @@ void* MemoryAccount::allocate(size_t bytes, DType dtype) {
       fail(ErrorCode::OutOfMemory, "could not allocate " + std::to_string(bytes) + " bytes");
     {
       std::lock_guard lock(cache_mutex_);
-      std::vector<void*>& list = free_[classOf(block)];
+      const int c = classOf(block);
+      used_[c] = ++tick_;
+      std::vector<void*>& list = free_[c];
       if (!list.empty()) {
         p = list.back();
         list.pop_back();
@@ -102,23 +112,65 @@ void MemoryAccount::release(void* ptr, size_t bytes, DType dtype) noexcept {
   live_blocks_.fetch_sub(block, std::memory_order_relaxed);
   if (ptr == nullptr) return;
   live_buffers_.fetch_sub(1, std::memory_order_relaxed);
+  std::vector<void*> evicted;
+  bool cached_it = false;
   {
     std::lock_guard lock(cache_mutex_);
-    const size_t cached = cached_bytes_.load(std::memory_order_relaxed), limit = cacheLimit();
-    const bool within_limit = cached + block <= limit;
-    const bool within_high_water =  // Note [Cache to the high-water mark]
-        limit > 0 && cache_to_high_water_.load(std::memory_order_relaxed) &&
-        cached + block <= high_water_blocks_.load(std::memory_order_relaxed);
-    if (within_limit || within_high_water) {
+    const size_t limit = cacheLimit();
+    const size_t room = limit > 0 && cache_to_high_water_.load(std::memory_order_relaxed)  // Note [Cache to the high-water mark]
+                            ? std::max(limit, high_water_blocks_.load(std::memory_order_relaxed))
+                            : limit;
+    const int c = classOf(block);
+    used_[c] = ++tick_;
+    if (block <= room) {
       try {
-        free_[classOf(block)].push_back(ptr);
-        cached_bytes_.fetch_add(block, std::memory_order_relaxed);
-        return;
+        if (makeRoom(block, room, c, evicted)) {
+          free_[c].push_back(ptr);
+          cached_bytes_.fetch_add(block, std::memory_order_relaxed);
+          cached_it = true;
+        }
       } catch (...) {  // no room to remember it: give it back instead
       }
     }
   }
-  systemGiveBack(ptr);
+  for (void* p : evicted) systemGiveBack(p);
+  if (!cached_it) systemGiveBack(ptr);
+}
+
+// Note [Evict the least recently used class]: a cache full of classes that nothing asks for any
+// more (a disposed model's, a finished phase's) made every step after it give its own buffers back
+// and make them again. So a buffer that finds the cache full takes the place of buffers of the
+// class used longest ago; a loop's own classes are each used every step, so only classes
+// older than all of them go.
+bool MemoryAccount::makeRoom(size_t block, size_t room, int keep, std::vector<void*>& evicted) {
+  const size_t cached = cached_bytes_.load(std::memory_order_relaxed);
+  if (cached + block <= room) return true;
+  const size_t own = free_[keep].size() * classBlock(keep);
+  if (own + block > room) return false;  // not even with every other class gone
+  // Which blocks go, oldest class first: counted before anything moves, so that a failed reserve
+  // leaves the cache as it was.
+  std::vector<std::pair<int, size_t>> take;  // class, blocks
+  size_t left = cached, count = 0;
+  std::vector<int> order;
+  for (int c = 0; c < kClasses; ++c)
+    if (c != keep && !free_[c].empty()) order.push_back(c);
+  std::sort(order.begin(), order.end(), [&](int x, int y) { return used_[x] < used_[y]; });
+  for (size_t i = 0; i < order.size() && left + block > room; ++i) {
+    const int c = order[i];
+    const size_t each = classBlock(c), need = (left + block - room + each - 1) / each;
+    const size_t n = std::min(need, free_[c].size());
+    take.emplace_back(c, n);
+    left -= n * each;
+    count += n;
+  }
+  evicted.reserve(count);
+  for (const auto& [c, n] : take)
+    for (size_t i = 0; i < n; ++i) {
+      evicted.push_back(free_[c].back());
+      free_[c].pop_back();
+    }
+  cached_bytes_.store(left, std::memory_order_relaxed);
+  return true;
 }
 
 void MemoryAccount::trimCache() noexcept {

@@ -41,8 +41,9 @@ struct MemoryStats {
 /// buffers recirculate and it makes no system allocations. Classes are powers of two split in
 /// four sub-steps (waste below 25%; see docs/design-notes.md). The cache holds up to
 /// cacheLimit() bytes, and beyond that (unless setCacheToHighWater(false)) up to the most that was
-/// ever live at once (Note [Cache to the high-water mark]); any other freed buffer goes back to the
-/// system. A limit of 0 caches nothing.
+/// ever live at once (Note [Cache to the high-water mark]). A freed buffer past both evicts cached
+/// buffers of the classes used longest ago (Note [Evict the least recently used class], storage.cpp),
+/// or goes back to the system when its own class fills the room. A limit of 0 caches nothing.
 ///
 /// Note [Cache to the high-water mark]: a fixed cap alone made a step that frees more than the cap
 /// (W3 at d_model 512 × 8 blocks frees 1.3 GiB a step) go back to the system for 80 buffers a step,
@@ -117,6 +118,11 @@ class MemoryAccount {
   static constexpr int kClasses = 64 * kSubSteps;
   static int classOf(size_t block) noexcept;
 
+  static size_t classBlock(int c) noexcept;  // the block size of class c
+  // Gives up cached blocks of the classes used longest ago, other than keep, until block fits
+  // within room; false (nothing given up) when it cannot. Under cache_mutex_; may throw bad_alloc.
+  bool makeRoom(size_t block, size_t room, int keep, std::vector<void*>& evicted);
+
   void* systemAcquire(size_t block) noexcept;
   void systemGiveBack(void* block) noexcept;
 
@@ -133,6 +139,8 @@ class MemoryAccount {
   std::array<std::atomic<size_t>, kDTypeCount> live_by_dtype_{};
   std::mutex cache_mutex_;
   std::array<std::vector<void*>, kClasses> free_;  // per size class, under cache_mutex_
+  std::array<uint64_t, kClasses> used_{};          // when each class was last asked for or freed (tick_)
+  uint64_t tick_ = 0;                              // under cache_mutex_
 };
 
 class Storage {
