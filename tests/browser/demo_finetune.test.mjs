@@ -69,6 +69,9 @@ test('Fine-tune: a Llama-family model from disk trains with LoRA and downloads a
   const { hidden_size: d, num_attention_heads: H, num_key_value_heads: Hkv, head_dim: hd, num_hidden_layers: L } = config;
   const layers = { q_proj: [d, H * hd], k_proj: [d, Hkv * hd], v_proj: [d, Hkv * hd], o_proj: [H * hd, d] };
   const adapterCount = L * rank * Object.values(layers).reduce((n, [i, o]) => n + i + o, 0);
+  // The rotary tables the model keeps once it has run (Note [Rotary tables kept]): cos and sin in
+  // f32, hd / 2 wide, 64 rows at least and the positions at most: the fixture's 64.
+  const rotaryBytes = 2 * 4 * (hd / 2) * Math.min(64, config.max_position_embeddings);
 
   const { context, page, problems } = await openPage(browser, { width: 1200, height: 1000 });
   try {
@@ -96,7 +99,7 @@ test('Fine-tune: a Llama-family model from disk trains with LoRA and downloads a
     const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
     const [first, last] = [mean(demo.losses.slice(0, 5)), mean(demo.losses.slice(-5))];
     assert.ok(last < 0.95 * first, `loss did not fall over ${steps} steps: ${first} -> ${last}`);
-    assert.equal(demo.memory.state, 16 * adapterCount);
+    assert.equal(demo.memory.state, 16 * adapterCount + rotaryBytes);
     assert.deepEqual(demo.runs.map((r) => r.label), ['f32 · r8 · q, k, v, o_proj']);
     assert.equal(demo.samples.after.step, steps);
     assert.ok(demo.samples.before.text.length > 0 && demo.samples.after.text !== demo.samples.before.text,

@@ -29,6 +29,14 @@ const config = JSON.parse(readFileSync(join(DIR, 'base/config.json'), 'utf8'));
 const text = readFileSync(join(DIR, 'log.txt'), 'utf8');
 const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
 const json = (path) => JSON.parse(readFileSync(path, 'utf8'));
+// The rotary tables a Llama-family model keeps once it has run `span` positions (Note [Rotary
+// tables kept]): cos and sin, f32, head_dim / 2 wide, rows to the next power of two (64 at least,
+// the positions at most).
+const rotaryBytes = (cfg, span) => {
+  const headDim = cfg.head_dim ?? cfg.hidden_size / cfg.num_attention_heads;
+  const rows = Math.min(cfg.max_position_embeddings, Math.max(64, 2 ** Math.ceil(Math.log2(span))));
+  return 2 * 4 * (headDim / 2) * rows;
+};
 const tokenizerFiles = { tokenizerJson: json(join(FIXTURES, 'llama/tokenizer.json')),
   tokenizerConfig: json(join(FIXTURES, 'llama/tokenizer_config.json')) };
 
@@ -191,7 +199,7 @@ for (const [fixture, dtype, targets, asBlob] of [['llama', 'f32', 'all', true], 
       for (let i = 0; i < 20; ++i) losses.push((await tuner.step()).loss);
       assert.ok(losses.every(Number.isFinite), `${losses}`);
       assert.ok(mean(losses.slice(-5)) < 0.95 * mean(losses.slice(0, 5)), `loss did not fall: ${losses.map((l) => l.toFixed(3))}`);
-      assert.equal(tuner.memory().state, 16 * tuner.adapterCount);
+      assert.equal(tuner.memory().state, 16 * tuner.adapterCount + rotaryBytes(cfg, tuner.span));
       const prompt = tokenizer.encode('Day 21. ');
       const sample = await tuner.sample(prompt, { maxTokens: 12 });
       assert.equal(sample.length, 12);
@@ -235,7 +243,7 @@ test('on the webgpu device (Dawn over SwiftShader): the llama fixture moves ther
     // The device holds the base as the cpu loaded it (q8_0 blocks read in place), byte for byte.
     const expected = expectedFrozenBytes(cfg, 'q8_0');
     assert.deepEqual(m.frozen, { bytes: expected.total, byDtype: expected.byDtype });
-    assert.equal(m.state, 16 * gpu.tuner.adapterCount);
+    assert.equal(m.state, 16 * gpu.tuner.adapterCount + rotaryBytes(cfg, gpu.tuner.span));
     assert.ok(m.activations > 0 && m.peak >= m.frozen.bytes + m.state + m.activations, JSON.stringify(m));
     fc.defaultDevice = 'cpu';
     await assertPeftReloads(fc, gpu.tuner, fc.nn.Llama.load(file, cfg, { dtype: 'q8_0' }), tokenizer.encode('Day 3. Wind W, '));

@@ -277,7 +277,8 @@ export async function loadBase(fc, weights, config, options) {
  *   frozen       what loading the base added: its weights, in the dtype (split by dtype, as the
  *                cpu counted it on loading: a device counts no dtypes, and holds the same bytes);
  *   state        what the adapters, their gradients and AdamW's two moments hold once a step has
- *                run (liveBytes after the latest step minus the frozen base and what lived before);
+ *                run, with the rotary tables a Llama-family model keeps for the positions it ran
+ *                (liveBytes after the latest step minus the frozen base and what lived before);
  *   activations  the most the latest step added while it ran (its peakBytes minus the liveBytes
  *                before it): the batch, the forward pass's saved tensors, the backward pass.
  */
