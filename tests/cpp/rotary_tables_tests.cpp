@@ -1,5 +1,6 @@
 // nn::RotaryTables (Note [Rotary tables kept]): the rows a forward reads hold cos and sin of
-// position·inv_freq rounded once to f32, and one pair per device is made, reused and grown.
+// position·inv_freq rounded once to f32; the pair is made where the model runs, reused, grown
+// and replaced where it runs next.
 #include <cmath>
 #include <vector>
 
@@ -31,7 +32,7 @@ void requireRows(const Tensor& cos, const Tensor& sin, int64_t start, int64_t t)
 
 }  // namespace
 
-TEST_CASE("RotaryTables: rows are cos and sin of position times inv_freq, made once per device and grown past their end",
+TEST_CASE("RotaryTables: rows are cos and sin of position times inv_freq, kept where the model ran and grown past their end",
           "[llama][rope]") {
   ExecContext ctx({.threads = 1});
   const RotaryTables tables(kInvFreq, 300, "t", "hd");
@@ -61,11 +62,21 @@ TEST_CASE("RotaryTables: rows are cos and sin of position times inv_freq, made o
   const auto all = tables.rows(ctx, 290, 10);
   requireRows(all.first, all.second, 290, 10);
   REQUIRE(tables.rows(ctx, 0, 1).first.value().storage()->bytes() == 300 * 3 * sizeof(float));
-  // Another context's tables are its own.
+  // A copy starts without tables; the original keeps its own.
+  const RotaryTables copy(tables);
+  const size_t before_copy = ctx.memory().allocations;
+  const auto copied = copy.rows(ctx, 0, 2);
+  requireRows(copied.first, copied.second, 0, 2);
+  REQUIRE(ctx.memory().allocations == before_copy + 2);
+  REQUIRE(tables.rows(ctx, 0, 2).first.value().storage()->bytes() == 300 * 3 * sizeof(float));
+  REQUIRE(ctx.memory().allocations == before_copy + 2);
+  // Another context (a device the model moved to) replaces them: nothing stays behind.
   ExecContext other({.threads = 1});
+  const size_t live = ctx.memory().live_bytes;
   const auto there = tables.rows(other, 0, 3);
   requireRows(there.first, there.second, 0, 3);
   REQUIRE(other.memory().live_bytes == 2 * 64 * 3 * sizeof(float));
+  REQUIRE(ctx.memory().live_bytes == live - 2 * 300 * 3 * sizeof(float));  // held by the tables alone
   REQUIRE_FUCINA_ERROR(tables.rows(ctx, 299, 2), InvalidArgument);
   REQUIRE_FUCINA_ERROR(tables.rows(ctx, -1, 1), InvalidArgument);
 }

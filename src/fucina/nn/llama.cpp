@@ -278,7 +278,7 @@ Llama::Llama(const LlamaConfig& c, const ModelOptions& o)
     : Model("Llama", "layers.N.self_attn.{q,k,v,o}_proj, layers.N.mlp.{gate,up,down}_proj", "base_model.model.model.",
             false, o),
       config_(c),
-      rotary_(std::make_shared<const RotaryTables>(c.inverseFrequencies(), c.positions, kT, kHd)),
+      rotary_(c.inverseFrequencies(), c.positions, kT, kHd),
       pending_(static_cast<size_t>(c.layers), std::vector<Tensor>(kSlots)) {
   if (o.dtype == DType::q8_0 && (c.d_model % 32 != 0 || (c.heads * c.head_dim) % 32 != 0 || c.inner % 32 != 0))
     invalid("Llama: a q8_0 base needs hidden_size, num_attention_heads·head_dim and intermediate_size to be multiples "
@@ -421,7 +421,7 @@ Tensor Llama::forward(ExecContext& ctx, const Tensor& tokens, KvCache* cache) co
     invalid("Llama: " + std::to_string(t) + " tokens along 't'" +
             (start ? " after the " + std::to_string(start) + " of the KV cache" : std::string()) +
             "; the model reads 1 to " + std::to_string(config_.positions) + " (max_position_embeddings)");
-  const std::pair<Tensor, Tensor> tables = rotary_->rows(ctx, start, t);
+  const std::pair<Tensor, Tensor> tables = rotary_.rows(ctx, start, t);
   const Tensor &cos = tables.first, &sin = tables.second;
   // Embeddings: the rows of a 16-bit or q8_0 table are read as stored, then widened.
   Tensor x = embed_.indexSelect(ctx, kVocab, tokens);

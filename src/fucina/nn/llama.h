@@ -139,7 +139,7 @@ class Llama : public Model {
   Tensor forward(ExecContext& ctx, const Tensor& tokens, KvCache* cache) const;
 
   LlamaConfig config_;
-  std::shared_ptr<const RotaryTables> rotary_;  // Note [Rotary tables kept]
+  RotaryTables rotary_;  // Note [Rotary tables kept]
   Tensor embed_, norm_, head_;  // head_ is embed_ when tied
   std::vector<Block> blocks_;
   // While loading: each block's tensors by slot (Loader), moved into blocks_ at the end.
