@@ -138,10 +138,10 @@ void MemoryAccount::release(void* ptr, size_t bytes, DType dtype) noexcept {
 }
 
 // Note [Evict the least recently used class]: a cache full of classes that nothing asks for any
-// more (a disposed model's, a finished phase's) made every step after it give its own buffers back
-// and make them again. So a buffer that finds the cache full takes the place of buffers of the
-// class used longest ago; a loop's own classes are each used every step, so only classes
-// older than all of them go.
+// more (a disposed model's, a finished phase's) would make every step after it give its own
+// buffers back and make them again. So a buffer that finds the cache full takes the place of
+// buffers of the class used longest ago; a loop's own classes are each used every step, so only
+// classes older than all of them go.
 bool MemoryAccount::makeRoom(size_t block, size_t room, int keep, std::vector<void*>& evicted) {
   const size_t cached = cached_bytes_.load(std::memory_order_relaxed);
   if (cached + block <= room) return true;

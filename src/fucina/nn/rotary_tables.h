@@ -3,8 +3,8 @@
 ///
 /// Note [Rotary tables kept]: a forward over positions start .. start+t-1 reads rows start ..
 /// start+t-1 of tables {t, hd: head_dim/2} whose row p holds cos and sin of p·inv_freq (the angle
-/// in double, rounded to f32 once). Making them on the host for each forward put them on the
-/// upload list of every training step on a device; so the model keeps one pair where it last ran
+/// in double, rounded to f32 once). Made on the host for each forward, they would be uploaded by
+/// every training step on a device; so the model keeps one pair where it last ran
 /// (a forward on another device or context replaces it: a model moved to a device leaves nothing
 /// behind on the cpu), grown to the next power of two (at most the model's positions) when a
 /// forward reaches past it, and a step in steady state uploads none. Rows from 0 are views; rows
